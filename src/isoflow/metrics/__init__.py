@@ -1,0 +1,42 @@
+"""Geometry metrics of point clouds: isotropy, clusterability, intrinsic dimension.
+
+Every metric takes a ``(n_points, dim)`` torch tensor (any device) or numpy
+array and returns a float, computing on the input's device with float64
+reductions. ``*_tensor`` variants skip input checks and return 0-d tensors, for
+loops that must not sync with the host.
+"""
+
+from ._validate import Clusters, as_points, encode_labels
+from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
+from .geometry import METRIC_NAMES, geometry, sample_rows
+from .intrinsic_dim import knn_distances, lid_mle, twonn
+from .isotropy import cosine_anisotropy, covariance, isoscore, isoscore_star, isoscore_tensor, s_inter, s_intra
+from .silhouette import silhouette, silhouette_sqeuclidean, silhouette_sqeuclidean_tensor, silhouette_tensor
+
+__all__ = [
+    "Clusters",
+    "ClusterChoice",
+    "METRIC_NAMES",
+    "as_points",
+    "cluster_centered",
+    "cosine_anisotropy",
+    "covariance",
+    "encode_labels",
+    "geometry",
+    "isoscore",
+    "isoscore_star",
+    "isoscore_tensor",
+    "kmeans",
+    "knn_distances",
+    "lid_mle",
+    "s_inter",
+    "s_intra",
+    "sample_rows",
+    "select_clusters",
+    "silhouette",
+    "silhouette_sqeuclidean",
+    "silhouette_sqeuclidean_tensor",
+    "silhouette_tensor",
+    "subtract_cluster_means",
+    "twonn",
+]

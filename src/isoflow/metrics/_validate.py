@@ -1,0 +1,130 @@
+"""Input checks shared by every metric: one entry, one set of error messages.
+
+Every public metric funnels its inputs through :func:`as_points` (and, where it
+takes labels, :func:`encode_labels`), so a researcher gets the same clear
+``ValueError`` whichever metric first sees the bad input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+ArrayLike = Any  # torch.Tensor | np.ndarray | nested sequences
+
+
+def as_points(X: ArrayLike, *, name: str = "X", min_points: int = 2, check_finite: bool = True) -> torch.Tensor:
+    """Return ``X`` as a floating ``(n_points, dim)`` tensor on its own device.
+
+    Integer and boolean inputs are promoted to float64 (documented behaviour,
+    not an error): counts or one-hot rows are legitimate point clouds.
+    Floating inputs keep their dtype and device; nothing is copied when ``X``
+    already is a floating tensor.
+    """
+    if isinstance(X, torch.Tensor):
+        t = X
+    else:
+        arr = np.asarray(X)
+        if arr.dtype == object:
+            raise ValueError(f"{name} must be a numeric array; got an object array (ragged rows or mixed types?)")
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.is_complex():
+        raise ValueError(f"{name} must be real-valued; got dtype {t.dtype}")
+    if not t.is_floating_point():
+        t = t.to(torch.float64)
+    if t.ndim != 2:
+        raise ValueError(
+            f"{name} must have shape (n_points, dim); got a {t.ndim}-d array of shape {tuple(t.shape)}"
+            + (" (use X.reshape(-1, 1) for 1-d data)" if t.ndim == 1 else "")
+        )
+    n, d = t.shape
+    if n < min_points:
+        raise ValueError(f"{name} needs at least {min_points} points (rows); got {n}")
+    if d < 1:
+        raise ValueError(f"{name} has no columns (dim=0)")
+    if check_finite:
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            rows = torch.nonzero(bad.any(dim=1)).flatten()
+            raise ValueError(
+                f"{name} contains {int(bad.sum())} NaN/inf value(s) in {rows.numel()} row(s); "
+                f"first bad row: {int(rows[0])}. Drop or repair those rows first."
+            )
+    return t
+
+
+@dataclass(frozen=True)
+class Clusters:
+    """Labels encoded as cluster codes ``0..k-1`` (one per point) on a device.
+
+    ``sizes[c]`` is the number of points in cluster ``c``. Build it once with
+    :func:`encode_labels` and reuse it when the labels do not change (e.g. at
+    every step of an optimisation) to avoid re-encoding and host syncs.
+    """
+
+    codes: torch.Tensor  # (n,) int64
+    sizes: torch.Tensor  # (k,) int64
+    k: int
+
+    @property
+    def n(self) -> int:
+        return int(self.codes.shape[0])
+
+    def to(self, device: torch.device | str) -> "Clusters":
+        return Clusters(self.codes.to(device), self.sizes.to(device), self.k)
+
+    def one_hot(self, dtype: torch.dtype) -> torch.Tensor:
+        return torch.nn.functional.one_hot(self.codes, self.k).to(dtype)
+
+
+def encode_labels(labels: ArrayLike, n_points: int | None = None, *, device: torch.device | str | None = None) -> Clusters:
+    """Encode class labels as cluster codes.
+
+    ``labels`` is either a 1-d vector (any values: ints, strings, ...) or a
+    2-d ``(n_points, n_labels)`` multi-label 0/1 matrix, in which case every
+    distinct row (label *set*) is one cluster, as in Mickus et al. (2024).
+    """
+    if isinstance(labels, Clusters):
+        codes = labels.codes
+        if n_points is not None and codes.shape[0] != n_points:
+            raise ValueError(f"labels cover {codes.shape[0]} points but X has {n_points} rows")
+        return labels if device is None else labels.to(device)
+    if isinstance(labels, torch.Tensor):
+        lab = labels.detach()
+        dev = device if device is not None else lab.device
+        if lab.ndim == 1:
+            _, codes = torch.unique(lab, return_inverse=True)
+        elif lab.ndim == 2:
+            _, codes = torch.unique(lab, dim=0, return_inverse=True)
+        else:
+            raise ValueError(f"labels must be 1-d (classes) or 2-d (multi-label 0/1 matrix); got shape {tuple(lab.shape)}")
+        codes = codes.to(dev)
+    else:
+        arr = np.asarray(labels)
+        if arr.ndim == 1:
+            _, codes_np = np.unique(arr, return_inverse=True)
+        elif arr.ndim == 2:
+            _, codes_np = np.unique(arr, axis=0, return_inverse=True)
+        else:
+            raise ValueError(f"labels must be 1-d (classes) or 2-d (multi-label 0/1 matrix); got shape {arr.shape}")
+        codes = torch.from_numpy(codes_np.reshape(-1).astype(np.int64)).to(device or "cpu")
+    codes = codes.reshape(-1).to(torch.int64)
+    if n_points is not None and codes.shape[0] != n_points:
+        raise ValueError(f"labels have {codes.shape[0]} entries but X has {n_points} rows; they must match one-to-one")
+    k = int(codes.max()) + 1 if codes.numel() else 0
+    sizes = torch.bincount(codes, minlength=k)
+    return Clusters(codes, sizes, k)
+
+
+def check_cluster_count(clusters: Clusters) -> None:
+    """scikit-learn's rule for the silhouette: 2 <= n_labels <= n_samples - 1."""
+    n, k = clusters.n, clusters.k
+    if not 2 <= k <= n - 1:
+        raise ValueError(
+            f"Number of labels is {k}. Valid values are 2 to n_samples - 1 = {n - 1} (inclusive): "
+            "the silhouette needs at least two clusters and at least one cluster with two points."
+        )
+

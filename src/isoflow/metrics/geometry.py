@@ -1,0 +1,95 @@
+"""One entry point for every geometry metric: :func:`geometry` returns them all as a dict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import torch
+
+from ._validate import ArrayLike, as_points, encode_labels
+from .clusters import select_clusters, subtract_cluster_means
+from .intrinsic_dim import lid_mle, twonn
+from .isotropy import cosine_anisotropy, isoscore, s_inter, s_intra
+from .silhouette import silhouette, silhouette_sqeuclidean
+
+
+def _cluster_centred_isoscore(x: torch.Tensor, **_: Any) -> dict[str, float]:
+    choice = select_clusters(x)
+    return {"cluster_k": float(choice.k), "cluster_centered_isoscore": isoscore(subtract_cluster_means(x, choice.labels))}
+
+# name -> (needs, function(x, labels=..., types=..., k_lid=...) -> value or dict of values)
+_METRICS: dict[str, tuple[str | None, Callable[..., Any]]] = {
+    "isoscore": (None, lambda x, **_: isoscore(x)),
+    "cosine_anisotropy": (None, lambda x, **_: cosine_anisotropy(x)),
+    "silhouette": ("labels", lambda x, labels, **_: silhouette(x, labels)),
+    "silhouette_sqeuclidean": ("labels", lambda x, labels, **_: silhouette_sqeuclidean(x, labels)),
+    "s_inter": ("types", lambda x, types, **_: s_inter(x, types)),
+    "s_intra": ("types", lambda x, types, **_: s_intra(x, types)),
+    "lid_mle": (None, lambda x, k_lid, **_: lid_mle(x, k=min(k_lid, x.shape[0] - 1))),
+    "twonn": (None, lambda x, **_: twonn(x)),
+    "cluster_centered_isoscore": (None, _cluster_centred_isoscore),
+}
+METRIC_NAMES: tuple[str, ...] = tuple(_METRICS)
+
+
+def sample_rows(n: int, size: int | None, seed: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
+    """Indices of a seeded uniform sample of ``size`` of ``n`` rows without replacement, or None if no sampling is needed."""
+    if size is None or n <= size:
+        return None
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return torch.randperm(n, generator=g)[:size].sort().values.to(device)
+
+
+def geometry(
+    X: ArrayLike,
+    labels: ArrayLike | None = None,
+    types: ArrayLike | None = None,
+    *,
+    metrics: Iterable[str] | None = None,
+    sample: int | None = 20_000,
+    seed: int = 0,
+    k_lid: int = 20,
+) -> dict[str, float]:
+    """Every geometry metric of ``X`` that its inputs allow, as ``{name: value}``.
+
+    Always: ``isoscore``, ``cosine_anisotropy`` (exact), ``lid_mle`` (mean, k = ``k_lid``),
+    ``twonn`` (linear fit, 10 % discarded), ``cluster_centered_isoscore`` and
+    ``cluster_k`` (Cai et al.'s k-means with k in 2..10 chosen by silhouette).
+    With ``labels``: ``silhouette`` and ``silhouette_sqeuclidean``.
+    With ``types`` (a type id per row): ``s_inter`` and ``s_intra``.
+    ``metrics`` restricts the list (names in :data:`METRIC_NAMES`).
+
+    When ``X`` has more than ``sample`` rows, all metrics are computed on one
+    seeded uniform sample of that many rows (with the matching labels and
+    types), as Mickus et al. do above 20,000 points; ``sample=None`` disables it.
+    ``n_points`` and ``dim`` in the result describe the rows actually used.
+    """
+    x = as_points(X)
+    if labels is not None:
+        labels = encode_labels(labels, x.shape[0], device=x.device).codes
+    if types is not None:
+        types = encode_labels(types, x.shape[0], device=x.device).codes
+    wanted = list(METRIC_NAMES if metrics is None else metrics)
+    unknown = [m for m in wanted if m not in _METRICS]
+    if unknown:
+        raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
+    idx = sample_rows(x.shape[0], sample, seed, x.device)
+    if idx is not None:
+        x = x[idx]
+        labels = None if labels is None else labels[idx]
+        types = None if types is None else types[idx]
+    given = {"labels": labels, "types": types}
+    out: dict[str, float] = {"n_points": float(x.shape[0]), "dim": float(x.shape[1])}
+    for name in wanted:
+        needs, fn = _METRICS[name]
+        if needs is not None and given[needs] is None:
+            if metrics is not None:
+                raise ValueError(f"metric {name!r} needs {needs}; pass {needs}=...")
+            continue
+        value = fn(x, labels=labels, types=types, k_lid=k_lid)
+        out.update(value if isinstance(value, dict) else {name: value})
+    return out
+
+
+__all__ = ["geometry", "METRIC_NAMES", "sample_rows"]

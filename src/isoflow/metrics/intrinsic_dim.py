@@ -1,0 +1,121 @@
+"""Intrinsic dimension: local (LID, k-NN MLE) and global (TwoNN), Euclidean distances."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from ._validate import ArrayLike, as_points
+
+DEFAULT_BLOCK = 2048
+_MARGIN = 8  # extra float32 candidates so that re-ranking in float64 cannot miss a true neighbour
+
+
+def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.Tensor:
+    """Sorted Euclidean distances from each point to its ``k`` nearest other points, (n, k) float64.
+
+    Candidates come from a blocked ‖x‖²+‖y‖²−2x·y search in ``X``'s dtype
+    (k + 8 per point); their distances are then recomputed exactly in float64
+    from the differences and re-sorted, so float32 cancellation cannot distort
+    small distances. Memory O(block·n).
+    """
+    x = as_points(X)
+    n = x.shape[0]
+    if not 1 <= k <= n - 1:
+        raise ValueError(f"k must be between 1 and n_points - 1 = {n - 1}; got {k}")
+    x64 = x.to(torch.float64)
+    xc = (x64 - x64.mean(dim=0, keepdim=True)).to(x.dtype)
+    sq = (xc * xc).sum(dim=1)
+    m = min(k + _MARGIN, n - 1)
+    out = torch.empty(n, k, dtype=torch.float64, device=x.device)
+    for i0 in range(0, n, block):
+        i1 = min(i0 + block, n)
+        D = torch.addmm(sq[i0:i1, None] + sq[None, :], xc[i0:i1], xc.T, alpha=-2.0)
+        rows = torch.arange(i1 - i0, device=x.device)
+        D[rows, rows + i0] = float("inf")  # exclude the point itself
+        cand = D.topk(m, dim=1, largest=False).indices
+        exact = torch.linalg.vector_norm(x64[i0:i1, None, :] - x64[cand], dim=2)
+        out[i0:i1] = exact.sort(dim=1).values[:, :k]
+    return out
+
+
+def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: int = DEFAULT_BLOCK):
+    r"""Local intrinsic dimension by the k-NN maximum-likelihood estimator (Levina & Bickel 2004; Amsaleg et al. 2015).
+
+    :math:`\mathrm{LID}(x) = -\left(\frac1k\sum_{i=1}^{k}\log\frac{r_i(x)}{r_k(x)}\right)^{-1}`,
+    with :math:`r_i(x)` the Euclidean distance from *x* to its *i*-th nearest other
+    point (plain distances: Cai et al.'s code used squared ones, which halves the
+    estimate). This is the form Cai et al. (ICLR 2021) use; scikit-dimension's
+    ``MLE`` uses k − 1 in the numerator, i.e. ours × (k − 1)/k.
+
+    Parameters
+    ----------
+    k : neighbours per point (2 <= k <= n − 1).
+    reduce : ``"mean"`` (the average LID Cai et al. report) → float;
+        ``"harmonic"`` (the MLE-consistent pooling, scikit-dimension's ``comb="mle"``) → float;
+        ``None`` → the per-point estimates, a float64 tensor of shape (n,).
+
+    Points whose k neighbours are all at distance zero (duplicates) have an
+    undefined estimate: they are dropped with a warning.
+    """
+    if k < 2:
+        raise ValueError(f"LID needs k >= 2 neighbours; got {k}")
+    r = knn_distances(X, k, block=block)
+    rk = r[:, -1:]
+    lid = -1.0 / torch.log(r / rk).mean(dim=1)
+    bad = ~torch.isfinite(lid) | (rk.squeeze(1) == 0)
+    if bool(bad.any()):
+        warnings.warn(f"LID: dropping {int(bad.sum())} point(s) whose {k} nearest neighbours are all duplicates", stacklevel=2)
+        lid = lid[~bad]
+    if reduce is None:
+        return lid
+    if lid.numel() == 0:
+        raise ValueError("LID is undefined: every point's neighbourhood consists of duplicates")
+    if reduce == "mean":
+        return float(lid.mean())
+    if reduce == "harmonic":
+        return float(1.0 / (1.0 / lid).mean())
+    raise ValueError(f"reduce must be 'mean', 'harmonic' or None; got {reduce!r}")
+
+
+def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear", block: int = DEFAULT_BLOCK) -> float:
+    r"""TwoNN intrinsic dimension (Facco, d'Errico, Rodriguez & Laio, Sci. Rep. 2017).
+
+    For each point :math:`\mu = r_2/r_1`, the ratio of the distances to its second
+    and first nearest neighbours, which is Pareto-distributed with shape = ID.
+    Sort the :math:`\mu`, keep the smallest ``(1 - discard_fraction)·N`` (the tail
+    is noisy), with empirical CDF :math:`F_i = i/N`, and either
+
+    * ``method="linear"``: fit :math:`-\log(1-F_i) = d\,\log\mu_i` through the origin (least squares), or
+    * ``method="mle"``: :math:`d = (n_{keep}-1)/(\sum_{kept}\log\mu + (N-n_{keep})\log\mu_{max\,kept})`
+      (right-censored Pareto MLE; with no discard, :math:`(N-1)/\sum\log\mu`).
+
+    Matches ``skdim.id.TwoNN`` (same parameters, same estimator). Points with a
+    duplicate (r₁ = 0) are dropped with a warning, as scikit-dimension does.
+    """
+    if method not in ("linear", "mle"):
+        raise ValueError(f"method must be 'linear' or 'mle'; got {method!r}")
+    if not 0.0 <= discard_fraction < 1.0:
+        raise ValueError(f"discard_fraction must lie in [0, 1); got {discard_fraction}")
+    r = knn_distances(X, 2, block=block)
+    mu = r[:, 1] / r[:, 0]
+    finite = torch.isfinite(mu)
+    if not bool(finite.all()):
+        warnings.warn(f"TwoNN: dropping {int((~finite).sum())} point(s) with a duplicate (zero distance to the nearest neighbour)", stacklevel=2)
+        mu = mu[finite]
+    N = mu.numel()
+    n_keep = int(N * (1 - discard_fraction))
+    if n_keep < 2:
+        raise ValueError("TwoNN: fewer than 2 points left to estimate the dimension")
+    log_mu = torch.log(torch.sort(mu).values[:n_keep])
+    if method == "linear" and n_keep == N:
+        raise ValueError("TwoNN linear fit needs discard_fraction > 0: the largest ratio has F = 1 and -log(1 - F) is infinite; use method='mle' to keep every point")
+    if method == "mle":
+        return float((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]))
+    F = torch.arange(1, n_keep + 1, dtype=torch.float64, device=log_mu.device) / N
+    y = -torch.log1p(-F)
+    return float((log_mu * y).sum() / (log_mu * log_mu).sum())
+
+
+__all__ = ["knn_distances", "lid_mle", "twonn"]

@@ -1,0 +1,253 @@
+"""Global isotropy measures: IsoScore, IsoScore*, cosine anisotropy, Cai et al.'s S_inter / S_intra.
+
+All functions take a ``(n_points, dim)`` tensor or array and compute on the
+input's device. Reductions run in float64 whatever the input dtype.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validate import ArrayLike, as_points, encode_labels
+
+
+def covariance(X: ArrayLike) -> torch.Tensor:
+    """Sample covariance ``C = Xcᵀ Xc / (n - 1)`` (``Xc`` = centred rows), float64, shape (dim, dim).
+
+    Use it to estimate the shrinkage target ``C0`` of :func:`isoscore_star`
+    on a large set of points (e.g. the whole training set).
+    """
+    x = as_points(X).to(torch.float64)
+    xc = x - x.mean(dim=0, keepdim=True)
+    return xc.T @ xc / (x.shape[0] - 1)
+
+
+def _participation_ratio(C: torch.Tensor) -> torch.Tensor:
+    # (Σλ)² / Σλ² = tr(C)² / ‖C‖_F² for a symmetric PSD C: no eigendecomposition needed.
+    return torch.trace(C) ** 2 / (C * C).sum()
+
+
+def _isoscore_from_pr(pr: torch.Tensor, dim: int) -> torch.Tensor:
+    return (pr - 1.0) / (dim - 1)
+
+
+def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
+    """IsoScore as a 0-d float64 tensor, without input checks or host syncs.
+
+    For tight loops that already validated their input (see :func:`isoscore`).
+    Differentiable. Uses the Gram matrix when ``n < dim`` (same non-zero
+    eigenvalues, cheaper).
+    """
+    x = X.to(torch.float64)
+    n, d = x.shape
+    xc = x - x.mean(dim=0, keepdim=True)
+    # Scale does not matter (the ratio is scale-free), so skip the 1/(n-1).
+    G = xc @ xc.T if n < d else xc.T @ xc
+    return _isoscore_from_pr(_participation_ratio(G), d)
+
+
+def isoscore(X: ArrayLike) -> float:
+    r"""IsoScore of a point cloud (Rudman, Gillman, Rayne & Eickhoff, 2022).
+
+    With :math:`\lambda` the eigenvalues of the covariance :math:`C` of ``X``
+    (the variances along the principal components), the paper's steps
+
+    1. :math:`\hat\Sigma = \sqrt{d}\,\lambda / \lVert\lambda\rVert_2`
+    2. :math:`\delta = \lVert\hat\Sigma - \mathbf 1\rVert_2 / \sqrt{2(d-\sqrt d)}`
+    3. :math:`\phi = (d - \delta^2(d-\sqrt d))^2 / d^2`
+    4. :math:`\iota = (d\phi - 1)/(d - 1)`
+
+    collapse to :math:`\iota = \left(\operatorname{tr}(C)^2/\lVert C\rVert_F^2 - 1\right)/(d-1)`,
+    i.e. (participation ratio − 1)/(d − 1), which is what is computed here (float64,
+    no eigendecomposition). 1 means isotropic; 0 means all variance along one
+    direction; points spread uniformly over k of d dimensions score (k−1)/(d−1).
+
+    When ``n <= d`` the covariance has rank at most ``n - 1`` and IsoScore is
+    still defined through its eigenvalues (zeros included), so it is at most
+    (n − 2)/(d − 1); like the ``IsoScore`` package, no error is raised.
+    IsoScore depends strongly on n: compare values only at equal sample size.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array, n_points >= 2, dim >= 2
+
+    Returns
+    -------
+    float in [0, 1]
+
+    Raises
+    ------
+    ValueError
+        NaN/inf values, wrong rank, fewer than 2 points, dim < 2, or all points
+        identical (zero covariance: IsoScore is 0/0; the ``IsoScore`` package returns nan).
+
+    References
+    ----------
+    W. Rudman, N. Gillman, T. Rayne, C. Eickhoff. *IsoScore: Measuring the
+    Uniformity of Embedding Space Utilization*. Findings of ACL 2022.
+    """
+    x = as_points(X)
+    _check_dim(x)
+    score = isoscore_tensor(x)
+    if not torch.isfinite(score):
+        raise ValueError("IsoScore is undefined: all points are identical (zero covariance)")
+    return float(score)
+
+
+def _check_dim(x: torch.Tensor) -> None:
+    if x.shape[1] < 2:
+        raise ValueError(f"IsoScore needs dim >= 2 (it divides by dim - 1); got dim = {x.shape[1]}")
+
+
+def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) -> torch.Tensor:
+    r"""IsoScore* with covariance shrinkage (Rudman & Eickhoff, ICLR 2024); differentiable.
+
+    The covariance :math:`C` of the (mini-)batch ``X`` is shrunk towards a
+    covariance :math:`C_0` estimated on many more points,
+    :math:`C_\zeta = (1-\zeta)\,C + \zeta\,C_0`, and the IsoScore steps are applied
+    to the eigenvalues of :math:`C_\zeta`:
+    :math:`\iota^* = (\operatorname{tr}(C_\zeta)^2/\lVert C_\zeta\rVert_F^2 - 1)/(d-1)`
+    (the same closed form as :func:`isoscore`; equal to it at ``zeta = 0``).
+    The closed form has a smooth gradient even where eigenvalues repeat,
+    unlike ``eigvalsh``/``svdvals``-based implementations.
+
+    The I-STAR loss is ``task_loss + lam * (1 - isoscore_star(...))``.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor (gradients flow through it) or array
+    C0 : (dim, dim) symmetric PSD tensor/array, e.g. :func:`covariance` of the
+        training set, or the identity when nothing larger is available.
+        Required when ``zeta > 0``.
+    zeta : shrinkage weight in [0, 1]; I-STAR's default is 0.2.
+
+    Returns
+    -------
+    0-d float64 tensor on ``X``'s device (call ``float()`` for a number).
+
+    References
+    ----------
+    W. Rudman, C. Eickhoff. *Stable Anisotropic Regularization*. ICLR 2024.
+    """
+    x = as_points(X)
+    _check_dim(x)
+    if not 0.0 <= zeta <= 1.0:
+        raise ValueError(f"zeta must lie in [0, 1]; got {zeta}")
+    d = x.shape[1]
+    x64 = x.to(torch.float64)
+    xc = x64 - x64.mean(dim=0, keepdim=True)
+    C = xc.T @ xc / (x.shape[0] - 1)
+    if zeta > 0.0:
+        if C0 is None:
+            raise ValueError("zeta > 0 needs a shrinkage covariance C0 (e.g. isoflow.metrics.covariance(train_X))")
+        c0 = torch.as_tensor(C0, device=x.device).to(torch.float64)
+        if c0.shape != (d, d):
+            raise ValueError(f"C0 must have shape ({d}, {d}) to match X's dim; got {tuple(c0.shape)}")
+        if not torch.isfinite(c0).all():
+            raise ValueError("C0 contains NaN/inf values")
+        C = (1.0 - zeta) * C + zeta * c0
+    score = _isoscore_from_pr(_participation_ratio(C), d)
+    if not torch.isfinite(score):
+        raise ValueError("IsoScore* is undefined: the shrunk covariance is zero (identical points and zeta = 0 or C0 = 0)")
+    return score
+
+
+def _unit_rows(x: torch.Tensor, name: str = "X") -> torch.Tensor:
+    x64 = x.to(torch.float64)
+    norms = torch.linalg.vector_norm(x64, dim=1, keepdim=True)
+    zero = norms.squeeze(1) == 0
+    if bool(zero.any()):
+        first = int(torch.nonzero(zero)[0])
+        raise ValueError(f"{name} has {int(zero.sum())} all-zero row(s) (first: {first}); cosine similarity is undefined for them")
+    return x64 / norms
+
+
+def cosine_anisotropy(X: ArrayLike, n_pairs: int | None = None, seed: int = 0) -> float:
+    r"""Mean cosine similarity between distinct points (anisotropy baseline; Ethayarajh 2019).
+
+    Exact (``n_pairs=None``): with unit rows :math:`u_i` and :math:`s=\sum_i u_i`,
+    :math:`\frac{1}{n(n-1)}\sum_{i\ne j} u_i\cdot u_j = \frac{\lVert s\rVert^2 - n}{n(n-1)}`,
+    in O(n·d) time and memory. Sampled (``n_pairs=m``): mean cosine of ``m``
+    uniformly drawn pairs ``i != j`` (seeded), the estimate used by most papers.
+    Near 1: all vectors point the same way (anisotropic); near 0: no common direction.
+
+    Raises ``ValueError`` for an all-zero row (cosine undefined).
+    """
+    x = as_points(X)
+    u = _unit_rows(x)
+    n = u.shape[0]
+    if n_pairs is None:
+        s = u.sum(dim=0)
+        return float(((s @ s) - n) / (n * (n - 1)))
+    if n_pairs < 1:
+        raise ValueError(f"n_pairs must be a positive integer or None; got {n_pairs}")
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    i = torch.randint(0, n, (n_pairs,), generator=g)
+    # Shift j by 1..n-1 so that j != i while staying uniform over the other points.
+    j = (i + torch.randint(1, n, (n_pairs,), generator=g)) % n
+    i, j = i.to(u.device), j.to(u.device)
+    return float((u[i] * u[j]).sum(dim=1).mean())
+
+
+def _type_means(x: torch.Tensor, types: ArrayLike) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    clusters = encode_labels(types, x.shape[0], device=x.device)
+    u = _unit_rows(x)
+    sums = torch.zeros(clusters.k, u.shape[1], dtype=torch.float64, device=u.device)
+    sums.index_add_(0, clusters.codes, u)
+    return u, sums, clusters.sizes.to(torch.float64)
+
+
+def s_inter(X: ArrayLike, types: ArrayLike) -> float:
+    r"""Cai et al.'s inter-type similarity :math:`S_{inter}`: mean cosine between embeddings of different types.
+
+    ``types[i]`` names the type (e.g. the word) of row ``i``; a type may have
+    several instances (contextual embeddings). Cai et al. draw one instance per
+    type and average the cosines between types; this returns that quantity's
+    exact expectation over the draw:
+    :math:`\frac{1}{T(T-1)}\sum_{t\ne t'} m_t\cdot m_{t'}` with :math:`m_t` the mean
+    unit vector of type *t*, computed as :math:`(\lVert\sum_t m_t\rVert^2-\sum_t\lVert m_t\rVert^2)/(T(T-1))`.
+    Needs at least two types.
+
+    References
+    ----------
+    X. Cai, J. Huang, Y. Bian, K. Church. *Isotropy in the Contextual Embedding
+    Space: Clusters and Manifolds*. ICLR 2021.
+    """
+    x = as_points(X)
+    _, sums, sizes = _type_means(x, types)
+    T = sums.shape[0]
+    if T < 2:
+        raise ValueError("S_inter needs at least two distinct types")
+    m = sums / sizes[:, None]
+    total = m.sum(dim=0)
+    return float(((total @ total) - (m * m).sum()) / (T * (T - 1)))
+
+
+def s_intra(X: ArrayLike, types: ArrayLike) -> float:
+    r"""Cai et al.'s intra-type similarity :math:`S_{intra}`: mean over types of the mean cosine between instances of a type.
+
+    For a type with unit rows :math:`u_1..u_m` (m >= 2) the mean pairwise cosine
+    is :math:`(\lVert\sum u\rVert^2 - m)/(m(m-1))`; types with one instance have
+    no pair and are skipped. Raises ``ValueError`` if no type has two instances.
+    Reference: Cai et al., ICLR 2021 (see :func:`s_inter`).
+    """
+    x = as_points(X)
+    _, sums, sizes = _type_means(x, types)
+    keep = sizes >= 2
+    if not bool(keep.any()):
+        raise ValueError("S_intra needs at least one type with two or more instances")
+    sq = (sums[keep] * sums[keep]).sum(dim=1)
+    m = sizes[keep]
+    return float(((sq - m) / (m * (m - 1))).mean())
+
+
+__all__ = [
+    "covariance",
+    "isoscore",
+    "isoscore_tensor",
+    "isoscore_star",
+    "cosine_anisotropy",
+    "s_inter",
+    "s_intra",
+]
+
