@@ -215,3 +215,9 @@ def test_s_intra_skips_singletons_and_errors():
         s_inter(X, [0, 0, 0])
     with pytest.raises(ValueError, match="3 rows"):
         s_inter(X, [0, 1])
+
+
+def test_isoscore_far_from_origin():
+    # A large common offset must not cost precision (no XᵀX − nμμᵀ shortcut).
+    X, _ = make_cloud("lowrank", 1000, 16, 8)
+    assert isoscore(X + 1e6) == pytest.approx(isoscore_by_steps(X), abs=1e-9)

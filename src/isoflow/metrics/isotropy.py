@@ -38,9 +38,10 @@ def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
     Differentiable. Uses the Gram matrix when ``n < dim`` (same non-zero
     eigenvalues, cheaper).
     """
-    x = X.to(torch.float64)
-    n, d = x.shape
-    xc = x - x.mean(dim=0, keepdim=True)
+    # Exact centring (XᵀX − nμμᵀ would cancel catastrophically for data far from the origin).
+    xc = X.to(torch.float64, copy=True)
+    n, d = xc.shape
+    xc -= xc.mean(dim=0, keepdim=True)
     # Scale does not matter (the ratio is scale-free), so skip the 1/(n-1).
     G = xc @ xc.T if n < d else xc.T @ xc
     return _isoscore_from_pr(_participation_ratio(G), d)

@@ -11,7 +11,7 @@ import torch
 
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, encode_labels
 
-DEFAULT_BLOCK = 2048
+DEFAULT_BLOCK = 1024
 
 
 def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
@@ -35,27 +35,32 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
 def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> torch.Tensor:
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle).
 
-    Memory is O(block² + n·k): no n×n matrix is ever formed. Distances come from
-    ‖x‖² + ‖y‖² − 2x·y on centred data (centring shrinks the norms, hence the
-    cancellation error, without changing any distance); sums accumulate in float64.
+    Memory is O(block² + n·(d + k)): no n×n matrix is ever formed. Squared
+    distances ‖x‖² + ‖y‖² − 2x·y come out of a single GEMM of the augmented rows
+    [x, ‖x‖², 1]·[−2y, 1, ‖y‖²]ᵀ (no separate broadcast-add pass), on centred data
+    (centring shrinks the norms, hence the cancellation error, without changing
+    any distance). Per-cluster sums accumulate in float64.
     """
     n = x.shape[0]
-    onehot = clusters.one_hot(x.dtype)
-    sq = (x * x).sum(dim=1)
-    S = torch.zeros(n, clusters.k, dtype=torch.float64, device=x.device)
+    onehot_t = clusters.one_hot(x.dtype).T.contiguous()  # (k, n)
+    sq = (x * x).sum(dim=1, keepdim=True)
+    one = torch.ones_like(sq)
+    left = torch.cat([x, sq, one], dim=1)
+    right = torch.cat([-2.0 * x, one, sq], dim=1)
+    S = torch.zeros(clusters.k, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
-        xi, sqi = x[i0:i1], sq[i0:i1]
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
-            D = torch.addmm(sqi[:, None] + sq[None, j0:j1], xi, x[j0:j1].T, alpha=-2.0)
+            D = left[i0:i1] @ right[j0:j1].T
             D.clamp_(min=0.0).sqrt_()
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
-            S[i0:i1] += D @ onehot[j0:j1]
+            # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major.
+            S[:, j0:j1] += onehot_t[:, i0:i1] @ D
             if j0 != i0:
-                S[j0:j1] += D.T @ onehot[i0:i1]
-    return S
+                S[:, i0:i1] += (D @ onehot_t[:, j0:j1].T).T
+    return S.T
 
 
 def _centred(x: torch.Tensor) -> torch.Tensor:
@@ -96,7 +101,7 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -
     labels : 1-d class labels (any values), or a 2-d (n_points, n_labels)
         multi-label 0/1 matrix in which each distinct row is one cluster;
         or a prebuilt :class:`~isoflow.metrics.Clusters`.
-    block : rows per block (memory ~ 3·block² values of X's dtype).
+    block : rows per block (memory ~ block² values of X's dtype).
 
     Raises
     ------

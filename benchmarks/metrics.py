@@ -1,0 +1,199 @@
+"""Benchmark: isoflow's silhouette + IsoScore against scikit-learn + the IsoScore package.
+
+Not a test: it prints numbers and writes ``benchmarks/results/metrics.json``.
+For each size and dtype it measures, in the same run on the same machine:
+
+* wall time of one "metric step" (silhouette + IsoScore, as after every update
+  of the experiment): isoflow vs ``sklearn.metrics.silhouette_score`` +
+  ``IsoScore.IsoScore``, and the speed ratio;
+* the values and their absolute difference;
+* achieved GFLOP/s of isoflow's step (floating-point operations it actually
+  performs / its wall time), and its fraction of this machine's GEMM speed:
+  (time the same operations would take at the measured torch GEMM rate, the
+  silhouette in the input dtype and IsoScore in float64) / (measured time);
+* peak resident memory (process + data + step), each side in a fresh subprocess
+  that loads the data from .npy files.
+
+Run: ``python benchmarks/metrics.py`` (about 5 minutes on 2 cores; ``--quick`` for a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+CASES = [
+    {"name": "paper (polarity x MiniLM)", "n": 10_662, "d": 384, "k": 2},
+    {"name": "large (20k x mpnet)", "n": 20_000, "d": 768, "k": 3},
+]
+DTYPES = ["float32", "float64"]
+OUT = Path(__file__).parent / "results" / "metrics.json"
+
+
+def make_data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """SBERT-like data: unit vectors with a shared offset (anisotropy) and a class-dependent shift."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    X = rng.normal(size=(n, d)) + 1.5 * rng.normal(size=d) + 0.6 * rng.normal(size=(k, d))[y]
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    return X, y
+
+
+GEMM_SHAPES = [(1024, 386, 1024), (2048, 768, 2048), (4096, 4096, 4096)]  # ours' block shape, mid, large square
+
+
+def gemm_gflops(dtype: torch.dtype, reps: int = 3) -> float:
+    """This machine's torch matmul throughput: the best over a few shapes (m x kdim @ kdim x m)."""
+    best_rate = 0.0
+    for m, kdim, _ in GEMM_SHAPES:
+        a = torch.randn(m, kdim, dtype=dtype)
+        b = torch.randn(kdim, m, dtype=dtype)
+        a @ b
+        best = min(_time(lambda: a @ b, 1)[0] for _ in range(reps))
+        best_rate = max(best_rate, 2 * m * kdim * m / best / 1e9)
+    return best_rate
+
+
+def ours_flops(n: int, d: int, k: int, block: int = 1024) -> dict[str, float]:
+    """Floating-point operations isoflow performs for one silhouette (input dtype) + IsoScore (float64)."""
+    nb = -(-n // block)
+    sizes = [min(block, n - i * block) for i in range(nb)]
+    pairs = sum(sizes[i] * sizes[j] for i in range(nb) for j in range(i, nb))  # visited upper-triangular blocks
+    off_diag = pairs - sum(s * s for s in sizes)
+    silhouette = 2 * (d + 2) * pairs + 2 * k * (pairs + off_diag)  # augmented distance GEMM + cluster sums
+    return {"silhouette": silhouette, "isoscore_float64": 2 * n * d * d}
+
+
+def _time(fn, reps: int) -> tuple[float, float]:
+    times, value = [], None
+    for _ in range(reps):
+        t = time.perf_counter()
+        value = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), value
+
+
+def _peak_rss_mb() -> float:
+    """Peak resident set of this process (VmHWM). Unlike ru_maxrss, which Linux carries over
+    from the parent across exec, VmHWM belongs to this address space alone."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # non-Linux fallback
+
+
+def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue) -> None:
+    """One side of the comparison, in a fresh process so that its peak RSS is its own.
+
+    The data are read from .npy files (no generation temporaries), so the peak
+    measures the process, the data and the metric step alone.
+    """
+    X = np.load(data / f"X_{dtype}.npy")
+    y = np.load(data / "y.npy")
+    if which == "ours":
+        from isoflow.metrics import isoscore, silhouette
+
+        Xt = torch.from_numpy(X)
+        step = lambda: (silhouette(Xt, y), isoscore(Xt))  # noqa: E731
+    else:
+        from IsoScore.IsoScore import IsoScore
+        from sklearn.metrics import silhouette_score
+
+        step = lambda: (float(silhouette_score(X, y)), float(IsoScore(X)))  # noqa: E731
+    base_rss = _peak_rss_mb()
+    step()  # warm-up (thread pools, allocator)
+    seconds, (sil, iso) = _time(step, reps)
+    peak = _peak_rss_mb()
+    q.put({"seconds": seconds, "silhouette": sil, "isoscore": iso, "peak_rss_mb": peak, "step_rss_increase_mb": peak - base_rss})
+
+
+def run_isolated(which: str, data: Path, dtype: str, reps: int) -> dict:
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_run_step, args=(which, data, dtype, reps, q))
+    p.start()
+    result = q.get()
+    p.join()
+    return result
+
+
+def write_case(case: dict, folder: Path) -> Path:
+    X, y = make_data(case["n"], case["d"], case["k"])
+    np.save(folder / "y.npy", y)
+    for dtype in DTYPES:
+        np.save(folder / f"X_{dtype}.npy", X.astype(dtype))
+    return folder
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run; not written unless --out)")
+    parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})")
+    args = parser.parse_args()
+    cases = [dict(c, n=c["n"] // 10) for c in CASES] if args.quick else CASES
+    out_path = args.out or (None if args.quick else OUT)
+
+    gemm = {dt: gemm_gflops(getattr(torch, dt)) for dt in DTYPES}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch_gemm_gflops": gemm,
+    }
+    print(f"torch GEMM (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, float64 {gemm['float64']:.1f} GFLOP/s on {env['cores']} cores")
+    rows = []
+    for case in cases:
+        with tempfile.TemporaryDirectory() as tmp:
+            data = write_case(case, Path(tmp))
+            sides = {dtype: (run_isolated("ours", data, dtype, 1 if args.quick else 5), run_isolated("reference", data, dtype, 1)) for dtype in DTYPES}
+        for dtype, (ours, ref) in sides.items():
+            flops = ours_flops(case["n"], case["d"], case["k"])
+            total = sum(flops.values())
+            # The fastest this work could run at GEMM speed: silhouette in `dtype`, IsoScore in float64.
+            ideal_seconds = flops["silhouette"] / 1e9 / gemm[dtype] + flops["isoscore_float64"] / 1e9 / gemm["float64"]
+            achieved = total / ours["seconds"] / 1e9
+            row = {
+                **case,
+                "dtype": dtype,
+                "ours": ours,
+                "reference": ref,
+                "speedup": ref["seconds"] / ours["seconds"],
+                "abs_diff_silhouette": abs(ours["silhouette"] - ref["silhouette"]),
+                "abs_diff_isoscore": abs(ours["isoscore"] - ref["isoscore"]),
+                "ours_gflop": total / 1e9,
+                "ours_gflops": achieved,
+                "fraction_of_gemm": ideal_seconds / ours["seconds"],
+            }
+            rows.append(row)
+            print(
+                f"{case['name']:<28} {dtype}: ours {ours['seconds']:.3f}s vs reference {ref['seconds']:.3f}s "
+                f"-> {row['speedup']:.1f}x | |dsil| {row['abs_diff_silhouette']:.1e} |diso| {row['abs_diff_isoscore']:.1e} | "
+                f"{achieved:.0f} GFLOP/s, {100 * row['fraction_of_gemm']:.0f}% of GEMM speed | peak RSS {ours['peak_rss_mb']:.0f} MB "
+                f"(ref {ref['peak_rss_mb']:.0f} MB)"
+            )
+    if out_path is not None:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out_path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
+        tmp.replace(out_path)
+        print(f"wrote {out_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
