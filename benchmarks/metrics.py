@@ -137,6 +137,21 @@ def write_case(case: dict, folder: Path) -> Path:
     return folder
 
 
+def markdown_table(rows: list[dict]) -> str:
+    """The README's table, rendered from the results."""
+    lines = [
+        "| case (n × d, k) | dtype | isoflow | sklearn + IsoScore | speed-up | max abs Δ (sil, iso) | GFLOP/s (% of GEMM speed) | peak RSS isoflow / ref |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['name']} ({r['n']:,} × {r['d']}, {r['k']}) | {r['dtype']} | {r['ours']['seconds']:.3f} s | "
+            f"{r['reference']['seconds']:.3f} s | {r['speedup']:.1f}× | {r['abs_diff_silhouette']:.1e}, {r['abs_diff_isoscore']:.1e} | "
+            f"{r['ours_gflops']:.0f} ({100 * r['fraction_of_gemm']:.0f} %) | {r['ours']['peak_rss_mb']:.0f} / {r['reference']['peak_rss_mb']:.0f} MB |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run; not written unless --out)")
@@ -186,6 +201,8 @@ def main() -> int:
                 f"{achieved:.0f} GFLOP/s, {100 * row['fraction_of_gemm']:.0f}% of GEMM speed | peak RSS {ours['peak_rss_mb']:.0f} MB "
                 f"(ref {ref['peak_rss_mb']:.0f} MB)"
             )
+    print()
+    print(markdown_table(rows))
     if out_path is not None:
         out_path.parent.mkdir(parents=True, exist_ok=True)
         tmp = out_path.with_suffix(".json.tmp")
