@@ -94,24 +94,16 @@ def encode_labels(labels: ArrayLike, n_points: int | None = None, *, device: tor
         if n_points is not None and codes.shape[0] != n_points:
             raise ValueError(f"labels cover {codes.shape[0]} points but X has {n_points} rows")
         return labels if device is None else labels.to(device)
-    if isinstance(labels, torch.Tensor):
-        lab = labels.detach()
-        dev = device if device is not None else lab.device
-        if lab.ndim == 1:
-            _, codes = torch.unique(lab, return_inverse=True)
-        elif lab.ndim == 2:
-            _, codes = torch.unique(lab, dim=0, return_inverse=True)
-        else:
-            raise ValueError(f"labels must be 1-d (classes) or 2-d (multi-label 0/1 matrix); got shape {tuple(lab.shape)}")
-        codes = codes.to(dev)
+    is_tensor = isinstance(labels, torch.Tensor)
+    lab = labels.detach() if is_tensor else np.asarray(labels)
+    if lab.ndim not in (1, 2):
+        raise ValueError(f"labels must be 1-d (classes) or 2-d (multi-label 0/1 matrix); got shape {tuple(lab.shape)}")
+    multi = lab.ndim == 2  # each distinct row (label set) is one cluster
+    if is_tensor:
+        _, codes = torch.unique(lab, dim=0 if multi else None, return_inverse=True)
+        codes = codes.to(device if device is not None else lab.device)
     else:
-        arr = np.asarray(labels)
-        if arr.ndim == 1:
-            _, codes_np = np.unique(arr, return_inverse=True)
-        elif arr.ndim == 2:
-            _, codes_np = np.unique(arr, axis=0, return_inverse=True)
-        else:
-            raise ValueError(f"labels must be 1-d (classes) or 2-d (multi-label 0/1 matrix); got shape {arr.shape}")
+        _, codes_np = np.unique(lab, axis=0 if multi else None, return_inverse=True)
         codes = torch.from_numpy(codes_np.reshape(-1).astype(np.int64)).to(device or "cpu")
     codes = codes.reshape(-1).to(torch.int64)
     if n_points is not None and codes.shape[0] != n_points:

@@ -63,6 +63,16 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> 
     return S.T
 
 
+def _checked(X: ArrayLike, labels: ArrayLike, block: int) -> tuple[torch.Tensor, Clusters]:
+    """The silhouettes' shared input checks: points, labels on the points' device, cluster count, block."""
+    x = as_points(X)
+    clusters = encode_labels(labels, x.shape[0], device=x.device)
+    check_cluster_count(clusters)
+    if block < 1:
+        raise ValueError(f"block must be a positive integer; got {block}")
+    return x, clusters
+
+
 def _centred(x: torch.Tensor) -> torch.Tensor:
     return (x - x.to(torch.float64).mean(dim=0, keepdim=True).to(x.dtype)).contiguous()
 
@@ -114,11 +124,7 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -
     P. J. Rousseeuw. *Silhouettes: a graphical aid to the interpretation and
     validation of cluster analysis*. J. Comput. Appl. Math. 20, 1987.
     """
-    x = as_points(X)
-    clusters = encode_labels(labels, x.shape[0], device=x.device)
-    check_cluster_count(clusters)
-    if block < 1:
-        raise ValueError(f"block must be a positive integer; got {block}")
+    x, clusters = _checked(X, labels, block)
     return float(silhouette_tensor(x, clusters, block=block))
 
 
@@ -164,11 +170,7 @@ def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int = DEFA
     Rousseeuw (1987); T. Mickus, S.-A. Grönroos, J. Attieh. *Isotropy, Clusters,
     and Classifiers*. ACL 2024.
     """
-    x = as_points(X)
-    clusters = encode_labels(labels, x.shape[0], device=x.device)
-    check_cluster_count(clusters)
-    if block < 1:
-        raise ValueError(f"block must be a positive integer; got {block}")
+    x, clusters = _checked(X, labels, block)
     return float(silhouette_sqeuclidean_tensor(x, clusters, block=block))
 
 
