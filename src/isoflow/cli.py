@@ -33,6 +33,58 @@ def _geometry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _prepare(args: argparse.Namespace) -> int:
+    from .datasets import prepare, read_task
+
+    wordlist = None
+    if args.wordlist:
+        wordlist = [w.strip() for w in open(args.wordlist, encoding="utf-8") if w.strip()]
+    out = prepare(
+        args.dataset,
+        data_dir=args.data_dir,
+        out=args.out,
+        mirror=args.mirror,
+        vocab=args.vocab,
+        n_words=args.n_words,
+        wordlist=wordlist,
+        source_file=args.source_file,
+        wordnet_dir=args.wordnet_dir,
+        allow_download=not args.offline,
+        progress=not args.quiet,
+    )
+    meta = read_task(out).meta()
+    print(f"{meta['task']}: {meta['n_examples']} examples, {meta['n_items']} distinct items, labels {meta['label_names'][:8]}"
+          f"{' ...' if len(meta['label_names']) > 8 else ''} -> {out}")
+    return 0
+
+
+def _encode(args: argparse.Namespace) -> int:
+    from .embed import encode, load_embeddings
+
+    out = encode(
+        args.model,
+        args.dataset,
+        data_dir=args.data_dir,
+        task_path=args.task_dir,
+        out=args.out,
+        batch_size=args.batch_size,
+        device=args.device,
+        mirror=args.mirror,
+        force=args.force,
+        progress=None if not args.quiet else False,
+    )
+    emb, meta = load_embeddings(out)
+    print(f"{meta['model']} x {meta['task']}: {emb.shape[0]} x {emb.shape[1]} float32 ({meta['seconds']} s on {meta['device']}) -> {out}")
+    return 0
+
+
+def _sources(args: argparse.Namespace) -> int:
+    from .sources import sources_markdown
+
+    print(sources_markdown())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
@@ -54,6 +106,36 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
     g.add_argument("--format", choices=("table", "json"), default="table")
     g.set_defaults(func=_geometry)
+
+    def data_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--data-dir", default="data", help="root of tasks/, embeddings/ and the raw-file cache raw/ (default: data)")
+        p.add_argument("--mirror", default=None, help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR")
+        p.add_argument("--out", default=None, help="output directory (default under --data-dir)")
+        p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    p = sub.add_parser("prepare", help="fetch a dataset (cache, mirror, canonical URL), verify it and write its canonical tables")
+    p.add_argument("dataset", help="polarity, snli, glue/<task> (cola sst2 mrpc qqp mnli qnli rte wnli), pos, pos-wordnet, supersense")
+    data_options(p)
+    p.add_argument("--vocab", default="glove-50d", help="word tasks: static vectors whose vocabulary (frequency order) gives the words (default glove-50d; the paper: word2vec-222)")
+    p.add_argument("--n-words", type=int, default=None, help="word tasks: how many words (default: the paper's 11,462 for pos-wordnet, 2,275 for supersense)")
+    p.add_argument("--wordlist", default=None, help="supersense: a file with one noun per line (e.g. Tikhonov et al.'s list) instead of the vocabulary's first nouns")
+    p.add_argument("--source-file", default=None, help="pos: a local CoDWoE complete file (.json or .csv) instead of fetching it")
+    p.add_argument("--wordnet-dir", default=None, help="WordNet 3.0 database directory (default: $ISOFLOW_WORDNET, /usr/share/wordnet, or NLTK's wordnet.zip)")
+    p.add_argument("--offline", action="store_true", help="never download: use only the cache and the mirror")
+    p.set_defaults(func=_prepare)
+
+    e = sub.add_parser("encode", help="embed the items of a prepared task (float32 .npy + index), cached by (model, items)")
+    e.add_argument("--model", required=True, help="minilm, mpnet, distilroberta (SBERT) or glove-50d, word2vec-222 (static)")
+    e.add_argument("--dataset", required=True, help="a prepared task, e.g. polarity or glue/sst2")
+    data_options(e)
+    e.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<dataset>)")
+    e.add_argument("--batch-size", type=int, default=64)
+    e.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
+    e.add_argument("--force", action="store_true", help="encode again even if a matching table exists")
+    e.set_defaults(func=_encode)
+
+    s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
+    s.set_defaults(func=_sources)
     return parser
 
 
@@ -62,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as exc:  # bad input: one clear line, no traceback
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:  # bad input, missing data, offline: one clear line
         print(f"isoflow {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

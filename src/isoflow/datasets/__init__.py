@@ -1,0 +1,121 @@
+"""Dataset registry: ``prepare(name)`` fetches a task's sources and writes its canonical tables.
+
+Names: ``polarity``, ``snli``, ``glue/<task>`` (cola, sst2, mrpc, qqp, mnli,
+qnli, rte, wnli; ``<task>`` alone also works), ``pos`` (CoDWoE), ``pos-wordnet``
+and ``supersense`` (WordNet). Output: ``<data_dir>/tasks/<name>/`` (see
+:mod:`isoflow.datasets.table`); raw files are cached under ``<data_dir>/raw/``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..errors import DataFormatError
+from ..fetch import OfflineError, Resource, fetch
+from . import codwoe, glue, polarity, snli, wordnet
+from .table import TaskData, read_task, write_task
+
+GLUE_TASKS = tuple(glue.TASKS) + ("mrpc",)
+DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense")
+WORD_TASKS = ("pos", "pos-wordnet", "supersense")
+# The paper's sizes for the word tasks (Table 1): POS 11,462 words; supersenses 2,275 nouns.
+DEFAULT_N_WORDS = {"pos-wordnet": 11_462, "supersense": 2_275}
+
+
+def canonical_name(name: str) -> str:
+    """Accept ``cola`` for ``glue/cola``; reject unknown names with the list of known ones."""
+    if name in DATASETS:
+        return name
+    if f"glue/{name}" in DATASETS:
+        return f"glue/{name}"
+    raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+
+
+def resources(name: str) -> tuple[Resource, ...]:
+    """The external files a dataset is built from (alternatives for SNLI)."""
+    name = canonical_name(name)
+    if name == "polarity":
+        return polarity.RESOURCES
+    if name == "snli":
+        return snli.ALTERNATIVES
+    if name == "glue/mrpc":
+        return glue.MRPC_RESOURCES
+    if name.startswith("glue/"):
+        return (glue.TASKS[name[5:]].resource,)
+    if name == "pos":
+        return codwoe.RESOURCES
+    return (wordnet.NLTK_ZIP,)
+
+
+def _fetch_first(alternatives: Sequence[Resource], cache: Path, mirror, allow_download: bool, progress: bool) -> dict[str, Path]:
+    """The first alternative present in the cache or a mirror; else the first that downloads."""
+    for res in alternatives:
+        try:
+            return {res.name: fetch(res, cache, mirror=mirror, allow_download=False, progress=progress)}
+        except OfflineError:
+            continue
+    errors = []
+    for res in alternatives:
+        if not allow_download:
+            break
+        try:
+            return {res.name: fetch(res, cache, mirror=mirror, progress=progress)}
+        except OfflineError as exc:
+            errors.append(str(exc))
+    raise OfflineError(" | ".join(errors) or f"none of {[r.name for r in alternatives]} is cached or mirrored, and downloads are disabled")
+
+
+def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
+    return Path(data_dir) / "tasks" / canonical_name(name)
+
+
+def build(
+    name: str,
+    *,
+    data_dir: str | os.PathLike = "data",
+    mirror=None,
+    vocab: str = "glove-50d",
+    n_words: int | None = None,
+    wordlist: Sequence[str] | None = None,
+    source_file: str | os.PathLike | None = None,
+    wordnet_dir: str | os.PathLike | None = None,
+    allow_download: bool = True,
+    progress: bool = True,
+) -> TaskData:
+    """Fetch and parse dataset ``name`` into a :class:`TaskData` (nothing is written)."""
+    name = canonical_name(name)
+    cache = Path(data_dir) / "raw"
+    if name in WORD_TASKS:
+        from ..models import static_model
+
+        vectors = static_model(vocab).load(cache, mirror, allow_download=allow_download)
+        if name == "pos":
+            paths = {codwoe.ENGLISH.name: Path(source_file)} if source_file else _fetch_first(codwoe.RESOURCES, cache, mirror, allow_download, progress)
+            return codwoe.build(paths, vocabulary=set(vectors.words), vocab_name=vocab)
+        wn = wordnet.WordNet.locate(wordnet_dir, cache=cache, mirror=mirror)
+        n = n_words or DEFAULT_N_WORDS[name]
+        if name == "pos-wordnet":
+            return wordnet.build_pos_wordnet(wn, vectors.words, n, vocab)
+        if wordlist is not None:
+            vocab_words = set(vectors.words)
+            unknown = [w for w in wordlist if w.strip() and w.strip() not in vocab_words]
+            if unknown:
+                raise DataFormatError(f"supersense: {len(unknown)} word(s) of the word list are not in the vocabulary of {vocab}, e.g. {unknown[:10]}")
+        return wordnet.build_supersense(wn, n, vocab, vocabulary=vectors.words, wordlist=wordlist)
+    if name == "snli":
+        return snli.build(_fetch_first(snli.ALTERNATIVES, cache, mirror, allow_download, progress))
+    paths = {res.name: fetch(res, cache, mirror=mirror, allow_download=allow_download, progress=progress) for res in resources(name)}
+    if name == "polarity":
+        return polarity.build(paths)
+    return glue.build(name[5:], paths)
+
+
+def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.PathLike | None = None, **options) -> Path:
+    """Build dataset ``name`` and write it (atomically) to ``out`` (default ``<data_dir>/tasks/<name>``)."""
+    task = build(name, data_dir=data_dir, **options)
+    return write_task(task, out or task_dir(name, data_dir))
+
+
+__all__ = ["DATASETS", "TaskData", "build", "prepare", "read_task", "resources", "task_dir", "canonical_name"]

@@ -1,0 +1,141 @@
+"""GLUE training sets (Wang et al., 2019), unlabelled or malformed rows removed.
+
+Canonical sources are those of GLUE's ``download_glue_data.py``: one zip per task
+on dl.fbaipublicfiles.com, and for MRPC the SentEval copy of the MSR paraphrase
+corpus plus GLUE's list of dev ids (GLUE's MRPC train = MSR train minus the dev
+ids: 3,668 pairs). Hashes are pinned where a verified copy of the file exists
+(CoLA, SST-2, MRPC, RTE, WNLI); QQP, MNLI and QNLI are not pinned.
+Licenses: see each resource (CoLA: excerpts of published works; others: as
+distributed by GLUE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..fetch import Resource
+from .table import DataFormatError, TaskData, build_task, source_record
+
+GLUE_ZIP = "https://dl.fbaipublicfiles.com/glue/data/{}.zip"
+
+
+def _zip_member(task_dir: str, zip_name: str, sha256: str | None = None, size: int | None = None, license: str = "") -> Resource:
+    return Resource(
+        name=f"glue/{task_dir}/train.tsv",
+        urls=(GLUE_ZIP.format(zip_name),),
+        member=f"{task_dir}/train.tsv",
+        sha256=sha256,
+        size=size,
+        license=license,
+    )
+
+
+MRPC_TRAIN = Resource(
+    name="glue/MRPC/msr_paraphrase_train.txt",
+    urls=("https://dl.fbaipublicfiles.com/senteval/senteval_data/msr_paraphrase_train.txt",),
+    sha256="60a9b09084528f0673eedee2b69cb941920f0b8cd0eeccefc464a98768457f89",
+    size=1047044,
+    license="Microsoft Research Paraphrase Corpus license",
+)
+MRPC_DEV_IDS = Resource(
+    name="glue/MRPC/dev_ids.tsv",
+    urls=(
+        "https://firebasestorage.googleapis.com/v0/b/mtl-sentence-representations.appspot.com/o/data%2Fmrpc_dev_ids.tsv"
+        "?alt=media&token=ec5c0836-31d5-48f4-b431-7480817f1adc",
+    ),
+    sha256="971d7767d81b997fd9060ade0ec23c4fc31cbb226a55d1bd4a1bac474eb81dc7",
+    size=6222,
+)
+
+
+@dataclass(frozen=True)
+class GlueTask:
+    name: str
+    resource: Resource
+    columns: tuple[str, ...]  # text column(s) then label column; header names, or positions for header-less files
+    header: bool = True
+
+
+TASKS: dict[str, GlueTask] = {
+    "cola": GlueTask(
+        "cola",
+        _zip_member("CoLA", "CoLA", "cb368ebeb9f27d7ad03720d27ddc95687a311bdb100781a2fe59a5f5b1bc0624", 428590,
+                    "excerpts of published works; research use (CoLA README)"),
+        ("3", "1"),  # no header: source, label, original label, sentence
+        header=False,
+    ),
+    "sst2": GlueTask("sst2", _zip_member("SST-2", "SST-2", "48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1", 3806081), ("sentence", "label")),
+    "qqp": GlueTask("qqp", _zip_member("QQP", "QQP-clean"), ("question1", "question2", "is_duplicate")),
+    "mnli": GlueTask("mnli", _zip_member("MNLI", "MNLI"), ("sentence1", "sentence2", "gold_label")),
+    "qnli": GlueTask("qnli", _zip_member("QNLI", "QNLIv2"), ("question", "sentence", "label")),
+    "rte": GlueTask("rte", _zip_member("RTE", "RTE", "41e3a9b063433392343fad9e962cf2f58b681c78d8f71592f4186f0837246c5c", 846226), ("sentence1", "sentence2", "label")),
+    "wnli": GlueTask("wnli", _zip_member("WNLI", "WNLI", "9a88e9d54b6861cc796a088e9acf4f5f65064a9ef65ae6fa7a688b28391e5c9a", 99411), ("sentence1", "sentence2", "label")),
+}
+MRPC_RESOURCES = (MRPC_TRAIN, MRPC_DEV_IDS)
+
+
+def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True) -> tuple[list[list[str]], int]:
+    """Rows of the wanted columns (GLUE TSVs: tab-separated, no quoting). Returns (rows, dropped).
+
+    A missing header column is an error naming the file and the column; a row
+    with too few fields or an empty label is dropped and counted.
+    """
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        lines = fh.read().split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if header:
+        names = lines[0].rstrip("\r").split("\t")
+        missing = [c for c in columns if c not in names]
+        if missing:
+            raise DataFormatError(
+                f"{path}: header has no column(s) {missing}; found {names}. Is this the GLUE training file of the right task?"
+            )
+        pos = [names.index(c) for c in columns]
+        body = lines[1:]
+    else:
+        pos = [int(c) for c in columns]
+        body = lines
+    width = max(pos) + 1
+    rows, dropped = [], 0
+    for line in body:
+        fields = line.rstrip("\r").split("\t")
+        if len(fields) < width or not fields[pos[-1]].strip():
+            dropped += 1
+            continue
+        rows.append([fields[p] for p in pos])
+    if not rows:
+        raise DataFormatError(f"{path}: no usable rows (need at least {width} tab-separated fields and a label)")
+    return rows, dropped
+
+
+def build(task: str, paths: dict[str, Path]) -> TaskData:
+    if task == "mrpc":
+        return build_mrpc(paths)
+    spec = TASKS[task]
+    path = paths[spec.resource.name]
+    rows, dropped = read_tsv(path, spec.columns, spec.header)
+    texts = [r[0] for r in rows] if len(spec.columns) == 2 else [(r[0], r[1]) for r in rows]
+    return build_task(f"glue/{task}", texts, [r[-1].strip() for r in rows], sources=[source_record(spec.resource, path)], extra={"dropped_rows": dropped})
+
+
+def build_mrpc(paths: dict[str, Path]) -> TaskData:
+    """GLUE's MRPC train: MSR paraphrase train minus GLUE's dev id pairs (as download_glue_data.py builds it)."""
+    train, ids = paths[MRPC_TRAIN.name], paths[MRPC_DEV_IDS.name]
+    dev = set()
+    for lineno, line in enumerate(ids.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            parts = line.strip().split("\t")
+            if len(parts) != 2:
+                raise DataFormatError(f"{ids}:{lineno}: expected two tab-separated ids, got {line!r}")
+            dev.add(tuple(parts))
+    rows, dropped = read_tsv(train, ("#1 ID", "#2 ID", "#1 String", "#2 String", "Quality"))
+    kept = [r for r in rows if (r[0], r[1]) not in dev]
+    return build_task(
+        "glue/mrpc",
+        [(r[2], r[3]) for r in kept],
+        [r[4].strip() for r in kept],
+        sources=[source_record(MRPC_TRAIN, train), source_record(MRPC_DEV_IDS, ids)],
+        extra={"dropped_rows": dropped, "dev_pairs_removed": len(rows) - len(kept)},
+    )

