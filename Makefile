@@ -2,10 +2,20 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install run test test-fast benchmark
+.PHONY: install wordnet run test test-fast benchmark
 
-install:
-	$(PIP_INSTALL) -e '.[workflow,test]'
+install: wordnet
+	$(PIP_INSTALL) -e '.[workflow,models,test]'
+
+# WordNet 3.0 from Debian/Ubuntu when we may use apt; otherwise isoflow falls back to NLTK's wordnet.zip
+# (through the mirror or NLTK's server) or to $$ISOFLOW_WORDNET.
+wordnet:
+	@if [ -f /usr/share/wordnet/index.noun ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wordnet-base wordnet-sense-index >/dev/null; \
+	else \
+		echo "note: WordNet 3.0 not installed system-wide; isoflow will use \$$ISOFLOW_WORDNET or NLTK's wordnet.zip"; \
+	fi
 
 # The main job. Until the workflow lands (Snakefile), it measures the metrics against their references.
 run: install

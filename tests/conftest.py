@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -35,3 +37,14 @@ CLOUD_KINDS = ["random", "clustered", "lowrank", "degenerate"]
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param
+
+
+# Real data: ../shared/data beside the checkout (also in CI), used as a mirror exactly as a user would.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_mirror() -> Path:
+    if not (SHARED_DATA / "SOURCES.md").is_file():
+        pytest.fail(f"the shared data mirror {SHARED_DATA} is missing: these tests need the real files")
+    return SHARED_DATA

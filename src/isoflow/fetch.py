@@ -254,8 +254,9 @@ def fetch(
             tmp.unlink(missing_ok=True)
             raise
         return _install(tmp, target, res, origin=url)
+    offline = "this machine appears to be offline: " if failures and all("ConnectionError" in f or "NameResolution" in f for f in failures) else ""
     raise OfflineError(
-        f"could not fetch {res.name}: no mirror holds it (looked in: {looked}) and its canonical location "
+        f"could not fetch {res.name}: {offline}no mirror holds it (looked in: {looked}) and its canonical location "
         f"could not be reached ({'; '.join(failures) or 'no URL known'}). On a machine without internet, "
         f"copy the file to <mirror>/{res.name} and set {MIRROR_ENV}=<mirror> (or `mirror:` in the config)."
     )

