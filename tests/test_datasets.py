@@ -284,3 +284,23 @@ def test_write_task_atomic_replaces(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["toy"]
     with pytest.raises(FileNotFoundError, match="run `isoflow prepare` first"):
         read_task(tmp_path / "nothing")
+
+
+def test_wordnet_from_nltk_zip_via_mirror(tmp_path, wn, monkeypatch):
+    # No system WordNet: isoflow fetches NLTK's corpora/wordnet.zip (here from a mirror built from the same files).
+    from isoflow.datasets import wordnet as wordnet_mod
+
+    mirror = tmp_path / "mirror"
+    (mirror / "nltk_data/corpora").mkdir(parents=True)
+    with zipfile.ZipFile(mirror / "nltk_data/corpora/wordnet.zip", "w") as zf:
+        for f in Path(wn.origin).iterdir():
+            if f.name.startswith(("index.", "data.")):
+                zf.write(f, f"wordnet/{f.name}")
+    monkeypatch.setattr(wordnet_mod, "SYSTEM_DIRS", ())
+    monkeypatch.delenv("ISOFLOW_WORDNET", raising=False)
+    from_zip = WordNet.locate(cache=tmp_path / "raw", mirror=mirror)
+    assert from_zip.origin.endswith("nltk_data/corpora/wordnet.zip")
+    for w in WORDS:
+        assert from_zip.noun_supersenses(w) == wn.noun_supersenses(w) and from_zip.parts_of_speech(w) == wn.parts_of_speech(w)
+    with pytest.raises(Exception, match="no mirror holds it"):
+        WordNet.locate(cache=tmp_path / "raw2", mirror=tmp_path / "nowhere")
