@@ -125,16 +125,20 @@ def _from_list(name: str, words: Sequence[str], labeller, source: dict, extra: d
     return build_task(name, list(words), [sorted(labeller(w)) for w in words], multilabel=True, sources=[source], extra=extra)
 
 
-def build_pos_wordnet(wn: WordNet, vocabulary: Iterable[str], n_words: int, vocab_name: str) -> TaskData:
-    """The first ``n_words`` words of ``vocabulary`` (frequency order) that WordNet knows, with their POS sets."""
+def _first_words(vocabulary: Iterable[str], keep, n_words: int, task: str, vocab_name: str, what: str) -> list[str]:
+    """The first ``n_words`` candidate words of ``vocabulary`` (frequency order) for which ``keep(word)`` holds."""
     words = []
     for w in vocabulary:
-        if _candidate(w) and wn.parts_of_speech(w):
+        if _candidate(w) and keep(w):
             words.append(w)
             if len(words) == n_words:
-                break
-    if len(words) < n_words:
-        raise DataFormatError(f"pos-wordnet: only {len(words)} of the requested {n_words} words of {vocab_name} are in WordNet")
+                return words
+    raise DataFormatError(f"{task}: only {len(words)} of the requested {n_words} words of {vocab_name} are {what}")
+
+
+def build_pos_wordnet(wn: WordNet, vocabulary: Iterable[str], n_words: int, vocab_name: str) -> TaskData:
+    """The first ``n_words`` words of ``vocabulary`` (frequency order) that WordNet knows, with their POS sets."""
+    words = _first_words(vocabulary, wn.parts_of_speech, n_words, "pos-wordnet", vocab_name, "in WordNet")
     return _from_list("pos-wordnet", words, wn.parts_of_speech, {"name": "WordNet 3.0", "url": wn.origin}, {"vocabulary": vocab_name})
 
 
@@ -153,13 +157,6 @@ def build_supersense(wn: WordNet, n_words: int, vocab_name: str, vocabulary: Ite
             )
         extra = {"wordlist": "user", "vocabulary": vocab_name}
     else:
-        words = []
-        for w in vocabulary or ():
-            if _candidate(w) and wn.is_noun(w):
-                words.append(w)
-                if len(words) == n_words:
-                    break
-        if len(words) < n_words:
-            raise DataFormatError(f"supersense: only {len(words)} of the requested {n_words} words of {vocab_name} are WordNet nouns")
+        words = _first_words(vocabulary or (), wn.is_noun, n_words, "supersense", vocab_name, "WordNet nouns")
         extra = {"wordlist": f"first {n_words} WordNet nouns of {vocab_name}", "vocabulary": vocab_name}
     return _from_list("supersense", words, wn.noun_supersenses, {"name": "WordNet 3.0", "url": wn.origin}, extra)
