@@ -78,6 +78,41 @@ def _encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _optimize(args: argparse.Namespace) -> int:
+    import json
+
+    from .experiment import run
+
+    parquet, meta = run(
+        args.task,
+        args.model,
+        args.seed,
+        steps=args.steps,
+        data_dir=args.data_dir,
+        task_path=args.task_dir,
+        embeddings_path=args.embeddings,
+        out=args.out,
+        results=args.results,
+        device=args.device,
+        progress=None if not args.quiet else False,
+        lr=args.lr,
+        sample_cap=args.sample_cap,
+        extra_every=args.extra_every,
+    )
+    info = json.loads(meta.read_text())
+    print(f"{info['settings']['task']} x {args.model} seed {args.seed}: {info['settings']['steps']} updates in "
+          f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from .experiment.analysis import analyze
+
+    written = analyze(args.results, args.out)
+    print(f"wrote {len(written)} files under {args.out or args.results}: " + ", ".join(sorted({p.parent.name for p in written})))
+    return 0
+
+
 def _sources(args: argparse.Namespace) -> int:
     from .sources import sources_markdown
 
@@ -133,6 +168,28 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
     e.add_argument("--force", action="store_true", help="encode again even if a matching table exists")
     e.set_defaults(func=_encode)
+
+    o = sub.add_parser("optimize", help="train embeddings + a linear classifier, recording silhouette and IsoScore after every update")
+    o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
+    o.add_argument("--model", required=True, help="the model whose embeddings are optimised (see `isoflow encode`)")
+    o.add_argument("--seed", type=int, default=0, help="seeds the classifier's initialisation and the per-update samples")
+    o.add_argument("--steps", type=int, default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
+    o.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
+    o.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    o.add_argument("--sample-cap", type=int, default=20_000, help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
+    o.add_argument("--extra-every", type=int, default=0, help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
+    o.add_argument("--data-dir", default="data", help="where the prepared tasks and embeddings are (default: data)")
+    o.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<task>)")
+    o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
+    o.add_argument("--results", default="results", help="results root (default: results)")
+    o.add_argument("--out", default=None, help="output path without suffix (default results/trajectories/<task>/<model>/seed<S>)")
+    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    o.set_defaults(func=_optimize)
+
+    a = sub.add_parser("analyze", help="correlation tables, Tables 1-2 and figures from all complete trajectories")
+    a.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+    a.add_argument("--out", default=None, help="where tables/ and figures/ go (default: the results root)")
+    a.set_defaults(func=_analyze)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
     s.set_defaults(func=_sources)

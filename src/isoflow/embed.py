@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .datasets import read_task, task_dir
+from .datasets import read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
 
 
@@ -34,7 +34,7 @@ def items_digest(texts: list[str]) -> str:
 
 
 def embeddings_dir(model: str, task: str, data_dir: str | os.PathLike = "data") -> Path:
-    return Path(data_dir) / "embeddings" / model / task_dir(task, ".").relative_to("tasks")
+    return Path(data_dir) / "embeddings" / model / resolve_name(task)
 
 
 def load_embeddings(path: str | os.PathLike) -> tuple[np.ndarray, dict]:

@@ -67,14 +67,16 @@ def _fetch_first(alternatives: Sequence[Resource], cache: Path, mirror, allow_do
     raise OfflineError(" | ".join(errors) or f"none of {[r.name for r in alternatives]} is cached or mirrored, and downloads are disabled")
 
 
-def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
-    """``<data_dir>/tasks/<name>``; a registry name is canonicalised (``cola`` → ``glue/cola``), any other
-    name is taken as the user's own prepared task."""
+def resolve_name(name: str) -> str:
+    """A registry name canonicalised (``cola`` → ``glue/cola``); any other name is the user's own prepared task."""
     try:
-        name = canonical_name(name)
+        return canonical_name(name)
     except ValueError:
-        pass
-    return Path(data_dir) / "tasks" / name
+        return name
+
+
+def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
+    return Path(data_dir) / "tasks" / resolve_name(name)
 
 
 def build(
@@ -124,4 +126,4 @@ def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.Pa
     return write_task(task, out or task_dir(name, data_dir))
 
 
-__all__ = ["DATASETS", "TaskData", "build", "prepare", "read_task", "resources", "task_dir", "canonical_name"]
+__all__ = ["DATASETS", "TaskData", "build", "prepare", "read_task", "resolve_name", "resources", "task_dir", "canonical_name"]

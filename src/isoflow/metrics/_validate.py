@@ -81,6 +81,11 @@ class Clusters:
     def one_hot(self, dtype: torch.dtype) -> torch.Tensor:
         return torch.nn.functional.one_hot(self.codes, self.k).to(dtype)
 
+    def subset(self, index: torch.Tensor) -> "Clusters":
+        """The same k clusters restricted to ``index`` (some may be empty); no host sync."""
+        codes = self.codes[index]
+        return Clusters(codes, torch.bincount(codes, minlength=self.k), self.k)
+
 
 def encode_labels(labels: ArrayLike, n_points: int | None = None, *, device: torch.device | str | None = None) -> Clusters:
     """Encode class labels as cluster codes.

@@ -24,7 +24,8 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     sizes = clusters.sizes.to(S.dtype)
     own_size = sizes[codes]
     a = S.gather(1, codes[:, None]).squeeze(1) / (own_size - 1).clamp(min=1)
-    mean_other = S / sizes[None, :]
+    # A cluster absent from this set (size 0, e.g. from a sample) is never the nearest one.
+    mean_other = torch.where(sizes[None, :] > 0, S / sizes.clamp(min=1)[None, :], float("inf"))
     mean_other.scatter_(1, codes[:, None], float("inf"))
     b = mean_other.min(dim=1).values
     s = torch.nan_to_num((b - a) / torch.maximum(a, b), nan=0.0)

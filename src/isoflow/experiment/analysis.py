@@ -1,0 +1,221 @@
+"""From trajectories of all seeds to the paper's tables and figures.
+
+* **Correlations** between IsoScore and silhouette over training (steps 1..N,
+  i.e. after every update, as in the paper; step 0, the pretrained state, is
+  plotted but not correlated): Pearson r and Spearman ρ per run, and on the
+  seed-mean curve, per task × model (the paper's main table; its GLUE Table 3).
+* **Sizes** (Tables 1–2): N items (distinct embeddings) and N params
+  (items × d + classifier weights and bias) per task × model.
+* **Figures**: silhouette across training; log-normalised IsoScore across
+  training, defined here as ``log(IsoScore_t / IsoScore_0)`` (0 at the
+  pretrained state, negative as isotropy is lost; comparable across tasks whose
+  initial IsoScores differ by orders of magnitude); silhouette against IsoScore.
+  One panel per task, mean ± std over seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+# Pearson r between IsoScore and silhouette reported by Mickus et al. (2024) for the main tasks.
+PAPER_PEARSON = {"polarity": -0.808, "snli": -0.878, "pos": -0.947, "supersense": -0.978}
+PAPER_NOTE = "paper: Spearman ρ < -0.998 on every main task; GLUE: r in [-0.94, -0.838], ρ < -0.966"
+
+
+def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """All complete runs under ``results/trajectories``: (tidy per-step frame, one row of run info per run).
+
+    A parquet without its JSON (``complete: true``) is an unfinished or failed run and is skipped.
+    """
+    frames, infos = [], []
+    for parquet in sorted(Path(results, "trajectories").rglob("seed*.parquet")):
+        meta = parquet.with_suffix(".json")
+        if not meta.is_file():
+            continue
+        info = json.loads(meta.read_text())
+        if not info.get("complete"):
+            continue
+        frames.append(pd.read_parquet(parquet))
+        s = info["settings"]
+        infos.append({"task": s["task"], "model": s["model"], "seed": s["seed"], "steps": s["steps"], **{k: info[k] for k in ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device")}})
+    if not frames:
+        raise FileNotFoundError(f"no complete trajectories under {Path(results, 'trajectories')}; run `isoflow optimize` first")
+    info = pd.DataFrame(infos)
+    for (task, model), g in info.groupby(["task", "model"]):
+        if g["steps"].nunique() > 1:  # seed means over runs of different lengths would mix regimes
+            raise ValueError(
+                f"runs of {task} x {model} have different numbers of updates ({sorted(g['steps'].unique())}, seeds "
+                f"{sorted(g['seed'])}); re-run them with the same --steps or remove the odd ones from {results}"
+            )
+    return pd.concat(frames, ignore_index=True), info
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from scipy.stats import pearsonr, spearmanr
+
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    return float(pearsonr(x, y).statistic), float(spearmanr(x, y).statistic)
+
+
+def correlations(traj: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per run, per task × model). Correlations use steps ≥ 1 (after each update)."""
+    after = traj[traj["step"] >= 1]
+    runs = []
+    for (task, model, seed), g in after.groupby(["task", "model", "seed"], sort=True):
+        r, rho = _corr(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
+        runs.append({"task": task, "model": model, "seed": seed, "steps": int(g["step"].max()), "pearson_r": r, "spearman_rho": rho})
+    runs = pd.DataFrame(runs)
+    summary = []
+    for (task, model), g in after.groupby(["task", "model"], sort=True):
+        mean = g.groupby("step")[["isoscore", "silhouette"]].mean()
+        r, rho = _corr(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
+        per = runs[(runs.task == task) & (runs.model == model)]
+        std = g.groupby("step")[["isoscore", "silhouette"]].std()
+        summary.append({
+            "task": task,
+            "model": model,
+            "seeds": len(per),
+            "steps": int(mean.index.max()),
+            "pearson_r": r,
+            "spearman_rho": rho,
+            "pearson_r_runs_mean": per["pearson_r"].mean(),
+            "pearson_r_runs_std": per["pearson_r"].std() if len(per) > 1 else float("nan"),
+            "spearman_rho_runs_mean": per["spearman_rho"].mean(),
+            "max_std_over_seeds": float(np.nanmax(std.to_numpy())) if len(per) > 1 else float("nan"),
+            "paper_pearson_r": PAPER_PEARSON.get(task, float("nan")),
+        })
+    return runs, pd.DataFrame(summary)
+
+
+def sizes(info: pd.DataFrame) -> pd.DataFrame:
+    """Tables 1–2: N items and N params per task × model (identical across seeds)."""
+    cols = ["task", "model", "n_items", "n_examples", "dim", "n_labels", "n_params"]
+    return info[cols].drop_duplicates(["task", "model"]).sort_values(["task", "model"]).reset_index(drop=True)
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
+    """``stem``.csv, .md and .tex (written atomically)."""
+    stem = Path(stem)
+    out = []
+    for suffix, text in (
+        (".csv", df.to_csv(index=False)),
+        (".md", f"{caption}\n\n" + df.to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
+        (".tex", df.to_latex(index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True)),
+    ):
+        path = stem.with_suffix(suffix)
+        _atomic_text(path, text)
+        out.append(path)
+    return out
+
+
+def _grouped(traj: pd.DataFrame, column: str) -> pd.DataFrame:
+    return traj.groupby(["task", "model", "step"])[column].agg(["mean", "std"]).reset_index()
+
+
+def log_normalised_isoscore(traj: pd.DataFrame) -> pd.Series:
+    """log(IsoScore_t / IsoScore_0) within each run."""
+    first = traj[traj["step"] == 0].set_index(["task", "model", "seed"])["isoscore"]
+    base = traj.set_index(["task", "model", "seed"]).index.map(first)
+    return np.log(traj["isoscore"].to_numpy() / np.asarray(base, dtype=float))
+
+
+def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] | None = None) -> list[Path]:
+    """The three figures, one panel per task, as PNG and PDF; returns the paths written."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    traj = traj.copy()
+    traj["log_norm_isoscore"] = log_normalised_isoscore(traj)
+    tasks = tasks or sorted(traj["task"].unique())
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    specs = [
+        ("silhouette", "silhouette", "silhouette (w.r.t. labels)", "Silhouette across training"),
+        ("log_isoscore", "log_norm_isoscore", "log(IsoScore / IsoScore at step 0)", "Log-normalised IsoScore across training"),
+    ]
+    ncol = min(4, len(tasks))
+    nrow = -(-len(tasks) // ncol)
+    for name, col, ylabel, title in specs:
+        fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow), squeeze=False, constrained_layout=True)
+        for ax, task in zip(axes.flat, tasks):
+            g = _grouped(traj[traj.task == task], col)
+            for model, m in g.groupby("model"):
+                ax.plot(m["step"], m["mean"], label=model, lw=1.4)
+                if m["std"].notna().any():
+                    ax.fill_between(m["step"], m["mean"] - m["std"], m["mean"] + m["std"], alpha=0.25)
+            ax.set_title(task)
+            ax.set_xlabel("update")
+            ax.set_ylabel(ylabel)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=7)
+        for ax in list(axes.flat)[len(tasks):]:
+            ax.axis("off")
+        fig.suptitle(f"{title} (mean ± std over seeds)")
+        written += _save(fig, out_dir / name)
+        plt.close(fig)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.0 * nrow), squeeze=False, constrained_layout=True)
+    for ax, task in zip(axes.flat, tasks):
+        t = traj[traj.task == task]
+        for model, m in t.groupby("model"):
+            mean = m.groupby("step")[["isoscore", "silhouette"]].mean()
+            sc = ax.scatter(mean["isoscore"], mean["silhouette"], c=mean.index, cmap="viridis", s=6, label=model)
+        ax.set_title(task)
+        ax.set_xlabel("IsoScore")
+        ax.set_ylabel("silhouette")
+        ax.grid(alpha=0.3)
+        fig.colorbar(sc, ax=ax, label="update")
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    fig.suptitle("Silhouette against IsoScore during training (seed means; colour = update)")
+    written += _save(fig, out_dir / "silhouette_vs_isoscore")
+    plt.close(fig)
+    return written
+
+
+def _save(fig, stem: Path) -> list[Path]:
+    paths = []
+    for suffix in (".png", ".pdf"):
+        path = stem.with_suffix(suffix)
+        tmp = path.with_name(f".{path.stem}.tmp{suffix}")
+        fig.savefig(tmp, dpi=150)
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
+    """Every table and figure from the trajectories under ``results``; returns the paths written."""
+    out = Path(out or Path(results))
+    traj, info = load_trajectories(results)
+    runs, summary = correlations(traj)
+    glue = summary["task"].str.startswith("glue/")
+    written = []
+    written += write_table(runs, out / "tables" / "correlations_per_run", caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).")
+    if (~glue).any():
+        written += write_table(summary[~glue].reset_index(drop=True), out / "tables" / "correlations", caption=f"IsoScore vs silhouette over training, seed-mean curves ({PAPER_NOTE}).")
+    if glue.any():
+        written += write_table(summary[glue].reset_index(drop=True), out / "tables" / "correlations_glue", caption="GLUE (Appendix A, Table 3): IsoScore vs silhouette, seed-mean curves.")
+    size = sizes(info)
+    is_glue = size["task"].str.startswith("glue/")
+    if (~is_glue).any():
+        written += write_table(size[~is_glue].reset_index(drop=True), out / "tables" / "table1_sizes", caption="Table 1: items (distinct embeddings) and trainable parameters.", floatfmt="%.0f")
+    if is_glue.any():
+        written += write_table(size[is_glue].reset_index(drop=True), out / "tables" / "table2_sizes_glue", caption="Table 2: GLUE items and trainable parameters.", floatfmt="%.0f")
+    written += figures(traj, out / "figures")
+    return written

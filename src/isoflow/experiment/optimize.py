@@ -1,0 +1,246 @@
+"""The optimisation experiment of Mickus, Grönroos & Attieh (2024), Section 3 and Appendix A.
+
+The embedding table itself (one row per distinct sentence or word) becomes a
+trainable parameter, together with one linear layer (d → k for single items,
+2d → k on the concatenation [u; v] for pairs, with bias). Full-batch Adam
+(lr 1e-3, betas (0.9, 0.999)) minimises cross-entropy (single-label tasks) or
+per-label binary cross-entropy with logits (multi-label tasks).
+
+At every recorded state — the initial one (step 0) and after each update
+(steps 1..N) — the loop records, on the current parameters and on the
+optimisation device:
+
+* ``silhouette``: Euclidean silhouette of the classified representations (items,
+  or concatenated pairs) w.r.t. their labels, each distinct label vector one
+  cluster;
+* ``isoscore``: IsoScore of the (unpaired) embedding table;
+* ``loss`` and ``accuracy`` (multi-label: exact match of the predicted label set).
+
+A set with more than ``sample_cap`` (20,000) rows is measured on a fresh random
+sample of that size at every state, drawn from a generator seeded by the run's
+seed. All per-state values stay on the device until one transfer per state.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from ..datasets.table import TaskData
+from ..metrics import encode_labels, isoscore_tensor, silhouette_tensor
+from ..metrics.geometry import geometry
+
+logger = logging.getLogger(__name__)
+
+RECORDED = ("loss", "accuracy", "silhouette", "isoscore")
+
+
+class OptimizationError(RuntimeError):
+    """The optimisation could not run or diverged (the message gives the step)."""
+
+
+@dataclass
+class Settings:
+    """Everything that determines a run (written to its JSON record)."""
+
+    task: str
+    model: str
+    seed: int
+    steps: int
+    lr: float = 1e-3
+    betas: tuple[float, float] = (0.9, 0.999)
+    sample_cap: int = 20_000
+    extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
+    extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
+    block: int = 1024
+
+
+@dataclass
+class Trajectory:
+    settings: Settings
+    records: dict[str, np.ndarray]  # column -> values per recorded state (step 0..N)
+    info: dict = field(default_factory=dict)
+
+    def frame(self):
+        import pandas as pd
+
+        df = pd.DataFrame({"step": np.arange(len(self.records["loss"]))} | self.records)
+        df.insert(0, "seed", self.settings.seed)
+        df.insert(0, "model", self.settings.model)
+        df.insert(0, "task", self.settings.task)
+        return df
+
+
+class _Problem:
+    """Tensors of one task on one device: the table, example indices, targets, clusters."""
+
+    def __init__(self, task: TaskData, embeddings: np.ndarray, device: torch.device):
+        ex = task.examples
+        n_items = len(task.items)
+        if embeddings.shape[0] != n_items:
+            raise OptimizationError(f"{task.name}: the embedding table has {embeddings.shape[0]} rows but the task has {n_items} items; re-run `isoflow encode`")
+        idx_cols = ["a", "b"] if task.pair else ["a"]
+        idx = torch.as_tensor(np.array(ex[idx_cols], dtype=np.int64), device=device)
+        if int(idx.min()) < 0 or int(idx.max()) >= n_items:
+            raise OptimizationError(f"{task.name}: examples reference item {int(idx.max())} but the table has {n_items} items (a pair points to a missing sentence)")
+        self.a = idx[:, 0]
+        self.b = idx[:, 1] if task.pair else None
+        self.labels = task.label_names
+        if len(self.labels) < 2:
+            raise OptimizationError(f"{task.name}: a single label ({self.labels}); classification needs at least two classes")
+        self.multilabel = task.multilabel
+        if self.multilabel:
+            pos = {lab: i for i, lab in enumerate(self.labels)}
+            y = np.zeros((len(ex), len(self.labels)), dtype=np.float32)
+            for r, labs in enumerate(ex["labels"]):
+                y[r, [pos[x] for x in labs]] = 1.0
+            self.y = torch.as_tensor(y, device=device)
+            self.clusters = encode_labels(self.y, device=device)
+        else:
+            codes = np.searchsorted(np.asarray(self.labels), ex["label"].to_numpy())
+            self.y = torch.as_tensor(codes, dtype=torch.int64, device=device)
+            self.clusters = encode_labels(self.y, device=device)
+        self.n_examples = len(ex)
+        self.table0 = torch.as_tensor(np.ascontiguousarray(embeddings, dtype=np.float32), device=device)
+        if not bool(torch.isfinite(self.table0).all()):
+            raise OptimizationError(f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`")
+
+    def represent(self, table: torch.Tensor) -> torch.Tensor:
+        return table[self.a] if self.b is None else torch.cat([table[self.a], table[self.b]], dim=1)
+
+
+def _loss_and_accuracy(logits: torch.Tensor, p: _Problem) -> tuple[torch.Tensor, torch.Tensor]:
+    if p.multilabel:
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(logits, p.y)
+        acc = ((logits > 0) == (p.y > 0.5)).all(dim=1).float().mean()
+    else:
+        loss = torch.nn.functional.cross_entropy(logits, p.y)
+        acc = (logits.argmax(dim=1) == p.y).float().mean()
+    return loss, acc
+
+
+def _sample(n: int, cap: int, gen: torch.Generator, device: torch.device) -> torch.Tensor | None:
+    if n <= cap:
+        return None
+    return torch.randperm(n, generator=gen, device=gen.device)[:cap].to(device)
+
+
+def _progress(enabled: bool | None, total: int, desc: str):
+    if enabled is None:
+        enabled = sys.stderr.isatty()
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="upd", dynamic_ncols=True)
+
+
+def optimize(
+    task: TaskData,
+    embeddings: np.ndarray,
+    settings: Settings,
+    *,
+    device: torch.device | str = "cpu",
+    progress: bool | None = None,
+) -> Trajectory:
+    """Run the experiment; returns the trajectory of every recorded state (steps 0..N)."""
+    device = torch.device(device)
+    t_setup = time.perf_counter()
+    p = _Problem(task, embeddings, device)
+    torch.manual_seed(settings.seed)
+    table = torch.nn.Parameter(p.table0.clone())
+    in_dim = table.shape[1] * (1 if p.b is None else 2)
+    head = torch.nn.Linear(in_dim, len(p.labels)).to(device)  # seeded init (PyTorch's default uniform)
+    opt = torch.optim.Adam([table, *head.parameters()], lr=settings.lr, betas=settings.betas)
+    gen = torch.Generator(device=device).manual_seed(settings.seed)  # the per-state samples
+    n_params = table.numel() + sum(q.numel() for q in head.parameters())
+
+    rows: list[np.ndarray] = []
+    extra: dict[str, dict[int, float]] = {}
+    bar = _progress(progress, settings.steps, f"{settings.task} x {settings.model} seed {settings.seed}")
+    t_loop = time.perf_counter()
+    try:
+        for step in range(settings.steps + 1):
+            reps = p.represent(table)
+            loss, acc = _loss_and_accuracy(head(reps), p)
+            with torch.no_grad():
+                sil, iso = _geometry_now(reps.detach(), table.detach(), p, settings, gen, device)
+                values = torch.stack([loss.detach().double(), acc.double(), sil, iso])
+            vals = values.cpu().numpy()  # the one host transfer of this state
+            if not np.isfinite(vals).all():
+                bad = [n for n, v in zip(RECORDED, vals) if not math.isfinite(v)]
+                raise OptimizationError(
+                    f"{settings.task} x {settings.model} seed {settings.seed}: {', '.join(bad)} became NaN/inf at step {step} "
+                    "(diverged); no trajectory was written"
+                )
+            rows.append(vals)
+            if settings.extra_every and step % settings.extra_every == 0:
+                _extra_metrics(table, settings, extra, step)
+            if bar is not None:
+                if step % 10 == 0 or step == settings.steps:
+                    bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
+                if step:
+                    bar.update(1)
+            if step == settings.steps:
+                break
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+    finally:
+        if bar is not None:
+            bar.close()
+    loop_seconds = time.perf_counter() - t_loop
+    arr = np.stack(rows)
+    records = {name: arr[:, i].astype(np.float64) for i, name in enumerate(RECORDED)}
+    for name, by_step in extra.items():  # NaN where the extra metrics were not computed
+        col = np.full(len(rows), np.nan)
+        col[list(by_step)] = list(by_step.values())
+        records[name] = col
+    info = {
+        "device": str(device),
+        "n_items": int(p.table0.shape[0]),
+        "n_examples": p.n_examples,
+        "dim": int(p.table0.shape[1]),
+        "n_labels": len(p.labels),
+        "labels": p.labels,
+        "multilabel": p.multilabel,
+        "pair": p.b is not None,
+        "n_clusters": p.clusters.k,
+        "n_params": int(n_params),
+        "setup_seconds": round(t_loop - t_setup, 3),
+        "loop_seconds": round(loop_seconds, 3),
+        "seconds_per_update": round(loop_seconds / max(settings.steps, 1), 5),
+    }
+    return Trajectory(settings, records, info)
+
+
+def _geometry_now(reps, tab, p: _Problem, s: Settings, gen, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Silhouette of the classified representations and IsoScore of the table, each on ≤ sample_cap rows."""
+    clusters = p.clusters
+    pick = _sample(reps.shape[0], s.sample_cap, gen, device)
+    if pick is not None:
+        reps, clusters = reps[pick], clusters.subset(pick)
+    sil = silhouette_tensor(reps, clusters, block=s.block)
+    pick = _sample(tab.shape[0], s.sample_cap, gen, device)
+    iso = isoscore_tensor(tab if pick is None else tab[pick])
+    return sil, iso
+
+
+def _extra_metrics(table, s: Settings, out: dict[str, dict[int, float]], step: int) -> None:
+    values = geometry(table.detach(), metrics=list(s.extra_metrics), sample=s.sample_cap, seed=s.seed + step)
+    for k, v in values.items():
+        if k not in ("n_points", "dim"):
+            out.setdefault(k, {})[step] = v
+
+
+def settings_dict(s: Settings) -> dict:
+    d = asdict(s)
+    d["betas"] = list(s.betas)
+    d["extra_metrics"] = list(s.extra_metrics)
+    return d

@@ -1,0 +1,104 @@
+"""One run of the experiment from prepared files to its record on disk.
+
+Reads ``<data_dir>/tasks/<task>`` and ``<data_dir>/embeddings/<model>/<task>``,
+optimises, and writes ``<out>.parquet`` (tidy: task, model, seed, step, loss,
+accuracy, silhouette, isoscore[, extra metrics]) and ``<out>.json`` (settings,
+versions, device, timings, sizes). Both are written to temp files and renamed
+only after the whole run succeeded, JSON last: an interrupted or failed run
+leaves no record that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+
+from .. import __version__
+from ..datasets import read_task, resolve_name, task_dir
+from ..devices import resolve_device
+from ..embed import embeddings_dir, load_embeddings
+from .optimize import Settings, Trajectory, optimize, settings_dict
+
+DEFAULT_STEPS = 1000
+GLUE_STEPS = 250  # the paper's Appendix A
+
+
+def default_steps(task: str) -> int:
+    return GLUE_STEPS if resolve_name(task).startswith("glue/") else DEFAULT_STEPS
+
+
+def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results") -> Path:
+    """``results/trajectories/<task>/<model>/seed<S>`` (add .parquet / .json)."""
+    return Path(results) / "trajectories" / resolve_name(task) / model / f"seed{seed}"
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Path]:
+    import numpy
+    import pandas
+    import torch
+
+    out = Path(out)
+    parquet, meta = out.with_suffix(".parquet"), out.with_suffix(".json")
+    meta.unlink(missing_ok=True)  # a stale JSON must not vouch for a new parquet
+    _atomic_write(parquet, lambda p: traj.frame().to_parquet(p, index=False))
+    record = {
+        "settings": settings_dict(traj.settings),
+        **traj.info,
+        "versions": {
+            "isoflow": __version__,
+            "torch": torch.__version__,
+            "numpy": numpy.__version__,
+            "pandas": pandas.__version__,
+            "python": platform.python_version(),
+        },
+        "threads": torch.get_num_threads(),
+        "complete": True,
+    }
+    _atomic_write(meta, lambda p: Path(p).write_text(json.dumps(record, indent=2) + "\n"))
+    return parquet, meta
+
+
+def run(
+    task: str,
+    model: str,
+    seed: int,
+    *,
+    steps: int | None = None,
+    data_dir: str | os.PathLike = "data",
+    task_path: str | os.PathLike | None = None,
+    embeddings_path: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    results: str | os.PathLike = "results",
+    device: str = "auto",
+    progress: bool | None = None,
+    **settings,
+) -> tuple[Path, Path]:
+    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json)."""
+    dev = resolve_device(device)
+    tdata = read_task(task_path or task_dir(task, data_dir))
+    emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
+    if not (emb_dir / "embeddings.npy").is_file():
+        raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --dataset {task}` first")
+    emb, emb_meta = load_embeddings(emb_dir)
+    name = tdata.name
+    s = Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
+    if s.steps < 1:
+        raise ValueError(f"steps must be at least 1; got {s.steps}")
+    traj = optimize(tdata, emb, s, device=dev, progress=progress)
+    traj.info["embeddings_items_sha256"] = emb_meta.get("items_sha256")
+    return write_trajectory(traj, out or trajectory_path(name, model, seed, results))

@@ -1,0 +1,165 @@
+"""The optimisation loop on small real data, its determinism, its records, bad input, and the analysis."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.metrics import silhouette_score
+
+from IsoScore.IsoScore import IsoScore
+from isoflow.datasets import prepare, read_task
+from isoflow.datasets.table import build_task, write_task
+from isoflow.embed import encode, load_embeddings
+from isoflow.experiment import OptimizationError, Settings, optimize, run, trajectory_path
+from isoflow.experiment.analysis import analyze, correlations, load_trajectories, log_normalised_isoscore
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory, shared_mirror):
+    """Real data, small: 300 polarity sentences (MiniLM), WNLI pairs (MiniLM), 300 supersense nouns (GloVe)."""
+    data = tmp_path_factory.mktemp("data")
+    full = read_task(prepare("polarity", data_dir=data, mirror=shared_mirror, progress=False))
+    texts, labels = full.items["text"].tolist(), full.examples["label"].tolist()  # negatives first, then positives
+    write_task(build_task("polarity-300", texts[:150] + texts[-150:], labels[:150] + labels[-150:]), data / "tasks/polarity-300")
+    prepare("glue/wnli", data_dir=data, mirror=shared_mirror, progress=False)
+    prepare("supersense", data_dir=data, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False)
+    encode("minilm", "polarity-300", data_dir=data, progress=False, device="cpu")
+    encode("minilm", "glue/wnli", data_dir=data, progress=False, device="cpu")
+    encode("glove-50d", "supersense", data_dir=data, progress=False)
+    return data
+
+
+def load(data, task, model):
+    return read_task(data / "tasks" / task), load_embeddings(data / "embeddings" / model / task)[0]
+
+
+def test_loop_records_and_trends(small):
+    task, emb = load(small, "polarity-300", "minilm")
+    traj = optimize(task, emb, Settings("polarity-300", "minilm", seed=0, steps=40), progress=False)
+    rec = traj.records
+    assert len(rec["loss"]) == 41  # step 0 (pretrained) + 40 updates
+    # Step 0 is measured on the untouched embeddings: check against the references.
+    y = task.examples["label"].to_numpy()
+    assert rec["silhouette"][0] == pytest.approx(silhouette_score(emb, y), abs=1e-5)
+    assert rec["isoscore"][0] == pytest.approx(float(IsoScore(emb)), abs=1e-5)
+    # The paper's finding, in miniature: isotropy falls and clusterability rises; the loss falls.
+    assert rec["isoscore"][-1] < 0.5 * rec["isoscore"][0]
+    assert rec["silhouette"][-1] > rec["silhouette"][0] + 0.1
+    assert rec["loss"][-1] < rec["loss"][0] and rec["accuracy"][-1] > 0.9
+    assert traj.info["n_params"] == 300 * 384 + 384 * 2 + 2
+
+
+def test_pairs_and_multilabel(small):
+    task, emb = load(small, "glue/wnli", "minilm")
+    traj = optimize(task, emb, Settings("glue/wnli", "minilm", seed=0, steps=3), progress=False)
+    reps = np.concatenate([emb[task.examples["a"]], emb[task.examples["b"]]], axis=1)  # [u; v]
+    assert traj.records["silhouette"][0] == pytest.approx(silhouette_score(reps, task.examples["label"]), abs=1e-5)
+    assert traj.info["pair"] and traj.info["n_params"] == 925 * 384 + 768 * 2 + 2
+    ss, semb = load(small, "supersense", "glove-50d")
+    traj = optimize(ss, semb, Settings("supersense", "glove-50d", seed=0, steps=20), progress=False)
+    sets = [tuple(x) for x in ss.examples["labels"]]
+    codes = pd.factorize(pd.Series(sets))[0]
+    assert traj.info["n_clusters"] == len(set(sets)) and traj.info["multilabel"]
+    assert traj.records["silhouette"][0] == pytest.approx(silhouette_score(semb, codes), abs=1e-5)
+    assert traj.records["loss"][-1] < traj.records["loss"][0]
+
+
+def test_same_seed_same_trajectory_on_cpu(small):
+    task, emb = load(small, "polarity-300", "minilm")
+    runs = [optimize(task, emb, Settings("p", "m", seed=s, steps=15, sample_cap=200), progress=False) for s in (3, 3, 4)]
+    for col in ("loss", "accuracy", "silhouette", "isoscore"):
+        np.testing.assert_array_equal(runs[0].records[col], runs[1].records[col])
+    assert not np.array_equal(runs[0].records["loss"], runs[2].records["loss"])
+
+
+def test_sampling_above_cap(small):
+    # 300 rows with a cap of 200: a fresh sample per state; the sampled silhouette is a genuine subset's score.
+    task, emb = load(small, "polarity-300", "minilm")
+    traj = optimize(task, emb, Settings("p", "m", seed=0, steps=5, sample_cap=200), progress=False)
+    full = optimize(task, emb, Settings("p", "m", seed=0, steps=5), progress=False)
+    assert np.all(np.abs(traj.records["silhouette"] - full.records["silhouette"]) < 0.05)
+    assert not np.array_equal(traj.records["silhouette"], full.records["silhouette"])
+    np.testing.assert_array_equal(traj.records["loss"], full.records["loss"])  # sampling does not touch training
+
+
+def test_extra_metrics_every_k(small):
+    task, emb = load(small, "supersense", "glove-50d")
+    traj = optimize(task, emb, Settings("s", "g", seed=0, steps=6, extra_every=3, extra_metrics=("cosine_anisotropy",)), progress=False)
+    col = traj.records["cosine_anisotropy"]
+    assert np.isfinite(col[[0, 3, 6]]).all() and np.isnan(col[[1, 2, 4, 5]]).all()
+
+
+def test_bad_input(small):
+    task, emb = load(small, "polarity-300", "minilm")
+    one = build_task("one", ["a", "b"], ["x", "x"])
+    with pytest.raises(OptimizationError, match="a single label"):
+        optimize(one, emb[:2], Settings("one", "m", 0, 2), progress=False)
+    with pytest.raises(OptimizationError, match="300 rows but the task has 2 items"):
+        optimize(one, emb, Settings("one", "m", 0, 2), progress=False)
+    pairs, pemb = load(small, "glue/wnli", "minilm")
+    broken = pairs.examples.copy()
+    broken.loc[0, "b"] = 10_000
+    pairs.examples = broken
+    with pytest.raises(OptimizationError, match="a pair points to a missing sentence"):
+        optimize(pairs, pemb, Settings("w", "m", 0, 2), progress=False)
+    with pytest.raises(OptimizationError, match=r"loss.* became NaN/inf at step \d+"):
+        optimize(task, emb, Settings("p", "m", 0, 60, lr=1e37), progress=False)  # Adam steps of ~lr overflow float32
+
+
+def test_run_writes_complete_records_only(small, tmp_path):
+    parquet, meta = run("polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    assert parquet == trajectory_path("polarity-300", "minilm", 1, tmp_path).with_suffix(".parquet")
+    df = pd.read_parquet(parquet)
+    assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore"]
+    info = json.loads(meta.read_text())
+    assert info["complete"] and info["settings"]["lr"] == 1e-3 and info["settings"]["betas"] == [0.9, 0.999]
+    assert info["versions"]["torch"] == torch.__version__ and info["device"] == "cpu"
+    # A diverging run leaves nothing behind.
+    with pytest.raises(OptimizationError):
+        run("polarity-300", "minilm", 2, steps=60, data_dir=small, results=tmp_path, progress=False, lr=1e37)
+    assert not trajectory_path("polarity-300", "minilm", 2, tmp_path).with_suffix(".parquet").exists()
+    with pytest.raises(FileNotFoundError, match="run `isoflow encode --model mpnet"):
+        run("polarity-300", "mpnet", 0, steps=2, data_dir=small, results=tmp_path)
+
+
+def test_interrupted_run_leaves_no_record(small, tmp_path):
+    code = f"""
+import os, signal, threading
+from isoflow.experiment import run
+threading.Timer(4.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+run("polarity-300", "minilm", 0, steps=100000, data_dir={str(small)!r}, results={str(tmp_path)!r}, progress=False)
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0 and "KeyboardInterrupt" in p.stderr
+    assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.json"))
+
+
+def test_analysis_outputs(small, tmp_path):
+    for seed in (0, 1):
+        run("polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False)
+        run("glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    traj, info = load_trajectories(tmp_path)
+    runs, summary = correlations(traj)
+    assert len(runs) == 4 and set(summary["seeds"]) == {2}
+    g = traj[(traj.task == "polarity-300") & (traj.step >= 1)]
+    mean = g.groupby("step")[["isoscore", "silhouette"]].mean()
+    row = summary[summary.task == "polarity-300"].iloc[0]
+    assert row["pearson_r"] == pytest.approx(np.corrcoef(mean["isoscore"], mean["silhouette"])[0, 1], abs=1e-12)
+    assert row["pearson_r"] < -0.8  # they move in opposite directions
+    ln = log_normalised_isoscore(traj)
+    assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
+    written = {p.name for p in analyze(tmp_path)}
+    assert {"correlations.csv", "correlations.md", "correlations.tex", "correlations_glue.md", "table1_sizes.md", "table2_sizes_glue.tex",
+            "silhouette.png", "log_isoscore.pdf", "silhouette_vs_isoscore.png"} <= written
+    sizes = pd.read_csv(tmp_path / "tables/table1_sizes.csv")
+    assert sizes.loc[0, "n_params"] == 300 * 384 + 384 * 2 + 2
+    # Runs of different lengths are not averaged together.
+    run("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    with pytest.raises(ValueError, match="different numbers of updates"):
+        load_trajectories(tmp_path)
