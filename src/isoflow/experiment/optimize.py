@@ -111,8 +111,16 @@ class _Problem:
         if not bool(torch.isfinite(self.table0).all()):
             raise OptimizationError(f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`")
 
+        # Single-item tasks whose examples are the items in order (polarity, word tasks) need no gather.
+        self.identity = self.b is None and self.a.shape[0] == n_items and bool((self.a == torch.arange(n_items, device=device)).all())
+
     def represent(self, table: torch.Tensor) -> torch.Tensor:
-        return table[self.a] if self.b is None else torch.cat([table[self.a], table[self.b]], dim=1)
+        # index_select's backward is an index_add, much cheaper than the accumulating index_put of table[a].
+        if self.identity:
+            return table
+        if self.b is None:
+            return table.index_select(0, self.a)
+        return torch.cat([table.index_select(0, self.a), table.index_select(0, self.b)], dim=1)
 
 
 def _loss_and_accuracy(logits: torch.Tensor, p: _Problem) -> tuple[torch.Tensor, torch.Tensor]:

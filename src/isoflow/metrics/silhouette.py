@@ -75,7 +75,9 @@ def _checked(X: ArrayLike, labels: ArrayLike, block: int) -> tuple[torch.Tensor,
 
 
 def _centred(x: torch.Tensor) -> torch.Tensor:
-    return (x - x.to(torch.float64).mean(dim=0, keepdim=True).to(x.dtype)).contiguous()
+    # Any shift leaves distances unchanged; shifting by (about) the mean only shrinks the norms,
+    # so the mean in x's own dtype is good enough and saves a float64 copy.
+    return x - x.mean(dim=0, keepdim=True)
 
 
 def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int = DEFAULT_BLOCK) -> torch.Tensor:
