@@ -138,3 +138,14 @@ def test_paper_size_float32_parity():
     X = (rng.normal(size=(10_662, 384)) + 0.3 * y[:, None]).astype(np.float32)
     X /= np.linalg.norm(X, axis=1, keepdims=True)  # SBERT-like unit vectors
     assert silhouette(X, y) == pytest.approx(silhouette_score(X, y), abs=1e-5)
+
+
+def test_subset_with_absent_cluster_matches_sklearn():
+    # The loop's samples keep all k cluster ids; a cluster missing from the sample must simply not count.
+    X, y = make_cloud("clustered", 600, 8, 9)
+    clusters = encode_labels(y)
+    keep = torch.from_numpy(np.flatnonzero(y != 2))  # cluster 2 absent
+    sub = clusters.subset(keep)
+    assert sub.k == 3 and int(sub.sizes[2]) == 0
+    got = float(silhouette_tensor(torch.from_numpy(X)[keep], sub))
+    assert got == pytest.approx(silhouette_score(X[y != 2], y[y != 2]), abs=1e-6)

@@ -12,15 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .atomic import atomic_dir
 from .datasets import read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
 
@@ -101,15 +100,7 @@ def encode(
 
 def _write(out: Path, emb: np.ndarray, texts: list[str], meta: dict) -> None:
     """Temp directory beside ``out``, then rename: an interrupted run leaves no table behind."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         np.save(tmp / "embeddings.npy", emb)
         pd.DataFrame({"row": np.arange(len(texts)), "text": texts}).to_parquet(tmp / "index.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

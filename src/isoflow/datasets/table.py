@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from ..atomic import atomic_dir
 from ..errors import DataFormatError
 
 
@@ -111,23 +110,10 @@ def build_task(
 def write_task(task: TaskData, out_dir: str | os.PathLike) -> Path:
     """Write ``task`` to ``out_dir`` atomically (temp directory beside it, then rename)."""
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         task.items.to_parquet(tmp / "items.parquet", index=False)
         task.examples.to_parquet(tmp / "examples.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(task.meta(), indent=2, ensure_ascii=False) + "\n")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..atomic import atomic_file
+
 # Pearson r between IsoScore and silhouette reported by Mickus et al. (2024) for the main tasks.
 PAPER_PEARSON = {"polarity": -0.808, "snli": -0.878, "pos": -0.947, "supersense": -0.978}
 PAPER_NOTE = "paper: Spearman ρ < -0.998 on every main task; GLUE: r in [-0.94, -0.838], ρ < -0.966"
@@ -99,13 +101,6 @@ def sizes(info: pd.DataFrame) -> pd.DataFrame:
     return info[cols].drop_duplicates(["task", "model"]).sort_values(["task", "model"]).reset_index(drop=True)
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
     """``stem``.csv, .md and .tex (written atomically)."""
     stem = Path(stem)
@@ -116,7 +111,8 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floa
         (".tex", df.to_latex(index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True)),
     ):
         path = stem.with_suffix(suffix)
-        _atomic_text(path, text)
+        with atomic_file(path) as tmp:
+            tmp.write_text(text)
         out.append(path)
     return out
 
@@ -192,9 +188,8 @@ def _save(fig, stem: Path) -> list[Path]:
     paths = []
     for suffix in (".png", ".pdf"):
         path = stem.with_suffix(suffix)
-        tmp = path.with_name(f".{path.stem}.tmp{suffix}")
-        fig.savefig(tmp, dpi=150)
-        os.replace(tmp, path)
+        with atomic_file(path) as tmp:
+            fig.savefig(tmp, dpi=150)
         paths.append(path)
     return paths
 

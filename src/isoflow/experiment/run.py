@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import os
 import platform
-import tempfile
 from pathlib import Path
 
 from .. import __version__
+from ..atomic import atomic_file
 from ..datasets import read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..embed import embeddings_dir, load_embeddings
@@ -35,18 +35,6 @@ def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike
     return Path(results) / "trajectories" / resolve_name(task) / model / f"seed{seed}"
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Path]:
     import numpy
     import pandas
@@ -55,7 +43,8 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Pa
     out = Path(out)
     parquet, meta = out.with_suffix(".parquet"), out.with_suffix(".json")
     meta.unlink(missing_ok=True)  # a stale JSON must not vouch for a new parquet
-    _atomic_write(parquet, lambda p: traj.frame().to_parquet(p, index=False))
+    with atomic_file(parquet) as tmp:
+        traj.frame().to_parquet(tmp, index=False)
     record = {
         "settings": settings_dict(traj.settings),
         **traj.info,
@@ -69,7 +58,8 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Pa
         "threads": torch.get_num_threads(),
         "complete": True,
     }
-    _atomic_write(meta, lambda p: Path(p).write_text(json.dumps(record, indent=2) + "\n"))
+    with atomic_file(meta) as tmp:
+        tmp.write_text(json.dumps(record, indent=2) + "\n")
     return parquet, meta
 
 
