@@ -126,6 +126,12 @@ def test_run_writes_complete_records_only(small, tmp_path):
     assert not trajectory_path("polarity-300", "minilm", 2, tmp_path).with_suffix(".parquet").exists()
     with pytest.raises(FileNotFoundError, match="run `isoflow encode --model mpnet"):
         run("polarity-300", "mpnet", 0, steps=2, data_dir=small, results=tmp_path)
+    with pytest.raises(ValueError, match="unknown model 'bert' .*known: minilm, mpnet"):
+        run("polarity-300", "bert", 0, steps=2, data_dir=small, results=tmp_path)
+    with pytest.raises(ValueError, match="unknown task 'imdb' .*known: polarity, snli"):
+        run("imdb", "minilm", 0, steps=2, data_dir=small, results=tmp_path)
+    with pytest.raises(ValueError, match="CUDA is not available|unknown device"):
+        run("polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cuda:7" if not torch.cuda.is_available() else "tpu")
 
 
 def test_interrupted_run_leaves_no_record(small, tmp_path):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..atomic import atomic_file
-from ..datasets import read_task, resolve_name, task_dir
+from ..datasets import DATASETS, read_task, resolve_name, task_dir
+from ..models import MODELS
 from ..devices import resolve_device
 from ..embed import embeddings_dir, load_embeddings
 from .optimize import Settings, Trajectory, optimize, settings_dict
@@ -80,8 +81,13 @@ def run(
 ) -> tuple[Path, Path]:
     """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json)."""
     dev = resolve_device(device)
-    tdata = read_task(task_path or task_dir(task, data_dir))
+    tpath = Path(task_path or task_dir(task, data_dir))
+    if not tpath.is_dir() and resolve_name(task) not in DATASETS:
+        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
+    tdata = read_task(tpath)
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
+    if not (emb_dir / "embeddings.npy").is_file() and model not in MODELS:
+        raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
     if not (emb_dir / "embeddings.npy").is_file():
         raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --dataset {task}` first")
     emb, emb_meta = load_embeddings(emb_dir)
