@@ -17,9 +17,9 @@ wordnet:
 		echo "note: WordNet 3.0 not installed system-wide; isoflow will use \$$ISOFLOW_WORDNET or NLTK's wordnet.zip"; \
 	fi
 
-# The main job. Until the workflow lands (Snakefile), it measures the metrics against their references.
+# The main job: the scaled-down offline workflow (config/offline.yaml); the paper's setup is `snakemake --cores N`.
 run: install
-	$(PYTHON) benchmarks/metrics.py
+	snakemake --cores 2 --configfile config/offline.yaml
 
 test: install
 	$(PYTHON) -m pytest

@@ -51,6 +51,7 @@ def _prepare(args: argparse.Namespace) -> int:
         wordnet_dir=args.wordnet_dir,
         allow_download=not args.offline,
         progress=not args.quiet,
+        raw_dir=args.raw_dir,
     )
     meta = read_task(out).meta()
     print(f"{meta['task']}: {meta['n_examples']} examples, {meta['n_items']} distinct items, labels {meta['label_names'][:8]}"
@@ -72,6 +73,7 @@ def _encode(args: argparse.Namespace) -> int:
         mirror=args.mirror,
         force=args.force,
         progress=None if not args.quiet else False,
+        raw_dir=args.raw_dir,
     )
     emb, meta = load_embeddings(out)
     print(f"{meta['model']} x {meta['task']}: {emb.shape[0]} x {emb.shape[1]} float32 ({meta['seconds']} s on {meta['device']}) -> {out}")
@@ -146,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", default="data", help="root of tasks/, embeddings/ and the raw-file cache raw/ (default: data)")
         p.add_argument("--mirror", default=None, help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR")
         p.add_argument("--out", default=None, help="output directory (default under --data-dir)")
+        p.add_argument("--raw-dir", default=None, help="cache of downloaded/mirrored raw files and models (default <data-dir>/raw)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
 
     p = sub.add_parser("prepare", help="fetch a dataset (cache, mirror, canonical URL), verify it and write its canonical tables")

@@ -53,6 +53,7 @@ def encode(
     mirror=None,
     force: bool = False,
     progress: bool | None = None,
+    raw_dir: str | os.PathLike | None = None,
 ) -> Path:
     """Embed the items of a prepared task with ``model``; returns the output directory."""
     from .devices import resolve_device
@@ -68,7 +69,7 @@ def encode(
         if meta.get("items_sha256") == digest and meta.get("model") == model and (out / "embeddings.npy").is_file():
             return out
 
-    cache = Path(data_dir) / "raw"
+    cache = Path(raw_dir) if raw_dir else Path(data_dir) / "raw"
     t0 = time.perf_counter()
     if static:
         spec = static_model(model)

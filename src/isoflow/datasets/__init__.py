@@ -91,10 +91,13 @@ def build(
     wordnet_dir: str | os.PathLike | None = None,
     allow_download: bool = True,
     progress: bool = True,
+    raw_dir: str | os.PathLike | None = None,
 ) -> TaskData:
-    """Fetch and parse dataset ``name`` into a :class:`TaskData` (nothing is written)."""
+    """Fetch and parse dataset ``name`` into a :class:`TaskData` (nothing is written).
+
+    Raw files are cached under ``raw_dir`` (default ``<data_dir>/raw``)."""
     name = canonical_name(name)
-    cache = Path(data_dir) / "raw"
+    cache = Path(raw_dir) if raw_dir else Path(data_dir) / "raw"
     if name in WORD_TASKS:
         from ..models import static_model
 
