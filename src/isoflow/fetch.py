@@ -23,12 +23,13 @@ import hashlib
 import logging
 import os
 import shutil
-import tempfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from .atomic import atomic_file
 
 logger = logging.getLogger(__name__)
 
@@ -136,24 +137,14 @@ def _is_cached(target: Path, res: Resource) -> bool:
     return True
 
 
-def _install(tmp: Path, target: Path, res: Resource, origin: str) -> Path:
-    """Verify ``tmp`` and rename it to ``target`` (same filesystem: atomic); delete it on failure."""
-    try:
+def _install(target: Path, res: Resource, origin: str, fill: Callable[[Path], None]) -> Path:
+    """``fill`` a temp file beside ``target``, verify it, and only then rename it into place (else delete it)."""
+    with atomic_file(target) as tmp:
+        fill(tmp)
         verify(tmp, res, origin=origin)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     st = target.stat()
     _stamp(target).write_text(f"{res.sha256} {st.st_size} {st.st_mtime_ns}\n")
     return target
-
-
-def _tmp_beside(target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    os.close(fd)
-    return Path(name)
 
 
 def _copy_file_url(url: str, output_file: str, pooch=None) -> None:  # noqa: ARG001 (pooch downloader signature)
@@ -227,9 +218,7 @@ def fetch(
         src = m / res.name
         if src.is_file():
             logger.info("copying %s from mirror %s", res.name, m)
-            tmp = _tmp_beside(target)
-            shutil.copyfile(src, tmp)
-            return _install(tmp, target, res, origin=f"mirror {src}")
+            return _install(target, res, f"mirror {src}", lambda tmp, src=src: shutil.copyfile(src, tmp))
 
     looked = ", ".join(str(m / res.name) for m in mirrors) or f"none configured (set ${MIRROR_ENV})"
     if not allow_download:
@@ -243,17 +232,14 @@ def fetch(
             if not _is_network_error(exc):
                 logger.warning("download of %s failed: %s", url, exc)
             continue
-        tmp = _tmp_beside(target)
-        try:
+        def fill(tmp: Path, archive=archive, url=url) -> None:
             if res.member is not None:
                 _extract_member(archive, res.member, tmp, origin=url)
             else:
                 shutil.copyfile(archive, tmp)
-                archive.unlink()  # the verified copy under its own name is what we keep
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        return _install(tmp, target, res, origin=url)
+                archive.unlink()  # the copy under its own name is what we keep
+
+        return _install(target, res, url, fill)
     offline = "this machine appears to be offline: " if failures and all("ConnectionError" in f or "NameResolution" in f for f in failures) else ""
     raise OfflineError(
         f"could not fetch {res.name}: {offline}no mirror holds it (looked in: {looked}) and its canonical location "

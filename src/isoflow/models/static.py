@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..fetch import Resource, fetch
+from ..atomic import atomic_file
 from ..errors import DataFormatError
 
 
@@ -73,11 +74,8 @@ def load_nlpl_zip(path: str | os.PathLike, name: str, extract_to: Path) -> Stati
             raise DataFormatError(f"{path}: an NLPL archive must hold model.bin or model.txt; it holds {names}")
         target = extract_to / member
         if not target.is_file():
-            extract_to.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{member}.part")
-            with zf.open(member) as src, open(tmp, "wb") as dst:
+            with atomic_file(target) as tmp, zf.open(member) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 22)
-            os.replace(tmp, target)
     return load_word2vec(target, name, binary=member == "model.bin")
 
 
