@@ -1,5 +1,5 @@
-# isoflow workflow: datasets -> embeddings -> optimisation runs (task x model x seed) -> tables and figures.
-# The science lives in the `isoflow` package; rules only call its CLI.
+# isoflow workflow: datasets -> embeddings -> optimisation runs (task x model x seed) -> aggregate -> tables, figures.
+# The science lives in the `isoflow` package; rules only call its CLI. Targets: rules/targets.smk.
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
@@ -12,12 +12,18 @@ validate(config, "schemas/config.schema.yaml")
 
 
 include: "rules/common.smk"
+
+
+# The default target: every table and figure the config enables. Other targets: rules/targets.smk.
+rule all:
+    input:
+        table_files(),
+        FIGURES,
+
+
+include: "rules/targets.smk"
 include: "rules/data.smk"
 include: "rules/encode.smk"
 include: "rules/optimize.smk"
 include: "rules/analyze.smk"
-
-
-rule all:
-    input:
-        analysis_outputs(),
+include: "rules/report.smk"

@@ -1,16 +1,33 @@
-# Tables (correlations, sizes) and figures from every complete trajectory of the configured runs.
+# Aggregate every run of the config into one table, then the correlation tables and Tables 1-2.
 
 
-rule analyze:
+rule aggregate:
     input:
-        trajectories(paper_pairs() + glue_pairs()),
+        ancient(trajectories(all_pairs())),
     output:
-        analysis_outputs(),
+        AGGREGATE,
     params:
         results=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
     log:
-        "logs/analyze.log",
+        "logs/aggregate.log",
     conda:
         "../envs/isoflow.yaml"
     shell:
-        "isoflow analyze --results {params.results} > {log} 2>&1"
+        "isoflow aggregate --results {params.results} --out {params.out} > {log} 2>&1"
+
+
+rule tables:
+    input:
+        ancient(AGGREGATE),
+    output:
+        table_files(),
+    params:
+        aggregate=lambda wildcards, input: os.path.dirname(input[0]),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    log:
+        "logs/tables.log",
+    conda:
+        "../envs/isoflow.yaml"
+    shell:
+        "isoflow tables --aggregate {params.aggregate} --out {params.out} > {log} 2>&1"

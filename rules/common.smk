@@ -1,9 +1,15 @@
 # Helpers shared by the rules: targets and per-wildcard options computed from the validated config.
+#
+# Every job input is marked ancient(), so a job re-runs when its outputs are missing, when its command or params
+# change, or when an upstream job re-runs -- never because an input's mtime is newer. `dvc pull`/`dvc checkout`
+# write files in arbitrary order, and Snakemake (9.x) always compares mtimes (dropping `mtime` from
+# --rerun-triggers does not stop it), so without this a fresh clone + `dvc pull` would re-run everything.
+# Content changes are DVC's job (`dvc repro` hashes code and data); see README "DVC".
 
 import os
 
 DATA = config.get("data_dir", "data")
-RAW = os.path.join(DATA, "raw")
+RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
 RESULTS = config.get("results_dir", "results")
 DEVICE = config.get("device", "auto")
 MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
@@ -49,10 +55,27 @@ def trajectories(pairs):
     return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
 
 
-def analysis_outputs():
-    out = [f"{RESULTS}/tables/correlations_per_run.csv", f"{RESULTS}/figures/silhouette_vs_isoscore.png"]
+def all_pairs():
+    return paper_pairs() + glue_pairs()
+
+
+def task_files(pairs):
+    return sorted({f"{DATA}/tasks/{t}/meta.json" for t, _ in pairs})
+
+
+def embedding_files(pairs):
+    return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
+
+
+AGGREGATE = [f"{RESULTS}/aggregate/trajectories.parquet", f"{RESULTS}/aggregate/runs.csv"]
+FIGURES = [f"{RESULTS}/figures/{name}.{ext}" for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore") for ext in ("png", "pdf")]
+
+
+def table_files():
+    """What `isoflow tables` writes for this config: per-run correlations always; main-task and GLUE tables if enabled."""
+    stems = ["correlations_per_run"]
     if paper_pairs():
-        out.append(f"{RESULTS}/tables/correlations.csv")
+        stems += ["correlations", "table1_sizes"]
     if glue_pairs():
-        out.append(f"{RESULTS}/tables/correlations_glue.csv")
-    return out
+        stems += ["correlations_glue", "table2_sizes_glue"]
+    return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]

@@ -3,7 +3,7 @@
 
 rule encode:
     input:
-        f"{DATA}/tasks/{{task}}/items.parquet",
+        ancient(f"{DATA}/tasks/{{task}}/items.parquet"),
     output:
         multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
     params:

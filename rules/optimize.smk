@@ -3,8 +3,8 @@
 
 rule optimize:
     input:
-        task=f"{DATA}/tasks/{{task}}/meta.json",
-        embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
+        task=ancient(f"{DATA}/tasks/{{task}}/meta.json"),
+        embeddings=ancient(f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy"),
     output:
         parquet=f"{RESULTS}/trajectories/{{task}}/{{model}}/seed{{seed}}.parquet",
         record=f"{RESULTS}/trajectories/{{task}}/{{model}}/seed{{seed}}.json",
@@ -31,12 +31,3 @@ rule optimize:
         "--steps {params.steps} --sample-cap {params.sample_cap} --device {params.device} "
         "--task-dir {params.task_dir} --embeddings {params.embeddings} --out {params.out} --quiet > {log} 2>&1"
 
-
-rule paper:
-    input:
-        trajectories(paper_pairs()),
-
-
-rule glue:
-    input:
-        trajectories(glue_pairs()),

@@ -48,3 +48,53 @@ def shared_mirror() -> Path:
     if not (SHARED_DATA / "SOURCES.md").is_file():
         pytest.fail(f"the shared data mirror {SHARED_DATA} is missing: these tests need the real files")
     return SHARED_DATA
+
+
+# ----- End-to-end workflow runs (slow tests) -------------------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+OFFLINE_CONFIG = "config/offline.yaml"
+
+
+def sh(cmd: list[str], cwd: Path, *, timeout: float = 1800, env: dict | None = None, check: bool = True):
+    """Run a command; on failure, fail with the tail of its output."""
+    import os
+    import subprocess
+
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    if check and p.returncode != 0:
+        pytest.fail(f"{' '.join(cmd)} (in {cwd}) exited {p.returncode}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+GIT = ["git", "-c", "user.name=isoflow tests", "-c", "user.email=tests@localhost"]
+
+
+def checkout_copy(dest: Path) -> Path:
+    """The working tree (tracked and untracked-but-not-ignored files) as a fresh git repository at ``dest``, with
+    ``../shared`` beside it, as in a real checkout, so the offline config's relative mirror resolves."""
+    import shutil
+    import subprocess
+
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    shared = dest.parent / "shared"
+    if not shared.exists():
+        shared.symlink_to(SHARED_DATA.parent, target_is_directory=True)
+    sh(["git", "init", "-q", "-b", "main"], dest)
+    sh(["git", "add", "-A"], dest)
+    sh([*GIT, "commit", "-q", "-m", "checkout under test"], dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def offline_checkout(tmp_path_factory, shared_mirror) -> Path:
+    """A copy of the repository in which the README's quick start has run: the offline config, end to end."""
+    work = tmp_path_factory.mktemp("work")
+    repo = checkout_copy(work / "isoflow")
+    sh(["snakemake", "--cores", "2", "--configfile", OFFLINE_CONFIG], repo)
+    return repo

@@ -18,6 +18,7 @@ from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
 from isoflow.experiment import OptimizationError, Settings, optimize, run, trajectory_path
 from isoflow.experiment.analysis import analyze, correlations, load_trajectories, log_normalised_isoscore
+from isoflow.cli import main
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +147,7 @@ run("polarity-300", "minilm", 0, steps=100000, data_dir={str(small)!r}, results=
     assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.json"))
 
 
-def test_analysis_outputs(small, tmp_path):
+def test_analysis_outputs(small, tmp_path, capsys):
     for seed in (0, 1):
         run("polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False)
         run("glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False)
@@ -165,6 +166,17 @@ def test_analysis_outputs(small, tmp_path):
             "silhouette.png", "log_isoscore.pdf", "silhouette_vs_isoscore.png"} <= written
     sizes = pd.read_csv(tmp_path / "tables/table1_sizes.csv")
     assert sizes.loc[0, "n_params"] == 300 * 384 + 384 * 2 + 2
+    # The workflow's three steps (aggregate -> tables, figures) give the same tables as `analyze`.
+    staged = tmp_path / "staged"
+    for argv in (["aggregate", "--results", str(tmp_path), "--out", str(staged / "agg")],
+                 ["tables", "--aggregate", str(staged / "agg"), "--out", str(staged / "tables")],
+                 ["figures", "--aggregate", str(staged / "agg"), "--out", str(staged / "figures")]):
+        assert main(argv) == 0
+    for name in ("correlations.csv", "correlations_glue.csv", "table2_sizes_glue.csv"):
+        assert (staged / "tables" / name).read_text() == (tmp_path / "tables" / name).read_text()
+    assert (staged / "figures/silhouette_vs_isoscore.pdf").is_file()
+    assert main(["tables", "--aggregate", str(staged / "missing"), "--out", str(staged / "t2")]) != 0
+    assert "run `isoflow aggregate" in capsys.readouterr().err and not (staged / "t2").exists()
     # Runs of different lengths are not averaged together.
     run("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     with pytest.raises(ValueError, match="different numbers of updates"):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from conftest import OFFLINE_CONFIG, ROOT
 
 
 def snakemake(*args, cwd=ROOT, check=True):
@@ -33,7 +33,27 @@ def test_full_paper_config_plans_completely(tmp_path):
     counts = job_counts(out.stdout + out.stderr)
     # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each.
     assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize"] == (4 + 24) * 5
-    assert counts["analyze"] == 1 and counts["total"] == 12 + 28 + 140 + 1 + 1
+    assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
+    assert counts["total"] == 12 + 28 + 140 + 4
+
+
+@pytest.mark.parametrize("configfile, jobs", [
+    ("config/offline.yaml", {"prepare": 5, "encode": 5, "optimize": 5}),
+    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18}),
+])
+def test_shipped_configs_plan(configfile, jobs, tmp_path):
+    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
+    counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
+    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 4
+
+
+def test_named_targets(tmp_path):
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28},
+              "paper": {"prepare": 4, "encode": 4, "optimize": 20}, "glue": {"prepare": 8, "encode": 24, "optimize": 120}}
+    for target, jobs in expect.items():
+        counts = job_counts(snakemake("-n", target, *where).stdout)
+        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
 
 
 def test_invalid_config_is_refused(tmp_path):
@@ -43,33 +63,27 @@ def test_invalid_config_is_refused(tmp_path):
     assert bad.returncode != 0 and "device" in bad.stdout + bad.stderr
 
 
-def offline_conf(root: Path, mirror: Path) -> list[str]:
-    return ["--configfile", "config/offline.yaml", "--config", f"data_dir={root}/data", f"results_dir={root}/results", f"mirror={mirror}"]
-
-
-@pytest.fixture(scope="module")
-def local_run(tmp_path_factory, shared_mirror):
-    root = tmp_path_factory.mktemp("local")
-    snakemake("--cores", "2", "--quiet", *offline_conf(root, shared_mirror))
-    return root
-
-
 @pytest.mark.slow
-def test_offline_config_runs_for_real(local_run, shared_mirror):
-    tmp_path = local_run
-    conf = offline_conf(tmp_path, shared_mirror)
-    corr = pd.read_csv(tmp_path / "results/tables/correlations.csv")
+def test_offline_config_runs_for_real(offline_checkout):
+    """The README's quick start (`make run`) in a fresh checkout: real tables and figures, then nothing to do."""
+    results = offline_checkout / "results/offline"
+    corr = pd.read_csv(results / "tables/correlations.csv")
     assert set(corr["task"]) == {"polarity", "pos-wordnet", "supersense"}
-    traj = pd.read_parquet(tmp_path / "results/trajectories/glue/wnli/minilm/seed0.parquet")
+    assert (corr["pearson_r"].abs() <= 1).all() and len(pd.read_csv(results / "tables/correlations_glue.csv")) == 2
+    traj = pd.read_parquet(results / "trajectories/glue/wnli/minilm/seed0.parquet")
     assert traj["step"].max() == 10 and traj["isoscore"].iloc[-1] < traj["isoscore"].iloc[0]
-    assert (tmp_path / "results/figures/silhouette_vs_isoscore.pdf").is_file()
-    # Nothing left to do afterwards.
-    again = snakemake("-n", *conf)
+    runs = pd.read_csv(results / "aggregate/runs.csv")
+    assert len(runs) == 5 and set(runs["steps"]) == {20, 10}
+    for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
+        assert (results / f"figures/{name}.pdf").stat().st_size > 1000
+    # The raw files came through the mirror into the config's raw_dir; tasks are kept apart from the paper's.
+    assert (offline_checkout / "data/raw").is_dir() and (offline_checkout / "data/offline/tasks/supersense/meta.json").is_file()
+    again = snakemake("-n", "--configfile", OFFLINE_CONFIG, cwd=offline_checkout)
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
 @pytest.mark.slow
-def test_slurm_profile_on_a_real_cluster(local_run, shared_mirror, tmp_path):
+def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_path):
     """`snakemake --profile slurm` through a single-node SLURM cluster on localhost: same results as locally."""
     import os
 
@@ -79,14 +93,19 @@ def test_slurm_profile_on_a_real_cluster(local_run, shared_mirror, tmp_path):
     assert start.returncode == 0, f"the test cluster did not start (needs root and apt): {start.stdout}{start.stderr}"
     try:
         env = {**os.environ, "SLURM_CONF": str(env_dir / "slurm.conf")}
-        p = subprocess.run(["snakemake", "--profile", "slurm", *offline_conf(tmp_path, shared_mirror)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=1800, env=env)
+        conf = ["--configfile", OFFLINE_CONFIG, "--config", f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw",
+                f"results_dir={tmp_path}/results", f"mirror={shared_mirror}"]
+        p = subprocess.run(["snakemake", "--profile", "slurm", *conf], cwd=ROOT, capture_output=True, text=True,
+                           timeout=1800, env=env)
         out = p.stdout + p.stderr
         assert p.returncode == 0, out[-4000:]
-        assert len(re.findall(r"submitted with SLURM jobid", out)) == 11  # every job but the 5 local `prepare` jobs and `all`
-        for ref in sorted((local_run / "results/trajectories").rglob("*.parquet")):
-            got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local_run / "results"))
-            want = pd.read_parquet(ref)
-            pd.testing.assert_frame_equal(got, want, check_exact=False, atol=1e-6, rtol=0)
+        # Every job but the 5 local `prepare` jobs and `all`: 5 encode, 5 optimize, aggregate, tables, figures.
+        assert len(re.findall(r"submitted with SLURM jobid", out)) == 13
+        local = offline_checkout / "results/offline"
+        refs = sorted((local / "trajectories").rglob("*.parquet"))
+        assert len(refs) == 5
+        for ref in refs:
+            got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local))
+            pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
     finally:
         subprocess.run(["bash", str(ROOT / "ci/slurm/stop.sh")], env={**os.environ, "SLURM_TEST_DIR": str(env_dir)}, timeout=60)

@@ -115,6 +115,30 @@ def _analyze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _aggregate(args: argparse.Namespace) -> int:
+    from .experiment.analysis import aggregate
+
+    written = aggregate(args.results, args.out)
+    print(f"aggregated the complete runs under {args.results} -> {written[0].parent}")
+    return 0
+
+
+def _tables(args: argparse.Namespace) -> int:
+    from .experiment.analysis import load_aggregate, tables
+
+    written = tables(*load_aggregate(args.aggregate), args.out)
+    print(f"wrote {len(written)} tables under {args.out}")
+    return 0
+
+
+def _figures(args: argparse.Namespace) -> int:
+    from .experiment.analysis import figures, load_aggregate
+
+    written = figures(load_aggregate(args.aggregate)[0], args.out)
+    print(f"wrote {len(written)} figures under {args.out}")
+    return 0
+
+
 def _sources(args: argparse.Namespace) -> int:
     from .sources import sources_markdown
 
@@ -189,10 +213,22 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--quiet", action="store_true", help="no progress bar")
     o.set_defaults(func=_optimize)
 
-    a = sub.add_parser("analyze", help="correlation tables, Tables 1-2 and figures from all complete trajectories")
+    a = sub.add_parser("analyze", help="aggregate, tables and figures in one go (= aggregate + tables + figures)")
     a.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
-    a.add_argument("--out", default=None, help="where tables/ and figures/ go (default: the results root)")
+    a.add_argument("--out", default=None, help="where aggregate/, tables/ and figures/ go (default: the results root)")
     a.set_defaults(func=_analyze)
+
+    g = sub.add_parser("aggregate", help="every complete trajectory in one table: <out>/trajectories.parquet + runs.csv")
+    g.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+    g.add_argument("--out", default=None, help="output directory (default <results>/aggregate)")
+    g.set_defaults(func=_aggregate)
+
+    for name, func, what in (("tables", _tables, "correlation tables and Tables 1-2 (CSV, Markdown, LaTeX)"),
+                             ("figures", _figures, "silhouette and IsoScore across training and against each other (PNG, PDF)")):
+        f = sub.add_parser(name, help=f"{what} from an aggregate")
+        f.add_argument("--aggregate", default="results/aggregate", help="the output of `isoflow aggregate` (default: results/aggregate)")
+        f.add_argument("--out", default=f"results/{name}", help=f"output directory (default: results/{name})")
+        f.set_defaults(func=func)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
     s.set_defaults(func=_sources)

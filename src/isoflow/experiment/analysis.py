@@ -188,29 +188,59 @@ def _save(fig, stem: Path) -> list[Path]:
     paths = []
     for suffix in (".png", ".pdf"):
         path = stem.with_suffix(suffix)
+        # No creation date in the PDF: the same trajectories give byte-identical figures (DVC compares hashes).
         with atomic_file(path) as tmp:
-            fig.savefig(tmp, dpi=150)
+            fig.savefig(tmp, dpi=150, format=suffix[1:], metadata={"CreationDate": None} if suffix == ".pdf" else None)
         paths.append(path)
     return paths
 
 
-def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
-    """Every table and figure from the trajectories under ``results``; returns the paths written."""
-    out = Path(out or Path(results))
+def aggregate(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
+    """Every complete run under ``results/trajectories`` in one table: ``out/trajectories.parquet`` (per step) and
+    ``out/runs.csv`` (one row per run); ``out`` defaults to ``results/aggregate``. Returns the paths written."""
+    out = Path(out) if out is not None else Path(results, "aggregate")
     traj, info = load_trajectories(results)
+    written = [out / "trajectories.parquet", out / "runs.csv"]
+    with atomic_file(written[0]) as tmp:
+        traj.to_parquet(tmp, index=False)
+    with atomic_file(written[1]) as tmp:
+        info.to_csv(tmp, index=False)
+    return written
+
+
+def load_aggregate(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-step frame, run info) as written by :func:`aggregate`."""
+    path = Path(path)
+    files = path / "trajectories.parquet", path / "runs.csv"
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} is missing; run `isoflow aggregate --out {path}` first")
+    return pd.read_parquet(files[0]), pd.read_csv(files[1])
+
+
+def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+    """Correlation tables (main tasks; GLUE) and Tables 1-2 as CSV, Markdown and LaTeX; returns the paths written."""
+    out_dir = Path(out_dir)
     runs, summary = correlations(traj)
     glue = summary["task"].str.startswith("glue/")
     written = []
-    written += write_table(runs, out / "tables" / "correlations_per_run", caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).")
+    written += write_table(runs, out_dir / "correlations_per_run", caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).")
     if (~glue).any():
-        written += write_table(summary[~glue].reset_index(drop=True), out / "tables" / "correlations", caption=f"IsoScore vs silhouette over training, seed-mean curves ({PAPER_NOTE}).")
+        written += write_table(summary[~glue].reset_index(drop=True), out_dir / "correlations", caption=f"IsoScore vs silhouette over training, seed-mean curves ({PAPER_NOTE}).")
     if glue.any():
-        written += write_table(summary[glue].reset_index(drop=True), out / "tables" / "correlations_glue", caption="GLUE (Appendix A, Table 3): IsoScore vs silhouette, seed-mean curves.")
+        written += write_table(summary[glue].reset_index(drop=True), out_dir / "correlations_glue", caption="GLUE (Appendix A, Table 3): IsoScore vs silhouette, seed-mean curves.")
     size = sizes(info)
     is_glue = size["task"].str.startswith("glue/")
     if (~is_glue).any():
-        written += write_table(size[~is_glue].reset_index(drop=True), out / "tables" / "table1_sizes", caption="Table 1: items (distinct embeddings) and trainable parameters.", floatfmt="%.0f")
+        written += write_table(size[~is_glue].reset_index(drop=True), out_dir / "table1_sizes", caption="Table 1: items (distinct embeddings) and trainable parameters.", floatfmt="%.0f")
     if is_glue.any():
-        written += write_table(size[is_glue].reset_index(drop=True), out / "tables" / "table2_sizes_glue", caption="Table 2: GLUE items and trainable parameters.", floatfmt="%.0f")
-    written += figures(traj, out / "figures")
+        written += write_table(size[is_glue].reset_index(drop=True), out_dir / "table2_sizes_glue", caption="Table 2: GLUE items and trainable parameters.", floatfmt="%.0f")
     return written
+
+
+def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
+    """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to ``results``)."""
+    out = Path(out or Path(results))
+    written = aggregate(results, out / "aggregate")
+    traj, info = load_aggregate(out / "aggregate")
+    return written + tables(traj, info, out / "tables") + figures(traj, out / "figures")

@@ -1,0 +1,32 @@
+# Named targets (`snakemake <target>`); `all` (in the Snakefile) is the default.
+
+
+rule datasets:
+    input:
+        task_files(all_pairs()),
+
+
+rule embeddings:
+    input:
+        embedding_files(all_pairs()),
+
+
+rule runs:
+    input:
+        trajectories(all_pairs()),
+
+
+rule paper:
+    input:
+        trajectories(paper_pairs()),
+
+
+rule glue:
+    input:
+        trajectories(glue_pairs()),
+
+
+rule report:
+    input:
+        table_files(),
+        FIGURES,

@@ -1,0 +1,148 @@
+"""DVC over the workflow: stage definitions agree with the configs; a real push -> fresh clone -> pull round trip
+(local-directory remote and SSH remote on a loopback sshd) gives identical files and nothing for Snakemake to do;
+`dvc repro` re-runs only the stage whose code changed."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
+
+OFFLINE_STAGES = ["prepare@offline", "encode@offline", "optimize@offline", "report@offline"]
+# The line dvc-configs.yaml documents for sharing the quick start's results, as this CI does.
+OFFLINE_ENTRY = "  offline: {config: config/offline.yaml, data: data/offline, results: results/offline}\n"
+
+
+def dvc_stages() -> dict:
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+
+
+def tracked_configs(repo: Path = ROOT) -> dict:
+    return yaml.safe_load((repo / "dvc-configs.yaml").read_text())["configs"]
+
+
+def test_stage_paths_agree_with_the_configs():
+    documented = yaml.safe_load("configs:\n" + OFFLINE_ENTRY)["configs"]
+    assert "#   " + OFFLINE_ENTRY.strip() in (ROOT / "dvc-configs.yaml").read_text()
+    shipped = tracked_configs()
+    assert list(shipped) == ["paper"] and shipped["paper"]["config"] == "config.yaml"
+    for key, item in {**shipped, **documented}.items():
+        config = yaml.safe_load((ROOT / item["config"]).read_text())
+        assert (config["data_dir"], config["results_dir"]) == (item["data"], item["results"]), key
+    # Every output of the workflow worth sharing is an out of some stage (logs and the raw-file cache are not).
+    stages = dvc_stages()
+    assert all(stage["foreach"] == "${configs}" for stage in stages.values())
+    outs = {o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]}
+    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/aggregate", "R/tables", "R/figures"}
+
+
+def test_default_remote_is_configured():
+    p = sh(["dvc", "remote", "list"], ROOT)
+    assert re.search(r"^shared\s+\S*isoflow-dvc-store", p.stdout, re.M), p.stdout
+    assert "remote = shared" in (ROOT / ".dvc/config").read_text()
+
+
+def out_checksums(repo: Path) -> dict[str, str]:
+    """sha256 of every file DVC tracks for the offline config (as recorded in the working tree)."""
+    sums = {}
+    item = tracked_configs(repo)["offline"]
+    for stage in dvc_stages().values():
+        for out in stage["do"]["outs"]:
+            root = repo / out.replace("${item.data}", item["data"]).replace("${item.results}", item["results"])
+            for f in sorted(root.rglob("*")):
+                if f.is_file():
+                    sums[str(f.relative_to(repo))] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return sums
+
+
+def assert_nothing_to_do(repo: Path):
+    p = sh(["dvc", "status"], repo)
+    assert "Data and pipelines are up to date" in p.stdout, p.stdout
+    p = sh(["snakemake", "-n", "--configfile", OFFLINE_CONFIG], repo)
+    assert "Nothing to be done" in p.stdout + p.stderr, (p.stdout + p.stderr)[-3000:]
+
+
+@pytest.fixture(scope="module")
+def committed(offline_checkout) -> Path:
+    """The quick start's results shared as dvc-configs.yaml documents: the offline config listed (instead of the
+    paper's, which CI cannot run), recorded with `dvc commit` (as after running Snakemake directly), committed."""
+    repo = offline_checkout
+    (repo / "dvc-configs.yaml").write_text("configs:\n" + OFFLINE_ENTRY)
+    sh(["dvc", "commit", "-f", "-q", *OFFLINE_STAGES], repo)
+    assert_nothing_to_do(repo)
+    sh(["git", "add", "dvc.lock", "dvc-configs.yaml"], repo)
+    sh([*GIT, "commit", "-q", "-m", "offline results"], repo)
+    return repo
+
+
+def fresh_clone(origin: Path, name: str) -> Path:
+    clone = origin.parent / name
+    sh(["git", "clone", "-q", str(origin), str(clone)], origin.parent)
+    assert not (clone / "results").exists()
+    return clone
+
+
+@pytest.mark.slow
+def test_round_trip_through_the_default_local_remote(committed):
+    sums = out_checksums(committed)
+    assert len(sums) > 40
+    sh(["dvc", "push", "-q"], committed)
+    store = committed.parent / "isoflow-dvc-store"  # the default remote: beside the checkout
+    assert (store / "files" / "md5").is_dir()
+    clone = fresh_clone(committed, "clone-local")
+    sh(["dvc", "pull", "-q"], clone)
+    assert out_checksums(clone) == sums
+    assert_nothing_to_do(clone)
+
+
+@pytest.fixture
+def sshd(tmp_path):
+    env = {"SSHD_TEST_DIR": str(tmp_path / "sshd"), "SSHD_TEST_PORT": "2222"}
+    start = sh(["bash", str(ROOT / "ci/sshd/start.sh")], ROOT, env=env, timeout=600, check=False)
+    assert start.returncode == 0, f"the test sshd did not start: {start.stdout}{start.stderr}"
+    yield tmp_path / "sshd" / "client_key"
+    sh(["bash", str(ROOT / "ci/sshd/stop.sh")], ROOT, env=env, check=False)
+
+
+@pytest.mark.slow
+def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
+    url = f"ssh://{os.environ.get('USER') or 'root'}@127.0.0.1:2222{tmp_path / 'ssh-store'}"
+
+    def add_remote(repo):
+        sh(["dvc", "remote", "add", "--local", "-f", "lab", url], repo)
+        sh(["dvc", "remote", "modify", "--local", "lab", "keyfile", str(sshd)], repo)
+
+    sums = out_checksums(committed)
+    add_remote(committed)
+    sh(["dvc", "push", "-q", "-r", "lab"], committed)
+    assert (tmp_path / "ssh-store" / "files" / "md5").is_dir()
+    clone = fresh_clone(committed, "clone-ssh")
+    add_remote(clone)
+    sh(["dvc", "pull", "-q", "-r", "lab"], clone)
+    assert out_checksums(clone) == sums
+    assert_nothing_to_do(clone)
+
+
+@pytest.mark.slow
+def test_repro_reruns_only_the_changed_stage(committed):
+    sh(["dvc", "push", "-q"], committed)  # to the default remote (a no-op after the local round trip)
+    clone = fresh_clone(committed, "clone-repro")
+    sh(["dvc", "pull", "-q"], clone)
+    before = out_checksums(clone)
+    analysis = clone / "src/isoflow/experiment/analysis.py"
+    analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
+    status = sh(["dvc", "status"], clone).stdout
+    assert re.findall(r"^(\S+@offline):", status, re.M) == ["report@offline"], status
+    p = sh(["dvc", "repro"], clone)
+    ran = re.findall(r"Running stage '([^']+)'", p.stdout)
+    assert ran == ["report@offline"], p.stdout
+    # Re-made from the same trajectories: byte-identical aggregate, tables and figures.
+    assert out_checksums(clone) == before
+    assert_nothing_to_do(clone)
