@@ -33,13 +33,29 @@ def test_block_size_does_not_change_result(block):
     assert silhouette(X, y, block=block) == pytest.approx(silhouette_score(X, y), abs=1e-10)
 
 
-@pytest.mark.parametrize("k", [2, 5, 17])
+@pytest.mark.parametrize("k", [2, 5, 17, 129, 300])  # 129, 300: above SCATTER_ABOVE_K, the scatter-add path
 def test_many_clusters(k):
     rng = np.random.default_rng(k)
     X = rng.normal(size=(900, 12))
     y = rng.integers(0, k, 900)
     assert silhouette(X, y) == pytest.approx(silhouette_score(X, y), abs=1e-6)
+    assert silhouette(X, y, block=100) == pytest.approx(silhouette_score(X, y), abs=1e-6)
     assert silhouette_sqeuclidean(X, y) == pytest.approx(silhouette_score(X, y, metric="sqeuclidean"), abs=1e-6)
+
+
+def test_gemm_and_scatter_paths_agree(monkeypatch):
+    import importlib
+
+    sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
+
+    X, _ = make_cloud("clustered", 700, 9, 4)
+    y = np.random.default_rng(4).integers(0, 40, 700)
+    for dtype in (np.float64, np.float32):
+        monkeypatch.setattr(sil, "SCATTER_ABOVE_K", 10_000)
+        gemm = silhouette(X.astype(dtype), y, block=128)
+        monkeypatch.setattr(sil, "SCATTER_ABOVE_K", 1)
+        scatter = silhouette(X.astype(dtype), y, block=128)
+        assert scatter == pytest.approx(gemm, abs=1e-12 if dtype == np.float64 else 1e-6)
 
 
 @pytest.mark.parametrize("kind", CLOUD_KINDS)
