@@ -18,8 +18,10 @@ wordnet:
 	fi
 
 # The main job: the scaled-down offline workflow (config/offline.yaml); the paper's setup is `snakemake --cores N`.
+# Its raw files come from the mirror ../shared/data; elsewhere: `make run MIRROR=/path/to/mirror`.
+MIRROR ?=
 run: install
-	snakemake --cores 2 --configfile config/offline.yaml
+	snakemake --cores 2 --configfile config/offline.yaml $(if $(MIRROR),--config mirror=$(MIRROR))
 
 test: install
 	$(PYTHON) -m pytest

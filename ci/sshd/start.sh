@@ -41,5 +41,9 @@ for _ in $(seq 50); do
   fi
   sleep 0.2
 done
-echo "sshd did not accept the test key; see $DIR/sshd.log" >&2
+if grep -q "Address already in use" "$DIR/sshd.log" 2>/dev/null; then
+  echo "port $PORT is taken (another sshd?); stop it or set SSHD_TEST_PORT" >&2
+else
+  echo "sshd did not accept the test key; see $DIR/sshd.log" >&2
+fi
 exit 1
