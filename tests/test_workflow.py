@@ -54,6 +54,10 @@ def test_named_targets(tmp_path):
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
+    # The targets the README names (and the rules DVC's stages call) are exactly these.
+    listed = set(snakemake("--list-target-rules").stdout.split())
+    assert {"all", "datasets", "embeddings", "runs", "paper", "glue", "report"} <= listed
+    assert listed - {"all", "datasets", "embeddings", "runs", "paper", "glue", "report"} == {"aggregate", "tables", "figures"}
 
 
 def test_invalid_config_is_refused(tmp_path):
