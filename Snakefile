@@ -17,8 +17,7 @@ include: "rules/common.smk"
 # The default target: every table and figure the config enables. Other targets: rules/targets.smk.
 rule all:
     input:
-        table_files(),
-        FIGURES,
+        report_files(),
 
 
 include: "rules/targets.smk"

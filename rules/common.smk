@@ -79,3 +79,8 @@ def table_files():
     if glue_pairs():
         stems += ["correlations_glue", "table2_sizes_glue"]
     return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
+
+
+def report_files():
+    """Every table and figure: the default target `all` and its alias `report`."""
+    return table_files() + FIGURES

@@ -28,5 +28,4 @@ rule glue:
 
 rule report:
     input:
-        table_files(),
-        FIGURES,
+        report_files(),

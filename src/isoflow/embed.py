@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .atomic import atomic_dir
-from .datasets import read_task, resolve_name, task_dir
+from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
 
 
@@ -69,7 +69,7 @@ def encode(
         if meta.get("items_sha256") == digest and meta.get("model") == model and (out / "embeddings.npy").is_file():
             return out
 
-    cache = Path(raw_dir) if raw_dir else Path(data_dir) / "raw"
+    cache = raw_cache(data_dir, raw_dir)
     t0 = time.perf_counter()
     if static:
         spec = static_model(model)

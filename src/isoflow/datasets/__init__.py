@@ -79,6 +79,12 @@ def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
     return Path(data_dir) / "tasks" / resolve_name(name)
 
 
+def raw_cache(data_dir: str | os.PathLike = "data", raw_dir: str | os.PathLike | None = None) -> Path:
+    """Where downloaded or mirrored raw files (datasets, static vectors, models) are cached: ``raw_dir``, else
+    ``<data_dir>/raw``."""
+    return Path(raw_dir) if raw_dir else Path(data_dir) / "raw"
+
+
 def build(
     name: str,
     *,
@@ -97,7 +103,7 @@ def build(
 
     Raw files are cached under ``raw_dir`` (default ``<data_dir>/raw``)."""
     name = canonical_name(name)
-    cache = Path(raw_dir) if raw_dir else Path(data_dir) / "raw"
+    cache = raw_cache(data_dir, raw_dir)
     if name in WORD_TASKS:
         from ..models import static_model
 
@@ -129,4 +135,4 @@ def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.Pa
     return write_task(task, out or task_dir(name, data_dir))
 
 
-__all__ = ["DATASETS", "TaskData", "build", "prepare", "read_task", "resolve_name", "resources", "task_dir", "canonical_name"]
+__all__ = ["DATASETS", "TaskData", "build", "prepare", "raw_cache", "read_task", "resolve_name", "resources", "task_dir", "canonical_name"]

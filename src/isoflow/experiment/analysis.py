@@ -242,5 +242,6 @@ def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | Non
     """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to ``results``)."""
     out = Path(out or Path(results))
     written = aggregate(results, out / "aggregate")
+    # Read back what was written (not the in-memory frames): exactly the workflow's aggregate -> tables path.
     traj, info = load_aggregate(out / "aggregate")
     return written + tables(traj, info, out / "tables") + figures(traj, out / "figures")

@@ -86,9 +86,9 @@ def run(
         raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
     tdata = read_task(tpath)
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
-    if not (emb_dir / "embeddings.npy").is_file() and model not in MODELS:
-        raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
     if not (emb_dir / "embeddings.npy").is_file():
+        if model not in MODELS:
+            raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
         raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --dataset {task}` first")
     emb, emb_meta = load_embeddings(emb_dir)
     name = tdata.name
