@@ -210,10 +210,10 @@ def main() -> int:
     print()
     print(markdown_table(rows))
     if out_path is not None:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out_path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
-        tmp.replace(out_path)
+        from isoflow.atomic import atomic_file
+
+        with atomic_file(out_path) as tmp:
+            tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
         print(f"wrote {out_path}")
     return 0
 

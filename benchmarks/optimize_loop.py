@@ -91,10 +91,10 @@ def main() -> int:
     }
     print(f"isoflow {ours * 1000:.0f} ms/update vs reference {ref * 1000:.0f} ms/update -> {ref / ours:.1f}x; "
           f"1000 updates ~ {ours * 1000 / 60:.1f} min; |dsil| {diff_sil:.1e}, |diso| {diff_iso:.1e} after update 1")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(args.out)
+    from isoflow.atomic import atomic_file
+
+    with atomic_file(args.out) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
     return 0
 
