@@ -5,10 +5,14 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# config.yaml is the default; a file given with --configfile replaces it (it is not merged into it), so a config
+# file says everything about its runs. `--config key=value` still overrides single keys.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config.yaml"
 
 
-validate(config, "schemas/config.schema.yaml")
+include: "rules/config.smk"
 
 
 include: "rules/common.smk"

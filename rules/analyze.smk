@@ -1,25 +1,26 @@
-# Aggregate every run of the config into one table, then the correlation tables and Tables 1-2.
+# Aggregate exactly the runs of the config (passed on the command line) into one table, then the correlation
+# tables and Tables 1-2.
 
 
 rule aggregate:
     input:
-        ancient(trajectories(all_pairs())),
+        records=records(all_pairs()),
+        trajectories=trajectories(all_pairs()),
     output:
         AGGREGATE,
     params:
-        results=lambda wildcards, output: os.path.dirname(os.path.dirname(output[0])),
         out=lambda wildcards, output: os.path.dirname(output[0]),
     log:
         "logs/aggregate.log",
     conda:
         "../envs/isoflow.yaml"
     shell:
-        "isoflow aggregate --results {params.results} --out {params.out} > {log} 2>&1"
+        "isoflow aggregate --out {params.out} {input.records} > {log} 2>&1"
 
 
 rule tables:
     input:
-        ancient(AGGREGATE),
+        AGGREGATE,
     output:
         table_files(),
     params:

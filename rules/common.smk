@@ -1,10 +1,10 @@
 # Helpers shared by the rules: targets and per-wildcard options computed from the validated config.
 #
-# Every job input is marked ancient(), so a job re-runs when its outputs are missing, when its command or params
-# change, or when an upstream job re-runs -- never because an input's mtime is newer. `dvc pull`/`dvc checkout`
-# write files in arbitrary order, and Snakemake (9.x) always compares mtimes (dropping `mtime` from
-# --rerun-triggers does not stop it), so without this a fresh clone + `dvc pull` would re-run everything.
-# Content changes are DVC's job (`dvc repro` hashes code and data); see README "DVC".
+# Inputs are plain (no ancient()): a job re-runs when an input is newer than its outputs, and everything downstream of
+# a job that runs re-runs too. `dvc pull`/`dvc checkout` write files in arbitrary order, so their mtimes say nothing:
+# after a pull, `snakemake --touch` (what `make pull` does) restores their order without re-running anything; see
+# README "DVC". DVC's own stages restrict Snakemake to their rules (--allowed-rules), so `dvc repro` never re-runs
+# another stage's jobs because of such mtimes.
 
 import os
 
@@ -53,6 +53,11 @@ def gpus_for(wildcards):
 
 def trajectories(pairs):
     return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+
+
+def records(pairs):
+    """The JSON records of the runs (written last: a run is complete when its record exists)."""
+    return [path[: -len(".parquet")] + ".json" for path in trajectories(pairs)]
 
 
 def all_pairs():

@@ -3,7 +3,7 @@
 
 rule encode:
     input:
-        ancient(f"{DATA}/tasks/{{task}}/items.parquet"),
+        f"{DATA}/tasks/{{task}}/items.parquet",
     output:
         multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
     params:

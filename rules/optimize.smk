@@ -3,8 +3,8 @@
 
 rule optimize:
     input:
-        task=ancient(f"{DATA}/tasks/{{task}}/meta.json"),
-        embeddings=ancient(f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy"),
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+        embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
     output:
         parquet=f"{RESULTS}/trajectories/{{task}}/{{model}}/seed{{seed}}.parquet",
         record=f"{RESULTS}/trajectories/{{task}}/{{model}}/seed{{seed}}.json",

@@ -3,7 +3,7 @@
 
 rule figures:
     input:
-        ancient(AGGREGATE),
+        AGGREGATE,
     output:
         FIGURES,
     params:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 import shutil
 import zipfile
@@ -122,7 +124,7 @@ def test_big_glue_loaders_on_fixtures(tmp_path, glue_fixture_site, monkeypatch, 
     monkeypatch.setattr(glue, "GLUE_ZIP", glue_fixture_site.as_uri() + "/{}.zip")
     spec = glue.TASKS[task]
     spec_url = glue_fixture_site.as_uri() + "/" + spec.resource.urls[0].rsplit("/", 1)[1]
-    monkeypatch.setitem(glue.TASKS, task, glue.GlueTask(task, glue.Resource(**{**spec.resource.__dict__, "urls": (spec_url,)}), spec.columns, spec.header))
+    monkeypatch.setitem(glue.TASKS, task, replace(spec, resource=replace(spec.resource, urls=(spec_url,))))
     t = read_task(prepare(f"glue/{task}", data_dir=tmp_path / "data", progress=False))
     assert len(t.examples) == n and t.pair == pair
     if labels:
@@ -140,10 +142,10 @@ def test_tsv_missing_column_is_clear_and_writes_nothing(tmp_path, shared_mirror)
     from isoflow.datasets import glue
 
     spec = glue.TASKS["rte"]
-    unpinned = glue.GlueTask("rte", glue.Resource(**{**spec.resource.__dict__, "sha256": None, "size": None}), spec.columns)
+    unpinned = replace(spec, resource=replace(spec.resource, sha256=None, size=None))
     pytest.MonkeyPatch().setitem(glue.TASKS, "rte", unpinned)
     try:
-        with pytest.raises(DataFormatError, match=r"glue/RTE/train.tsv: header has no column\(s\) \['sentence2'\]"):
+        with pytest.raises(ChecksumError, match=r"glue/RTE/train.tsv from mirror .* is not usable: header has no column\(s\) \['sentence2'\]"):
             prepare("glue/rte", data_dir=tmp_path / "data", mirror=mirror, progress=False)
     finally:
         glue.TASKS["rte"] = spec
@@ -178,7 +180,7 @@ def test_snli_canonical_jsonl_format(tmp_path):
     assert list(t.examples["label"]) == ["neutral", "entailment"]  # "-" (no gold label) dropped
     assert len(t.items) == 3
     (mirror / "snli_1.0/snli_1.0_dev.jsonl").write_text(json.dumps({"premise": "x"}) + "\n")
-    with pytest.raises(DataFormatError, match=r"snli_1.0_dev.jsonl:1: missing field\(s\)"):
+    with pytest.raises(ChecksumError, match=r"snli_1.0_dev.jsonl from mirror .* is not usable: line 1: missing field\(s\)"):
         build("snli", data_dir=tmp_path / "data2", mirror=mirror, progress=False)
 
 

@@ -94,7 +94,7 @@ def test_load_array_errors(tmp_path):
     with pytest.raises(InputFileError, match="no entry named 'c'"):
         load_array(tmp_path / "two.npz", "c")
     (tmp_path / "bad.npy").write_bytes(b"not numpy")
-    with pytest.raises(InputFileError, match="bad.npy: could not be read as .npy"):
+    with pytest.raises(InputFileError, match="bad.npy: is not a NumPy .npy file"):
         load_array(tmp_path / "bad.npy")
     (tmp_path / "x.h5").write_bytes(b"")
     with pytest.raises(InputFileError, match="unsupported file type '.h5'"):

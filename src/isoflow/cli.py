@@ -3,25 +3,60 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
 import sys
+
+
+def _int_at_least(low: int, what: str = ""):
+    """argparse type: an integer >= ``low`` (a clear message names the option and the range)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer{what}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}{what}; got {value}")
+        return value
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
+    return value
 
 
 def _geometry(args: argparse.Namespace) -> int:
     import torch
 
-    from .arrays import load_array
+    from .arrays import load_array, load_matrix
     from .devices import resolve_device
-    from .metrics import METRIC_NAMES, geometry
+    from .metrics import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry
 
     device = resolve_device(args.device)
-    X = torch.from_numpy(load_array(args.embeddings, args.key)).to(device)
-    labels = None if args.labels is None else load_array(args.labels, args.labels_key, preferred=("label", "labels", "y"))
-    types = None if args.types is None else load_array(args.types, args.types_key, preferred=("type", "types", "word"))
     metrics = None if args.metrics is None else [m.strip() for m in args.metrics.split(",") if m.strip()]
     if metrics is not None and not metrics:
         raise ValueError(f"--metrics is empty; choose from {', '.join(METRIC_NAMES)}")
-    result = geometry(X, labels, types, metrics=metrics, sample=args.sample or None, seed=args.seed, k_lid=args.k_lid)
+    for name in metrics or ():
+        needs = METRIC_NEEDS.get(name)
+        if needs is not None and getattr(args, needs) is None:
+            raise ValueError(f"metric {name!r} needs --{needs} (a file with one {needs[:-1]} per row)")
+    X = torch.from_numpy(load_matrix(args.embeddings, args.key)).to(device)
+    labels = None if args.labels is None else load_array(args.labels, args.labels_key, preferred=("label", "labels", "y"), option="--labels-key")
+    types = None if args.types is None else load_array(args.types, args.types_key, preferred=("type", "types", "word"), option="--types-key")
+    try:
+        result = geometry(X, labels, types, metrics=metrics, sample=args.sample or None, seed=args.seed, k_lid=args.k_lid)
+    except MetricInputError as exc:
+        hint = " (or lower --k-lid)" if "lid_mle" in exc.metrics else ""
+        others = [m for m in (metrics or METRIC_NAMES) if m not in exc.metrics and (METRIC_NEEDS[m] is None or getattr(args, METRIC_NEEDS[m]) is not None)]
+        fix = f"leave {'them' if len(exc.metrics) > 1 else 'it'} out{hint}: --metrics {','.join(others)}" if others else "give more points"
+        raise ValueError(f"{args.embeddings}: {exc}. To compute the others, {fix}") from exc
     if args.format == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -52,6 +87,7 @@ def _prepare(args: argparse.Namespace) -> int:
         allow_download=not args.offline,
         progress=not args.quiet,
         raw_dir=args.raw_dir,
+        force=args.force,
     )
     meta = read_task(out).meta()
     print(f"{meta['task']}: {meta['n_examples']} examples, {meta['n_items']} distinct items, labels {meta['label_names'][:8]}"
@@ -107,24 +143,41 @@ def _optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_list(args: argparse.Namespace) -> list[str] | None:
+    """The runs named on the command line (paths, and the lines of --manifest files), or None: discover them."""
+    runs = list(args.runs)
+    for manifest in args.manifest or ():
+        try:
+            text = open(manifest, encoding="utf-8").read()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}); a manifest lists one run record path per line") from exc
+        runs += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return runs or None
+
+
 def _analyze(args: argparse.Namespace) -> int:
     from .experiment.analysis import analyze
 
-    written = analyze(args.results, args.out)
+    written = analyze(args.results, args.out, runs=_run_list(args))
     print(f"wrote {len(written)} files under {args.out or args.results}: " + ", ".join(sorted({p.parent.name for p in written})))
     return 0
 
 
 def _aggregate(args: argparse.Namespace) -> int:
-    from .experiment.analysis import aggregate
+    from pathlib import Path
 
-    written = aggregate(args.results, args.out)
-    print(f"aggregated the complete runs under {args.results} -> {written[0].parent}")
+    from .experiment.records import aggregate, discover
+
+    runs = _run_list(args)
+    out = args.out or str(Path(args.results) / "aggregate")
+    written = aggregate(discover(args.results) if runs is None else runs, out)
+    print(f"aggregated {'the complete runs under ' + args.results if runs is None else f'{len(runs)} runs'} -> {written[0].parent}")
     return 0
 
 
 def _tables(args: argparse.Namespace) -> int:
-    from .experiment.analysis import load_aggregate, tables
+    from .experiment.analysis import tables
+    from .experiment.records import load_aggregate
 
     written = tables(*load_aggregate(args.aggregate), args.out)
     print(f"wrote {len(written)} tables under {args.out}")
@@ -132,7 +185,8 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _figures(args: argparse.Namespace) -> int:
-    from .experiment.analysis import figures, load_aggregate
+    from .experiment.analysis import figures
+    from .experiment.records import load_aggregate
 
     written = figures(load_aggregate(args.aggregate)[0], args.out)
     print(f"wrote {len(written)} figures under {args.out}")
@@ -161,9 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--types", help="type id per row (e.g. the word of each contextual embedding), for S_inter/S_intra")
     g.add_argument("--types-key", help="entry/column of the types file")
     g.add_argument("--metrics", help="comma-separated subset of metrics (default: all the inputs allow)")
-    g.add_argument("--sample", type=int, default=20_000, help="compute on a seeded sample of this many rows when larger (0: all rows; default 20000)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the row sample and of k-means")
-    g.add_argument("--k-lid", type=int, default=20, help="neighbours for LID (default 20)")
+    g.add_argument("--sample", type=_int_at_least(0, " (0: all rows)"), default=20_000, help="compute on a seeded sample of this many rows when larger (0: all rows; default 20000)")
+    g.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the row sample and of k-means")
+    g.add_argument("--k-lid", type=_int_at_least(2), default=20, help="neighbours for LID (default 20; at most the number of points - 1)")
     g.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
     g.add_argument("--format", choices=("table", "json"), default="table")
     g.set_defaults(func=_geometry)
@@ -179,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dataset", help="polarity, snli, glue/<task> (cola sst2 mrpc qqp mnli qnli rte wnli), pos, pos-wordnet, supersense")
     data_options(p)
     p.add_argument("--vocab", default="glove-50d", help="word tasks: static vectors whose vocabulary (frequency order) gives the words (default glove-50d; the paper: word2vec-222)")
-    p.add_argument("--n-words", type=int, default=None, help="word tasks: how many words (default: the paper's 11,462 for pos-wordnet, 2,275 for supersense)")
+    p.add_argument("--force", action="store_true", help="replace what stands at --out even if isoflow did not write it")
+    p.add_argument("--n-words", type=_int_at_least(2), default=None, help="word tasks: how many words (default: the paper's 11,462 for pos-wordnet, 2,275 for supersense)")
     p.add_argument("--wordlist", default=None, help="supersense: a file with one noun per line (e.g. Tikhonov et al.'s list) instead of the vocabulary's first nouns")
     p.add_argument("--source-file", default=None, help="pos: a local CoDWoE complete file (.json or .csv) instead of fetching it")
     p.add_argument("--wordnet-dir", default=None, help="WordNet 3.0 database directory (default: $ISOFLOW_WORDNET, /usr/share/wordnet, or NLTK's wordnet.zip)")
@@ -191,20 +246,20 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--dataset", required=True, help="a prepared task, e.g. polarity or glue/sst2")
     data_options(e)
     e.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<dataset>)")
-    e.add_argument("--batch-size", type=int, default=64)
+    e.add_argument("--batch-size", type=_int_at_least(1), default=64)
     e.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
-    e.add_argument("--force", action="store_true", help="encode again even if a matching table exists")
+    e.add_argument("--force", action="store_true", help="encode again even if a matching table exists, replacing what stands at --out")
     e.set_defaults(func=_encode)
 
     o = sub.add_parser("optimize", help="train embeddings + a linear classifier, recording silhouette and IsoScore after every update")
     o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
     o.add_argument("--model", required=True, help="the model whose embeddings are optimised (see `isoflow encode`)")
-    o.add_argument("--seed", type=int, default=0, help="seeds the classifier's initialisation and the per-update samples")
-    o.add_argument("--steps", type=int, default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
+    o.add_argument("--seed", type=_int_at_least(0), default=0, help="seeds the classifier's initialisation and the per-update samples")
+    o.add_argument("--steps", type=_int_at_least(1), default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
     o.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
-    o.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    o.add_argument("--sample-cap", type=int, default=20_000, help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
-    o.add_argument("--extra-every", type=int, default=0, help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
+    o.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam learning rate (default 1e-3)")
+    o.add_argument("--sample-cap", type=_int_at_least(2), default=20_000, help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
+    o.add_argument("--extra-every", type=_int_at_least(0, " (0: never)"), default=0, help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
     o.add_argument("--data-dir", default="data", help="where the prepared tasks and embeddings are (default: data)")
     o.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<task>)")
     o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
@@ -213,13 +268,18 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--quiet", action="store_true", help="no progress bar")
     o.set_defaults(func=_optimize)
 
+    def run_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("runs", nargs="*", help="run records (<stem>.json or .parquet) to use; default: every complete run under --results")
+        p.add_argument("--manifest", action="append", help="a file listing run records, one per line (repeatable)")
+        p.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+
     a = sub.add_parser("analyze", help="aggregate, tables and figures in one go (= aggregate + tables + figures)")
-    a.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+    run_options(a)
     a.add_argument("--out", default=None, help="where aggregate/, tables/ and figures/ go (default: the results root)")
     a.set_defaults(func=_analyze)
 
-    g = sub.add_parser("aggregate", help="every complete trajectory in one table: <out>/trajectories.parquet + runs.csv")
-    g.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+    g = sub.add_parser("aggregate", help="runs in one table: <out>/trajectories.parquet + runs.csv (runs differing in more than the seed are refused)")
+    run_options(g)
     g.add_argument("--out", default=None, help="output directory (default <results>/aggregate)")
     g.set_defaults(func=_aggregate)
 
@@ -235,13 +295,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _os_message(exc: OSError) -> str:
+    """One line for a filesystem error: what, where, and the likely fix."""
+    if type(exc) in (FileExistsError, FileNotFoundError) and exc.args and exc.filename is None:
+        return str(exc)  # isoflow's own messages already name the file and the fix
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    what = exc.strerror or str(exc)
+    hint = {
+        "PermissionError": "check the permissions, or write elsewhere (--out / --data-dir / --results)",
+        "NotADirectoryError": "a path that should be a directory (or lead to one) is a file; point the option elsewhere",
+        "IsADirectoryError": "a path that should be a file is a directory; point the option elsewhere",
+    }.get(type(exc).__name__, "")
+    if getattr(exc, "errno", None) == errno.EROFS:
+        hint = "the filesystem is read-only; write elsewhere (--out / --data-dir / --results)"
+    message = f"{what}: {where}" if where else what
+    return f"{message} ({hint})" if hint else message
+
+
 def main(argv: list[str] | None = None) -> int:
+    from . import interrupt
+
+    interrupt.install()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as exc:  # bad input, missing data, offline: one clear line
+    except KeyboardInterrupt as exc:  # outputs are renamed into place only when complete: nothing partial is left
+        what = "terminated" if isinstance(exc, interrupt.Terminated) else "interrupted"
+        print(f"isoflow {args.command}: {what}; nothing was written (outputs appear only once complete)", file=sys.stderr)
+        return interrupt.exit_code(exc)
+    except (ValueError, RuntimeError) as exc:  # bad input, missing data, offline: one clear line
         print(f"isoflow {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # missing, unreadable or unwritable paths
+        print(f"isoflow {args.command}: error: {_os_message(exc)}", file=sys.stderr)
         return 2
 
 

@@ -3,14 +3,19 @@
 Output directory (default ``<data_dir>/embeddings/<model>/<task>/``):
 ``embeddings.npy`` (n_items × dim, float32, row i = item i of the task),
 ``index.parquet`` (row, text) and ``meta.json`` (model, source, dim, device,
-seconds, and the sha256 of the item list). An existing table whose item hash
-matches is reused: nothing is encoded twice.
+seconds, the sha256 of the item list and of ``embeddings.npy``). An existing
+table whose item hash matches is reused: nothing is encoded twice.
+
+:func:`load_embeddings` checks ``embeddings.npy`` against the sha256 in
+``meta.json`` (once per process and file state), so a corrupted or truncated
+table is an error naming the file and the fix, never silently used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 import time
@@ -19,9 +24,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .atomic import atomic_dir
+from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
+
+
+logger = logging.getLogger(__name__)
+
+EMBEDDING_FILES = ("embeddings.npy", "index.parquet", "meta.json")
 
 
 def items_digest(texts: list[str]) -> str:
@@ -36,9 +46,60 @@ def embeddings_dir(model: str, task: str, data_dir: str | os.PathLike = "data") 
     return Path(data_dir) / "embeddings" / model / resolve_name(task)
 
 
-def load_embeddings(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
+class EmbeddingsError(ValueError):
+    """An embedding table on disk is missing, unreadable or does not match its meta.json."""
+
+
+_VERIFIED: set[tuple[str, int, int, str]] = set()  # (path, size, mtime_ns, sha256) already checked in this process
+
+
+def _fix(meta: dict, d: Path) -> str:
+    model, task = meta.get("model", "<model>"), meta.get("task", "<task>")
+    return f"re-encode it: `isoflow encode --model {model} --dataset {task} --out {d} --force`"
+
+
+def verify_embeddings(path: str | os.PathLike) -> dict:
+    """Check ``embeddings.npy`` against the sha256 recorded in ``meta.json``; returns the meta. Hashes each file
+    state (path, size, mtime) once per process."""
+    from .fetch import sha256_of
+
     d = Path(path)
-    return np.load(d / "embeddings.npy"), json.loads((d / "meta.json").read_text())
+    meta_path, npy = d / "meta.json", d / "embeddings.npy"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{meta_path} is missing: {d} is not an isoflow embedding table; run `isoflow encode` first") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise EmbeddingsError(f"{meta_path} is not valid JSON ({exc}); {_fix({}, d)}") from exc
+    if not npy.is_file():
+        raise FileNotFoundError(f"{npy} is missing; {_fix(meta, d)}")
+    expected = meta.get("embeddings_sha256")
+    if expected is None:  # tables written before the checksum was recorded
+        return meta
+    st = npy.stat()
+    key = (str(npy.resolve()), st.st_size, st.st_mtime_ns, expected)
+    if key not in _VERIFIED:
+        actual = sha256_of(npy)
+        if actual != expected:
+            raise EmbeddingsError(f"{npy} does not match the sha256 recorded in {meta_path} (corrupted, truncated or "
+                                  f"replaced since it was written); {_fix(meta, d)}")
+        _VERIFIED.add(key)
+    return meta
+
+
+def load_embeddings(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
+    """(embeddings (n_items, dim) float32, meta) of an embedding table, verified (see :func:`verify_embeddings`)."""
+    d = Path(path)
+    meta = verify_embeddings(d)
+    npy = d / "embeddings.npy"
+    try:
+        emb = np.load(npy, allow_pickle=False)
+    except Exception as exc:  # truncated or not a .npy at all
+        raise EmbeddingsError(f"{npy} could not be read as a .npy array ({type(exc).__name__}: {exc}); {_fix(meta, d)}") from exc
+    want = (meta.get("n_items"), meta.get("dim"))
+    if emb.ndim != 2 or (None not in want and emb.shape != want):
+        raise EmbeddingsError(f"{npy} has shape {emb.shape} but {d / 'meta.json'} records {want}; {_fix(meta, d)}")
+    return emb, meta
 
 
 def encode(
@@ -64,10 +125,15 @@ def encode(
     texts = tdata.items["text"].astype(str).tolist()
     digest = items_digest(texts)
     out = Path(out or embeddings_dir(model, task, data_dir))
+    check_replaceable(out, expected=EMBEDDING_FILES, force=force)
     if not force and (out / "meta.json").is_file():
-        meta = json.loads((out / "meta.json").read_text())
-        if meta.get("items_sha256") == digest and meta.get("model") == model and (out / "embeddings.npy").is_file():
-            return out
+        try:
+            meta = verify_embeddings(out)
+        except (EmbeddingsError, FileNotFoundError) as exc:  # our own cache, damaged: encode again
+            logger.warning("re-encoding: %s", exc)
+        else:
+            if meta.get("items_sha256") == digest and meta.get("model") == model:
+                return out
 
     cache = raw_cache(data_dir, raw_dir)
     t0 = time.perf_counter()
@@ -95,13 +161,16 @@ def encode(
         "seconds": round(time.perf_counter() - t0, 3),
         "items_sha256": digest,
     }
-    _write(out, emb, texts, meta)
+    _write(out, emb, texts, meta, force=force)
     return out
 
 
-def _write(out: Path, emb: np.ndarray, texts: list[str], meta: dict) -> None:
+def _write(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *, force: bool) -> None:
     """Temp directory beside ``out``, then rename: an interrupted run leaves no table behind."""
-    with atomic_dir(out) as tmp:
+    from .fetch import sha256_of
+
+    with atomic_dir(out, expected=EMBEDDING_FILES, force=force, kind="embeddings") as tmp:
         np.save(tmp / "embeddings.npy", emb)
+        meta = {**meta, "embeddings_sha256": sha256_of(tmp / "embeddings.npy")}
         pd.DataFrame({"row": np.arange(len(texts)), "text": texts}).to_parquet(tmp / "index.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")

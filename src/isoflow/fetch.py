@@ -22,14 +22,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from .atomic import atomic_file
+from .errors import DataFormatError
 
 logger = logging.getLogger(__name__)
 
@@ -66,6 +68,9 @@ class Resource:
     member: str | None = None
     license: str = ""
     note: str = ""
+    # Content check of what the parser needs (header, fields, label set): raises DataFormatError. It runs on every
+    # copy before it enters the cache, so an unpinned file that is corrupt or of another version is refused at once.
+    check: Callable[[Path], None] | None = field(default=None, compare=False)
 
 
 def sha256_of(path: Path, chunk: int = 1 << 20) -> str:
@@ -111,6 +116,13 @@ def verify(path: Path, res: Resource, *, origin: str) -> None:
                 f"got {actual}. The file is corrupt, truncated or a different version: delete it and "
                 "fetch again, or replace the mirror's copy with the original."
             )
+    if res.check is not None:
+        try:
+            res.check(path)
+        except DataFormatError as exc:
+            # The check saw a temp file; say "line N" instead of its name.
+            msg = re.sub(re.escape(str(path)) + r":(\d+):", r"line \1:", str(exc)).replace(f"{path}: ", "").replace(str(path), "it")
+            raise ChecksumError(f"{res.name} from {origin} is not usable: {msg}. Replace that copy with the original file.") from exc
 
 
 def _stamp(target: Path) -> Path:
@@ -213,20 +225,48 @@ def fetch(
     if _is_cached(target, res):
         return target
 
+    # Directories this call creates are removed again if nothing comes of it (an offline failure leaves no trace).
+    made = [d for d in (cache / ".downloads", *(cache / res.name).parents) if not d.exists()]
+    try:
+        path, rejected = _fetch_uncached(res, cache, target, mirror, allow_download, progress)
+    finally:
+        for d in sorted(made, key=lambda p: len(p.parts), reverse=True):  # deepest first; only empty ones go
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+    for exc in rejected:  # a later mirror or the download had a good copy: say which copy was bad
+        logger.warning("used another copy because %s", exc)
+    return path
+
+
+def _fetch_uncached(res: Resource, cache: Path, target: Path, mirror, allow_download: bool,
+                    progress: bool) -> tuple[Path, list[ChecksumError]]:
     mirrors = mirror_dirs(mirror)
+    rejected: list[ChecksumError] = []
     for m in mirrors:
         src = m / res.name
         if src.is_file():
             logger.info("copying %s from mirror %s", res.name, m)
-            return _install(target, res, f"mirror {src}", lambda tmp, src=src: shutil.copyfile(src, tmp))
+            try:
+                return _install(target, res, f"mirror {src}", lambda tmp, src=src: shutil.copyfile(src, tmp)), rejected
+            except ChecksumError as exc:  # a bad copy in one mirror: try the next one
+                rejected.append(exc)
 
     looked = ", ".join(str(m / res.name) for m in mirrors) or f"none configured (set ${MIRROR_ENV})"
+    if rejected and (not allow_download or not res.urls):
+        raise ChecksumError(" | ".join(map(str, rejected)))
     if not allow_download:
         raise OfflineError(f"{res.name} is not cached and no mirror holds it (looked in: {looked}); downloads are disabled.")
-    failures: list[str] = []
+    return _download_and_install(res, target, cache / ".downloads", progress, looked, rejected), rejected
+
+
+def _download_and_install(res: Resource, target: Path, downloads: Path, progress: bool, looked: str,
+                          rejected: list[ChecksumError]) -> Path:
+    failures: list[str] = [str(exc) for exc in rejected]
     for url in res.urls:
         try:
-            archive = _download(url, cache / ".downloads", progress)
+            archive = _download(url, downloads, progress)
         except Exception as exc:  # noqa: BLE001 - every failure is reported together below
             failures.append(f"{url}: {type(exc).__name__}: {exc}")
             if not _is_network_error(exc):
@@ -240,6 +280,8 @@ def fetch(
                 archive.unlink()  # the copy under its own name is what we keep
 
         return _install(target, res, url, fill)
+    if rejected:  # the copies we found were bad, and no good one could be downloaded: the bad copy is the news
+        raise ChecksumError(" | ".join(map(str, rejected)) + f" (a download from the canonical location failed too: {'; '.join(failures[len(rejected):]) or 'no URL known'})")
     offline = "this machine appears to be offline: " if failures and all("ConnectionError" in f or "NameResolution" in f for f in failures) else ""
     raise OfflineError(
         f"could not fetch {res.name}: {offline}no mirror holds it (looked in: {looked}) and its canonical location "

@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import DataFormatError
 from ..fetch import OfflineError, Resource, fetch
 from . import codwoe, glue, polarity, snli, wordnet
-from .table import TaskData, read_task, write_task
+from .table import TaskData, check_task_out, read_task, write_task
 
 GLUE_TASKS = tuple(glue.TASKS) + ("mrpc",)
 DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense")
@@ -110,7 +110,7 @@ def build(
         vectors = static_model(vocab).load(cache, mirror, allow_download=allow_download)
         if name == "pos":
             paths = {codwoe.ENGLISH.name: Path(source_file)} if source_file else _fetch_first(codwoe.RESOURCES, cache, mirror, allow_download, progress)
-            return codwoe.build(paths, vocabulary=set(vectors.words), vocab_name=vocab)
+            return _parse_cached(paths, cache, lambda: codwoe.build(paths, vocabulary=set(vectors.words), vocab_name=vocab))
         wn = wordnet.WordNet.locate(wordnet_dir, cache=cache, mirror=mirror)
         n = n_words or DEFAULT_N_WORDS[name]
         if name == "pos-wordnet":
@@ -122,17 +122,43 @@ def build(
                 raise DataFormatError(f"supersense: {len(unknown)} word(s) of the word list are not in the vocabulary of {vocab}, e.g. {unknown[:10]}")
         return wordnet.build_supersense(wn, n, vocab, vocabulary=vectors.words, wordlist=wordlist)
     if name == "snli":
-        return snli.build(_fetch_first(snli.ALTERNATIVES, cache, mirror, allow_download, progress))
+        paths = _fetch_first(snli.ALTERNATIVES, cache, mirror, allow_download, progress)
+        return _parse_cached(paths, cache, lambda: snli.build(paths))
     paths = {res.name: fetch(res, cache, mirror=mirror, allow_download=allow_download, progress=progress) for res in resources(name)}
     if name == "polarity":
-        return polarity.build(paths)
-    return glue.build(name[5:], paths)
+        return _parse_cached(paths, cache, lambda: polarity.build(paths))
+    return _parse_cached(paths, cache, lambda: glue.build(name[5:], paths))
 
 
-def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.PathLike | None = None, **options) -> Path:
-    """Build dataset ``name`` and write it (atomically) to ``out`` (default ``<data_dir>/tasks/<name>``)."""
+def _parse_cached(paths: dict[str, Path], cache: Path, parse):
+    """``parse()``; if it fails on the cached raw files, remove them (and their verification stamps) so that the
+    next run fetches them again instead of failing on the same bad copy, and say so."""
+    try:
+        return parse()
+    except DataFormatError as exc:
+        removed = []
+        for path in paths.values():
+            if cache.resolve() in path.resolve().parents:
+                path.unlink(missing_ok=True)
+                path.with_name(path.name + ".verified").unlink(missing_ok=True)
+                removed.append(str(path))
+        if not removed:
+            raise
+        raise DataFormatError(f"{exc}. The cached cop{'ies' if len(removed) > 1 else 'y'} {', '.join(removed)} "
+                              "w" + ("ere" if len(removed) > 1 else "as") + " removed, so the next run fetches "
+                              "again: replace the mirror's copy with the original first") from exc
+
+
+def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.PathLike | None = None, force: bool = False,
+            **options) -> Path:
+    """Build dataset ``name`` and write it (atomically) to ``out`` (default ``<data_dir>/tasks/<name>``).
+
+    ``out`` may hold an earlier isoflow output, which is replaced; anything else there is refused (before any
+    work) unless ``force``."""
+    out = Path(out or task_dir(name, data_dir))
+    check_task_out(out, force=force)
     task = build(name, data_dir=data_dir, **options)
-    return write_task(task, out or task_dir(name, data_dir))
+    return write_task(task, out, force=force)
 
 
 __all__ = ["DATASETS", "TaskData", "build", "prepare", "raw_cache", "read_task", "resolve_name", "resources", "task_dir", "canonical_name"]

@@ -16,24 +16,10 @@ from pathlib import Path
 from ..fetch import Resource
 from .table import DataFormatError, TaskData, build_task, source_record
 
-CANONICAL = Resource(
-    name="snli_1.0/snli_1.0_dev.jsonl",
-    urls=("https://nlp.stanford.edu/projects/snli/snli_1.0.zip",),
-    member="snli_1.0/snli_1.0_dev.jsonl",
-    license="CC BY-SA 4.0",
-    note="hash not pinned: no verified copy was available to us",
-)
-GOLD_ONLY = Resource(
-    name="snli/dev.jsonl",
-    urls=("https://raw.githubusercontent.com/anthonywchen/generative-nli/aad500326efe82814047e6ea3b90b5fd8969e36b/data/snli/dev.jsonl",),
-    sha256="4610d85664b3fa453c33fbbbc006ac870aaa1435ad1583b944af027673f5c3d4",
-    size=1645357,
-    license="CC BY-SA 4.0",
-    note="SNLI 1.0 dev filtered to gold labels; fields premise/hypothesis/label",
-)
-# Alternatives: the first one found in the cache or a mirror is used; else the first downloadable.
-ALTERNATIVES = (CANONICAL, GOLD_ONLY)
 LABELS = ("entailment", "neutral", "contradiction")
+NO_GOLD = "-"  # annotators did not agree: no gold label
+CANONICAL_KEYS = ("sentence1", "sentence2", "gold_label")
+GOLD_ONLY_KEYS = ("premise", "hypothesis", "label")
 
 
 def _rows(path: Path):
@@ -45,20 +31,55 @@ def _rows(path: Path):
                 yield lineno, json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataFormatError(f"{path}:{lineno}: not a JSON line ({exc.msg})") from exc
+            except UnicodeDecodeError as exc:
+                raise DataFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from exc
 
 
-def build(paths: dict[str, Path]) -> TaskData:
-    res = CANONICAL if CANONICAL.name in paths else GOLD_ONLY
-    path = paths[res.name]
-    keys = ("sentence1", "sentence2", "gold_label") if res is CANONICAL else ("premise", "hypothesis", "label")
+def read_pairs(path: Path, keys: tuple[str, str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(premise, hypothesis) pairs with a gold label; pairs without one are skipped, unknown labels are errors."""
     texts, labels = [], []
     for lineno, row in _rows(path):
         missing = [k for k in keys if k not in row]
         if missing:
             raise DataFormatError(f"{path}:{lineno}: missing field(s) {missing}; expected {list(keys)}")
         label = row[keys[2]]
-        if label not in LABELS:  # "-": annotators did not agree; no gold label
+        if label == NO_GOLD:
             continue
+        if label not in LABELS:
+            raise DataFormatError(f"{path}:{lineno}: label {label!r} is not one of SNLI's {list(LABELS)} (or {NO_GOLD!r})")
         texts.append((row[keys[0]], row[keys[1]]))
         labels.append(label)
+    if not texts:
+        raise DataFormatError(f"{path}: no labelled pairs")
+    return texts, labels
+
+
+def _check_canonical(path: Path) -> None:
+    read_pairs(path, CANONICAL_KEYS)
+
+
+CANONICAL = Resource(
+    name="snli_1.0/snli_1.0_dev.jsonl",
+    urls=("https://nlp.stanford.edu/projects/snli/snli_1.0.zip",),
+    member="snli_1.0/snli_1.0_dev.jsonl",
+    license="CC BY-SA 4.0",
+    note="hash not pinned: no verified copy was available to us",
+    check=_check_canonical,
+)
+GOLD_ONLY = Resource(
+    name="snli/dev.jsonl",
+    urls=("https://raw.githubusercontent.com/anthonywchen/generative-nli/aad500326efe82814047e6ea3b90b5fd8969e36b/data/snli/dev.jsonl",),
+    sha256="4610d85664b3fa453c33fbbbc006ac870aaa1435ad1583b944af027673f5c3d4",
+    size=1645357,
+    license="CC BY-SA 4.0",
+    note="SNLI 1.0 dev filtered to gold labels; fields premise/hypothesis/label",
+)
+# Alternatives: the first one found in the cache or a mirror is used; else the first downloadable.
+ALTERNATIVES = (CANONICAL, GOLD_ONLY)
+
+
+def build(paths: dict[str, Path]) -> TaskData:
+    res = CANONICAL if CANONICAL.name in paths else GOLD_ONLY
+    path = paths[res.name]
+    texts, labels = read_pairs(path, CANONICAL_KEYS if res is CANONICAL else GOLD_ONLY_KEYS)
     return build_task("snli", texts, labels, sources=[source_record(res, path)])

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import atomic_dir
+from ..atomic import atomic_dir, check_replaceable
 from ..errors import DataFormatError
 
 
@@ -107,10 +107,20 @@ def build_task(
     return TaskData(name, items, examples, multilabel, sources or [], extra or {})
 
 
-def write_task(task: TaskData, out_dir: str | os.PathLike) -> Path:
-    """Write ``task`` to ``out_dir`` atomically (temp directory beside it, then rename)."""
+TASK_FILES = ("items.parquet", "examples.parquet", "meta.json")
+
+
+def check_task_out(out_dir: str | os.PathLike, *, force: bool = False) -> None:
+    """Refuse (before any work) an output path holding something isoflow did not write."""
+    check_replaceable(out_dir, expected=TASK_FILES, force=force)
+
+
+def write_task(task: TaskData, out_dir: str | os.PathLike, *, force: bool = False) -> Path:
+    """Write ``task`` to ``out_dir`` atomically (temp directory beside it, then rename).
+
+    An existing ``out_dir`` is replaced only if it is an earlier isoflow output (or empty), or with ``force``."""
     out = Path(out_dir)
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, expected=TASK_FILES, force=force, kind="task") as tmp:
         task.items.to_parquet(tmp / "items.parquet", index=False)
         task.examples.to_parquet(tmp / "examples.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(task.meta(), indent=2, ensure_ascii=False) + "\n")
@@ -120,7 +130,7 @@ def write_task(task: TaskData, out_dir: str | os.PathLike) -> Path:
 def read_task(task_dir: str | os.PathLike) -> TaskData:
     """Read a task written by :func:`write_task`."""
     d = Path(task_dir)
-    missing = [f for f in ("items.parquet", "examples.parquet", "meta.json") if not (d / f).is_file()]
+    missing = [f for f in TASK_FILES if not (d / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{d} is not a prepared task (missing {', '.join(missing)}); run `isoflow prepare` first")
     meta = json.loads((d / "meta.json").read_text())

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_file
+from .records import aggregate, discover, load_aggregate, load_runs
 
 # Pearson r between IsoScore and silhouette reported by Mickus et al. (2024) for the main tasks.
 PAPER_PEARSON = {"polarity": -0.808, "snli": -0.878, "pos": -0.947, "supersense": -0.978}
@@ -30,31 +30,9 @@ PAPER_NOTE = "paper: Spearman ρ < -0.998 on every main task; GLUE: r in [-0.94,
 
 
 def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """All complete runs under ``results/trajectories``: (tidy per-step frame, one row of run info per run).
-
-    A parquet without its JSON (``complete: true``) is an unfinished or failed run and is skipped.
-    """
-    frames, infos = [], []
-    for parquet in sorted(Path(results, "trajectories").rglob("seed*.parquet")):
-        meta = parquet.with_suffix(".json")
-        if not meta.is_file():
-            continue
-        info = json.loads(meta.read_text())
-        if not info.get("complete"):
-            continue
-        frames.append(pd.read_parquet(parquet))
-        s = info["settings"]
-        infos.append({"task": s["task"], "model": s["model"], "seed": s["seed"], "steps": s["steps"], **{k: info[k] for k in ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device")}})
-    if not frames:
-        raise FileNotFoundError(f"no complete trajectories under {Path(results, 'trajectories')}; run `isoflow optimize` first")
-    info = pd.DataFrame(infos)
-    for (task, model), g in info.groupby(["task", "model"]):
-        if g["steps"].nunique() > 1:  # seed means over runs of different lengths would mix regimes
-            raise ValueError(
-                f"runs of {task} x {model} have different numbers of updates ({sorted(g['steps'].unique())}, seeds "
-                f"{sorted(g['seed'])}); re-run them with the same --steps or remove the odd ones from {results}"
-            )
-    return pd.concat(frames, ignore_index=True), info
+    """Every complete run under ``results/trajectories`` (interactive use; the workflow names its runs):
+    (tidy per-step frame, one row of run info per run). Runs that differ in anything but the seed are an error."""
+    return load_runs(discover(results))
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -195,29 +173,6 @@ def _save(fig, stem: Path) -> list[Path]:
     return paths
 
 
-def aggregate(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
-    """Every complete run under ``results/trajectories`` in one table: ``out/trajectories.parquet`` (per step) and
-    ``out/runs.csv`` (one row per run); ``out`` defaults to ``results/aggregate``. Returns the paths written."""
-    out = Path(out) if out is not None else Path(results, "aggregate")
-    traj, info = load_trajectories(results)
-    written = [out / "trajectories.parquet", out / "runs.csv"]
-    with atomic_file(written[0]) as tmp:
-        traj.to_parquet(tmp, index=False)
-    with atomic_file(written[1]) as tmp:
-        info.to_csv(tmp, index=False)
-    return written
-
-
-def load_aggregate(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-step frame, run info) as written by :func:`aggregate`."""
-    path = Path(path)
-    files = path / "trajectories.parquet", path / "runs.csv"
-    for f in files:
-        if not f.is_file():
-            raise FileNotFoundError(f"{f} is missing; run `isoflow aggregate --out {path}` first")
-    return pd.read_parquet(files[0]), pd.read_csv(files[1])
-
-
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     """Correlation tables (main tasks; GLUE) and Tables 1-2 as CSV, Markdown and LaTeX; returns the paths written."""
     out_dir = Path(out_dir)
@@ -238,10 +193,12 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
     return written
 
 
-def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None) -> list[Path]:
-    """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to ``results``)."""
+def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None, runs=None) -> list[Path]:
+    """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to ``results``).
+
+    ``runs``: the run records to use (default: every complete run under ``results/trajectories``)."""
     out = Path(out or Path(results))
-    written = aggregate(results, out / "aggregate")
+    written = aggregate(discover(results) if runs is None else runs, out / "aggregate")
     # Read back what was written (not the in-memory frames): exactly the workflow's aggregate -> tables path.
     traj, info = load_aggregate(out / "aggregate")
     return written + tables(traj, info, out / "tables") + figures(traj, out / "figures")

@@ -27,13 +27,16 @@ import logging
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
 
+from .. import interrupt
 from ..datasets.table import TaskData
 from ..metrics import encode_labels, isoscore_tensor, silhouette_tensor
+from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 
 logger = logging.getLogger(__name__)
@@ -59,6 +62,34 @@ class Settings:
     extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
     extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
     block: int = 1024
+
+    def __post_init__(self):
+        check_settings(self)
+
+
+def check_settings(s: Settings) -> None:
+    """Every number of a run in range, before any work (the CLI checks the same; the library must too)."""
+    def bad(name, value, want):
+        raise ValueError(f"{name} must be {want}; got {value!r}")
+
+    for name in ("seed", "steps", "sample_cap", "extra_every", "block"):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            bad(name, v, "an integer")
+    if s.seed < 0:
+        bad("seed", s.seed, "a non-negative integer")
+    if s.steps < 1:
+        bad("steps", s.steps, "at least 1")
+    if s.sample_cap < 2:
+        bad("sample_cap", s.sample_cap, "at least 2 (points measured per update)")
+    if s.extra_every < 0:
+        bad("extra_every", s.extra_every, "0 (never) or a positive number of updates")
+    if s.block < 1:
+        bad("block", s.block, "a positive integer")
+    if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
+        bad("lr", s.lr, "a finite number > 0")
+    if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
+        bad("betas", s.betas, "two numbers in [0, 1)")
 
 
 @dataclass
@@ -110,6 +141,10 @@ class _Problem:
         self.table0 = torch.as_tensor(np.ascontiguousarray(embeddings, dtype=np.float32), device=device)
         if not bool(torch.isfinite(self.table0).all()):
             raise OptimizationError(f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`")
+        try:  # one absurdly long row (corrupt embeddings) would make every distance among the others meaningless
+            self.measure_dtype = distance_dtype(self.table0, name=f"{task.name}: the embedding table")
+        except ValueError as exc:
+            raise OptimizationError(f"{exc}; re-run `isoflow encode --force`") from exc
 
         # Single-item tasks whose examples are the items in order (polarity, word tasks) need no gather.
         self.identity = self.b is None and self.a.shape[0] == n_items and bool((self.a == torch.arange(n_items, device=device)).all())
@@ -156,8 +191,13 @@ def optimize(
     *,
     device: torch.device | str = "cpu",
     progress: bool | None = None,
+    callback: Callable[[int, dict[str, float]], None] | None = None,
 ) -> Trajectory:
-    """Run the experiment; returns the trajectory of every recorded state (steps 0..N)."""
+    """Run the experiment; returns the trajectory of every recorded state (steps 0..N).
+
+    ``callback(step, values)``, if given, is called after each recorded state (before the next update) with the
+    recorded values, e.g. to log, or to stop a run from a test at a chosen step by raising.
+    """
     device = torch.device(device)
     t_setup = time.perf_counter()
     p = _Problem(task, embeddings, device)
@@ -188,6 +228,9 @@ def optimize(
                     "(diverged); no trajectory was written"
                 )
             rows.append(vals)
+            if callback is not None:
+                callback(step, dict(zip(RECORDED, map(float, vals))))
+            interrupt.check()  # a Ctrl-C swallowed on the way (e.g. inside a finaliser) still stops the run
             if settings.extra_every and step % settings.extra_every == 0:
                 _extra_metrics(table, settings, extra, step)
             if bar is not None:
@@ -220,6 +263,7 @@ def optimize(
         "multilabel": p.multilabel,
         "pair": p.b is not None,
         "n_clusters": p.clusters.k,
+        "measure_dtype": str(p.measure_dtype).replace("torch.", ""),
         "n_params": int(n_params),
         "setup_seconds": round(t_loop - t_setup, 3),
         "loop_seconds": round(loop_seconds, 3),
@@ -231,6 +275,7 @@ def optimize(
 def _geometry_now(reps, tab, p: _Problem, s: Settings, gen, device) -> tuple[torch.Tensor, torch.Tensor]:
     """Silhouette of the classified representations and IsoScore of the table, each on ≤ sample_cap rows."""
     clusters = p.clusters
+    reps = reps.to(p.measure_dtype)  # float64 only for tables whose row lengths span over 2**10 (see distance_dtype)
     pick = _sample(reps.shape[0], s.sample_cap, gen, device)
     if pick is not None:
         reps, clusters = reps[pick], clusters.subset(pick)

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import os
 import platform
+from dataclasses import replace
 from pathlib import Path
 
-from .. import __version__
+from .. import __version__, interrupt
 from ..atomic import atomic_file
 from ..datasets import DATASETS, read_task, resolve_name, task_dir
 from ..models import MODELS
 from ..devices import resolve_device
-from ..embed import embeddings_dir, load_embeddings
+from ..embed import embeddings_dir, items_digest, load_embeddings
+from ..provenance import code_version
 from .optimize import Settings, Trajectory, optimize, settings_dict
 
 DEFAULT_STEPS = 1000
@@ -41,6 +43,7 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Pa
     import pandas
     import torch
 
+    interrupt.check()  # an interrupted run writes nothing
     out = Path(out)
     parquet, meta = out.with_suffix(".parquet"), out.with_suffix(".json")
     meta.unlink(missing_ok=True)  # a stale JSON must not vouch for a new parquet
@@ -56,6 +59,7 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Pa
             "pandas": pandas.__version__,
             "python": platform.python_version(),
         },
+        "code": code_version(),
         "threads": torch.get_num_threads(),
         "complete": True,
     }
@@ -77,12 +81,16 @@ def run(
     results: str | os.PathLike = "results",
     device: str = "auto",
     progress: bool | None = None,
+    callback=None,
     **settings,
 ) -> tuple[Path, Path]:
     """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json)."""
+    name = resolve_name(task)
+    # Settings first: a number out of range is an error before any file is read.
+    s = Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))
-    if not tpath.is_dir() and resolve_name(task) not in DATASETS:
+    if not tpath.is_dir() and name not in DATASETS:
         raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
     tdata = read_task(tpath)
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
@@ -91,10 +99,13 @@ def run(
             raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
         raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --dataset {task}` first")
     emb, emb_meta = load_embeddings(emb_dir)
+    digest = items_digest(tdata.items["text"].astype(str).tolist())
+    if emb_meta.get("items_sha256") not in (None, digest):
+        raise ValueError(f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
+                         f"again since?); re-encode: `isoflow encode --model {model} --dataset {task} --force`")
     name = tdata.name
-    s = Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
-    if s.steps < 1:
-        raise ValueError(f"steps must be at least 1; got {s.steps}")
-    traj = optimize(tdata, emb, s, device=dev, progress=progress)
-    traj.info["embeddings_items_sha256"] = emb_meta.get("items_sha256")
+    s = replace(s, task=name)
+    traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
+    traj.info["embeddings_items_sha256"] = digest
+    traj.info["embeddings_sha256"] = emb_meta.get("embeddings_sha256")
     return write_trajectory(traj, out or trajectory_path(name, model, seed, results))

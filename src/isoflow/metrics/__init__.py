@@ -8,7 +8,7 @@ loops that must not sync with the host.
 
 from ._validate import Clusters, as_points, encode_labels
 from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
-from .geometry import METRIC_NAMES, geometry, sample_rows
+from .geometry import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry, sample_rows
 from .intrinsic_dim import knn_distances, lid_mle, twonn
 from .isotropy import cosine_anisotropy, covariance, isoscore, isoscore_star, isoscore_tensor, s_inter, s_intra
 from .silhouette import silhouette, silhouette_sqeuclidean, silhouette_sqeuclidean_tensor, silhouette_tensor
@@ -17,6 +17,8 @@ __all__ = [
     "Clusters",
     "ClusterChoice",
     "METRIC_NAMES",
+    "METRIC_NEEDS",
+    "MetricInputError",
     "as_points",
     "cluster_centered",
     "cosine_anisotropy",

@@ -7,6 +7,7 @@ takes labels, :func:`encode_labels`), so a researcher gets the same clear
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,51 @@ def as_points(X: ArrayLike, *, name: str = "X", min_points: int = 2, check_finit
             )
         # Otherwise the row sums merely overflowed: the values themselves are finite.
     return t
+
+
+def power_of_two_factor(x: torch.Tensor) -> torch.Tensor:
+    """The power of two (a 0-d tensor of ``x``'s dtype and device) that brings max|x| into [0.5, 1)."""
+    m = x.detach().abs().amax()
+    _, e = torch.frexp(m)  # m = f * 2**e with f in [0.5, 1)
+    maxexp = math.frexp(torch.finfo(x.dtype).max)[1]  # 128 (float32), 1024 (float64)
+    # Keep the factor itself representable (all-zero input: e = 0, factor 1).
+    e = e.clamp(min=-(maxexp - 1), max=maxexp).to(x.dtype)
+    return torch.pow(torch.tensor(2.0, dtype=x.dtype, device=x.device), -e)
+
+
+def rescaled(x: torch.Tensor) -> torch.Tensor:
+    """``x`` times the power of two that brings max|x| into [0.5, 1): for the scale-invariant metrics.
+
+    Silhouette, IsoScore, cosines, LID and TwoNN do not change when every coordinate is multiplied by the same
+    factor, but their squared distances and norms overflow (float32 beyond ~1e19, float64 beyond ~1e154) or
+    underflow (below ~1e-19 / ~1e-154). A power of two is exact in binary floating point, so data of ordinary
+    magnitude gives bit-identical results; no host sync (the factor stays a tensor on ``x``'s device).
+    """
+    return x * power_of_two_factor(x)
+
+
+# Rows longer than the median row by these factors: distances among the other rows lose their precision in float32
+# (squared norms span 2**20 and more), then in any type (they vanish when centring next to the long row).
+PROMOTE_RANGE = 2.0**10
+REFUSE_RANGE = 2.0**40
+
+
+def distance_dtype(x: torch.Tensor, name: str = "X") -> torch.dtype:
+    """The dtype in which the pairwise distances of ``x`` keep their precision: ``x``'s own, float64 when one row
+    is over 2**10 times longer than the median row; a ``ValueError`` (naming the row) beyond 2**40, where no
+    floating-point type keeps the distances among the other rows. Costs one O(n·d) pass and a host sync."""
+    norms = torch.linalg.vector_norm(rescaled(x.detach().to(torch.float64)), dim=1)
+    nonzero = norms[norms > 0]
+    if nonzero.numel() == 0:
+        return x.dtype
+    ratio = float(nonzero.max() / nonzero.median())
+    if ratio > REFUSE_RANGE:
+        row = int(norms.argmax())
+        raise ValueError(
+            f"{name}: row {row} is {ratio:.1e} times longer than the median row; distances among the other rows are "
+            "lost to rounding in any floating-point type. Remove or repair that row (corrupt embeddings?)"
+        )
+    return torch.float64 if ratio > PROMOTE_RANGE and x.dtype != torch.float64 else x.dtype
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import ArrayLike, as_points, encode_labels
+from ._validate import ArrayLike, as_points, distance_dtype, encode_labels, rescaled
 from .isotropy import isoscore
 from .silhouette import silhouette_tensor
 
@@ -94,6 +94,7 @@ def select_clusters(X: ArrayLike, k_values: Iterable[int] = range(2, 11), *, min
     """Cai et al.'s clustering: k-means for each k, keep the k with the best silhouette;
     if even that silhouette is below ``min_silhouette``, treat the data as one cluster (k = 1)."""
     x = as_points(X)
+    x = rescaled(x.to(distance_dtype(x)))  # the partition and silhouettes are scale-free; distances of 1e200 are not
     scores: dict[int, float] = {}
     best: tuple[float, int, torch.Tensor] | None = None
     for k in k_values:

@@ -26,11 +26,22 @@ _METRICS: dict[str, tuple[str | None, Callable[..., Any]]] = {
     "silhouette_sqeuclidean": ("labels", lambda x, labels, **_: silhouette_sqeuclidean(x, labels)),
     "s_inter": ("types", lambda x, types, **_: s_inter(x, types)),
     "s_intra": ("types", lambda x, types, **_: s_intra(x, types)),
-    "lid_mle": (None, lambda x, k_lid, **_: lid_mle(x, k=min(k_lid, x.shape[0] - 1))),
+    "lid_mle": (None, lambda x, k_lid, **_: lid_mle(x, k=k_lid)),
     "twonn": (None, lambda x, **_: twonn(x)),
     "cluster_centered_isoscore": (None, _cluster_centred_isoscore),
 }
 METRIC_NAMES: tuple[str, ...] = tuple(_METRICS)
+METRIC_NEEDS: dict[str, str | None] = {name: needs for name, (needs, _) in _METRICS.items()}
+# The fewest points each metric is defined on (k-means for k = 2..10 needs 11; LID needs k_lid + 1).
+_MIN_POINTS = {"cluster_centered_isoscore": 11, "twonn": 3}
+
+
+class MetricInputError(ValueError):
+    """One metric of :func:`geometry` cannot be computed on the given points (the message says which and why)."""
+
+    def __init__(self, metrics: list[str], reason: str):
+        super().__init__(f"metric{'s' if len(metrics) > 1 else ''} {', '.join(map(repr, metrics))}: {reason}")
+        self.metrics = metrics
 
 
 def sample_rows(n: int, size: int | None, seed: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
@@ -74,22 +85,35 @@ def geometry(
     unknown = [m for m in wanted if m not in _METRICS]
     if unknown:
         raise ValueError(f"unknown metric(s) {unknown}; known: {', '.join(METRIC_NAMES)}")
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, int) or sample < 2):
+        raise ValueError(f"sample must be None (all rows) or an integer >= 2; got {sample!r}")
+    if isinstance(k_lid, bool) or not isinstance(k_lid, int) or k_lid < 2:
+        raise ValueError(f"k_lid must be an integer >= 2; got {k_lid!r}")
     idx = sample_rows(x.shape[0], sample, seed, x.device)
     if idx is not None:
         x = x[idx]
         labels = None if labels is None else labels[idx]
         types = None if types is None else types[idx]
     given = {"labels": labels, "types": types}
-    out: dict[str, float] = {"n_points": float(x.shape[0]), "dim": float(x.shape[1])}
     for name in wanted:
-        needs, fn = _METRICS[name]
-        if needs is not None and given[needs] is None:
-            if metrics is not None:
-                raise ValueError(f"metric {name!r} needs {needs}; pass {needs}=...")
-            continue
-        value = fn(x, labels=labels, types=types, k_lid=k_lid)
+        needs = _METRICS[name][0]
+        if needs is not None and given[needs] is None and metrics is not None:
+            raise ValueError(f"metric {name!r} needs {needs}; pass {needs}=...")
+    wanted = [m for m in wanted if _METRICS[m][0] is None or given[_METRICS[m][0]] is not None]
+    n = x.shape[0]
+    minimum = {m: k_lid + 1 if m == "lid_mle" else _MIN_POINTS.get(m, 2) for m in wanted}
+    short = [m for m in wanted if n < minimum[m]]
+    if short:  # all of them at once, before any work
+        needs = "; ".join(f"{m} needs {minimum[m]}" + (f" (k_lid = {k_lid} neighbours)" if m == "lid_mle" else "") for m in short)
+        raise MetricInputError(short, f"too few points ({n}): {needs}")
+    out: dict[str, float] = {"n_points": float(n), "dim": float(x.shape[1])}
+    for name in wanted:
+        try:
+            value = _METRICS[name][1](x, labels=labels, types=types, k_lid=k_lid)
+        except ValueError as exc:
+            raise MetricInputError([name], str(exc)) from exc
         out.update(value if isinstance(value, dict) else {name: value})
     return out
 
 
-__all__ = ["geometry", "METRIC_NAMES", "sample_rows"]
+__all__ = ["geometry", "METRIC_NAMES", "METRIC_NEEDS", "MetricInputError", "sample_rows"]

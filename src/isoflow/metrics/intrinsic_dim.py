@@ -6,7 +6,7 @@ import warnings
 
 import torch
 
-from ._validate import ArrayLike, as_points
+from ._validate import ArrayLike, as_points, distance_dtype, power_of_two_factor
 
 DEFAULT_BLOCK = 2048
 _MARGIN = 8  # extra float32 candidates so that re-ranking in float64 cannot miss a true neighbour
@@ -21,10 +21,15 @@ def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.
     small distances. Memory O(block·n).
     """
     x = as_points(X)
+    x = x.to(distance_dtype(x))
     n = x.shape[0]
     if not 1 <= k <= n - 1:
         raise ValueError(f"k must be between 1 and n_points - 1 = {n - 1}; got {k}")
+    # Distances of data near the overflow/underflow limits: compute on an exactly rescaled copy (a power of two),
+    # then scale the distances back.
     x64 = x.to(torch.float64)
+    factor = power_of_two_factor(x64)
+    x64 = x64 * factor
     xc = (x64 - x64.mean(dim=0, keepdim=True)).to(x.dtype)
     sq = (xc * xc).sum(dim=1)
     m = min(k + _MARGIN, n - 1)
@@ -37,7 +42,7 @@ def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.
         cand = D.topk(m, dim=1, largest=False).indices
         exact = torch.linalg.vector_norm(x64[i0:i1, None, :] - x64[cand], dim=2)
         out[i0:i1] = exact.sort(dim=1).values[:, :k]
-    return out
+    return out / factor
 
 
 def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: int = DEFAULT_BLOCK):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import ArrayLike, as_points, encode_labels
+from ._validate import ArrayLike, as_points, encode_labels, rescaled
 
 
 def covariance(X: ArrayLike) -> torch.Tensor:
@@ -38,8 +38,9 @@ def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
     Differentiable. Uses the Gram matrix when ``n < dim`` (same non-zero
     eigenvalues, cheaper).
     """
-    # Exact centring (XᵀX − nμμᵀ would cancel catastrophically for data far from the origin).
-    xc = X.to(torch.float64, copy=True)
+    # Exact centring (XᵀX − nμμᵀ would cancel catastrophically for data far from the origin), after an exact
+    # power-of-two rescaling (IsoScore is scale-free; squares of 1e200 would overflow even in float64).
+    xc = rescaled(X.to(torch.float64))
     n, d = xc.shape
     xc -= xc.mean(dim=0, keepdim=True)
     # Scale does not matter (the ratio is scale-free), so skip the 1/(n-1).
@@ -154,7 +155,7 @@ def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) 
 
 
 def _unit_rows(x: torch.Tensor, name: str = "X") -> torch.Tensor:
-    x64 = x.to(torch.float64)
+    x64 = rescaled(x.to(torch.float64))  # cosines are scale-free; the norms of 1e200 would overflow
     norms = torch.linalg.vector_norm(x64, dim=1, keepdim=True)
     zero = norms.squeeze(1) == 0
     if bool(zero.any()):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, encode_labels
+from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
@@ -83,12 +83,14 @@ def _checked(X: ArrayLike, labels: ArrayLike, block: int) -> tuple[torch.Tensor,
     check_cluster_count(clusters)
     if block < 1:
         raise ValueError(f"block must be a positive integer; got {block}")
-    return x, clusters
+    return x.to(distance_dtype(x)), clusters
 
 
 def _centred(x: torch.Tensor) -> torch.Tensor:
+    # The silhouette is scale-free: rescale (by a power of two, exactly) so that no squared distance overflows.
     # Any shift leaves distances unchanged; shifting by (about) the mean only shrinks the norms,
     # so the mean in x's own dtype is good enough and saves a float64 copy.
+    x = rescaled(x)
     return x - x.mean(dim=0, keepdim=True)
 
 

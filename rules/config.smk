@@ -1,0 +1,26 @@
+# Config checks before anything is planned: complete files (nothing inherited), then the JSON schema.
+
+import os
+
+import yaml
+
+SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
+with open(SCHEMA) as fh:
+    REQUIRED_KEYS = yaml.safe_load(fh)["required"]
+
+
+def check_complete(config, files):
+    """A config file given with --configfile must name every required key itself."""
+    missing = [key for key in REQUIRED_KEYS if key not in config]
+    if missing:
+        raise WorkflowError(
+            f"{', '.join(map(str, files))}: missing key(s) {', '.join(missing)}. A config file given with --configfile "
+            "is used on its own (not merged into config.yaml): start from a copy of config.yaml or "
+            "config/offline.yaml and edit it (an empty list disables a section, e.g. `paper: []`)."
+        )
+
+
+check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
+
+
+validate(config, SCHEMA)

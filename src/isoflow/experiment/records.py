@@ -1,0 +1,154 @@
+"""Run records on disk: reading exactly the runs asked for, checking they belong together, and the aggregate.
+
+A run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and ``<stem>.json`` (settings,
+sizes, versions, code commit, ``"complete": true``). :func:`load_runs` reads the runs it is given and nothing
+else (the workflow passes the runs its rule declares); :func:`discover` lists the complete runs under a results
+directory, for interactive use.
+
+Runs are averaged over seeds only when they agree on everything else: every setting but the seed must be equal
+within a row of the tables (task × model, and the I-STAR weight where present); otherwise :func:`load_runs`
+raises an error naming the runs and the settings in which they differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+
+from ..atomic import atomic_file
+
+# Settings that identify a row of the tables (besides task and model); the seed is what rows average over.
+ROW_SETTINGS = ("istar_lambda",)
+# Run information carried into runs.csv.
+INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device")
+
+
+class RecordError(ValueError):
+    """A run record is missing, incomplete or unreadable, or runs that must agree do not (the message names them)."""
+
+
+def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
+    """(parquet, json) of a run named by either file or by its stem."""
+    p = Path(path)
+    stem = p.with_suffix("") if p.suffix in (".parquet", ".json") else p
+    return stem.with_suffix(".parquet"), stem.with_suffix(".json")
+
+
+def discover(results: str | os.PathLike) -> list[Path]:
+    """The JSON records of every complete run under ``results/trajectories`` (sorted)."""
+    found = []
+    for meta in sorted(Path(results, "trajectories").rglob("seed*.json")):
+        try:
+            complete = json.loads(meta.read_text(encoding="utf-8")).get("complete")
+        except (ValueError, UnicodeDecodeError):
+            complete = False  # reported by load_runs if the run is asked for explicitly
+        if complete and meta.with_suffix(".parquet").is_file():
+            found.append(meta)
+    if not found:
+        raise FileNotFoundError(f"no complete trajectories under {Path(results, 'trajectories')}; run `isoflow optimize` first")
+    return found
+
+
+def read_record(meta: Path) -> dict:
+    try:
+        info = json.loads(meta.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RecordError(f"{meta} is missing: that run did not complete (or was removed); run it again or leave it out") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise RecordError(f"{meta} is not a valid run record ({exc}); delete the run's .json and .parquet and run it again") from exc
+    if not isinstance(info, dict) or not info.get("complete") or "settings" not in info:
+        raise RecordError(f"{meta} does not record a complete run; run it again or leave it out")
+    return info
+
+
+def settings_row(info: dict, meta: Path) -> dict:
+    """One row of runs.csv: every setting (lists as text), run sizes, code version and the record's path."""
+    s = info["settings"]
+    row = {k: (json.dumps(v) if isinstance(v, (list, dict)) else v) for k, v in s.items()}
+    row.update({k: info.get(k) for k in INFO_FIELDS})
+    code = info.get("code") or {}
+    row.update(git_commit=code.get("git_commit"), git_dirty=code.get("git_dirty"), record=str(meta))
+    return row
+
+
+def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Exactly the given runs: (tidy per-step frame, one row per run). Errors name the file and the fix."""
+    frames, rows = [], []
+    seen: dict[Path, str] = {}
+    for path in paths:
+        parquet, meta = record_pair(path)
+        if meta.resolve() in seen:
+            raise RecordError(f"{meta} is listed twice")
+        seen[meta.resolve()] = str(meta)
+        info = read_record(meta)
+        try:
+            frame = pd.read_parquet(parquet)
+        except FileNotFoundError:
+            raise RecordError(f"{parquet} is missing although {meta} says the run completed; run it again") from None
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for corrupt files
+            raise RecordError(f"{parquet} could not be read ({type(exc).__name__}: {exc}); run it again") from exc
+        row = settings_row(info, meta)
+        for key in ROW_SETTINGS:  # rows of the tables: plain runs have weight 0
+            frame[key] = row.get(key, 0.0) or 0.0
+            row[key] = row.get(key, 0.0) or 0.0
+        frames.append(frame)
+        rows.append(row)
+    if not frames:
+        raise RecordError("no runs given")
+    info = pd.DataFrame(rows)
+    check_consistent(info)
+    return pd.concat(frames, ignore_index=True), info
+
+
+def row_label(values) -> str:
+    """``task x model`` (and ``λ = ...`` for I-STAR rows) for messages."""
+    task, model, *rest = values
+    extra = [f"{k} = {v:g}" for k, v in zip(ROW_SETTINGS, rest) if v not in (0, 0.0, None)]
+    return " x ".join([str(task), str(model), *extra])
+
+
+def check_consistent(info: pd.DataFrame) -> None:
+    """Runs in one row of the tables (same task, model and row settings) must differ only in their seed."""
+    key = ["task", "model", *ROW_SETTINGS]
+    compared = [c for c in info.columns if c not in (*key, "seed", *INFO_FIELDS, "git_commit", "git_dirty", "record")]
+    for values, group in info.groupby(key, dropna=False):
+        dup = group[group.duplicated("seed", keep=False)]
+        if len(dup):
+            raise RecordError(f"{row_label(values)}: seed {dup['seed'].iloc[0]} appears more than once "
+                              f"({', '.join(dup['record'])}); keep one run per seed")
+        differ = [c for c in compared if group[c].astype(str).nunique() > 1]
+        if differ:
+            shown = "; ".join(f"{c}: " + ", ".join(f"{v} ({r})" for v, r in zip(group[c].astype(str), group["record"])) for c in differ)
+            raise RecordError(
+                f"runs of {row_label(values)} differ in {', '.join(differ)}, not only in their seed, and cannot be "
+                f"averaged as seeds: {shown}. Re-run them with the same settings, or aggregate them separately"
+            )
+
+
+AGGREGATE_FILES = ("trajectories.parquet", "runs.csv")
+
+
+def aggregate(paths: Iterable[str | os.PathLike], out: str | os.PathLike) -> list[Path]:
+    """The given runs in one table: ``out/trajectories.parquet`` (per step) and ``out/runs.csv`` (one row per run,
+    with every setting, the code commit and the record's path). Returns the paths written."""
+    traj, info = load_runs(paths)
+    written = [Path(out) / name for name in AGGREGATE_FILES]
+    with atomic_file(written[0]) as tmp:
+        traj.to_parquet(tmp, index=False)
+    with atomic_file(written[1]) as tmp:
+        info.to_csv(tmp, index=False)
+    return written
+
+
+def load_aggregate(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-step frame, run info) as written by :func:`aggregate`."""
+    path = Path(path)
+    files = [path / name for name in AGGREGATE_FILES]
+    for f in files:
+        if not f.is_file():
+            raise FileNotFoundError(f"{f} is missing; run `isoflow aggregate --out {path}` first")
+    return pd.read_parquet(files[0]), pd.read_csv(files[1])

@@ -1,0 +1,31 @@
+"""Where a result came from: the git commit of the isoflow code that made it, and whether that tree was dirty."""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from pathlib import Path
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> dict:
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout isoflow is imported from.
+
+    None when isoflow is not imported from a git checkout (an installed wheel) or git is missing. "Dirty" means
+    uncommitted changes to tracked files (untracked files do not change what the code does unless imported,
+    and a results directory inside the checkout would otherwise mark every run dirty).
+    """
+    here = Path(__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        try:
+            p = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if commit is None:
+        return {"git_commit": None, "git_dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
