@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast benchmark pull
+.PHONY: install wordnet run test test-fast benchmark pull reproduce
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -38,3 +38,14 @@ CONFIGS = $(shell $(PYTHON) -c "import yaml; print(' '.join(c['config'] for c in
 pull:
 	dvc pull $(DVC_PULL_ARGS)
 	for cfg in $(CONFIGS); do snakemake --touch --cores 1 --configfile $$cfg --quiet || exit 1; done
+
+# docs/results: config/reproduce-offline.yaml through the workflow (several hours on 2 CPU cores; far less on a GPU),
+# then its tables, figures, run list and trajectories copied to docs/results (replaced as a whole, only on success).
+REPRO = results/reproduce-offline
+reproduce: install
+	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/reproduce-offline.yaml $(SNAKEMAKE_ARGS)
+	rm -rf docs/results.new && mkdir -p docs/results.new
+	cp -r $(REPRO)/tables $(REPRO)/figures $(REPRO)/trajectories docs/results.new/
+	cp $(REPRO)/aggregate/runs.csv docs/results.new/runs.csv
+	cp $(REPRO)/aggregate/istar/runs.csv docs/results.new/runs_istar.csv
+	rm -rf docs/results && mv docs/results.new docs/results

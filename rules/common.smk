@@ -19,8 +19,9 @@ WORD_TASKS = {"pos", "pos-wordnet", "supersense"}
 
 wildcard_constraints:
     task=r"[a-z0-9-]+(/[a-z0-9]+)?",
-    model=r"[a-z0-9-]+",
+    model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
+    lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
 
 
 def paper_pairs():
@@ -33,7 +34,7 @@ def glue_pairs():
 
 def vocab_of(task):
     """A word task's words come from its (single) static model's vocabulary."""
-    models = sorted({m for t, m in paper_pairs() if t == task})
+    models = sorted({m for t, m in paper_pairs() + istar_pairs() if t == task})
     if len(models) != 1 or models[0] not in STATIC_MODELS:
         raise ValueError(f"config.yaml: word task {task} needs exactly one static model (glove-50d or word2vec-222); got {models}")
     return models[0]
@@ -64,6 +65,41 @@ def all_pairs():
     return paper_pairs() + glue_pairs()
 
 
+ISTAR = config.get("istar") or {}
+ZETA = ISTAR.get("zeta", 0.2)
+
+
+def istar_pairs():
+    return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
+
+
+def lam_text(lam):
+    """How a weight appears in paths: as Python's format(lam, "g") (isoflow.experiment.lambda_dir does the same)."""
+    return format(float(lam), "g")
+
+
+def istar_trajectories():
+    """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
+    out = []
+    for t, m in istar_pairs():
+        for lam in ISTAR.get("lambdas", []):
+            sub = "" if float(lam) == 0 else f"istar{lam_text(lam)}/"
+            out += [f"{RESULTS}/trajectories/{t}/{m}/{sub}seed{s}.parquet" for s in config["seeds"]]
+    return out
+
+
+def istar_records():
+    return [path[: -len(".parquet")] + ".json" for path in istar_trajectories()]
+
+
+def all_trajectories():
+    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
+
+
+def all_task_model_pairs():
+    return sorted(set(all_pairs() + istar_pairs()))
+
+
 def task_files(pairs):
     return sorted({f"{DATA}/tasks/{t}/meta.json" for t, _ in pairs})
 
@@ -86,6 +122,20 @@ def table_files():
     return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
 
 
+ISTAR_AGGREGATE = [f"{RESULTS}/aggregate/istar/{name}" for name in ("trajectories.parquet", "runs.csv")]
+ISTAR_REPORT = [f"{RESULTS}/tables/istar.{ext}" for ext in ("csv", "md", "tex")] + [
+    f"{RESULTS}/figures/{name}.{ext}" for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore") for ext in ("png", "pdf")
+]
+
+
+def istar_files():
+    return ISTAR_REPORT if istar_pairs() and ISTAR.get("lambdas") else []
+
+
+def main_report_files():
+    return table_files() + FIGURES if all_pairs() else []
+
+
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return table_files() + FIGURES
+    return main_report_files() + istar_files()

@@ -20,7 +20,29 @@ def check_complete(config, files):
         )
 
 
+def numbers_from_command_line(config):
+    """`--config seeds=[0,1]` gives strings (Snakemake parses lists with YAML's BaseLoader): make them numbers."""
+
+    def number(value):
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                try:
+                    return float(value)
+                except ValueError:
+                    return value
+        return value
+
+    if isinstance(config.get("seeds"), list):
+        config["seeds"] = [number(v) for v in config["seeds"]]
+    section = config.get("istar")
+    if isinstance(section, dict) and isinstance(section.get("lambdas"), list):
+        section["lambdas"] = [number(v) for v in section["lambdas"]]
+
+
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
+numbers_from_command_line(config)
 
 
 validate(config, SCHEMA)

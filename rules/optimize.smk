@@ -15,6 +15,7 @@ rule optimize:
         device=DEVICE,
         steps=steps_for,
         sample_cap=config.get("sample_cap", 20000),
+        zeta=ZETA,
     log:
         "logs/optimize/{task}/{model}/seed{seed}.log",
     benchmark:
@@ -28,6 +29,6 @@ rule optimize:
         "../envs/isoflow.yaml"
     shell:
         "isoflow optimize --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed} "
-        "--steps {params.steps} --sample-cap {params.sample_cap} --device {params.device} "
+        "--steps {params.steps} --sample-cap {params.sample_cap} --zeta {params.zeta} --device {params.device} "
         "--task-dir {params.task_dir} --embeddings {params.embeddings} --out {params.out} --quiet > {log} 2>&1"
 

@@ -3,17 +3,17 @@
 
 rule datasets:
     input:
-        task_files(all_pairs()),
+        task_files(all_task_model_pairs()),
 
 
 rule embeddings:
     input:
-        embedding_files(all_pairs()),
+        embedding_files(all_task_model_pairs()),
 
 
 rule runs:
     input:
-        trajectories(all_pairs()),
+        all_trajectories(),
 
 
 rule paper:
@@ -29,3 +29,8 @@ rule glue:
 rule report:
     input:
         report_files(),
+
+
+rule istar:
+    input:
+        istar_files(),

@@ -1,6 +1,6 @@
-"""DVC over the workflow: stage definitions agree with the configs; a real push -> fresh clone -> pull round trip
-(local-directory remote and SSH remote on a loopback sshd) gives identical files and nothing for Snakemake to do;
-`dvc repro` re-runs only the stage whose code changed."""
+"""DVC over the workflow: stage definitions agree with the configs; a real push -> fresh clone -> `make pull` round
+trip (local-directory remote and SSH remote on a loopback sshd) gives identical files and nothing for Snakemake to
+do; `dvc repro` re-runs only the stage whose code changed."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_round_trip_through_the_default_local_remote(committed):
     store = committed.parent / "isoflow-dvc-store"  # the default remote: beside the checkout
     assert (store / "files" / "md5").is_dir()
     clone = fresh_clone(committed, "clone-local")
-    sh(["dvc", "pull", "-q"], clone)
+    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
     assert out_checksums(clone) == sums
     assert_nothing_to_do(clone)
 
@@ -124,7 +124,7 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
     assert (tmp_path / "ssh-store" / "files" / "md5").is_dir()
     clone = fresh_clone(committed, "clone-ssh")
     add_remote(clone)
-    sh(["dvc", "pull", "-q", "-r", "lab"], clone)
+    sh(["make", "pull", "DVC_PULL_ARGS=-q -r lab"], clone)
     assert out_checksums(clone) == sums
     assert_nothing_to_do(clone)
 
@@ -133,7 +133,7 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
 def test_repro_reruns_only_the_changed_stage(committed):
     sh(["dvc", "push", "-q"], committed)  # to the default remote (a no-op after the local round trip)
     clone = fresh_clone(committed, "clone-repro")
-    sh(["dvc", "pull", "-q"], clone)
+    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
     before = out_checksums(clone)
     analysis = clone / "src/isoflow/experiment/analysis.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")

@@ -117,7 +117,7 @@ def test_run_writes_complete_records_only(small, tmp_path):
     parquet, meta = run("polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     assert parquet == trajectory_path("polarity-300", "minilm", 1, tmp_path).with_suffix(".parquet")
     df = pd.read_parquet(parquet)
-    assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore"]
+    assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "istar_penalty"]
     info = json.loads(meta.read_text())
     assert info["complete"] and info["settings"]["lr"] == 1e-3 and info["settings"]["betas"] == [0.9, 0.999]
     assert info["versions"]["torch"] == torch.__version__ and info["device"] == "cpu"

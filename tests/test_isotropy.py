@@ -149,8 +149,10 @@ def test_isoscore_star_bad_input():
         isoscore_star(X, None, 0.2)
     with pytest.raises(ValueError, match="must have shape \\(4, 4\\)"):
         isoscore_star(X, np.eye(3), 0.2)
-    with pytest.raises(ValueError, match="zeta must lie in"):
+    with pytest.raises(ValueError, match=r"zeta must be a number in \[0, 1\]"):
         isoscore_star(X, np.eye(4), 1.5)
+    with pytest.raises(ValueError, match="C0 must be symmetric"):
+        isoscore_star(X, np.triu(np.ones((4, 4))), 0.2)
 
 
 # cosine anisotropy, S_inter / S_intra ------------------------------------------------------------

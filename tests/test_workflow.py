@@ -26,33 +26,49 @@ def test_lint():
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
     counts = job_counts(out.stdout + out.stderr)
-    # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each.
+    # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each. The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero
+    # weights x 5 seeds (its lambda = 0 runs are the paper's own).
     assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize"] == (4 + 24) * 5
+    assert counts["optimize_istar"] == 7 * 7 * 5
     assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
-    assert counts["total"] == 12 + 28 + 140 + 4
+    assert counts["aggregate_istar"] == counts["istar_report"] == 1
+    assert counts["total"] == 12 + 28 + 140 + 245 + 6
 
 
 @pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5}),
-    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18}),
+    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2}),
+    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18, "optimize_istar": 6 * 7 * 2}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
-    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 4
+    # + aggregate, tables, figures, all; + the sweep's aggregate and report
+    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 6
 
 
 def test_named_targets(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28},
+    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize": 35},
               "paper": {"prepare": 4, "encode": 4, "optimize": 20}, "glue": {"prepare": 8, "encode": 24, "optimize": 120}}
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    assert {"all", "datasets", "embeddings", "runs", "paper", "glue", "report"} <= listed
-    assert listed - {"all", "datasets", "embeddings", "runs", "paper", "glue", "report"} == {"aggregate", "tables", "figures"}
+    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar"}
+    assert named <= listed
+    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report"}
+
+
+def test_a_config_file_is_complete_on_its_own(tmp_path):
+    """--configfile replaces config.yaml: a file without `paper:` is refused, not silently given the paper's tasks."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("seeds: [0]\nsteps: {default: 2, glue: 2}\nglue: {tasks: [wnli], models: [minilm]}\n")
+    bad = snakemake("-n", "--configfile", str(mine), check=False)
+    assert bad.returncode != 0 and "missing key(s) paper" in bad.stdout + bad.stderr
+    mine.write_text(mine.read_text() + f"paper: []\ndata_dir: {tmp_path}/data\nresults_dir: {tmp_path}/results\n")
+    counts = job_counts(snakemake("-n", "--configfile", str(mine)).stdout)
+    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize")} == {"prepare": 1, "encode": 1, "optimize": 1}
 
 
 def test_invalid_config_is_refused(tmp_path):
@@ -80,6 +96,33 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert (offline_checkout / "data/raw").is_dir() and (offline_checkout / "data/offline/tasks/supersense/meta.json").is_file()
     again = snakemake("-n", "--configfile", OFFLINE_CONFIG, cwd=offline_checkout)
     assert "Nothing to be done" in again.stdout + again.stderr
+
+
+@pytest.mark.slow
+def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
+    """The README's "extend a config": one more seed runs the new runs and then the aggregate, tables and figures
+    (which show both seeds); `--forcerun aggregate` re-makes the tables and figures too."""
+    import shutil
+
+    repo = tmp_path / "isoflow"
+    shutil.copytree(offline_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
+    (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
+    config = (repo / OFFLINE_CONFIG).read_text()
+    assert "\nseeds: [0]\n" in config
+    (repo / OFFLINE_CONFIG).write_text(config.replace("\nseeds: [0]\n", "\nseeds: [0, 1]\n"))  # as a user extends it
+    two = ["--configfile", OFFLINE_CONFIG]
+    counts = job_counts(snakemake("-n", *two, cwd=repo).stdout)
+    assert {k: counts.get(k) for k in ("optimize", "aggregate", "tables", "figures")} == {"optimize": 5, "aggregate": 1, "tables": 1, "figures": 1}
+    before = (repo / "results/offline/figures/silhouette.pdf").stat().st_mtime_ns
+    snakemake("--cores", "2", *two, cwd=repo)
+    corr = pd.read_csv(repo / "results/offline/tables/correlations.csv")
+    glue = pd.read_csv(repo / "results/offline/tables/correlations_glue.csv")
+    assert set(corr["seeds"]) == set(glue["seeds"]) == {2}
+    assert len(pd.read_csv(repo / "results/offline/tables/correlations_per_run.csv")) == 10
+    assert (repo / "results/offline/figures/silhouette.pdf").stat().st_mtime_ns > before
+    assert "Nothing to be done" in snakemake("-n", *two, cwd=repo).stdout
+    forced = job_counts(snakemake("-n", *two, "--forcerun", "aggregate", cwd=repo).stdout)
+    assert {k: forced.get(k) for k in ("optimize", "aggregate", "tables", "figures")} == {"optimize": None, "aggregate": 1, "tables": 1, "figures": 1}
 
 
 @pytest.mark.slow

@@ -22,6 +22,23 @@ def _int_at_least(low: int, what: str = ""):
     return parse
 
 
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
+    return value
+
+
+def _unit_interval(text: str) -> float:
+    value = _finite_float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1]; got {text}")
+    return value
+
+
 def _positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -136,9 +153,15 @@ def _optimize(args: argparse.Namespace) -> int:
         lr=args.lr,
         sample_cap=args.sample_cap,
         extra_every=args.extra_every,
+        istar_lambda=args.istar,
+        zeta=args.zeta,
+        shrinkage=args.istar_shrinkage,
+        keep_diverged=args.keep_diverged,
     )
     info = json.loads(meta.read_text())
-    print(f"{info['settings']['task']} x {args.model} seed {args.seed}: {info['settings']['steps']} updates in "
+    lam = f" lambda {args.istar:g}" if args.istar else ""
+    status = f"diverged at step {info['diverged_at_step']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
+    print(f"{info['settings']['task']} x {args.model}{lam} seed {args.seed}: {status} in "
           f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
     return 0
 
@@ -190,6 +213,16 @@ def _figures(args: argparse.Namespace) -> int:
 
     written = figures(load_aggregate(args.aggregate)[0], args.out)
     print(f"wrote {len(written)} figures under {args.out}")
+    return 0
+
+
+def _istar_report(args: argparse.Namespace) -> int:
+    from .experiment import istar_report
+    from .experiment.records import load_aggregate
+
+    traj, info = load_aggregate(args.aggregate)
+    written = istar_report.tables(traj, info, args.tables) + istar_report.figures(traj, info, args.figures)
+    print(f"wrote {len(written)} files: the I-STAR table under {args.tables}, its figures under {args.figures}")
     return 0
 
 
@@ -260,11 +293,17 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam learning rate (default 1e-3)")
     o.add_argument("--sample-cap", type=_int_at_least(2), default=20_000, help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
     o.add_argument("--extra-every", type=_int_at_least(0, " (0: never)"), default=0, help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
+    o.add_argument("--istar", type=_finite_float, default=0.0, metavar="LAMBDA",
+                   help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain run)")
+    o.add_argument("--zeta", type=_unit_interval, default=0.2, help="IsoScore* shrinkage weight in [0, 1] (default 0.2, I-STAR's)")
+    o.add_argument("--istar-shrinkage", choices=("pretrained", "isotropic"), default="pretrained",
+                   help="IsoScore*'s shrinkage target: the pretrained table's covariance (default) or its isotropic counterpart")
+    o.add_argument("--keep-diverged", action="store_true", help="if the run diverges (NaN), write a record saying so instead of nothing (sweeps)")
     o.add_argument("--data-dir", default="data", help="where the prepared tasks and embeddings are (default: data)")
     o.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<task>)")
     o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
     o.add_argument("--results", default="results", help="results root (default: results)")
-    o.add_argument("--out", default=None, help="output path without suffix (default results/trajectories/<task>/<model>/seed<S>)")
+    o.add_argument("--out", default=None, help="output path without suffix (default results/trajectories/<task>/<model>/[istar<LAMBDA>/]seed<S>)")
     o.add_argument("--quiet", action="store_true", help="no progress bar")
     o.set_defaults(func=_optimize)
 
@@ -289,6 +328,12 @@ def build_parser() -> argparse.ArgumentParser:
         f.add_argument("--aggregate", default="results/aggregate", help="the output of `isoflow aggregate` (default: results/aggregate)")
         f.add_argument("--out", default=f"results/{name}", help=f"output directory (default: results/{name})")
         f.set_defaults(func=func)
+
+    r = sub.add_parser("istar-report", help="the I-STAR sweep's table (istar.csv/md/tex) and figures, from an aggregate of its runs")
+    r.add_argument("--aggregate", default="results/aggregate/istar", help="the output of `isoflow aggregate` over the sweep's runs")
+    r.add_argument("--tables", default="results/tables", help="where istar.{csv,md,tex} go (default: results/tables)")
+    r.add_argument("--figures", default="results/figures", help="where the istar_* figures go (default: results/figures)")
+    r.set_defaults(func=_istar_report)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
     s.set_defaults(func=_sources)

@@ -36,7 +36,7 @@ def _task(name: str, task_dir: str, zip_name: str, columns: tuple[str, ...], lab
           sha256: str | None = None, size: int | None = None, license: str = "") -> GlueTask:
     """A GLUE task read from ``<task_dir>/train.tsv`` of its zip; every copy is parsed (columns, labels) on arrival."""
     def check(path: Path) -> None:
-        read_tsv(path, columns, header, labels=labels, task=name)
+        read_tsv(path, columns, header, labels=labels, task=f"glue/{name}")
 
     resource = Resource(name=f"glue/{task_dir}/train.tsv", urls=(GLUE_ZIP.format(zip_name),), member=f"{task_dir}/train.tsv",
                         sha256=sha256, size=size, license=license, check=check)
@@ -120,7 +120,7 @@ def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True, *, label
         row = [fields[p] for p in pos]
         if labels is not None and row[-1].strip() not in labels:
             raise DataFormatError(
-                f"{path}:{lineno}: label {row[-1].strip()!r} is not one of the {task or 'task'}'s labels {list(labels)}; "
+                f"{path}:{lineno}: label {row[-1].strip()!r} is not one of {task or 'the task'}'s labels {list(labels)}; "
                 "the file is corrupt or not the GLUE training file of this task"
             )
         rows.append(row)

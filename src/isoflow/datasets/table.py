@@ -130,6 +130,8 @@ def write_task(task: TaskData, out_dir: str | os.PathLike, *, force: bool = Fals
 def read_task(task_dir: str | os.PathLike) -> TaskData:
     """Read a task written by :func:`write_task`."""
     d = Path(task_dir)
+    if d.is_file():
+        raise FileNotFoundError(f"{d} is a file, not a prepared task directory; give the directory `isoflow prepare` wrote")
     missing = [f for f in TASK_FILES if not (d / f).is_file()]
     if missing:
         raise FileNotFoundError(f"{d} is not a prepared task (missing {', '.join(missing)}); run `isoflow prepare` first")

@@ -1,6 +1,8 @@
 """The optimisation experiment (Mickus et al. 2024) and the analysis of its trajectories."""
 
-from .optimize import OptimizationError, Settings, Trajectory, optimize
-from .run import default_steps, run, trajectory_path, write_trajectory
+from .istar import IStar
+from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize
+from .run import default_steps, lambda_dir, run, trajectory_path, write_trajectory
 
-__all__ = ["OptimizationError", "Settings", "Trajectory", "default_steps", "optimize", "run", "trajectory_path", "write_trajectory"]
+__all__ = ["Diverged", "IStar", "OptimizationError", "Settings", "Trajectory", "default_steps", "lambda_dir", "optimize", "run",
+           "trajectory_path", "write_trajectory"]

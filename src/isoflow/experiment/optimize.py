@@ -14,7 +14,12 @@ optimisation device:
   or concatenated pairs) w.r.t. their labels, each distinct label vector one
   cluster;
 * ``isoscore``: IsoScore of the (unpaired) embedding table;
-* ``loss`` and ``accuracy`` (multi-label: exact match of the predicted label set).
+* ``loss`` and ``accuracy`` (multi-label: exact match of the predicted label set);
+* ``isoscore_star``: IsoScore*_ζ of the table (Σ_S: the pretrained table's covariance), and
+  ``istar_penalty`` = λ·(1 − IsoScore*), the I-STAR term (0 for plain runs, λ = 0).
+
+With ``istar_lambda`` λ ≠ 0 the loss is task loss + λ·(1 − IsoScore*_ζ(table)) (see
+:mod:`isoflow.experiment.istar`); ``loss`` records the task loss alone, so that runs with different λ compare.
 
 A set with more than ``sample_cap`` (20,000) rows is measured on a fresh random
 sample of that size at every state, drawn from a generator seeded by the run's
@@ -35,13 +40,14 @@ import torch
 
 from .. import interrupt
 from ..datasets.table import TaskData
-from ..metrics import encode_labels, isoscore_tensor, silhouette_tensor
+from ..metrics import encode_labels, isoscore_and_star_tensor, silhouette_tensor
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
+from .istar import DEFAULT_ZETA, IStar, check_istar
 
 logger = logging.getLogger(__name__)
 
-RECORDED = ("loss", "accuracy", "silhouette", "isoscore")
+RECORDED = ("loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "istar_penalty")
 
 
 class OptimizationError(RuntimeError):
@@ -62,6 +68,10 @@ class Settings:
     extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
     extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
     block: int = 1024
+    istar_lambda: float = 0.0  # I-STAR weight λ: > 0 pushes isotropy up, < 0 down, 0 = the plain run
+    zeta: float = DEFAULT_ZETA  # IsoScore* shrinkage weight
+    shrinkage: str = "pretrained"  # Σ_S: the pretrained table's covariance, or "isotropic"
+    penalty_dtype: str = "float32"  # dtype of the penalty's (differentiated) covariance; metrics stay float64
 
     def __post_init__(self):
         check_settings(self)
@@ -90,6 +100,7 @@ def check_settings(s: Settings) -> None:
         bad("lr", s.lr, "a finite number > 0")
     if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
         bad("betas", s.betas, "two numbers in [0, 1)")
+    check_istar(s.istar_lambda, s.zeta, s.shrinkage, s.penalty_dtype)
 
 
 @dataclass
@@ -184,6 +195,15 @@ def _progress(enabled: bool | None, total: int, desc: str):
     return tqdm(total=total, desc=desc, unit="upd", dynamic_ncols=True)
 
 
+class Diverged(OptimizationError):
+    """NaN/inf at some step; carries the trajectory recorded up to the step before."""
+
+    def __init__(self, message: str, step: int, trajectory: Trajectory):
+        super().__init__(message)
+        self.step = step
+        self.trajectory = trajectory
+
+
 def optimize(
     task: TaskData,
     embeddings: np.ndarray,
@@ -192,62 +212,84 @@ def optimize(
     device: torch.device | str = "cpu",
     progress: bool | None = None,
     callback: Callable[[int, dict[str, float]], None] | None = None,
+    shrinkage_matrix=None,
 ) -> Trajectory:
     """Run the experiment; returns the trajectory of every recorded state (steps 0..N).
 
     ``callback(step, values)``, if given, is called after each recorded state (before the next update) with the
     recorded values, e.g. to log, or to stop a run from a test at a chosen step by raising.
+    ``shrinkage_matrix``: an explicit Σ_S (d × d) for IsoScore*, instead of the one ``settings.shrinkage`` names.
+    A NaN/inf raises :class:`Diverged` (an :class:`OptimizationError`) naming the step.
     """
     device = torch.device(device)
     t_setup = time.perf_counter()
     p = _Problem(task, embeddings, device)
-    torch.manual_seed(settings.seed)
+    s = settings
+    if shrinkage_matrix is None:
+        istar = IStar.build(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
+    else:
+        istar = IStar.with_matrix(s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device)
+    torch.manual_seed(s.seed)
     table = torch.nn.Parameter(p.table0.clone())
     in_dim = table.shape[1] * (1 if p.b is None else 2)
     head = torch.nn.Linear(in_dim, len(p.labels)).to(device)  # seeded init (PyTorch's default uniform)
-    opt = torch.optim.Adam([table, *head.parameters()], lr=settings.lr, betas=settings.betas)
-    gen = torch.Generator(device=device).manual_seed(settings.seed)  # the per-state samples
+    opt = torch.optim.Adam([table, *head.parameters()], lr=s.lr, betas=s.betas)
+    gen = torch.Generator(device=device).manual_seed(s.seed)  # the per-state samples
     n_params = table.numel() + sum(q.numel() for q in head.parameters())
 
     rows: list[np.ndarray] = []
     extra: dict[str, dict[int, float]] = {}
-    bar = _progress(progress, settings.steps, f"{settings.task} x {settings.model} seed {settings.seed}")
+    bar = _progress(progress, s.steps, f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""))
     t_loop = time.perf_counter()
+
+    def trajectory() -> Trajectory:
+        return _trajectory(s, rows, extra, p, n_params, istar, device, t_setup, t_loop)
+
     try:
-        for step in range(settings.steps + 1):
+        for step in range(s.steps + 1):
+            # The samples of this state, drawn in a fixed order (silhouette, then IsoScore) before anything else:
+            # the penalty is computed on the same rows IsoScore is measured on.
+            sil_pick = _sample(p.n_examples, s.sample_cap, gen, device)
+            iso_pick = _sample(p.table0.shape[0], s.sample_cap, gen, device)
             reps = p.represent(table)
             loss, acc = _loss_and_accuracy(head(reps), p)
             with torch.no_grad():
-                sil, iso = _geometry_now(reps.detach(), table.detach(), p, settings, gen, device)
-                values = torch.stack([loss.detach().double(), acc.double(), sil, iso])
+                sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
+                values = torch.stack([loss.detach().double(), acc.double(), sil, iso, iso_star, istar.lam * (1.0 - iso_star)])
+            objective = loss
+            if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with
+                objective = loss + istar.penalty_given_covariance(table if iso_pick is None else table[iso_pick], cov)
             vals = values.cpu().numpy()  # the one host transfer of this state
             if not np.isfinite(vals).all():
                 bad = [n for n, v in zip(RECORDED, vals) if not math.isfinite(v)]
-                raise OptimizationError(
-                    f"{settings.task} x {settings.model} seed {settings.seed}: {', '.join(bad)} became NaN/inf at step {step} "
-                    "(diverged); no trajectory was written"
-                )
+                raise Diverged(
+                    f"{s.task} x {s.model} seed {s.seed}" + (f" lambda {s.istar_lambda:g}" if istar.active else "")
+                    + f": {', '.join(bad)} became NaN/inf at step {step} (diverged)", step, trajectory())
             rows.append(vals)
             if callback is not None:
                 callback(step, dict(zip(RECORDED, map(float, vals))))
             interrupt.check()  # a Ctrl-C swallowed on the way (e.g. inside a finaliser) still stops the run
-            if settings.extra_every and step % settings.extra_every == 0:
-                _extra_metrics(table, settings, extra, step)
+            if s.extra_every and step % s.extra_every == 0:
+                _extra_metrics(table, s, extra, step)
             if bar is not None:
-                if step % 10 == 0 or step == settings.steps:
+                if step % 10 == 0 or step == s.steps:
                     bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
                 if step:
                     bar.update(1)
-            if step == settings.steps:
+            if step == s.steps:
                 break
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            objective.backward()
             opt.step()
     finally:
         if bar is not None:
             bar.close()
+    return trajectory()
+
+
+def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: IStar, device, t_setup: float, t_loop: float) -> Trajectory:
     loop_seconds = time.perf_counter() - t_loop
-    arr = np.stack(rows)
+    arr = np.stack(rows) if rows else np.empty((0, len(RECORDED)))
     records = {name: arr[:, i].astype(np.float64) for i, name in enumerate(RECORDED)}
     for name, by_step in extra.items():  # NaN where the extra metrics were not computed
         col = np.full(len(rows), np.nan)
@@ -265,24 +307,23 @@ def optimize(
         "n_clusters": p.clusters.k,
         "measure_dtype": str(p.measure_dtype).replace("torch.", ""),
         "n_params": int(n_params),
+        "shrinkage_trace": None if istar.shrinkage is None else float(torch.trace(istar.shrinkage)),
         "setup_seconds": round(t_loop - t_setup, 3),
         "loop_seconds": round(loop_seconds, 3),
-        "seconds_per_update": round(loop_seconds / max(settings.steps, 1), 5),
+        "seconds_per_update": round(loop_seconds / max(len(rows) - 1, 1), 5),
     }
-    return Trajectory(settings, records, info)
+    return Trajectory(s, records, info)
 
 
-def _geometry_now(reps, tab, p: _Problem, s: Settings, gen, device) -> tuple[torch.Tensor, torch.Tensor]:
-    """Silhouette of the classified representations and IsoScore of the table, each on ≤ sample_cap rows."""
+def _geometry_now(reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar: IStar) -> tuple[torch.Tensor, ...]:
+    """Silhouette of the classified representations; IsoScore and IsoScore* of the table; each on ≤ sample_cap rows."""
     clusters = p.clusters
     reps = reps.to(p.measure_dtype)  # float64 only for tables whose row lengths span over 2**10 (see distance_dtype)
-    pick = _sample(reps.shape[0], s.sample_cap, gen, device)
-    if pick is not None:
-        reps, clusters = reps[pick], clusters.subset(pick)
+    if sil_pick is not None:
+        reps, clusters = reps[sil_pick], clusters.subset(sil_pick)
     sil = silhouette_tensor(reps, clusters, block=s.block)
-    pick = _sample(tab.shape[0], s.sample_cap, gen, device)
-    iso = isoscore_tensor(tab if pick is None else tab[pick])
-    return sil, iso
+    iso, iso_star, cov = isoscore_and_star_tensor(tab if iso_pick is None else tab[iso_pick], istar.shrinkage, istar.zeta)
+    return sil, iso, iso_star, cov
 
 
 def _extra_metrics(table, s: Settings, out: dict[str, dict[int, float]], step: int) -> None:

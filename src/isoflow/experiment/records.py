@@ -24,7 +24,8 @@ from ..atomic import atomic_file
 # Settings that identify a row of the tables (besides task and model); the seed is what rows average over.
 ROW_SETTINGS = ("istar_lambda",)
 # Run information carried into runs.csv.
-INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device")
+INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device",
+               "diverged", "diverged_at_step")
 
 
 class RecordError(ValueError):

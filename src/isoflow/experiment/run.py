@@ -11,6 +11,7 @@ leaves no record that looks complete.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import platform
 from dataclasses import replace
@@ -23,7 +24,9 @@ from ..models import MODELS
 from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..provenance import code_version
-from .optimize import Settings, Trajectory, optimize, settings_dict
+from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_STEPS = 1000
 GLUE_STEPS = 250  # the paper's Appendix A
@@ -33,12 +36,19 @@ def default_steps(task: str) -> int:
     return GLUE_STEPS if resolve_name(task).startswith("glue/") else DEFAULT_STEPS
 
 
-def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results") -> Path:
-    """``results/trajectories/<task>/<model>/seed<S>`` (add .parquet / .json)."""
-    return Path(results) / "trajectories" / resolve_name(task) / model / f"seed{seed}"
+def lambda_dir(istar_lambda: float) -> str:
+    """The directory of I-STAR runs with weight λ: ``istar<λ>`` (``istar-5``, ``istar0.5``)."""
+    return f"istar{istar_lambda:g}"
 
 
-def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Path]:
+def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0) -> Path:
+    """``results/trajectories/<task>/<model>/seed<S>``, or ``.../<model>/istar<λ>/seed<S>`` for I-STAR runs with
+    λ ≠ 0 (add .parquet / .json); plain runs (λ = 0) stay where they always were."""
+    base = Path(results) / "trajectories" / resolve_name(task) / model
+    return (base / lambda_dir(istar_lambda) if istar_lambda else base) / f"seed{seed}"
+
+
+def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
     import numpy
     import pandas
     import torch
@@ -63,6 +73,8 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike) -> tuple[Path, Pa
         "threads": torch.get_num_threads(),
         "complete": True,
     }
+    if diverged_at is not None:  # a record of a run that stopped: the analysis counts it, never averages it
+        record.update(diverged=True, diverged_at_step=diverged_at)
     with atomic_file(meta) as tmp:
         tmp.write_text(json.dumps(record, indent=2) + "\n")
     return parquet, meta
@@ -82,15 +94,20 @@ def run(
     device: str = "auto",
     progress: bool | None = None,
     callback=None,
+    keep_diverged: bool = False,
     **settings,
 ) -> tuple[Path, Path]:
-    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json)."""
+    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json).
+
+    A run that diverges raises :class:`~isoflow.experiment.optimize.Diverged` and writes nothing, unless
+    ``keep_diverged``: then its record says ``"diverged": true`` and the step (the states before it are kept), so that
+    a sweep's analysis can report it (an I-STAR sweep at large |λ| may diverge by design)."""
     name = resolve_name(task)
     # Settings first: a number out of range is an error before any file is read.
     s = Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))
-    if not tpath.is_dir() and name not in DATASETS:
+    if task_path is None and not tpath.is_dir() and name not in DATASETS:
         raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
     tdata = read_task(tpath)
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
@@ -105,7 +122,15 @@ def run(
                          f"again since?); re-encode: `isoflow encode --model {model} --dataset {task} --force`")
     name = tdata.name
     s = replace(s, task=name)
-    traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
+    out = out or trajectory_path(name, model, seed, results, s.istar_lambda)
+    diverged_at = None
+    try:
+        traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
+    except Diverged as exc:
+        if not keep_diverged:
+            raise OptimizationError(f"{exc}; no trajectory was written") from exc
+        traj, diverged_at = exc.trajectory, exc.step
+        logger.warning("%s; recorded as diverged in %s", exc, Path(out).with_suffix(".json"))
     traj.info["embeddings_items_sha256"] = digest
     traj.info["embeddings_sha256"] = emb_meta.get("embeddings_sha256")
-    return write_trajectory(traj, out or trajectory_path(name, model, seed, results))
+    return write_trajectory(traj, out, diverged_at=diverged_at)

@@ -10,7 +10,20 @@ from ._validate import Clusters, as_points, encode_labels
 from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
 from .geometry import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry, sample_rows
 from .intrinsic_dim import knn_distances, lid_mle, twonn
-from .isotropy import cosine_anisotropy, covariance, isoscore, isoscore_star, isoscore_tensor, s_inter, s_intra
+from .isotropy import (
+    check_shrinkage,
+    cosine_anisotropy,
+    covariance,
+    covariance_tensor,
+    isoscore,
+    isoscore_and_star_tensor,
+    isoscore_of_covariance,
+    isoscore_star,
+    isoscore_star_tensor,
+    isoscore_tensor,
+    s_inter,
+    s_intra,
+)
 from .silhouette import silhouette, silhouette_sqeuclidean, silhouette_sqeuclidean_tensor, silhouette_tensor
 
 __all__ = [
@@ -21,12 +34,17 @@ __all__ = [
     "MetricInputError",
     "as_points",
     "cluster_centered",
+    "check_shrinkage",
     "cosine_anisotropy",
     "covariance",
+    "covariance_tensor",
     "encode_labels",
     "geometry",
     "isoscore",
+    "isoscore_and_star_tensor",
+    "isoscore_of_covariance",
     "isoscore_star",
+    "isoscore_star_tensor",
     "isoscore_tensor",
     "kmeans",
     "knn_distances",

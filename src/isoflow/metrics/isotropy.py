@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import ArrayLike, as_points, encode_labels, rescaled
+from ._validate import ArrayLike, as_points, encode_labels, power_of_two_factor, rescaled
 
 
 def covariance(X: ArrayLike) -> torch.Tensor:
@@ -31,6 +31,37 @@ def _isoscore_from_pr(pr: torch.Tensor, dim: int) -> torch.Tensor:
     return (pr - 1.0) / (dim - 1)
 
 
+def covariance_tensor(X: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Sample covariance in ``dtype``, differentiable, without input checks (see :func:`covariance`)."""
+    x = X.to(dtype)
+    xc = x - x.mean(dim=0, keepdim=True)
+    return xc.T @ xc / (x.shape[0] - 1)
+
+
+def isoscore_of_covariance(C: torch.Tensor, C0: torch.Tensor | None = None, zeta: float = 0.0) -> torch.Tensor:
+    """IsoScore* of a covariance: the closed form on C_ζ = (1 − ζ)·C + ζ·C0 (IsoScore when ζ = 0). Differentiable."""
+    if zeta:
+        C = (1.0 - zeta) * C + zeta * C0.to(C.dtype)
+    return _isoscore_from_pr(_participation_ratio(C), C.shape[0])
+
+
+def isoscore_star_tensor(X: torch.Tensor, C0: torch.Tensor | None, zeta: float, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """IsoScore* of a point cloud as a 0-d tensor, differentiable, without input checks (see :func:`isoscore_star`).
+
+    ``dtype`` is that of the covariance (float64 for measurement; float32 halves the cost of a training penalty)."""
+    return isoscore_of_covariance(covariance_tensor(X, dtype), C0, zeta)
+
+
+def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(centred float64 copy of X times a power of two f, f). Exact centring (XᵀX − nμμᵀ would cancel
+    catastrophically far from the origin), after an exact rescaling (squares of 1e200 overflow even in float64)."""
+    x64 = X.to(torch.float64)
+    f = power_of_two_factor(x64)
+    xc = x64 * f
+    xc -= xc.mean(dim=0, keepdim=True)
+    return xc, f
+
+
 def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
     """IsoScore as a 0-d float64 tensor, without input checks or host syncs.
 
@@ -38,14 +69,24 @@ def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
     Differentiable. Uses the Gram matrix when ``n < dim`` (same non-zero
     eigenvalues, cheaper).
     """
-    # Exact centring (XᵀX − nμμᵀ would cancel catastrophically for data far from the origin), after an exact
-    # power-of-two rescaling (IsoScore is scale-free; squares of 1e200 would overflow even in float64).
-    xc = rescaled(X.to(torch.float64))
+    xc, _ = _centred_rescaled(X)
     n, d = xc.shape
-    xc -= xc.mean(dim=0, keepdim=True)
     # Scale does not matter (the ratio is scale-free), so skip the 1/(n-1).
     G = xc @ xc.T if n < d else xc.T @ xc
     return _isoscore_from_pr(_participation_ratio(G), d)
+
+
+def isoscore_and_star_tensor(X: torch.Tensor, C0: torch.Tensor | None, zeta: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(IsoScore, IsoScore*_ζ, covariance C) of ``X`` from one covariance product, float64, no checks, no host sync.
+
+    The IsoScore is computed exactly as :func:`isoscore_tensor` computes it (same value, bit for bit, when
+    n ≥ dim); IsoScore* is the closed form on (1 − ζ)·C + ζ·C0 with the same C, unscaled back to a covariance."""
+    xc, f = _centred_rescaled(X)
+    n, d = xc.shape
+    G = xc.T @ xc
+    iso = _isoscore_from_pr(_participation_ratio(xc @ xc.T if n < d else G), d)
+    C = G / ((n - 1) * f * f)  # f is a power of two: the unscaling is exact
+    return iso, (isoscore_of_covariance(C, C0, zeta) if zeta else iso), C
 
 
 def isoscore(X: ArrayLike) -> float:
@@ -133,25 +174,29 @@ def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) 
     """
     x = as_points(X)
     _check_dim(x)
-    if not 0.0 <= zeta <= 1.0:
-        raise ValueError(f"zeta must lie in [0, 1]; got {zeta}")
-    d = x.shape[1]
-    x64 = x.to(torch.float64)
-    xc = x64 - x64.mean(dim=0, keepdim=True)
-    C = xc.T @ xc / (x.shape[0] - 1)
-    if zeta > 0.0:
-        if C0 is None:
-            raise ValueError("zeta > 0 needs a shrinkage covariance C0 (e.g. isoflow.metrics.covariance(train_X))")
-        c0 = torch.as_tensor(C0, device=x.device).to(torch.float64)
-        if c0.shape != (d, d):
-            raise ValueError(f"C0 must have shape ({d}, {d}) to match X's dim; got {tuple(c0.shape)}")
-        if not torch.isfinite(c0).all():
-            raise ValueError("C0 contains NaN/inf values")
-        C = (1.0 - zeta) * C + zeta * c0
-    score = _isoscore_from_pr(_participation_ratio(C), d)
+    c0 = check_shrinkage(C0, x.shape[1], zeta, device=x.device)
+    score = isoscore_star_tensor(x, c0, zeta)
     if not torch.isfinite(score):
         raise ValueError("IsoScore* is undefined: the shrunk covariance is zero (identical points and zeta = 0 or C0 = 0)")
     return score
+
+
+def check_shrinkage(C0: ArrayLike | None, dim: int, zeta: float, *, device=None) -> torch.Tensor | None:
+    """``C0`` as a float64 (dim, dim) tensor on ``device``, checked (shape, finite, symmetric PSD); None if unused."""
+    if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
+        raise ValueError(f"zeta must be a number in [0, 1]; got {zeta!r}")
+    if zeta == 0.0:
+        return None
+    if C0 is None:
+        raise ValueError("zeta > 0 needs a shrinkage covariance C0 (e.g. isoflow.metrics.covariance(train_X))")
+    c0 = torch.as_tensor(C0, device=device).to(torch.float64)
+    if c0.shape != (dim, dim):
+        raise ValueError(f"C0 must have shape ({dim}, {dim}) to match the points' dim; got {tuple(c0.shape)}")
+    if not torch.isfinite(c0).all():
+        raise ValueError("C0 contains NaN/inf values")
+    if not torch.allclose(c0, c0.T, rtol=1e-6, atol=1e-12 * float(c0.abs().max())):
+        raise ValueError("C0 must be symmetric (a covariance matrix)")
+    return c0
 
 
 def _unit_rows(x: torch.Tensor, name: str = "X") -> torch.Tensor:
@@ -244,7 +289,12 @@ def s_intra(X: ArrayLike, types: ArrayLike) -> float:
 
 
 __all__ = [
+    "check_shrinkage",
     "covariance",
+    "covariance_tensor",
+    "isoscore_and_star_tensor",
+    "isoscore_of_covariance",
+    "isoscore_star_tensor",
     "isoscore",
     "isoscore_tensor",
     "isoscore_star",

@@ -1,0 +1,127 @@
+"""I-STAR (Rudman & Eickhoff, ICLR 2024): isotropy as a training objective, shared by every experiment that trains.
+
+    loss = task_loss + λ · (1 − IsoScore*_ζ(points))
+
+with IsoScore* the IsoScore of the shrunk covariance C_ζ = (1 − ζ)·C(points) + ζ·Σ_S (see
+:func:`isoflow.metrics.isoscore_star`). The sign convention is I-STAR's: λ > 0 rewards isotropy (pushes IsoScore*
+up), λ < 0 rewards anisotropy (pushes it down), λ = 0 is no penalty at all (nothing is computed, so the run is the
+plain run bit for bit).
+
+The shrinkage target Σ_S is ours to choose where the points are a fixed table (the optimisation experiment):
+
+* ``"pretrained"`` (default): the covariance of the points before training (the pretrained embedding table), i.e.
+  a fixed, large-sample estimate of where the space started, as I-STAR's Σ_S is a large-sample estimate;
+* ``"isotropic"``: (tr Σ_pre / d)·I, the isotropic covariance with the same total variance as the pretrained
+  points (the I-STAR code falls back to the identity when no large sample exists; scaling it keeps ζ meaningful).
+
+I-STAR's own code re-estimates Σ_S at every epoch from the training set's token states (the "running covariance"
+alternative); fine-tuning does that (:meth:`IStar.with_shrinkage_from`). ζ = 0.2 is the I-STAR code's default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import torch
+
+from ..metrics import check_shrinkage, covariance_tensor, isoscore_star_tensor
+
+SHRINKAGE_KINDS = ("pretrained", "isotropic")
+DEFAULT_ZETA = 0.2
+PENALTY_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def check_istar(lam, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
+    """λ a finite number, ζ in [0, 1], a known shrinkage kind and penalty dtype; else a ValueError saying which."""
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam):
+        raise ValueError(f"the I-STAR weight lambda must be a finite number; got {lam!r}")
+    if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
+        raise ValueError(f"the I-STAR shrinkage zeta must be a number in [0, 1]; got {zeta!r}")
+    if shrinkage not in SHRINKAGE_KINDS:
+        raise ValueError(f"unknown I-STAR shrinkage target {shrinkage!r}; choose from {', '.join(SHRINKAGE_KINDS)}")
+    if dtype not in PENALTY_DTYPES:
+        raise ValueError(f"unknown penalty dtype {dtype!r}; choose from {', '.join(PENALTY_DTYPES)}")
+
+
+def shrinkage_target(points: torch.Tensor, kind: str = "pretrained") -> torch.Tensor:
+    """Σ_S (float64, d × d) from reference points: their covariance, or its isotropic counterpart."""
+    with torch.no_grad():
+        C = covariance_tensor(points.detach(), torch.float64)
+        if kind == "isotropic":
+            return torch.eye(C.shape[0], dtype=C.dtype, device=C.device) * (torch.trace(C) / C.shape[0])
+        return C
+
+
+@dataclass(frozen=True)
+class IStar:
+    """The penalty λ·(1 − IsoScore*_ζ) with a fixed Σ_S; ``dtype`` is that of the covariance it differentiates."""
+
+    lam: float
+    zeta: float
+    shrinkage: torch.Tensor | None  # (d, d) float64; None when ζ = 0
+    dtype: torch.dtype = torch.float32
+
+    @classmethod
+    def build(cls, lam: float, zeta: float, reference: torch.Tensor, kind: str = "pretrained", dtype: str = "float32") -> IStar:
+        check_istar(lam, zeta, kind, dtype)
+        target = shrinkage_target(reference, kind) if zeta else None
+        return cls(float(lam), float(zeta), target, PENALTY_DTYPES[dtype])
+
+    @classmethod
+    def with_matrix(cls, lam: float, zeta: float, shrinkage, dim: int, dtype: str = "float32", device=None) -> IStar:
+        """An explicit Σ_S (checked: shape (dim, dim), finite, symmetric) instead of one estimated from points."""
+        check_istar(lam, zeta, "pretrained", dtype)
+        return cls(float(lam), float(zeta), check_shrinkage(shrinkage, dim, zeta, device=device), PENALTY_DTYPES[dtype])
+
+    def with_shrinkage_from(self, reference: torch.Tensor, kind: str = "pretrained") -> IStar:
+        """The same penalty with Σ_S re-estimated from ``reference`` (I-STAR re-estimates it every epoch)."""
+        return replace(self, shrinkage=shrinkage_target(reference, kind) if self.zeta else None)
+
+    @property
+    def active(self) -> bool:
+        return self.lam != 0.0
+
+    def isoscore_star(self, points: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """IsoScore*_ζ of ``points`` (0-d tensor; differentiable)."""
+        return isoscore_star_tensor(points, self.shrinkage, self.zeta, dtype or self.dtype)
+
+    def penalty(self, points: torch.Tensor) -> torch.Tensor:
+        """λ·(1 − IsoScore*_ζ(points)), a 0-d tensor through which gradients flow into ``points``."""
+        return self.lam * (1.0 - self.isoscore_star(points))
+
+    def penalty_given_covariance(self, points: torch.Tensor, covariance: torch.Tensor) -> torch.Tensor:
+        """The same penalty when the (float64) covariance of ``points`` is already known, e.g. because the loop
+        measured it for IsoScore: the forward pass costs nothing more, and the backward pass is one n×d·d×d product
+        in the penalty's dtype (autograd through the covariance would cost two). Same value and gradient as
+        :meth:`penalty` (tested against autograd)."""
+        return _PenaltyFromCovariance.apply(points, covariance, self.shrinkage, self.zeta, self.lam, self.dtype)
+
+
+class _PenaltyFromCovariance(torch.autograd.Function):
+    """λ·(1 − ι*) with ι* = (tr(C_ζ)²/‖C_ζ‖²_F − 1)/(d − 1), C_ζ = (1 − ζ)·C + ζ·Σ_S and C = X_cᵀX_c/(n − 1).
+
+    Backward, in closed form: ∂ι*/∂C = (1 − ζ)/(d − 1)·(2t/q·I − 2t²/q²·C_ζ) with t = tr C_ζ, q = ‖C_ζ‖²_F, and
+    ∂L/∂X = 2/(n − 1)·X_c·(∂L/∂C) (∂L/∂C is symmetric; the centring adds nothing since X_c's rows sum to zero).
+    """
+
+    @staticmethod
+    def forward(ctx, points, covariance, shrinkage, zeta, lam, dtype):
+        C = covariance.to(torch.float64)
+        Cz = (1.0 - zeta) * C + zeta * shrinkage if zeta else C
+        d = C.shape[0]
+        t, q = torch.trace(Cz), (Cz * Cz).sum()
+        iota = (t * t / q - 1.0) / (d - 1)
+        eye = torch.eye(d, dtype=C.dtype, device=C.device)
+        dpen_dC = -lam * (1.0 - zeta) / (d - 1) * (2.0 * t / q * eye - 2.0 * t * t / (q * q) * Cz)
+        ctx.save_for_backward(points, dpen_dC)
+        ctx.dtype = dtype
+        return lam * (1.0 - iota)
+
+    @staticmethod
+    def backward(ctx, grad):
+        points, dpen_dC = ctx.saved_tensors
+        x = points.detach().to(ctx.dtype)
+        xc = x - x.mean(dim=0, keepdim=True)
+        dx = xc @ dpen_dC.to(ctx.dtype) * (2.0 / (x.shape[0] - 1))
+        return (dx * grad.to(ctx.dtype)).to(points.dtype), None, None, None, None, None

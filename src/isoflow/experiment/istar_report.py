@@ -1,0 +1,170 @@
+"""The I-STAR sweep in the optimisation experiment: its table and three figures, from an aggregate of its runs.
+
+Per task × model × λ (seeds averaged; runs that diverged are counted, never averaged):
+
+* final IsoScore, IsoScore*, silhouette, task loss and training accuracy (mean ± std over seeds). "Performance" is
+  training accuracy: the table experiment has no held-out data (it studies the optimisation itself); held-out
+  performance is the fine-tuning experiment's;
+* Pearson r and Spearman ρ between IsoScore and silhouette over training (updates 1..N, seed-mean curve), as in
+  the main tables, now within each λ.
+
+Figures: (a) ``istar_performance``: accuracy against IsoScore*, one point per λ (I-STAR's Figure 5 analogue);
+(b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
+``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .analysis import _corr, _save, write_table
+
+FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
+KEY = ["task", "model", "istar_lambda"]
+
+
+def _diverged(info: pd.DataFrame) -> pd.Series:
+    if "diverged" not in info:
+        return pd.Series(False, index=info.index)
+    return info["diverged"].fillna(False).astype(str).str.lower().isin(("true", "1", "1.0"))
+
+
+def finals(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """One row per completed (not diverged) run: its last recorded state."""
+    ok = info.loc[~_diverged(info), ["task", "model", "istar_lambda", "seed"]]
+    last = traj.sort_values("step").groupby(["task", "model", "istar_lambda", "seed"], as_index=False).tail(1)
+    return last.merge(ok, on=["task", "model", "istar_lambda", "seed"])
+
+
+def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's table: one row per task × model × λ."""
+    info = info.assign(diverged=_diverged(info))
+    final = finals(traj, info)
+    rows = []
+    for (task, model, lam), runs in info.groupby(KEY, sort=True):
+        row = {"task": task, "model": model, "lambda": lam, "seeds": int((~runs["diverged"]).sum()), "diverged": int(runs["diverged"].sum()),
+               "steps": int(runs["steps"].max())}
+        f = final[(final.task == task) & (final.model == model) & (final.istar_lambda == lam)]
+        for col in FINAL:
+            row[f"{col}_mean"] = f[col].mean() if len(f) else np.nan
+            row[f"{col}_std"] = f[col].std() if len(f) > 1 else np.nan
+        complete = set(runs.loc[~runs["diverged"], "seed"])
+        t = traj[(traj.task == task) & (traj.model == model) & (traj.istar_lambda == lam) & traj.seed.isin(complete) & (traj.step >= 1)]
+        mean = t.groupby("step")[["isoscore", "silhouette"]].mean()
+        row["pearson_r"], row["spearman_rho"] = _corr(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy()) if len(mean) > 1 else (np.nan, np.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+CAPTION = ("I-STAR sweep in the optimisation experiment: final values after training with loss + λ·(1 − IsoScore*) "
+           "(mean and std over seeds; diverged runs counted, not averaged). Accuracy is training accuracy. "
+           "r, ρ: IsoScore vs silhouette over training (seed-mean curve).")
+
+
+def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+    return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
+
+
+def _panels(n: int, width: float = 3.8, height: float = 3.0):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ncol = min(4, n)
+    nrow = -(-n // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(width * ncol, 6.0), height * nrow), squeeze=False, constrained_layout=True)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, list(axes.flat)
+
+
+def _lambda_colours(lams):
+    import matplotlib
+
+    cmap = matplotlib.colormaps["coolwarm"]
+    lo, hi = min(lams), max(lams)
+    span = max(abs(lo), abs(hi)) or 1.0
+    # Blue: isotropy pushed down (λ < 0); red: pushed up; black: the plain run (λ = 0).
+    return {lam: "black" if lam == 0 else cmap(0.5 + 0.5 * lam / span) for lam in lams}
+
+
+def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = summary(traj, info)
+    info = info.assign(diverged=_diverged(info))
+    pairs = sorted({(t, m) for t, m in zip(info.task, info.model)})
+    lams = sorted(info.istar_lambda.unique())
+    colour = _lambda_colours(lams)
+    written = []
+
+    # (a) performance against IsoScore*, one point per lambda
+    tasks = sorted(table.task.unique())
+    fig, axes = _panels(len(tasks))
+    markers = dict(zip(sorted(table.model.unique()), "osD^v"))
+    for ax, task in zip(axes, tasks):
+        for model, rows in table[table.task == task].groupby("model"):
+            rows = rows.dropna(subset=["accuracy_mean"])
+            ax.errorbar(rows["isoscore_star_mean"], rows["accuracy_mean"], xerr=rows["isoscore_star_std"], yerr=rows["accuracy_std"],
+                        fmt=markers[model], ls="-", lw=0.8, color="0.6", ecolor="0.4", mfc="none", label=model, capsize=2)
+            for _, r in rows.iterrows():
+                ax.scatter(r["isoscore_star_mean"], r["accuracy_mean"], color=colour[r["lambda"]], marker=markers[model], zorder=3)
+                ax.annotate(f"λ={r['lambda']:g}", (r["isoscore_star_mean"], r["accuracy_mean"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(task)
+        ax.set_xlabel("IsoScore* (final)")
+        ax.set_ylabel("training accuracy (final)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", fontsize=10)
+    written += _save(fig, out_dir / "istar_performance")
+    plt.close(fig)
+
+    complete = info.loc[~info["diverged"], ["task", "model", "istar_lambda", "seed"]]
+    t = traj.merge(complete, on=["task", "model", "istar_lambda", "seed"])
+    mean = t.groupby(["task", "model", "istar_lambda", "step"])[["silhouette", "isoscore"]].mean().reset_index()
+
+    # (b) silhouette and IsoScore across training, one curve per lambda
+    fig, axes = plt.subplots(2, len(pairs), figsize=(max(3.8 * len(pairs), 6.0), 5.6), squeeze=False, constrained_layout=True)
+    for j, (task, model) in enumerate(pairs):
+        for lam in lams:
+            m = mean[(mean.task == task) & (mean.model == model) & (mean.istar_lambda == lam)]
+            for i, col in enumerate(("silhouette", "isoscore")):
+                axes[i, j].plot(m["step"], m[col], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
+        axes[0, j].set_title(f"{task} x {model}")
+        axes[1, j].set_xlabel("update")
+        axes[0, j].set_ylabel("silhouette")
+        axes[1, j].set_ylabel("IsoScore")
+        for i in range(2):
+            axes[i, j].grid(alpha=0.3)
+        axes[0, j].legend(fontsize=6)
+    fig.suptitle("I-STAR sweep: silhouette and IsoScore across training (seed means)", fontsize=10)
+    written += _save(fig, out_dir / "istar_curves")
+    plt.close(fig)
+
+    # (c) silhouette against IsoScore, one curve per lambda
+    fig, axes = _panels(len(pairs))
+    for ax, (task, model) in zip(axes, pairs):
+        for lam in lams:
+            m = mean[(mean.task == task) & (mean.model == model) & (mean.istar_lambda == lam)]
+            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
+            if len(m):
+                ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+        ax.set_title(f"{task} x {model}")
+        ax.set_xlabel("IsoScore")
+        ax.set_ylabel("silhouette")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle("I-STAR sweep: silhouette against IsoScore during training (dot: end of training)", fontsize=10)
+    written += _save(fig, out_dir / "istar_silhouette_vs_isoscore")
+    plt.close(fig)
+    return written

@@ -1,0 +1,279 @@
+"""I-STAR in the optimisation experiment: the loss term, its gradient, the sign convention, λ = 0 = the plain run bit
+for bit, the file layout, divergence, bad input, the sweep's table and figures, and the workflow section."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from isoflow.cli import main
+from isoflow.datasets import read_task
+from isoflow.datasets.table import build_task, write_task
+from isoflow.embed import _write, items_digest, load_embeddings
+from isoflow.experiment import IStar, OptimizationError, Settings, optimize, run, trajectory_path
+from isoflow.experiment import istar_report
+from isoflow.experiment.records import load_runs
+from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
+
+from conftest import ROOT, sh
+
+
+@pytest.fixture(scope="module")
+def clusters_task(tmp_path_factory):
+    """240 points in 12 dims, two labelled blobs with anisotropic noise: a task the loop trains in milliseconds."""
+    data = tmp_path_factory.mktemp("data")
+    rng = np.random.default_rng(0)
+    labels = np.array(["a", "b"] * 120)
+    emb = (rng.normal(size=(240, 12)) * np.linspace(0.3, 2.0, 12) + np.where(labels == "a", 0.4, -0.4)[:, None]).astype(np.float32)
+    texts = [f"item {i}" for i in range(240)]
+    write_task(build_task("blobs", texts, list(labels)), data / "tasks/blobs")
+    _write(data / "embeddings/m/blobs", emb, texts, {"model": "m", "task": "blobs", "n_items": 240, "dim": 12,
+                                                     "items_sha256": items_digest(texts)}, force=False)
+    return data
+
+
+def load(data):
+    return read_task(data / "tasks/blobs"), load_embeddings(data / "embeddings/m/blobs")[0]
+
+
+# ----- the loss term ---------------------------------------------------------------------------------------------
+
+def test_penalty_value_and_gradcheck():
+    rng = np.random.default_rng(1)
+    X = torch.tensor(rng.normal(size=(15, 4)) * [1.0, 2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
+    C0 = covariance(rng.normal(size=(200, 4)))
+    pen = IStar.with_matrix(2.5, 0.2, C0, 4, dtype="float64")
+    expected = 2.5 * (1.0 - float(isoscore_star(X.detach(), C0, 0.2)))  # the public, checked IsoScore*
+    assert float(pen.penalty(X)) == pytest.approx(expected, abs=1e-12)
+    assert torch.autograd.gradcheck(lambda x: pen.penalty(x), (X,), eps=1e-6, atol=1e-7)
+    # ζ = 0: the plain IsoScore, no target needed.
+    plain = IStar.with_matrix(1.0, 0.0, None, 4, dtype="float64")
+    assert float(plain.penalty(X)) == pytest.approx(1.0 - isoscore(X.detach()), abs=1e-12)
+
+
+def objective(table: torch.Tensor, head: torch.nn.Linear, y: torch.Tensor, pen: IStar) -> torch.Tensor:
+    return torch.nn.functional.cross_entropy(head(table), y) + pen.penalty(table)
+
+
+def test_loss_gradient_matches_finite_differences():
+    """The loop's objective (cross-entropy + λ·(1 − IsoScore*)) differentiated by autograd vs central differences."""
+    torch.manual_seed(0)
+    table = torch.randn(30, 5, dtype=torch.float64) * torch.tensor([1.0, 0.5, 2.0, 1.0, 0.2], dtype=torch.float64)
+    y = torch.arange(30) % 3
+    head = torch.nn.Linear(5, 3).double()
+    for lam in (-3.0, 4.0):
+        pen = IStar.build(lam, 0.2, table * 1.5, dtype="float64")
+        t = table.clone().requires_grad_(True)
+        objective(t, head, y, pen).backward()
+        eps = 1e-6
+        for i, j in [(0, 0), (3, 2), (17, 4), (29, 1)]:
+            plus, minus = table.clone(), table.clone()
+            plus[i, j] += eps
+            minus[i, j] -= eps
+            with torch.no_grad():
+                fd = (objective(plus, head, y, pen) - objective(minus, head, y, pen)) / (2 * eps)
+            assert float(t.grad[i, j]) == pytest.approx(float(fd), rel=1e-5, abs=1e-8)
+
+
+def test_sign_convention_one_step():
+    """A small gradient step on the penalty alone raises IsoScore* for λ > 0 and lowers it for λ < 0."""
+    X = torch.randn(100, 6, dtype=torch.float64) * torch.tensor([3.0, 1.0, 1.0, 0.5, 0.5, 0.2], dtype=torch.float64)
+    for lam, direction in ((1.0, 1), (-1.0, -1)):
+        pen = IStar.build(lam, 0.2, X, dtype="float64")
+        x = X.clone().requires_grad_(True)
+        pen.penalty(x).backward()
+        after = X - 0.02 * X.norm() * x.grad / x.grad.norm()  # a small step down the penalty's gradient
+        assert direction * (float(pen.isoscore_star(after)) - float(pen.isoscore_star(X))) > 1e-4
+
+
+def test_sign_convention_in_the_loop(clusters_task):
+    task, emb = load(clusters_task)
+    final = {lam: optimize(task, emb, Settings("blobs", "m", 0, 40, lr=1e-2, istar_lambda=lam), progress=False).records
+             for lam in (-5.0, 0.0, 5.0)}
+    iso = {lam: r["isoscore"][-1] for lam, r in final.items()}
+    star = {lam: r["isoscore_star"][-1] for lam, r in final.items()}
+    assert iso[-5.0] < iso[0.0] < iso[5.0] and star[-5.0] < star[0.0] < star[5.0]
+    # The recorded penalty is λ·(1 − IsoScore*), and `loss` is the task loss alone.
+    r = final[5.0]
+    np.testing.assert_allclose(r["istar_penalty"], 5.0 * (1.0 - r["isoscore_star"]), rtol=0, atol=1e-12)
+    assert np.all(final[0.0]["istar_penalty"] == 0.0)
+
+
+def plain_loop(task, emb: np.ndarray, seed: int, steps: int, lr: float) -> dict[str, np.ndarray]:
+    """The experiment's loop written out without any I-STAR code: Adam on cross-entropy, silhouette and IsoScore after
+    every update (a single-item task with fewer rows than the sample cap: no sampling, no gather)."""
+    torch.manual_seed(seed)
+    table0 = torch.as_tensor(emb)
+    table = torch.nn.Parameter(table0.clone())
+    head = torch.nn.Linear(table.shape[1], 2)
+    opt = torch.optim.Adam([table, *head.parameters()], lr=lr, betas=(0.9, 0.999))
+    y = torch.as_tensor(np.searchsorted(["a", "b"], task.examples["label"].to_numpy()))
+    clusters = encode_labels(y)
+    out = {k: [] for k in ("loss", "accuracy", "silhouette", "isoscore")}
+    for step in range(steps + 1):
+        logits = head(table)
+        loss = torch.nn.functional.cross_entropy(logits, y)
+        with torch.no_grad():
+            out["loss"].append(float(loss.double()))
+            out["accuracy"].append(float((logits.argmax(1) == y).float().mean().double()))
+            out["silhouette"].append(float(silhouette_tensor(table.detach(), clusters)))
+            out["isoscore"].append(float(isoscore_tensor(table.detach())))
+        if step == steps:
+            break
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def test_lambda_zero_is_the_plain_run_bit_for_bit(clusters_task):
+    task, emb = load(clusters_task)
+    ref = plain_loop(task, emb, seed=3, steps=25, lr=1e-2)
+    for zeta in (0.2, 0.7):  # ζ changes only the recorded IsoScore*, never the run
+        rec = optimize(task, emb, Settings("blobs", "m", 3, 25, lr=1e-2, istar_lambda=0.0, zeta=zeta), progress=False).records
+        for col, values in ref.items():
+            np.testing.assert_array_equal(rec[col], values, err_msg=col)
+    # ...and a λ ≠ 0 run is a different run.
+    other = optimize(task, emb, Settings("blobs", "m", 3, 25, lr=1e-2, istar_lambda=0.5), progress=False).records
+    assert not np.array_equal(other["isoscore"], ref["isoscore"])
+
+
+def test_recorded_isoscore_star_matches_the_public_function(clusters_task):
+    task, emb = load(clusters_task)
+    rec = optimize(task, emb, Settings("blobs", "m", 0, 3, istar_lambda=1.0, zeta=0.3), progress=False).records
+    # At step 0 the table is the pretrained one, whose own covariance is Σ_S.
+    assert rec["isoscore_star"][0] == pytest.approx(float(isoscore_star(emb, covariance(emb), 0.3)), abs=1e-10)
+    assert rec["isoscore"][0] == pytest.approx(isoscore(emb), abs=1e-12)
+    iso = IStar.build(1.0, 0.3, torch.as_tensor(emb), kind="isotropic")
+    assert torch.allclose(iso.shrinkage, torch.eye(12, dtype=torch.float64) * torch.trace(covariance(emb)) / 12)
+
+
+# ----- layout, divergence, bad input -------------------------------------------------------------------------------
+
+def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
+    plain = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False)
+    neg = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5)
+    half = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5)
+    base = tmp_path / "trajectories/blobs/m"
+    assert [p[0] for p in (plain, neg, half)] == [base / "seed0.parquet", base / "istar-5/seed0.parquet", base / "istar0.5/seed0.parquet"]
+    assert trajectory_path("blobs", "m", 0, tmp_path, -5) == base / "istar-5/seed0"
+    settings = json.loads(neg[1].read_text())["settings"]
+    assert settings["istar_lambda"] == -5 and settings["zeta"] == 0.2 and settings["shrinkage"] == "pretrained"
+    assert list(pd.read_parquet(neg[0]).columns)[-2:] == ["isoscore_star", "istar_penalty"]
+    # The aggregate keeps them apart as rows: same task, model and seed, different λ.
+    traj, info = load_runs([plain[1], neg[1], half[1]])
+    assert sorted(info["istar_lambda"]) == [-5.0, 0.0, 0.5]
+
+
+def test_divergence_is_recorded_only_when_asked(clusters_task, tmp_path):
+    with pytest.raises(OptimizationError, match=r"loss.* became NaN/inf at step \d+ \(diverged\); no trajectory was written"):
+        run("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e37)
+    assert not list(tmp_path.rglob("*.json"))
+    parquet, record = run("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3,
+                          lr=1e37, keep_diverged=True)
+    info = json.loads(record.read_text())
+    assert info["diverged"] and info["complete"] and info["diverged_at_step"] == len(pd.read_parquet(parquet))
+    ok = run("blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3)
+    with pytest.raises(ValueError, match="differ in lr"):  # another setting: not a seed of the diverged run
+        load_runs([record, ok[1]])
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
+    (dict(istar_lambda=float("inf")), "lambda must be a finite number"),
+    (dict(zeta=1.5), r"zeta must be a number in \[0, 1\]"),
+    (dict(zeta=-0.1), r"zeta must be a number in \[0, 1\]"),
+    (dict(shrinkage="identity"), "unknown I-STAR shrinkage target 'identity'"),
+])
+def test_bad_istar_settings_fail_before_any_work(bad, message):
+    with pytest.raises(ValueError, match=message):
+        Settings("t", "m", 0, 5, **bad)
+
+
+def test_shrinkage_of_the_wrong_shape_fails_before_any_work(clusters_task):
+    task, emb = load(clusters_task)
+    with pytest.raises(ValueError, match=r"C0 must have shape \(12, 12\)"):
+        optimize(task, emb, Settings("blobs", "m", 0, 5, istar_lambda=1.0), shrinkage_matrix=np.eye(5), progress=False)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--istar", "nan"], "--istar: must be a finite number"),
+    (["--zeta", "1.5"], r"--zeta: must lie in \[0, 1\]"),
+    (["--istar-shrinkage", "identity"], "invalid choice: 'identity'"),
+])
+def test_cli_refuses_bad_istar_options(capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["optimize", "--task", "t", "--model", "m", *argv])
+    assert exc.value.code == 2 and re.search(message, capsys.readouterr().err)
+
+
+# ----- the sweep's table and figures ---------------------------------------------------------------------------------
+
+def test_sweep_table_and_figures(clusters_task, tmp_path):
+    records = []
+    for lam in (-5.0, 0.0, 5.0):
+        for seed in (0, 1):
+            records.append(run("blobs", "m", seed, steps=30, data_dir=clusters_task, results=tmp_path, progress=False,
+                               istar_lambda=lam, lr=1e-2)[1])
+    records.append(run("blobs", "m", 2, steps=30, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=5.0,
+                       lr=1e37, keep_diverged=True)[1])
+    with pytest.raises(ValueError, match="differ in lr"):  # the diverged run has another lr: not a seed of the others
+        load_runs(records)
+    records.pop()
+    assert main(["aggregate", "--out", str(tmp_path / "agg"), *map(str, records)]) == 0
+    assert main(["istar-report", "--aggregate", str(tmp_path / "agg"), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
+    table = pd.read_csv(tmp_path / "t/istar.csv")
+    assert list(table["lambda"]) == [-5.0, 0.0, 5.0] and set(table["seeds"]) == {2} and set(table["diverged"]) == {0}
+    assert table["isoscore_mean"].is_monotonic_increasing  # final IsoScore increases with λ
+    traj, info = load_runs(records)
+    runs = traj[(traj.istar_lambda == 5.0) & (traj.step == 30)]
+    assert table.loc[2, "isoscore_mean"] == pytest.approx(runs["isoscore"].mean(), abs=1e-12)
+    assert table.loc[2, "accuracy_std"] == pytest.approx(runs["accuracy"].std(), abs=1e-12)
+    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"):
+        assert (tmp_path / f"f/{name}.png").stat().st_size > 5000 and (tmp_path / f"f/{name}.pdf").is_file()
+
+
+def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
+    ok = [run("blobs", "m", s, steps=5, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=2.0, lr=1e37,
+              keep_diverged=True)[1] for s in (0, 1)]
+    traj, info = load_runs(ok)
+    table = istar_report.summary(traj, info)
+    assert table.loc[0, "diverged"] == 2 and table.loc[0, "seeds"] == 0 and np.isnan(table.loc[0, "isoscore_mean"])
+
+
+# ----- the workflow section -------------------------------------------------------------------------------------------
+
+def test_workflow_istar_section_plans(tmp_path):
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    out = sh(["snakemake", "-n", "istar", *where], ROOT).stdout
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
+    # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds.
+    assert counts["optimize_istar"] == 7 * 7 * 5 and counts["optimize"] == 7 * 5
+    assert counts["aggregate_istar"] == counts["istar_report"] == 1
+    bad = sh(["snakemake", "-n", *where, "--config", "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}"], ROOT, check=False)
+    assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
+
+
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 1e-5)])
+def test_penalty_from_a_known_covariance_matches_autograd(dtype, tol):
+    """The loop's penalty (forward from the measured covariance, closed-form backward) = autograd's, value and
+    gradient, with and without shrinkage."""
+    from isoflow.metrics import covariance_tensor
+
+    X = torch.randn(80, 7, dtype=torch.float64) * torch.linspace(0.2, 3.0, 7, dtype=torch.float64) + 1.5
+    for zeta in (0.0, 0.2, 1.0):
+        pen = IStar.build(-3.0, zeta, X.flip(1), dtype=dtype)
+        a = X.clone().requires_grad_(True)
+        pen_autograd = IStar.build(-3.0, zeta, X.flip(1), dtype="float64").penalty(a)
+        pen_autograd.backward()
+        b = X.clone().requires_grad_(True)
+        fast = pen.penalty_given_covariance(b, covariance_tensor(X))
+        fast.backward()
+        assert float(fast) == pytest.approx(float(pen_autograd), abs=1e-12)
+        scale = float(a.grad.abs().max())
+        assert float((a.grad - b.grad).abs().max()) <= tol * scale
