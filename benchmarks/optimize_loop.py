@@ -60,15 +60,10 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
-    from isoflow.datasets import prepare, read_task, task_dir
-    from isoflow.embed import embeddings_dir, encode, load_embeddings
     from isoflow.experiment import Settings, optimize
+    from paper_case import polarity_minilm
 
-    if not (task_dir("polarity", args.data_dir) / "meta.json").is_file():
-        prepare("polarity", data_dir=args.data_dir, progress=False)
-    encode("minilm", "polarity", data_dir=args.data_dir, progress=False)
-    task = read_task(task_dir("polarity", args.data_dir))
-    emb, _ = load_embeddings(embeddings_dir("minilm", "polarity", args.data_dir))
+    task, emb = polarity_minilm(args.data_dir)
     y = np.searchsorted(np.asarray(task.label_names), task.examples["label"].to_numpy())
 
     optimize(task, emb, Settings("polarity", "minilm", 0, 2), progress=False)  # warm-up

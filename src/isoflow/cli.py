@@ -9,13 +9,20 @@ import math
 import sys
 
 
+def _number(text: str, cast=float) -> float:
+    try:
+        value = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if cast is int else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
+    return value
+
+
 def _int_at_least(low: int, what: str = ""):
     """argparse type: an integer >= ``low`` (a clear message names the option and the range)."""
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer{what}, got {text!r}") from None
+        value = _number(text, int)
         if value < low:
             raise argparse.ArgumentTypeError(f"must be at least {low}{what}; got {value}")
         return value
@@ -23,28 +30,19 @@ def _int_at_least(low: int, what: str = ""):
 
 
 def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
-    return value
+    return _number(text)
 
 
 def _unit_interval(text: str) -> float:
-    value = _finite_float(text)
+    value = _number(text)
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"must lie in [0, 1]; got {text}")
     return value
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
+    value = _number(text)
+    if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
     return value
 
