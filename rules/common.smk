@@ -108,8 +108,10 @@ def embedding_files(pairs):
     return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
 
 
+LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
 AGGREGATE = [f"{RESULTS}/aggregate/trajectories.parquet", f"{RESULTS}/aggregate/runs.csv"]
-FIGURES = [f"{RESULTS}/figures/{name}.{ext}" for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore") for ext in ("png", "pdf")]
+FIGURE_NAMES = ["silhouette", "log_isoscore", "silhouette_vs_isoscore"] + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else [])
+FIGURES = [f"{RESULTS}/figures/{name}.{ext}" for name in FIGURE_NAMES for ext in ("png", "pdf")]
 
 
 def table_files():

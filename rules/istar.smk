@@ -18,6 +18,7 @@ rule optimize_istar:
         steps=steps_for,
         sample_cap=config.get("sample_cap", 20000),
         zeta=ZETA,
+        label_centred_every=LABEL_CENTRED_EVERY,
     log:
         "logs/optimize/{task}/{model}/istar{lam}/seed{seed}.log",
     benchmark:
@@ -31,7 +32,7 @@ rule optimize_istar:
         "../envs/isoflow.yaml"
     shell:
         "isoflow optimize --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed} "
-        "--istar {wildcards.lam} --zeta {params.zeta} --keep-diverged "
+        "--istar {wildcards.lam} --zeta {params.zeta} --keep-diverged --label-centred-every {params.label_centred_every} "
         "--steps {params.steps} --sample-cap {params.sample_cap} --device {params.device} "
         "--task-dir {params.task_dir} --embeddings {params.embeddings} --out {params.out} --quiet > {log} 2>&1"
 

@@ -16,6 +16,7 @@ rule optimize:
         steps=steps_for,
         sample_cap=config.get("sample_cap", 20000),
         zeta=ZETA,
+        label_centred_every=LABEL_CENTRED_EVERY,
     log:
         "logs/optimize/{task}/{model}/seed{seed}.log",
     benchmark:
@@ -30,5 +31,6 @@ rule optimize:
     shell:
         "isoflow optimize --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed} "
         "--steps {params.steps} --sample-cap {params.sample_cap} --zeta {params.zeta} --device {params.device} "
+        "--label-centred-every {params.label_centred_every} "
         "--task-dir {params.task_dir} --embeddings {params.embeddings} --out {params.out} --quiet > {log} 2>&1"
 

@@ -226,3 +226,22 @@ def test_analysis_outputs(small, tmp_path, capsys):
     run("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     with pytest.raises(ValueError, match=r"runs of glue/wnli x minilm differ in steps, not only in their seed"):
         load_trajectories(tmp_path)
+
+
+def test_label_centred_metrics_every_k(small):
+    """The bridge to Cai et al.: IsoScore after removing each class's mean, and S_intra within classes, every K."""
+    from isoflow.metrics import isoscore, s_intra
+
+    task, emb = load(small, "polarity-300", "minilm")
+    traj = optimize(task, emb, Settings("p", "m", seed=0, steps=6, label_centred_every=3), progress=False)
+    rec = traj.records
+    assert np.isfinite(rec["isoscore_label_centred"][[0, 3, 6]]).all() and np.isnan(rec["isoscore_label_centred"][[1, 2, 4, 5]]).all()
+    y = task.examples["label"].to_numpy()
+    centred = emb.astype(np.float64).copy()
+    for lab in np.unique(y):
+        centred[y == lab] -= centred[y == lab].mean(axis=0)
+    assert rec["isoscore_label_centred"][0] == pytest.approx(isoscore(centred), abs=1e-6)
+    assert rec["isoscore_classified"][0] == pytest.approx(isoscore(emb), abs=1e-6)
+    brute = np.mean([np.mean((U @ U.T)[~np.eye(len(U), dtype=bool)]) for U in
+                     (emb[y == lab] / np.linalg.norm(emb[y == lab], axis=1, keepdims=True) for lab in np.unique(y))])
+    assert rec["s_intra_label"][0] == pytest.approx(brute, abs=1e-6)

@@ -151,6 +151,7 @@ def _optimize(args: argparse.Namespace) -> int:
         lr=args.lr,
         sample_cap=args.sample_cap,
         extra_every=args.extra_every,
+        label_centred_every=args.label_centred_every,
         istar_lambda=args.istar,
         zeta=args.zeta,
         shrinkage=args.istar_shrinkage,
@@ -291,6 +292,8 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam learning rate (default 1e-3)")
     o.add_argument("--sample-cap", type=_int_at_least(2), default=20_000, help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
     o.add_argument("--extra-every", type=_int_at_least(0, " (0: never)"), default=0, help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
+    o.add_argument("--label-centred-every", type=_int_at_least(0, " (0: never)"), default=0, metavar="K",
+                   help="every K updates also record IsoScore after removing each label cluster's mean, and S_intra within classes")
     o.add_argument("--istar", type=_finite_float, default=0.0, metavar="LAMBDA",
                    help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain run)")
     o.add_argument("--zeta", type=_unit_interval, default=0.2, help="IsoScore* shrinkage weight in [0, 1] (default 0.2, I-STAR's)")

@@ -159,6 +159,35 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
     fig.suptitle("Silhouette against IsoScore during training (seed means; colour = update)")
     written += _save(fig, out_dir / "silhouette_vs_isoscore")
     plt.close(fig)
+    if "isoscore_label_centred" in traj and traj["isoscore_label_centred"].notna().any():
+        written += label_centred_figure(traj, out_dir, tasks)
+    return written
+
+
+def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) -> list[Path]:
+    """Global vs label-centred IsoScore of the classified points across training (the bridge to Cai et al.)."""
+    import matplotlib.pyplot as plt
+
+    measured = traj.dropna(subset=["isoscore_label_centred"])
+    tasks = [t for t in tasks if t in set(measured["task"])]
+    ncol = min(4, len(tasks))
+    nrow = -(-len(tasks) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(max(3.6 * ncol, 6.0), 2.9 * nrow), squeeze=False, constrained_layout=True)
+    for ax, task in zip(axes.flat, tasks):
+        for (model, m), style in zip(measured[measured.task == task].groupby("model"), ("-", "--", ":", "-.")):
+            mean = m.groupby("step")[["isoscore_classified", "isoscore_label_centred"]].mean()
+            ax.plot(mean.index, mean["isoscore_classified"], style, color="C0", label=f"global ({model})")
+            ax.plot(mean.index, mean["isoscore_label_centred"], style, color="C3", label=f"label-centred ({model})")
+        ax.set_title(task)
+        ax.set_xlabel("update")
+        ax.set_ylabel("IsoScore of the classified points")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(tasks):]:
+        ax.axis("off")
+    fig.suptitle("Global vs label-centred IsoScore across training (seed means)", fontsize=10)
+    written = _save(fig, out_dir / "label_centred_isoscore")
+    plt.close(fig)
     return written
 
 

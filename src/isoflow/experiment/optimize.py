@@ -18,6 +18,11 @@ optimisation device:
 * ``isoscore_star``: IsoScore*_ζ of the table (Σ_S: the pretrained table's covariance), and
   ``istar_penalty`` = λ·(1 − IsoScore*), the I-STAR term (0 for plain runs, λ = 0).
 
+Optionally, every ``label_centred_every`` states (NaN in between), on the classified points (the silhouette's):
+``isoscore_classified`` (their global IsoScore), ``isoscore_label_centred`` (after subtracting each label
+cluster's mean: Cai et al.'s cluster-centring, with the classes as clusters) and ``s_intra_label`` (mean cosine
+between points of one class).
+
 With ``istar_lambda`` λ ≠ 0 the loss is task loss + λ·(1 − IsoScore*_ζ(table)) (see
 :mod:`isoflow.experiment.istar`); ``loss`` records the task loss alone, so that runs with different λ compare.
 
@@ -40,7 +45,7 @@ import torch
 
 from .. import interrupt
 from ..datasets.table import TaskData
-from ..metrics import encode_labels, isoscore_and_star_tensor, silhouette_tensor
+from ..metrics import encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 from .istar import DEFAULT_ZETA, IStar, check_istar
@@ -72,6 +77,7 @@ class Settings:
     zeta: float = DEFAULT_ZETA  # IsoScore* shrinkage weight
     shrinkage: str = "pretrained"  # Σ_S: the pretrained table's covariance, or "isotropic"
     penalty_dtype: str = "float32"  # dtype of the penalty's (differentiated) covariance; metrics stay float64
+    label_centred_every: int = 0  # every K states: IsoScore of the classified points after removing each label cluster's mean
 
     def __post_init__(self):
         check_settings(self)
@@ -82,7 +88,7 @@ def check_settings(s: Settings) -> None:
     def bad(name, value, want):
         raise ValueError(f"{name} must be {want}; got {value!r}")
 
-    for name in ("seed", "steps", "sample_cap", "extra_every", "block"):
+    for name in ("seed", "steps", "sample_cap", "extra_every", "block", "label_centred_every"):
         v = getattr(s, name)
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             bad(name, v, "an integer")
@@ -94,6 +100,8 @@ def check_settings(s: Settings) -> None:
         bad("sample_cap", s.sample_cap, "at least 2 (points measured per update)")
     if s.extra_every < 0:
         bad("extra_every", s.extra_every, "0 (never) or a positive number of updates")
+    if s.label_centred_every < 0:
+        bad("label_centred_every", s.label_centred_every, "0 (never) or a positive number of updates")
     if s.block < 1:
         bad("block", s.block, "a positive integer")
     if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
@@ -271,6 +279,8 @@ def optimize(
             interrupt.check()  # a Ctrl-C swallowed on the way (e.g. inside a finaliser) still stops the run
             if s.extra_every and step % s.extra_every == 0:
                 _extra_metrics(table, s, extra, step)
+            if s.label_centred_every and step % s.label_centred_every == 0:
+                _label_centred_metrics(reps.detach(), p, sil_pick, extra, step)
             if bar is not None:
                 if step % 10 == 0 or step == s.steps:
                     bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
@@ -331,6 +341,22 @@ def _extra_metrics(table, s: Settings, out: dict[str, dict[int, float]], step: i
     for k, v in values.items():
         if k not in ("n_points", "dim"):
             out.setdefault(k, {})[step] = v
+
+
+def _label_centred_metrics(reps: torch.Tensor, p: _Problem, pick, out: dict[str, dict[int, float]], step: int) -> None:
+    """The bridge to Cai et al.: on the classified points (the silhouette's, same sample), the global IsoScore, the
+    IsoScore after subtracting each label cluster's mean, and S_intra within label clusters (cosine between points
+    of one class)."""
+    clusters = p.clusters
+    if pick is not None:
+        reps, clusters = reps[pick], clusters.subset(pick)
+    values = {
+        "isoscore_classified": float(isoscore_tensor(reps)),
+        "isoscore_label_centred": float(isoscore_tensor(subtract_cluster_means(reps, clusters.codes))),
+        "s_intra_label": s_intra(reps, clusters.codes),
+    }
+    for k, v in values.items():
+        out.setdefault(k, {})[step] = v
 
 
 def settings_dict(s: Settings) -> dict:
