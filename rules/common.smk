@@ -22,6 +22,7 @@ wildcard_constraints:
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
     lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
+    corpus=r"[a-z0-9-]+",
 
 
 def paper_pairs():
@@ -50,6 +51,7 @@ def steps_for(wildcards):
 
 def gpus_for(wildcards):
     return 0 if wildcards.model in STATIC_MODELS else 1
+
 
 
 def trajectories(pairs):
@@ -138,6 +140,29 @@ def main_report_files():
     return table_files() + FIGURES if all_pairs() else []
 
 
+LAYERS = config.get("layers") or {}
+
+
+def layer_runs():
+    """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
+    models = LAYERS.get("models", []) + LAYERS.get("static", [])
+    return [f"{RESULTS}/layers/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
+
+
+def layer_run_files():
+    """Every file of every analysis: what the report reads."""
+    return [p.replace("layers.parquet", name) for p in layer_runs() for name in ("layers.parquet", "pca.parquet", "meta.json")]
+
+
+LAYERS_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid") for ext in ("csv", "md", "tex")] + [
+    f"{RESULTS}/figures/{name}.{ext}" for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca") for ext in ("png", "pdf")
+]
+
+
+def layers_files():
+    return LAYERS_REPORT if layer_runs() else []
+
+
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return main_report_files() + istar_files()
+    return main_report_files() + istar_files() + layers_files()

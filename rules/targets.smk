@@ -34,3 +34,13 @@ rule report:
 rule istar:
     input:
         istar_files(),
+
+
+rule layers:
+    input:
+        layers_files(),
+
+
+rule layer_runs:
+    input:
+        layer_runs(),

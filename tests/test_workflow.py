@@ -32,18 +32,20 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert counts["optimize_istar"] == 7 * 7 * 5
     assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
-    assert counts["total"] == 12 + 28 + 140 + 245 + 6
+    # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
+    assert counts["layers_run"] == 6 and counts["layers_report"] == 1
+    assert counts["total"] == 12 + 28 + 140 + 245 + 6 + 7
 
 
 @pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2}),
-    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18, "optimize_istar": 6 * 7 * 2}),
+    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2}),
+    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18, "optimize_istar": 6 * 7 * 2, "layers_run": 3}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
-    # + aggregate, tables, figures, all; + the sweep's aggregate and report
-    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 6
+    # + aggregate, tables, figures, all; + the sweep's aggregate and report; + the layers report
+    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 7
 
 
 def test_named_targets(tmp_path):
@@ -55,9 +57,9 @@ def test_named_targets(tmp_path):
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar"}
+    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar", "layers", "layer_runs"}
     assert named <= listed
-    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report"}
+    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report"}
 
 
 def test_a_config_file_is_complete_on_its_own(tmp_path):
@@ -90,6 +92,13 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert traj["step"].max() == 10 and traj["isoscore"].iloc[-1] < traj["isoscore"].iloc[0]
     runs = pd.read_csv(results / "aggregate/runs.csv")
     assert len(runs) == 5 and set(runs["steps"]) == {20, 10}
+    # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM and GloVe x Brown).
+    sweep = pd.read_csv(results / "tables/istar.csv")
+    assert list(sweep["lambda"]) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
+    layers = pd.read_csv(results / "tables/layers.csv")
+    assert sorted(set(layers["model"])) == ["glove-50d", "minilm"] and len(layers) == 7 + 1
+    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca"):
+        assert (results / f"figures/{name}.png").stat().st_size > 5000
     for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
         assert (results / f"figures/{name}.pdf").stat().st_size > 1000
     # The raw files came through the mirror into the config's raw_dir; tasks are kept apart from the paper's.
@@ -136,11 +145,12 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
                 f"results_dir={tmp_path}/results", f"mirror={shared_mirror}"]
         p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")})
         out = p.stdout + p.stderr
-        # Every job but the 4 local `prepare` jobs and `all`: 5 encode, 5 optimize, aggregate, tables, figures.
-        assert len(re.findall(r"submitted with SLURM jobid", out)) == 13
+        # Every job but the 4 local `prepare` jobs and `all`: 5 encode, 5 optimize, 2 optimize_istar, 2 layers_run,
+        # aggregate, tables, figures, aggregate_istar, istar_report, layers_report.
+        assert len(re.findall(r"submitted with SLURM jobid", out)) == 20
         local = offline_checkout / "results/offline"
         refs = sorted((local / "trajectories").rglob("*.parquet"))
-        assert len(refs) == 5
+        assert len(refs) == 7
         for ref in refs:
             got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local))
             pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)

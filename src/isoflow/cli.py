@@ -225,6 +225,31 @@ def _istar_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _layers(args: argparse.Namespace) -> int:
+    import json
+
+    from .layers import LayerSettings, run_layers
+
+    settings = LayerSettings(sample_cap=args.sample_cap, k_max=args.k_max, min_silhouette=args.min_silhouette, k_lid=args.k_lid,
+                             max_per_type=args.max_per_type, seed=args.seed)
+    out = run_layers(args.model, args.corpus, max_tokens=args.max_tokens, settings=settings, types=args.types, view_layer=args.view_layer,
+                     out=args.out, results=args.results, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror,
+                     device=args.device, batch_size=args.batch_size, force=args.force, progress=None if not args.quiet else False)
+    meta = json.loads((out / "meta.json").read_text())
+    print(f"{args.model} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
+          f"{sum(meta['seconds'].values()):.0f} s, peak {meta['peak_rss_mb']:.0f} MB -> {out}")
+    return 0
+
+
+def _layers_report(args: argparse.Namespace) -> int:
+    from .layers import report
+
+    layers, views, metas = report.load(args.runs)
+    written = report.tables(layers, metas, args.tables) + report.figures(layers, views, args.figures)
+    print(f"wrote {len(written)} files: layer tables under {args.tables}, figures under {args.figures}")
+    return 0
+
+
 def _sources(args: argparse.Namespace) -> int:
     from .sources import sources_markdown
 
@@ -335,6 +360,31 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--tables", default="results/tables", help="where istar.{csv,md,tex} go (default: results/tables)")
     r.add_argument("--figures", default="results/figures", help="where the istar_* figures go (default: results/figures)")
     r.set_defaults(func=_istar_report)
+
+    y = sub.add_parser("layers", help="Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters, cluster-centred isotropy, LID, TwoNN")
+    y.add_argument("--model", required=True, help="minilm, mpnet, a hub model id (bert-base-uncased, gpt2, ...; needs the hub) or static vectors (glove-50d, word2vec-222)")
+    y.add_argument("--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)")
+    y.add_argument("--max-tokens", type=_int_at_least(1), default=100_000, help="points to analyse: whole sentences in a seeded order until this many tokens (default 100000)")
+    y.add_argument("--seed", type=_int_at_least(0), default=0, help="seed of the sentence order, the samples and k-means (default 0)")
+    y.add_argument("--types", choices=("tokens", "words"), default="tokens", help="a point per word piece, typed by its token string (default), or per word (mean of its pieces)")
+    y.add_argument("--k-lid", type=_int_at_least(2), default=100, help="neighbours for LID (default 100, as Cai et al.)")
+    y.add_argument("--k-max", type=_int_at_least(2), default=15, help="K-means tries K = 2..K_MAX (default 15)")
+    y.add_argument("--min-silhouette", type=_unit_interval, default=0.1, help="below this best silhouette the layer is one cluster (default 0.1)")
+    y.add_argument("--sample-cap", type=_int_at_least(3), default=20_000, help="points for K-means, LID and TwoNN (default 20000)")
+    y.add_argument("--max-per-type", type=_int_at_least(2), default=1000, help="instances per type for S_intra (default 1000)")
+    y.add_argument("--view-layer", type=_int_at_least(0), default=None, help="layer of the PCA view (default: the middle one)")
+    y.add_argument("--batch-size", type=_int_at_least(1), default=32)
+    y.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
+    y.add_argument("--results", default="results", help="results root (default: results; output results/layers/<model>/<corpus>)")
+    y.add_argument("--force", action="store_true", help="replace what stands at --out even if isoflow did not write it")
+    data_options(y)
+    y.set_defaults(func=_layers)
+
+    z = sub.add_parser("layers-report", help="tables (layers, layers_lid) and figures over layer analyses")
+    z.add_argument("runs", nargs="+", help="output directories of `isoflow layers`")
+    z.add_argument("--tables", default="results/tables", help="where layers.* and layers_lid.* go (default: results/tables)")
+    z.add_argument("--figures", default="results/figures", help="where the layers_* figures go (default: results/figures)")
+    z.set_defaults(func=_layers_report)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
     s.set_defaults(func=_sources)

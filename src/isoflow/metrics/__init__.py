@@ -9,7 +9,7 @@ loops that must not sync with the host.
 from ._validate import Clusters, as_points, encode_labels
 from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
 from .geometry import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry, sample_rows
-from .intrinsic_dim import knn_distances, lid_mle, twonn
+from .intrinsic_dim import knn_distances, lid_from_distances, lid_mle, twonn, twonn_from_distances
 from .isotropy import (
     check_shrinkage,
     cosine_anisotropy,
@@ -48,6 +48,7 @@ __all__ = [
     "isoscore_tensor",
     "kmeans",
     "knn_distances",
+    "lid_from_distances",
     "lid_mle",
     "s_inter",
     "s_intra",
@@ -59,4 +60,5 @@ __all__ = [
     "silhouette_tensor",
     "subtract_cluster_means",
     "twonn",
+    "twonn_from_distances",
 ]

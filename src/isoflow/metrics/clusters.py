@@ -17,20 +17,23 @@ from .isotropy import isoscore
 from .silhouette import silhouette_tensor
 
 
-def _sq_dists(x: torch.Tensor, centres: torch.Tensor) -> torch.Tensor:
-    return ((x * x).sum(1, keepdim=True) - 2.0 * x @ centres.T + (centres * centres).sum(1)[None, :]).clamp_(min=0.0)
+def _sq_dists(x: torch.Tensor, centres: torch.Tensor, xx: torch.Tensor | None = None) -> torch.Tensor:
+    """Squared distances (n, k); ``xx`` = the rows' squared norms, when a loop has them already."""
+    xx = (x * x).sum(1) if xx is None else xx
+    return torch.addmm((centres * centres).sum(1)[None, :], x, centres.T, alpha=-2.0).add_(xx[:, None]).clamp_(min=0.0)
 
 
 def kmeans_plusplus(x: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
     """k-means++ seeding (Arthur & Vassilvitskii 2007): each new centre drawn ∝ squared distance to the nearest chosen one."""
     n = x.shape[0]
+    xx = (x * x).sum(1)
     idx = [int(torch.randint(0, n, (1,), generator=generator))]
-    d2 = _sq_dists(x, x[idx])[:, 0]
+    d2 = _sq_dists(x, x[idx], xx)[:, 0]
     for _ in range(1, k):
         p = d2.cpu()
         nxt = int(torch.multinomial(p / p.sum(), 1, generator=generator)) if float(p.sum()) > 0 else int(torch.randint(0, n, (1,), generator=generator))
         idx.append(nxt)
-        d2 = torch.minimum(d2, _sq_dists(x, x[nxt : nxt + 1])[:, 0])
+        d2 = torch.minimum(d2, _sq_dists(x, x[nxt : nxt + 1], xx)[:, 0])
     return x[idx].clone()
 
 
@@ -41,11 +44,12 @@ def lloyd(x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: f
     per-feature variance (scikit-learn's criterion). An emptied cluster keeps its centre.
     """
     x = x.to(torch.float64)
+    xx = (x * x).sum(1)  # once, not per iteration
     c = centres.to(torch.float64).clone()
     k = c.shape[0]
     tol_abs = tol * float(x.var(dim=0).mean())
     for _ in range(max_iter):
-        labels = _sq_dists(x, c).argmin(dim=1)
+        labels = _sq_dists(x, c, xx).argmin(dim=1)
         sums = torch.zeros_like(c).index_add_(0, labels, x)
         counts = torch.bincount(labels, minlength=k).to(x.dtype)
         new = torch.where(counts[:, None] > 0, sums / counts.clamp(min=1)[:, None], c)
@@ -53,12 +57,12 @@ def lloyd(x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: f
         c = new
         if shift <= tol_abs:
             break
-    d2 = _sq_dists(x, c)
+    d2 = _sq_dists(x, c, xx)
     labels = d2.argmin(dim=1)
     return labels, c, float(d2.gather(1, labels[:, None]).sum())
 
 
-def kmeans(X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: int = 300) -> tuple[torch.Tensor, torch.Tensor]:
+def kmeans(X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: int = 300, tol: float = 1e-10) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means (best inertia of ``n_init`` k-means++ starts). Returns (labels (n,), centres (k, dim))."""
     x = as_points(X).to(torch.float64)
     if not 1 <= k <= x.shape[0]:
@@ -66,7 +70,7 @@ def kmeans(X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: in
     g = torch.Generator(device="cpu").manual_seed(seed)
     best = None
     for _ in range(n_init):
-        labels, centres, inertia = lloyd(x, kmeans_plusplus(x, k, g), max_iter=max_iter)
+        labels, centres, inertia = lloyd(x, kmeans_plusplus(x, k, g), max_iter=max_iter, tol=tol)
         if best is None or inertia < best[2]:
             best = (labels, centres, inertia)
     return best[0], best[1]
@@ -90,9 +94,13 @@ class ClusterChoice:
     silhouettes: dict[int, float]
 
 
-def select_clusters(X: ArrayLike, k_values: Iterable[int] = range(2, 11), *, min_silhouette: float = 0.1, seed: int = 0) -> ClusterChoice:
+def select_clusters(X: ArrayLike, k_values: Iterable[int] = range(2, 11), *, min_silhouette: float = 0.1, seed: int = 0,
+                    n_init: int = 3, tol: float = 1e-10, max_iter: int = 300) -> ClusterChoice:
     """Cai et al.'s clustering: k-means for each k, keep the k with the best silhouette;
-    if even that silhouette is below ``min_silhouette``, treat the data as one cluster (k = 1)."""
+    if even that silhouette is below ``min_silhouette``, treat the data as one cluster (k = 1).
+
+    ``n_init``, ``tol`` and ``max_iter`` are k-means' (:func:`lloyd`'s criterion; scikit-learn's default tol is
+    1e-4, which the layer analysis uses; the tight default here matches scikit-learn's result to 1e-9)."""
     x = as_points(X)
     x = rescaled(x.to(distance_dtype(x)))  # the partition and silhouettes are scale-free; distances of 1e200 are not
     scores: dict[int, float] = {}
@@ -100,7 +108,7 @@ def select_clusters(X: ArrayLike, k_values: Iterable[int] = range(2, 11), *, min
     for k in k_values:
         if not 2 <= k <= x.shape[0] - 1:
             raise ValueError(f"k values must lie in 2 .. n_points - 1 = {x.shape[0] - 1}; got {k}")
-        labels, _ = kmeans(x, k, seed=seed)
+        labels, _ = kmeans(x, k, seed=seed, n_init=n_init, tol=tol, max_iter=max_iter)
         clusters = encode_labels(labels, device=x.device)
         if clusters.k < 2:  # k-means collapsed (e.g. many duplicates)
             continue

@@ -40,8 +40,12 @@ def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.
         rows = torch.arange(i1 - i0, device=x.device)
         D[rows, rows + i0] = float("inf")  # exclude the point itself
         cand = D.topk(m, dim=1, largest=False).indices
-        exact = torch.linalg.vector_norm(x64[i0:i1, None, :] - x64[cand], dim=2)
-        out[i0:i1] = exact.sort(dim=1).values[:, :k]
+        # Exact float64 distances to the candidates, in row chunks of bounded memory (rows x m x d doubles).
+        step = max(1, (1 << 23) // (m * x.shape[1]))
+        for r0 in range(0, i1 - i0, step):
+            r1 = min(r0 + step, i1 - i0)
+            exact = torch.linalg.vector_norm(x64[i0 + r0 : i0 + r1, None, :] - x64[cand[r0:r1]], dim=2)
+            out[i0 + r0 : i0 + r1] = exact.sort(dim=1).values[:, :k]
     return out / factor
 
 
@@ -66,7 +70,12 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
     """
     if k < 2:
         raise ValueError(f"LID needs k >= 2 neighbours; got {k}")
-    r = knn_distances(X, k, block=block)
+    return lid_from_distances(knn_distances(X, k, block=block), reduce=reduce)
+
+
+def lid_from_distances(r: torch.Tensor, *, reduce: str | None = "mean"):
+    """:func:`lid_mle` from sorted neighbour distances ``r`` (n, k), e.g. from :func:`knn_distances`."""
+    k = r.shape[1]
     rk = r[:, -1:]
     lid = -1.0 / torch.log(r / rk).mean(dim=1)
     bad = ~torch.isfinite(lid) | (rk.squeeze(1) == 0)
@@ -103,7 +112,11 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
         raise ValueError(f"method must be 'linear' or 'mle'; got {method!r}")
     if not 0.0 <= discard_fraction < 1.0:
         raise ValueError(f"discard_fraction must lie in [0, 1); got {discard_fraction}")
-    r = knn_distances(X, 2, block=block)
+    return twonn_from_distances(knn_distances(X, 2, block=block), discard_fraction=discard_fraction, method=method)
+
+
+def twonn_from_distances(r: torch.Tensor, *, discard_fraction: float = 0.1, method: str = "linear") -> float:
+    """:func:`twonn` from sorted neighbour distances (n, ≥ 2): only the first two columns are used."""
     mu = r[:, 1] / r[:, 0]
     finite = torch.isfinite(mu)
     if not bool(finite.all()):
@@ -123,4 +136,4 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
     return float((log_mu * y).sum() / (log_mu * log_mu).sum())
 
 
-__all__ = ["knn_distances", "lid_mle", "twonn"]
+__all__ = ["knn_distances", "lid_from_distances", "lid_mle", "twonn", "twonn_from_distances"]

@@ -1,0 +1,13 @@
+"""Cai et al. (ICLR 2021) across layers: token embeddings of every layer of a contextual model (or one static
+table), and per layer S_inter, S_intra, IsoScore, cosine anisotropy, K-means clusters, the same after removing each
+cluster's mean, LID (Euclidean and cosine) and TwoNN.
+
+Modules: :mod:`.encoder` (hidden states of every layer, special tokens excluded), :mod:`.store` (layer-by-layer
+storage: memory or disk), :mod:`.measure` (the metrics of one layer), :mod:`.run` (corpus in, table out),
+:mod:`.report` (tables and figures over runs).
+"""
+
+from .measure import LayerSettings, layer_metrics
+from .run import run_layers
+
+__all__ = ["LayerSettings", "layer_metrics", "run_layers"]

@@ -1,0 +1,135 @@
+"""Hidden states of every layer of a transformer, per token, special tokens and padding excluded.
+
+Models: the SBERT encoders isoflow ships offline (``minilm``, ``mpnet``: their underlying transformer, i.e. the
+states sentence-transformers pools), or any model id of the Hugging Face hub where the hub is reachable (the
+paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``). Layer 0 is the embedding layer's output,
+layers 1..L the transformer blocks' (``output_hidden_states``).
+
+Points and their types:
+
+* ``tokens`` (default): one point per word piece; its type is the token string (``##ing``, ``Ġthe``), as Cai et
+  al. count types;
+* ``words``: one point per word of the corpus, the mean of its pieces' states; its type is the word.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..models import SENTENCE_MODELS, ModelUnavailableError
+
+TYPE_MODES = ("tokens", "words")
+
+
+@dataclass
+class Encoder:
+    name: str
+    model: object  # a transformers PreTrainedModel
+    tokenizer: object
+    device: torch.device
+    n_states: int  # hidden states returned: L + 1
+    dim: int
+    max_length: int  # word pieces per sequence, special tokens included
+
+    def tokenize(self, sentences: Sequence[list[str]], **kw):
+        return self.tokenizer(list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw)
+
+
+def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str | torch.device = "cpu") -> Encoder:
+    """The transformer of an SBERT model isoflow knows, or a hub model id; checks that it returns hidden states."""
+    device = torch.device(device)
+    if name in SENTENCE_MODELS:
+        from ..models.sbert import load_sentence_model
+
+        st = load_sentence_model(SENTENCE_MODELS[name], str(device), cache, mirror)
+        module = st[0]
+        model, tokenizer = module.auto_model, module.tokenizer
+    else:
+        from ..models.sbert import hub_reachable
+
+        if not hub_reachable():
+            raise ModelUnavailableError(
+                f"{name!r} is not one of isoflow's models ({', '.join(SENTENCE_MODELS)}) and the model hub cannot be "
+                "reached to fetch it (offline, or HF_HUB_OFFLINE is set)"
+            )
+        from transformers import AutoModel, AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(name)
+        model = AutoModel.from_pretrained(name).to(device)
+    if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
+        tokenizer.pad_token = tokenizer.eos_token
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelUnavailableError(f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable")
+    model.eval()
+    config = model.config
+    limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(config, "max_position_embeddings", 512) or 512))
+    n_states, dim = hidden_state_shape(model, tokenizer, name, device)
+    return Encoder(name, model, tokenizer, device, n_states, dim, min(limit, 512))
+
+
+def hidden_state_shape(model, tokenizer, name: str, device) -> tuple[int, int]:
+    """(number of hidden states, their dim) from one probe; a clear error for a model that returns none."""
+    probe = tokenizer([["probe"]], is_split_into_words=True, return_tensors="pt").to(device)
+    with torch.no_grad():
+        out = model(**probe, output_hidden_states=True)
+    states = getattr(out, "hidden_states", None)
+    if not states:
+        raise ModelUnavailableError(f"{name}: the model returns no hidden states (output_hidden_states); it cannot be analysed per layer")
+    return len(states), int(states[-1].shape[-1])
+
+
+def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> int:
+    """How many points a sentence gives (after truncation to the model's length), specials excluded."""
+    enc = encoder.tokenize([words], return_special_tokens_mask=True)
+    special = enc["special_tokens_mask"][0]
+    if mode == "tokens":
+        return len(special) - sum(special)
+    return len({w for w in enc.word_ids(0) if w is not None})
+
+
+def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
+            ) -> Iterator[tuple[list[np.ndarray], list[str], int]]:
+    """Per batch: (one float32 (points, dim) array per layer, the points' types, special tokens excluded)."""
+    if mode not in TYPE_MODES:
+        raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {mode!r}")
+    for b0 in range(0, len(sentences), batch_size):
+        chunk = sentences[b0 : b0 + batch_size]
+        enc = encoder.tokenize(chunk, padding=True, return_special_tokens_mask=True, return_tensors="pt")
+        special = enc.pop("special_tokens_mask").bool()
+        word_ids = [enc.word_ids(i) for i in range(len(chunk))]
+        inputs = {k: v.to(encoder.device) for k, v in enc.items()}
+        with torch.no_grad():
+            states = encoder.model(**inputs, output_hidden_states=True).hidden_states
+        keep = enc["attention_mask"].bool() & ~special
+        n_special = int((enc["attention_mask"].bool() & special).sum())
+        if mode == "tokens":
+            ids = enc["input_ids"][keep].tolist()
+            types = encoder.tokenizer.convert_ids_to_tokens(ids)
+            mask = keep.to(encoder.device)
+            layers = [s[mask].float().cpu().numpy() for s in states]
+        else:
+            # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
+            rows, cols, types = [], [], []
+            flat = 0
+            for i, wids in enumerate(word_ids):
+                seen: dict[int, int] = {}
+                for j, w in enumerate(wids):
+                    if w is None or not bool(keep[i, j]):
+                        continue
+                    if w not in seen:
+                        seen[w] = flat + len(seen)
+                        types.append(chunk[i][w])
+                    rows.append(seen[w])
+                    cols.append(i * keep.shape[1] + j)
+                flat += len(seen)
+            weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
+            weight[rows, cols] = 1.0
+            weight /= weight.sum(dim=1, keepdim=True)
+            weight = weight.to(encoder.device)
+            layers = [(weight @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
+        yield layers, types, n_special

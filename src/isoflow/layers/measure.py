@@ -1,0 +1,168 @@
+"""Cai et al.'s measurements of one layer (or one static table): a dict of numbers from points and their types.
+
+On all points (they are O(n·d)):
+
+* ``s_inter``: mean cosine between different types, one instance per type (its exact expectation over the draw);
+* ``s_intra``: mean over types with ≥ 2 instances of the mean cosine between a type's instances, at most
+  ``max_per_type`` (1,000) instances per type (a seeded subset), as Cai et al.'s code;
+* ``isoscore``, ``cosine_anisotropy`` (mean cosine of all distinct pairs);
+
+on a seeded sample of ≤ ``sample_cap`` (20,000) points:
+
+* K-means for K in 2..15 (``k_max``; one k-means++ start and tolerance 1e-4, scikit-learn's defaults), K chosen by the best
+  silhouette; K = 1 when that silhouette is below ``min_silhouette`` (0.1): ``cluster_k``, ``cluster_silhouette``;
+* ``lid_euclidean`` and ``lid_cosine``: mean k-NN MLE local intrinsic dimension with k = ``k_lid`` (100, Cai et
+  al.'s), on Euclidean distances and on the same points scaled to unit length (chord distance √(2 − 2 cos), a
+  monotone function of the cosine, so the neighbours are the cosine ones; plain, not squared, distances);
+* ``twonn``: TwoNN intrinsic dimension (linear fit, 10 % discarded);
+
+and after subtracting from every point the mean of its cluster (all points assigned to the nearest of the
+sample's cluster means; Cai et al.'s centring): ``s_inter_centred``, ``s_intra_centred``, ``isoscore_centred``,
+``cosine_anisotropy_centred`` (a point equal to its cluster's mean, e.g. alone in its cluster, has no direction
+and is left out of the cosines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+
+from ..metrics import (
+    as_points,
+    cosine_anisotropy,
+    encode_labels,
+    isoscore,
+    knn_distances,
+    lid_from_distances,
+    lid_mle,
+    s_inter,
+    s_intra,
+    sample_rows,
+    select_clusters,
+    subtract_cluster_means,
+    twonn_from_distances,
+)
+
+
+@dataclass(frozen=True)
+class LayerSettings:
+    sample_cap: int = 20_000
+    k_max: int = 15
+    min_silhouette: float = 0.1
+    k_lid: int = 100
+    max_per_type: int = 1000
+    seed: int = 0
+
+    def __post_init__(self):
+        for name, low in (("sample_cap", 3), ("k_max", 2), ("k_lid", 2), ("max_per_type", 2)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
+        if not 0.0 <= self.min_silhouette <= 1.0:
+            raise ValueError(f"min_silhouette must lie in [0, 1]; got {self.min_silhouette!r}")
+
+    def dict(self) -> dict:
+        return asdict(self)
+
+
+def cap_per_type(types: np.ndarray, cap: int, seed: int) -> np.ndarray:
+    """Indices keeping at most ``cap`` instances of each type (a seeded random subset of the larger ones), sorted."""
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(types))
+    ranked = order[np.argsort(types[order], kind="stable")]  # by type; random order within a type
+    codes = types[ranked]
+    starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+    rank = np.arange(len(codes)) - np.repeat(starts, np.diff(np.r_[starts, len(codes)]))
+    return np.sort(ranked[rank < cap])
+
+
+def nearest_centre(x: torch.Tensor, centres: torch.Tensor, block: int = 65536) -> torch.Tensor:
+    """Index of the nearest centre (Euclidean) for every row, float64, in row blocks."""
+    c = centres.to(torch.float64)
+    cc = (c * c).sum(dim=1)
+    out = torch.empty(x.shape[0], dtype=torch.int64, device=x.device)
+    for i0 in range(0, x.shape[0], block):
+        xi = x[i0 : i0 + block].to(torch.float64)
+        out[i0 : i0 + block] = (cc[None, :] - 2.0 * xi @ c.T).argmin(dim=1)
+    return out
+
+
+def _unit(x: torch.Tensor) -> torch.Tensor:
+    x64 = x.to(torch.float64)
+    return x64 / torch.linalg.vector_norm(x64, dim=1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+
+
+def _similarities(x: torch.Tensor, codes: torch.Tensor, intra: torch.Tensor, suffix: str = "") -> dict[str, float]:
+    # A point equal to its cluster's mean (a singleton cluster, after centring) has no direction: the cosines leave it out.
+    nonzero = torch.linalg.vector_norm(x.to(torch.float64), dim=1) > 0
+    if not bool(nonzero.all()):
+        keep = torch.zeros_like(nonzero).index_fill_(0, intra, True) & nonzero
+        intra = torch.nonzero(keep).flatten()
+        xs, cs = x[nonzero], codes[nonzero]
+    else:
+        xs, cs = x, codes
+    has_pairs = bool((torch.bincount(codes[intra]) >= 2).any())
+    return {
+        f"s_inter{suffix}": s_inter(xs, cs) if int(torch.unique(cs).numel()) >= 2 else float("nan"),
+        f"s_intra{suffix}": s_intra(x[intra], codes[intra]) if has_pairs else float("nan"),
+        f"isoscore{suffix}": isoscore(x),
+        f"cosine_anisotropy{suffix}": cosine_anisotropy(xs),
+    }
+
+
+def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> tuple[dict[str, float], dict]:
+    """The measurements of one layer (see the module docstring) and, for the figures, the sample's indices and
+    cluster labels: ``(row, {"sample": indices, "clusters": labels})``.
+
+    ``points``: (n, d) tensor or array; ``types``: a type id per point (strings or ints)."""
+    x = as_points(points)
+    codes = encode_labels(np.asarray(types), x.shape[0], device=x.device).codes
+    n = x.shape[0]
+    s = settings
+    idx = sample_rows(n, s.sample_cap, s.seed, x.device)
+    xs = x if idx is None else x[idx]
+    m = xs.shape[0]
+    if m < s.k_lid + 1:
+        raise ValueError(f"{m} points, fewer than LID's {s.k_lid} neighbours + 1: use more tokens (--max-tokens) or a smaller k (--k-lid)")
+    if m < s.k_max + 1:
+        raise ValueError(f"{m} points, too few for K-means with K up to {s.k_max}")
+    intra = torch.as_tensor(cap_per_type(codes.cpu().numpy(), s.max_per_type, s.seed), device=x.device)
+    row: dict[str, float] = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
+    row.update(_similarities(x, codes, intra))
+
+    choice = select_clusters(xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300)
+    row["cluster_k"] = float(choice.k)
+    row["cluster_silhouette"] = max(choice.silhouettes.values()) if choice.silhouettes else float("nan")
+    if choice.k > 1:
+        present = torch.unique(choice.labels)
+        sample_labels = torch.searchsorted(present, choice.labels)
+        centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(0, sample_labels, xs.to(torch.float64))
+        centres /= torch.bincount(sample_labels, minlength=len(present)).to(torch.float64)[:, None]
+        labels = nearest_centre(x, centres)
+    else:
+        sample_labels = torch.zeros(m, dtype=torch.int64, device=x.device)
+        labels = torch.zeros(n, dtype=torch.int64, device=x.device)
+    row.update(_similarities(subtract_cluster_means(x, labels), codes, intra, "_centred"))
+
+    r = knn_distances(xs, s.k_lid)  # one neighbour search for LID and TwoNN
+    row["lid_euclidean"] = lid_from_distances(r)
+    row["twonn"] = twonn_from_distances(r)
+    row["lid_cosine"] = lid_mle(_unit(xs), k=s.k_lid)
+    return row, {"sample": idx, "clusters": sample_labels}
+
+
+def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, frequency: np.ndarray, *, max_points: int = 5000,
+             seed: int = 0) -> dict[str, np.ndarray]:
+    """Three principal components of (a seeded sample of) the points, with cluster, type and type frequency: the
+    data of the 2-D and 3-D views (Cai et al.'s cluster and "Swiss roll" pictures)."""
+    n = points.shape[0]
+    idx = sample_rows(n, max_points, seed + 1)
+    idx = torch.arange(n) if idx is None else idx.cpu()
+    x = points[idx.to(points.device)].to(torch.float64)
+    x = x - x.mean(dim=0, keepdim=True)
+    _, _, vt = torch.linalg.svd(x, full_matrices=False)
+    pcs = (x @ vt[:3].T).cpu().numpy()
+    return {"pc1": pcs[:, 0], "pc2": pcs[:, 1], "pc3": pcs[:, 2], "cluster": clusters.cpu().numpy()[idx.numpy()],
+            "type": np.asarray(types)[idx.numpy()], "frequency": np.asarray(frequency)[idx.numpy()]}

@@ -1,0 +1,64 @@
+"""The points of every layer, written as the encoder produces them, read back one layer at a time.
+
+A model gives all its layers at once for a batch of sentences, but the metrics need one layer's points for the
+whole corpus. On disk (the default), each layer is a ``.npy`` file written through a memory map: peak memory is one
+layer's points (n × d float32) while measuring, not all (L + 1) layers'. In memory, every layer stays in RAM (small
+runs, and the test that streaming changes nothing).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+
+class LayerStore:
+    """(n_layers, n_points, dim) float32 points, filled batch by batch, read layer by layer."""
+
+    def __init__(self, n_layers: int, n_points: int, dim: int, directory: str | Path | None = None):
+        self.n_layers, self.n_points, self.dim = n_layers, n_points, dim
+        self.filled = 0
+        self._dir = None
+        if directory is None:
+            self._layers = [np.empty((n_points, dim), dtype=np.float32) for _ in range(n_layers)]
+        else:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            self._dir = Path(tempfile.mkdtemp(prefix=".layer-states.", dir=directory))
+            self._layers = [np.lib.format.open_memmap(self._dir / f"layer{i}.npy", mode="w+", dtype=np.float32, shape=(n_points, dim))
+                            for i in range(n_layers)]
+
+    @property
+    def on_disk(self) -> bool:
+        return self._dir is not None
+
+    def append(self, layers: list[np.ndarray]) -> None:
+        if len(layers) != self.n_layers:
+            raise ValueError(f"expected {self.n_layers} layers, got {len(layers)}")
+        n = layers[0].shape[0]
+        if self.filled + n > self.n_points:
+            raise ValueError(f"more points than announced ({self.filled + n} > {self.n_points})")
+        for store, points in zip(self._layers, layers):
+            store[self.filled : self.filled + n] = points
+        self.filled += n
+
+    def layer(self, index: int) -> np.ndarray:
+        """One layer's points: read from disk into memory (a copy) or the in-memory array."""
+        if not 0 <= index < self.n_layers:
+            raise IndexError(f"layer {index} out of range 0..{self.n_layers - 1}")
+        points = self._layers[index][: self.filled]
+        return np.array(points) if self.on_disk else points
+
+    def close(self) -> None:
+        self._layers = []
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> LayerStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,268 @@
+"""Cai et al. across layers: every per-layer metric against a brute-force computation, the K = 1 rule, special
+tokens, streaming (same as all in memory), the corpora, bad input, and the workflow section."""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.neighbors import NearestNeighbors
+
+from IsoScore.IsoScore import IsoScore
+from isoflow import corpora
+from isoflow.errors import DataFormatError
+from isoflow.layers import LayerSettings, layer_metrics, run_layers
+from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder
+from isoflow.layers.measure import cap_per_type
+from isoflow.layers.store import LayerStore
+from isoflow.models import ModelUnavailableError
+
+from conftest import ROOT, sh
+
+
+# ----- brute-force references ----------------------------------------------------------------------------------
+
+def unit(X):
+    return X / np.linalg.norm(X, axis=1, keepdims=True)
+
+
+def brute_s_inter(X, types):
+    """E over distinct type pairs of cos(one instance of t, one instance of t'), averaging over every choice."""
+    U = unit(X)
+    names = sorted(set(types))
+    total, pairs = 0.0, 0
+    for a in names:
+        for b in names:
+            if a != b:
+                total += (U[types == a] @ U[types == b].T).mean()
+                pairs += 1
+    return total / pairs
+
+
+def brute_s_intra(X, types):
+    U = unit(X)
+    means = []
+    for t in sorted(set(types)):
+        V = U[types == t]
+        if len(V) >= 2:
+            G = V @ V.T
+            means.append(G[~np.eye(len(V), dtype=bool)].mean())
+    return float(np.mean(means))
+
+
+def brute_mean_cos(X):
+    U = unit(X)
+    G = U @ U.T
+    return G[~np.eye(len(U), dtype=bool)].mean()
+
+
+def brute_lid(X, k):
+    d, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)
+    r = d[:, 1:]
+    return float(np.mean(-1.0 / np.mean(np.log(r / r[:, -1:]), axis=1)))
+
+
+@pytest.fixture(scope="module")
+def small_layer():
+    rng = np.random.default_rng(0)
+    centres = rng.normal(scale=12.0, size=(3, 6))
+    which = rng.integers(0, 3, 180)
+    X = centres[which] + rng.normal(size=(180, 6)) * [1.0, 0.5, 2.0, 1.0, 0.3, 1.5] + 2.0
+    types = np.array([f"t{i}" for i in rng.integers(0, 25, 180)], dtype=object)
+    return X, types
+
+
+def test_every_metric_against_brute_force(small_layer):
+    X, types = small_layer
+    s = LayerSettings(sample_cap=10_000, k_max=5, k_lid=10, max_per_type=1000, seed=0)
+    row, extra = layer_metrics(X, types, s)
+    assert extra["sample"] is None  # 180 points < cap: all of them
+    assert row["n_points"] == 180 and row["n_types"] == len(set(types))
+    assert row["s_inter"] == pytest.approx(brute_s_inter(X, types), abs=1e-10)
+    assert row["s_intra"] == pytest.approx(brute_s_intra(X, types), abs=1e-10)
+    assert row["isoscore"] == pytest.approx(float(IsoScore(X)), abs=1e-6)
+    assert row["cosine_anisotropy"] == pytest.approx(brute_mean_cos(X), abs=1e-10)
+    assert row["lid_euclidean"] == pytest.approx(brute_lid(X, 10), abs=1e-8)
+    assert row["lid_cosine"] == pytest.approx(brute_lid(unit(X), 10), abs=1e-8)
+    d, _ = NearestNeighbors(n_neighbors=3).fit(X).kneighbors(X)
+    mu = np.sort(d[:, 2] / d[:, 1])[: int(180 * 0.9)]
+    F = np.arange(1, len(mu) + 1) / 180
+    assert row["twonn"] == pytest.approx(np.sum(np.log(mu) * -np.log(1 - F)) / np.sum(np.log(mu) ** 2), abs=1e-8)
+    # Three separated blobs: K = 3, and the centred metrics are those of X minus each cluster's mean.
+    assert row["cluster_k"] == 3
+    labels = extra["clusters"].numpy()
+    centred = X.copy()
+    for c in np.unique(labels):
+        centred[labels == c] -= X[labels == c].mean(axis=0)
+    assert row["s_inter_centred"] == pytest.approx(brute_s_inter(centred, types), abs=1e-10)
+    assert row["s_intra_centred"] == pytest.approx(brute_s_intra(centred, types), abs=1e-10)
+    assert row["isoscore_centred"] == pytest.approx(float(IsoScore(centred)), abs=1e-6)
+    assert row["cosine_anisotropy_centred"] == pytest.approx(brute_mean_cos(centred), abs=1e-10)
+    # The clusters reduce the anisotropy, as Cai et al. find.
+    assert abs(row["cosine_anisotropy_centred"]) < abs(row["cosine_anisotropy"])
+
+
+def test_s_intra_keeps_at_most_max_per_type(small_layer):
+    X, types = small_layer
+    types = np.where(np.arange(180) < 120, "common", types).astype(object)
+    row, _ = layer_metrics(X, types, LayerSettings(sample_cap=10_000, k_max=3, k_lid=5, max_per_type=30, seed=4))
+    keep = cap_per_type(pd.factorize(types, sort=True)[0], 30, 4)
+    assert np.bincount(pd.factorize(types, sort=True)[0][keep]).max() == 30
+    assert row["s_intra"] == pytest.approx(brute_s_intra(X[keep], types[keep]), abs=1e-10)
+
+
+def test_k_equals_one_below_the_silhouette_threshold():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(300, 60))  # one isotropic blob in 60 dims: no clusters (silhouette of any split < 0.1)
+    types = np.arange(300) % 40
+    row, extra = layer_metrics(X, types, LayerSettings(sample_cap=10_000, k_max=6, k_lid=10))
+    assert row["cluster_k"] == 1 and row["cluster_silhouette"] < 0.1
+    # K = 1: the one cluster's mean is the global mean.
+    assert row["s_inter_centred"] == pytest.approx(brute_s_inter(X - X.mean(axis=0), types), abs=1e-10)
+    blobs = np.concatenate([X[:150] - 10.0, X[150:] + 10.0])
+    assert layer_metrics(blobs, types, LayerSettings(sample_cap=10_000, k_max=6, k_lid=10))[0]["cluster_k"] == 2
+    strict = LayerSettings(sample_cap=10_000, k_max=6, k_lid=10, min_silhouette=0.99)  # the threshold is a parameter
+    assert layer_metrics(blobs, types, strict)[0]["cluster_k"] == 1
+
+
+# ----- the encoder: special tokens, words, streaming ---------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory):
+    return load_encoder("minilm", tmp_path_factory.mktemp("raw"), device="cpu")
+
+
+SENTENCES = [["The", "jury", "praised", "the", "administration", "."], ["Unbelievably", ",", "it", "rained", "."],
+             ["Short", "one"]]
+
+
+def test_special_tokens_are_excluded_and_counted(minilm):
+    assert minilm.n_states == 7 and minilm.dim == 384
+    (layers, types, n_special), = list(batches(minilm, SENTENCES, batch_size=8))
+    pieces = [minilm.tokenizer(s, is_split_into_words=True, add_special_tokens=False)["input_ids"] for s in SENTENCES]
+    assert len(types) == sum(map(len, pieces)) == sum(count_points(minilm, s) for s in SENTENCES)
+    assert n_special == 2 * len(SENTENCES)  # [CLS] and [SEP] of each sentence; padding is not counted either
+    assert "[CLS]" not in types and "[SEP]" not in types and "[PAD]" not in types
+    assert types == minilm.tokenizer.convert_ids_to_tokens([i for p in pieces for i in p])
+    assert all(layer.shape == (len(types), 384) for layer in layers) and len(layers) == 7
+    # Padding does not change a sentence's states: alone or in a batch, the same numbers.
+    (alone, _, _), = list(batches(minilm, SENTENCES[2:], batch_size=8))
+    np.testing.assert_allclose(alone[6], layers[6][-len(pieces[2]):], atol=1e-5)
+    # Words: one point per word, the mean of its pieces.
+    (wl, wtypes, _), = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
+    assert wtypes == [w for s in SENTENCES for w in s] and wl[3].shape == (13, 384)
+    n_first = len(minilm.tokenizer(["Unbelievably"], is_split_into_words=True, add_special_tokens=False)["input_ids"])
+    start = len(pieces[0])
+    np.testing.assert_allclose(wl[3][6], layers[3][start : start + n_first].mean(axis=0), atol=1e-5)
+
+
+def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirror):
+    kw = dict(max_tokens=400, settings=LayerSettings(k_lid=20, k_max=4), data_dir=tmp_path, mirror=shared_mirror, device="cpu",
+              progress=False)
+    streamed = run_layers("minilm", "brown", out=tmp_path / "disk", stream=True, **kw)
+    in_memory = run_layers("minilm", "brown", out=tmp_path / "memory", stream=False, **kw)
+    a, b = (pd.read_parquet(d / "layers.parquet") for d in (streamed, in_memory))
+    pd.testing.assert_frame_equal(a, b)
+    meta = json.loads((streamed / "meta.json").read_text())
+    assert meta["streamed"] and not json.loads((in_memory / "meta.json").read_text())["streamed"]
+    assert meta["n_points"] == a["n_points"].iloc[0] >= 400 and meta["special_tokens_excluded"] == 2 * meta["sentences_used"]
+    assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
+
+
+def test_layer_store_reads_back_what_was_written(tmp_path):
+    rng = np.random.default_rng(0)
+    batches_ = [[rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)] for n in (5, 7, 2)]
+    for directory in (tmp_path, None):
+        with LayerStore(3, 14, 4, directory) as store:
+            for b in batches_:
+                store.append(b)
+            for layer in range(3):
+                np.testing.assert_array_equal(store.layer(layer), np.concatenate([b[layer] for b in batches_]))
+            with pytest.raises(IndexError, match="layer 3 out of range 0..2"):
+                store.layer(3)
+    assert not list(tmp_path.iterdir())
+
+
+# ----- corpora ---------------------------------------------------------------------------------------------------------
+
+def test_brown_from_the_mirror(tmp_path, shared_mirror):
+    sentences = corpora.load("brown", tmp_path, shared_mirror, allow_download=False)
+    assert len(sentences) == 57_340 and sum(map(len, sentences)) == 1_161_192  # NLTK's counts
+    assert sentences[0][:4] == ["The", "Fulton", "County", "Grand"]
+    chosen = corpora.sample(sentences, 1000, 3, len)
+    assert 1000 <= sum(map(len, chosen)) < 1000 + max(map(len, chosen))
+    assert chosen == corpora.sample(sentences, 1000, 3, len) != corpora.sample(sentences, 1000, 4, len)
+
+
+def test_wikitext_through_its_canonical_zip(tmp_path, monkeypatch):
+    raw = " \n = Valkyria Chronicles = \n \n Senjō no Valkyria is a game . It was released in 2011 ! Why ? \n \n = = Gameplay = = \n Play it .\n"
+    site = tmp_path / "site"
+    site.mkdir()
+    with zipfile.ZipFile(site / "wikitext-2-raw-v1.zip", "w") as zf:
+        zf.writestr("wikitext-2-raw/wiki.train.raw", raw)
+    from dataclasses import replace
+
+    monkeypatch.setitem(corpora.CORPORA, "wikitext-2", replace(corpora.WIKITEXT2, urls=((site / "wikitext-2-raw-v1.zip").as_uri(),)))
+    sentences = corpora.load("wikitext-2", tmp_path / "cache")
+    assert sentences == [["Senjō", "no", "Valkyria", "is", "a", "game", "."], ["It", "was", "released", "in", "2011", "!"],
+                         ["Why", "?"], ["Play", "it", "."]]
+    assert (tmp_path / "cache/wikitext-2/wiki.train.raw").is_file()
+
+
+# ----- bad input ---------------------------------------------------------------------------------------------------------
+
+def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
+    from isoflow.cli import main
+
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(b"\x00\x01\x02binary")
+    common = ["--data-dir", str(tmp_path), "--mirror", str(shared_mirror), "--device", "cpu", "--quiet"]
+    cases = [
+        (["--model", "minilm", "--corpus", str(empty)], "empty.txt: the corpus is empty"),
+        (["--model", "minilm", "--corpus", str(binary)], "model.bin: is not a text file"),
+        (["--model", "minilm", "--corpus", "penn"], "unknown corpus 'penn'"),
+        (["--model", "minilm", "--corpus", "brown", "--max-tokens", "300", "--view-layer", "9"], "view layer 9 is out of range: minilm has layers 0..6"),
+        (["--model", "minilm", "--corpus", "brown", "--max-tokens", "50"], "fewer than LID's 100 neighbours + 1"),
+        (["--model", "bert-base-uncased", "--corpus", "brown"], "cannot be reached"),
+    ]
+    for argv, message in cases:
+        rc = main(["layers", *argv, *common, "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert rc == 2 and message in err and "Traceback" not in err, (argv, err)
+    assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_a_model_without_hidden_states_is_refused(minilm):
+    class NoStates(torch.nn.Module):
+        def forward(self, **inputs):
+            return type("Out", (), {"hidden_states": None})()
+
+    with pytest.raises(ModelUnavailableError, match="returns no hidden states"):
+        hidden_state_shape(NoStates(), minilm.tokenizer, "nostates", "cpu")
+
+
+def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
+    out = run_layers("glove-50d", "brown", max_tokens=2000, settings=LayerSettings(k_lid=20, k_max=4), data_dir=tmp_path,
+                     mirror=shared_mirror, device="cpu", progress=False)
+    table = pd.read_parquet(out / "layers.parquet")
+    meta = json.loads((out / "meta.json").read_text())
+    assert len(table) == 1 and meta["static"] and table["n_points"].iloc[0] == table["n_types"].iloc[0] == meta["n_points"]
+    assert np.isnan(table["s_intra"].iloc[0])  # one instance per type: no intra-type pairs
+
+
+# ----- the workflow section ------------------------------------------------------------------------------------------------
+
+def test_workflow_layers_section_plans(tmp_path):
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    out = sh(["snakemake", "-n", "layers", *where], ROOT).stdout
+    counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
+    assert counts["layers_run"] == (2 + 1) * 2 and counts["layers_report"] == 1  # (minilm, mpnet, glove) x (brown, wikitext-2)
+    bad = sh(["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['ptb']}"], ROOT, check=False)
+    assert bad.returncode != 0 and "ptb" in bad.stdout + bad.stderr
