@@ -102,6 +102,11 @@ def all_task_model_pairs():
     return sorted(set(all_pairs() + istar_pairs()))
 
 
+def all_tasks():
+    """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
+    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
+
+
 def task_files(pairs):
     return sorted({f"{DATA}/tasks/{t}/meta.json" for t, _ in pairs})
 
@@ -163,6 +168,32 @@ def layers_files():
     return LAYERS_REPORT if layer_runs() else []
 
 
+FINETUNE = config.get("finetune") or {}
+
+
+def finetune_pairs():
+    return [(t, m) for t in FINETUNE.get("tasks", []) for m in FINETUNE.get("models", [])]
+
+
+def finetune_records():
+    return [f"{RESULTS}/finetune/{t}/{m}/istar{lam_text(lam)}/seed{s}.json" for t, m in finetune_pairs()
+            for lam in FINETUNE.get("lambdas", []) for s in FINETUNE.get("seeds", [])]
+
+
+def finetune_run_files():
+    return [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
+
+
+FINETUNE_REPORT = [f"{RESULTS}/tables/finetune.{ext}" for ext in ("csv", "md", "tex")] + [
+    f"{RESULTS}/figures/{name}.{ext}" for name in ("finetune_performance", "finetune_twonn", "finetune_silhouette_vs_isoscore")
+    for ext in ("png", "pdf")
+]
+
+
+def finetune_files():
+    return FINETUNE_REPORT if finetune_records() else []
+
+
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return main_report_files() + istar_files() + layers_files()
+    return main_report_files() + istar_files() + layers_files() + finetune_files()

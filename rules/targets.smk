@@ -3,7 +3,7 @@
 
 rule datasets:
     input:
-        task_files(all_task_model_pairs()),
+        [f"{DATA}/tasks/{t}/meta.json" for t in all_tasks()],
 
 
 rule embeddings:
@@ -44,3 +44,13 @@ rule layers:
 rule layer_runs:
     input:
         layer_runs(),
+
+
+rule finetune:
+    input:
+        finetune_files(),
+
+
+rule finetune_runs:
+    input:
+        finetune_records(),

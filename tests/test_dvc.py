@@ -14,7 +14,7 @@ import yaml
 
 from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
 
-OFFLINE_STAGES = ["prepare@offline", "encode@offline", "optimize@offline", "layers@offline", "report@offline"]
+OFFLINE_STAGES = ["prepare@offline", "encode@offline", "optimize@offline", "layers@offline", "finetune@offline", "report@offline"]
 # The line dvc-configs.yaml documents for sharing the quick start's results, as this CI does.
 OFFLINE_ENTRY = "  offline: {config: config/offline.yaml, data: data/offline, results: results/offline}\n"
 
@@ -39,7 +39,7 @@ def test_stage_paths_agree_with_the_configs():
     stages = dvc_stages()
     assert all(stage["foreach"] == "${configs}" for stage in stages.values())
     outs = {o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]}
-    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/aggregate", "R/tables", "R/figures"}
+    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/finetune", "R/aggregate", "R/tables", "R/figures"}
 
 
 def test_default_remote_is_configured():

@@ -34,18 +34,21 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
     # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
     assert counts["layers_run"] == 6 and counts["layers_report"] == 1
-    assert counts["total"] == 12 + 28 + 140 + 245 + 6 + 7
+    # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x 8 lambdas x 5 seeds, one report.
+    assert counts["finetune_run"] == 4 * 2 * 8 * 5 and counts["finetune_report"] == 1
+    assert counts["total"] == 12 + 28 + 140 + 245 + 6 + 7 + 321
 
 
 @pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2}),
+    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2, "finetune_run": 3}),
     ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 9, "optimize": 18, "optimize_istar": 6 * 7 * 2, "layers_run": 3}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
-    # + aggregate, tables, figures, all; + the sweep's aggregate and report; + the layers report
-    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + 7
+    # + aggregate, tables, figures, all; + the sweep's aggregate and report; + the layers report; + the finetune report
+    extra = 8 if "finetune_run" in jobs else 7
+    assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
 def test_named_targets(tmp_path):
@@ -57,9 +60,9 @@ def test_named_targets(tmp_path):
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar", "layers", "layer_runs"}
+    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
     assert named <= listed
-    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report"}
+    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report", "finetune_report"}
 
 
 def test_a_config_file_is_complete_on_its_own(tmp_path):
@@ -97,7 +100,10 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert list(sweep["lambda"]) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
     layers = pd.read_csv(results / "tables/layers.csv")
     assert sorted(set(layers["model"])) == ["glove-50d", "minilm"] and len(layers) == 7 + 1
-    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca"):
+    tuned = pd.read_csv(results / "tables/finetune.csv")
+    assert list(tuned["lambda"]) == [-5, 0, 5] and set(tuned["seeds"]) == {1}
+    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca",
+                 "finetune_performance", "finetune_twonn"):
         assert (results / f"figures/{name}.png").stat().st_size > 5000
     for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
         assert (results / f"figures/{name}.pdf").stat().st_size > 1000
@@ -146,8 +152,8 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")})
         out = p.stdout + p.stderr
         # Every job but the 4 local `prepare` jobs and `all`: 5 encode, 5 optimize, 2 optimize_istar, 2 layers_run,
-        # aggregate, tables, figures, aggregate_istar, istar_report, layers_report.
-        assert len(re.findall(r"submitted with SLURM jobid", out)) == 20
+        # 3 finetune_run, aggregate, tables, figures, aggregate_istar, istar_report, layers_report, finetune_report.
+        assert len(re.findall(r"submitted with SLURM jobid", out)) == 24
         local = offline_checkout / "results/offline"
         refs = sorted((local / "trajectories").rglob("*.parquet"))
         assert len(refs) == 7

@@ -250,6 +250,32 @@ def _layers_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finetune(args: argparse.Namespace) -> int:
+    import json
+
+    from .finetune import run_finetune
+
+    parquet, record = run_finetune(
+        args.task, args.model, args.seed, data_dir=args.data_dir, task_path=args.task_dir, results=args.results, out=args.out,
+        device=args.device, mirror=args.mirror, raw_dir=args.raw_dir, progress=None if not args.quiet else False,
+        istar_lambda=args.istar, zeta=args.zeta, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, max_train=args.max_train,
+        heldout_fraction=args.heldout_fraction, max_heldout=args.max_heldout, istar_points=args.istar_points)
+    info = json.loads(record.read_text())
+    status = f"diverged at epoch {info['diverged_at_epoch']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
+    print(f"{info['settings']['task']} x {args.model} lambda {args.istar:g} seed {args.seed}: {status}, {info['n_train']} training / "
+          f"{info['n_heldout']} held-out examples ({info['held_out']['source']}), "
+          f"{info['train_sentences_per_second'] or 0:.0f} sentences/s training -> {parquet}")
+    return 0
+
+
+def _finetune_report(args: argparse.Namespace) -> int:
+    from .finetune.report import report
+
+    written = report(args.runs, args.tables, args.figures)
+    print(f"wrote {len(written)} files: finetune tables under {args.tables}, figures under {args.figures}")
+    return 0
+
+
 def _sources(args: argparse.Namespace) -> int:
     from .sources import sources_markdown
 
@@ -385,6 +411,32 @@ def build_parser() -> argparse.ArgumentParser:
     z.add_argument("--tables", default="results/tables", help="where layers.* and layers_lid.* go (default: results/tables)")
     z.add_argument("--figures", default="results/figures", help="where the layers_* figures go (default: results/figures)")
     z.set_defaults(func=_layers_report)
+
+    f = sub.add_parser("finetune", help="fine-tune a sentence encoder (+ linear head) with the I-STAR penalty, measured on held-out data")
+    f.add_argument("--task", required=True, help="a prepared single-label task, e.g. polarity, glue/sst2, glue/mrpc")
+    f.add_argument("--model", required=True, help="minilm or mpnet (or distilroberta where the hub is reachable)")
+    f.add_argument("--istar", type=_finite_float, default=0.0, metavar="LAMBDA", help="I-STAR weight: > 0 pushes isotropy up, < 0 down (default 0)")
+    f.add_argument("--zeta", type=_unit_interval, default=0.2, help="IsoScore* shrinkage weight (default 0.2)")
+    f.add_argument("--istar-points", choices=("pooled", "tokens"), default="pooled",
+                   help="the penalty's points: the batch's sentence embeddings (default) or token states of every layer but the first")
+    f.add_argument("--seed", type=_int_at_least(0), default=0)
+    f.add_argument("--epochs", type=_int_at_least(1), default=1)
+    f.add_argument("--batch-size", type=_int_at_least(2), default=32)
+    f.add_argument("--lr", type=_positive_float, default=2e-5, help="AdamW learning rate (default 2e-5)")
+    f.add_argument("--max-train", type=_int_at_least(0), default=0, help="train on a seeded stratified subset of this many examples (0: all)")
+    f.add_argument("--heldout-fraction", type=_unit_interval, default=0.1, help="held out from the training data when no validation split is at hand (default 0.1)")
+    f.add_argument("--max-heldout", type=_int_at_least(0), default=0, help="evaluate on at most this many held-out examples (0: all)")
+    f.add_argument("--task-dir", default=None, help="the prepared task directory (default <data-dir>/tasks/<task>)")
+    f.add_argument("--results", default="results", help="results root (default: results)")
+    f.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
+    data_options(f)
+    f.set_defaults(func=_finetune)
+
+    fr = sub.add_parser("finetune-report", help="the fine-tuning sweep's table (finetune.csv/md/tex) and figures")
+    fr.add_argument("runs", nargs="+", help="run records (<stem>.json) of `isoflow finetune`")
+    fr.add_argument("--tables", default="results/tables")
+    fr.add_argument("--figures", default="results/figures")
+    fr.set_defaults(func=_finetune_report)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")
     s.set_defaults(func=_sources)

@@ -8,14 +8,17 @@ and ``supersense`` (WordNet). Output: ``<data_dir>/tasks/<name>/`` (see
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import DataFormatError
-from ..fetch import OfflineError, Resource, fetch
+from ..fetch import FetchError, OfflineError, Resource, fetch
 from . import codwoe, glue, polarity, snli, wordnet
 from .table import TaskData, check_task_out, read_task, write_task
+
+logger = logging.getLogger(__name__)
 
 GLUE_TASKS = tuple(glue.TASKS) + ("mrpc",)
 DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense")
@@ -98,11 +101,17 @@ def build(
     allow_download: bool = True,
     progress: bool = True,
     raw_dir: str | os.PathLike | None = None,
+    split: str = "train",
 ) -> TaskData:
     """Fetch and parse dataset ``name`` into a :class:`TaskData` (nothing is written).
 
-    Raw files are cached under ``raw_dir`` (default ``<data_dir>/raw``)."""
+    Raw files are cached under ``raw_dir`` (default ``<data_dir>/raw``). ``split="dev"``: the validation split,
+    for the tasks that have one (GLUE; :func:`has_dev_split`)."""
     name = canonical_name(name)
+    if split not in ("train", "dev"):
+        raise ValueError(f"split must be 'train' or 'dev'; got {split!r}")
+    if split == "dev" and not has_dev_split(name):
+        raise ValueError(f"{name} has no canonical validation split (only GLUE tasks do); hold out part of the training data instead")
     cache = raw_cache(data_dir, raw_dir)
     if name in WORD_TASKS:
         from ..models import static_model
@@ -110,7 +119,7 @@ def build(
         vectors = static_model(vocab).load(cache, mirror, allow_download=allow_download)
         if name == "pos":
             paths = {codwoe.ENGLISH.name: Path(source_file)} if source_file else _fetch_first(codwoe.RESOURCES, cache, mirror, allow_download, progress)
-            return _parse_cached(paths, cache, lambda: codwoe.build(paths, vocabulary=set(vectors.words), vocab_name=vocab))
+            return _parse_cached(paths, cache, lambda p: codwoe.build(p, vocabulary=set(vectors.words), vocab_name=vocab))
         wn = wordnet.WordNet.locate(wordnet_dir, cache=cache, mirror=mirror)
         n = n_words or DEFAULT_N_WORDS[name]
         if name == "pos-wordnet":
@@ -123,18 +132,30 @@ def build(
         return wordnet.build_supersense(wn, n, vocab, vocabulary=vectors.words, wordlist=wordlist)
     if name == "snli":
         paths = _fetch_first(snli.ALTERNATIVES, cache, mirror, allow_download, progress)
-        return _parse_cached(paths, cache, lambda: snli.build(paths))
-    paths = {res.name: fetch(res, cache, mirror=mirror, allow_download=allow_download, progress=progress) for res in resources(name)}
+        return _parse_cached(paths, cache, snli.build)
+    if split == "dev":
+        paths = _fetch_all(glue.dev_resources(name[5:]), cache, mirror, allow_download, progress)
+        return _parse_cached(paths, cache, lambda p: glue.build(name[5:], p, "dev"))
+    paths = _fetch_all(resources(name), cache, mirror, allow_download, progress)
     if name == "polarity":
-        return _parse_cached(paths, cache, lambda: polarity.build(paths))
-    return _parse_cached(paths, cache, lambda: glue.build(name[5:], paths))
+        return _parse_cached(paths, cache, polarity.build)
+    return _parse_cached(paths, cache, lambda p: glue.build(name[5:], p))
+
+
+def _fetch_all(res, cache, mirror, allow_download, progress) -> dict[str, Path]:
+    return {r.name: fetch(r, cache, mirror=mirror, allow_download=allow_download, progress=progress) for r in res}
+
+
+def has_dev_split(name: str) -> bool:
+    """Whether the task has a canonical validation split isoflow can read (GLUE's dev files)."""
+    return canonical_name(name).startswith("glue/")
 
 
 def _parse_cached(paths: dict[str, Path], cache: Path, parse):
-    """``parse()``; if it fails on the cached raw files, remove them (and their verification stamps) so that the
-    next run fetches them again instead of failing on the same bad copy, and say so."""
+    """``parse(paths)``; if it fails on the cached raw files, remove them (and their verification
+    stamps) so that the next run fetches them again instead of failing on the same bad copy, and say so."""
     try:
-        return parse()
+        return parse(paths)
     except DataFormatError as exc:
         removed = []
         for path in paths.values():
@@ -158,7 +179,14 @@ def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.Pa
     out = Path(out or task_dir(name, data_dir))
     check_task_out(out, force=force)
     task = build(name, data_dir=data_dir, **options)
-    return write_task(task, out, force=force)
+    written = write_task(task, out, force=force)
+    if has_dev_split(name):  # best effort: bring the validation file into the cache for fine-tuning's held-out data
+        try:
+            build(name, data_dir=data_dir, split="dev", **options)
+        except (FetchError, DataFormatError) as exc:
+            logger.info("%s: no validation split at hand (%s); fine-tuning will hold out part of the training data", name, exc)
+    return written
 
 
-__all__ = ["DATASETS", "TaskData", "build", "prepare", "raw_cache", "read_task", "resolve_name", "resources", "task_dir", "canonical_name"]
+__all__ = ["DATASETS", "TaskData", "build", "canonical_name", "has_dev_split", "prepare", "raw_cache", "read_task", "resolve_name",
+           "resources", "task_dir"]

@@ -30,6 +30,7 @@ class GlueTask:
     columns: tuple[str, ...]  # text column(s) then label column; header names, or positions for header-less files
     labels: tuple[str, ...]  # the task's label set: any other value is an error
     header: bool = True
+    dev: Resource | None = None  # the validation file (same zip), read when it is at hand
 
 
 def _task(name: str, task_dir: str, zip_name: str, columns: tuple[str, ...], labels: tuple[str, ...], *, header: bool = True,
@@ -40,7 +41,10 @@ def _task(name: str, task_dir: str, zip_name: str, columns: tuple[str, ...], lab
 
     resource = Resource(name=f"glue/{task_dir}/train.tsv", urls=(GLUE_ZIP.format(zip_name),), member=f"{task_dir}/train.tsv",
                         sha256=sha256, size=size, license=license, check=check)
-    return GlueTask(name, resource, columns, labels, header)
+    dev_file = "dev_matched.tsv" if name == "mnli" else "dev.tsv"
+    dev = Resource(name=f"glue/{task_dir}/{dev_file}", urls=(GLUE_ZIP.format(zip_name),), member=f"{task_dir}/{dev_file}",
+                   license=license, check=check, note="GLUE validation split; not pinned")
+    return GlueTask(name, resource, columns, labels, header, dev)
 
 
 BINARY = ("0", "1")
@@ -129,18 +133,28 @@ def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True, *, label
     return rows, dropped
 
 
-def build(task: str, paths: dict[str, Path]) -> TaskData:
+def dev_resources(task: str) -> tuple[Resource, ...]:
+    """The files a task's validation split is built from (MRPC's: the same two as its training split)."""
+    return MRPC_RESOURCES if task == "mrpc" else (TASKS[task].dev,)
+
+
+def build(task: str, paths: dict[str, Path], split: str = "train") -> TaskData:
+    """The training split (GLUE's train.tsv) or, with ``split="dev"``, the validation split (dev.tsv; MNLI:
+    dev_matched.tsv; MRPC: the MSR training pairs whose ids GLUE lists as dev)."""
     if task == "mrpc":
-        return build_mrpc(paths)
+        return build_mrpc(paths, split)
     spec = TASKS[task]
-    path = paths[spec.resource.name]
+    res = spec.resource if split == "train" else spec.dev
+    path = paths[res.name]
     rows, dropped = read_tsv(path, spec.columns, spec.header, labels=spec.labels, task=f"glue/{task}")
     texts = [r[0] for r in rows] if len(spec.columns) == 2 else [(r[0], r[1]) for r in rows]
-    return build_task(f"glue/{task}", texts, [r[-1].strip() for r in rows], sources=[source_record(spec.resource, path)], extra={"dropped_rows": dropped})
+    name = f"glue/{task}" + ("" if split == "train" else "-dev")
+    return build_task(name, texts, [r[-1].strip() for r in rows], sources=[source_record(res, path)], extra={"dropped_rows": dropped, "split": split})
 
 
-def build_mrpc(paths: dict[str, Path]) -> TaskData:
-    """GLUE's MRPC train: MSR paraphrase train minus GLUE's dev id pairs (as download_glue_data.py builds it)."""
+def build_mrpc(paths: dict[str, Path], split: str = "train") -> TaskData:
+    """GLUE's MRPC train: MSR paraphrase train minus GLUE's dev id pairs (as download_glue_data.py builds it); with
+    ``split="dev"``, exactly those dev pairs (408)."""
     train, ids = paths[MRPC_TRAIN.name], paths[MRPC_DEV_IDS.name]
     dev = set()
     for lineno, line in enumerate(ids.read_text(encoding="utf-8").splitlines(), 1):
@@ -150,11 +164,12 @@ def build_mrpc(paths: dict[str, Path]) -> TaskData:
                 raise DataFormatError(f"{ids}:{lineno}: expected two tab-separated ids, got {line!r}")
             dev.add(tuple(parts))
     rows, dropped = read_tsv(train, MRPC_COLUMNS, labels=BINARY, task="glue/mrpc")
-    kept = [r for r in rows if (r[0], r[1]) not in dev]
+    kept = [r for r in rows if ((r[0], r[1]) in dev) == (split == "dev")]
     return build_task(
-        "glue/mrpc",
+        "glue/mrpc" + ("" if split == "train" else "-dev"),
         [(r[2], r[3]) for r in kept],
         [r[4].strip() for r in kept],
         sources=[source_record(MRPC_TRAIN, train), source_record(MRPC_DEV_IDS, ids)],
-        extra={"dropped_rows": dropped, "dev_pairs_removed": len(rows) - len(kept)},
+        extra={"dropped_rows": dropped, "dev_pairs_removed" if split == "train" else "dev_pairs": len(rows) - len(kept) if split == "train" else len(kept),
+               "split": split},
     )

@@ -93,6 +93,34 @@ def _lambda_colours(lams):
     return {lam: "black" if lam == 0 else cmap(0.5 + 0.5 * lam / span) for lam in lams}
 
 
+def lambda_points_figure(table: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
+    """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (coloured, labelled),
+    one marker per model: I-STAR's Figure 5 layout, shared by the table experiment and fine-tuning."""
+    import matplotlib.pyplot as plt
+
+    colour = _lambda_colours(sorted(table["lambda"].unique()))
+    tasks = sorted(table.task.unique())
+    fig, axes = _panels(len(tasks))
+    markers = dict(zip(sorted(table.model.unique()), "osD^v"))
+    for ax, task in zip(axes, tasks):
+        for model, rows in table[table.task == task].groupby("model"):
+            rows = rows.dropna(subset=[f"{y}_mean"])
+            ax.errorbar(rows[f"{x}_mean"], rows[f"{y}_mean"], xerr=rows[f"{x}_std"], yerr=rows[f"{y}_std"],
+                        fmt=markers[model], ls="-", lw=0.8, color="0.6", ecolor="0.4", mfc="none", label=model, capsize=2)
+            for _, r in rows.iterrows():
+                ax.scatter(r[f"{x}_mean"], r[f"{y}_mean"], color=colour[r["lambda"]], marker=markers[model], zorder=3)
+                ax.annotate(f"λ={r['lambda']:g}", (r[f"{x}_mean"], r[f"{y}_mean"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_title(task)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(title, fontsize=10)
+    written = _save(fig, stem)
+    plt.close(fig)
+    return written
+
+
 def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     import matplotlib
 
@@ -109,25 +137,8 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     written = []
 
     # (a) performance against IsoScore*, one point per lambda
-    tasks = sorted(table.task.unique())
-    fig, axes = _panels(len(tasks))
-    markers = dict(zip(sorted(table.model.unique()), "osD^v"))
-    for ax, task in zip(axes, tasks):
-        for model, rows in table[table.task == task].groupby("model"):
-            rows = rows.dropna(subset=["accuracy_mean"])
-            ax.errorbar(rows["isoscore_star_mean"], rows["accuracy_mean"], xerr=rows["isoscore_star_std"], yerr=rows["accuracy_std"],
-                        fmt=markers[model], ls="-", lw=0.8, color="0.6", ecolor="0.4", mfc="none", label=model, capsize=2)
-            for _, r in rows.iterrows():
-                ax.scatter(r["isoscore_star_mean"], r["accuracy_mean"], color=colour[r["lambda"]], marker=markers[model], zorder=3)
-                ax.annotate(f"λ={r['lambda']:g}", (r["isoscore_star_mean"], r["accuracy_mean"]), fontsize=6, xytext=(3, 3), textcoords="offset points")
-        ax.set_title(task)
-        ax.set_xlabel("IsoScore* (final)")
-        ax.set_ylabel("training accuracy (final)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.suptitle("I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", fontsize=10)
-    written += _save(fig, out_dir / "istar_performance")
-    plt.close(fig)
+    written += lambda_points_figure(table, "isoscore_star", "accuracy", "IsoScore* (final)", "training accuracy (final)",
+                                    "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance")
 
     complete = info.loc[~info["diverged"], ["task", "model", "istar_lambda", "seed"]]
     t = traj.merge(complete, on=["task", "model", "istar_lambda", "seed"])

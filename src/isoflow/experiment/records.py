@@ -79,6 +79,7 @@ def settings_row(info: dict, meta: Path) -> dict:
 def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Exactly the given runs: (tidy per-step frame, one row per run). Errors name the file and the fix."""
     frames, rows = [], []
+    compared: set[str] = set()  # every setting any run records
     seen: dict[Path, str] = {}
     for path in paths:
         parquet, meta = record_pair(path)
@@ -93,6 +94,7 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Data
         except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for corrupt files
             raise RecordError(f"{parquet} could not be read ({type(exc).__name__}: {exc}); run it again") from exc
         row = settings_row(info, meta)
+        compared.update(info["settings"])
         for key in ROW_SETTINGS:  # rows of the tables: plain runs have weight 0
             frame[key] = row.get(key, 0.0) or 0.0
             row[key] = row.get(key, 0.0) or 0.0
@@ -101,7 +103,7 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Data
     if not frames:
         raise RecordError("no runs given")
     info = pd.DataFrame(rows)
-    check_consistent(info)
+    check_consistent(info, sorted(compared))
     return pd.concat(frames, ignore_index=True), info
 
 
@@ -112,10 +114,12 @@ def row_label(values) -> str:
     return " x ".join([str(task), str(model), *extra])
 
 
-def check_consistent(info: pd.DataFrame) -> None:
-    """Runs in one row of the tables (same task, model and row settings) must differ only in their seed."""
+def check_consistent(info: pd.DataFrame, settings: list[str] | None = None) -> None:
+    """Runs in one row of the tables (same task, model and row settings) must differ only in their seed: every other
+    setting (``settings``: the columns that are settings; default all but the run information) must agree."""
     key = ["task", "model", *ROW_SETTINGS]
-    compared = [c for c in info.columns if c not in (*key, "seed", *INFO_FIELDS, "git_commit", "git_dirty", "record")]
+    candidates = settings if settings is not None else [c for c in info.columns if c not in (*INFO_FIELDS, "git_commit", "git_dirty", "record")]
+    compared = [c for c in candidates if c in info.columns and c not in (*key, "seed")]
     for values, group in info.groupby(key, dropna=False):
         dup = group[group.duplicated("seed", keep=False)]
         if len(dup):

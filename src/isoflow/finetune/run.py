@@ -1,0 +1,88 @@
+"""One fine-tuning run from a prepared task to its records: ``<out>.parquet`` (held-out measurements per epoch),
+``<out>.steps.parquet`` (training loss and penalty per step) and ``<out>.json`` (settings, held-out data, sizes,
+speeds, versions, code commit), the JSON last: an interrupted run leaves no record that looks complete. A run
+that diverges (NaN) is recorded with ``"diverged": true`` and the epoch, so that the sweep's table reports it.
+
+Default place: ``results/finetune/<task>/<model>/istar<λ>/seed<S>`` (λ = 0 included: every fine-tuning run is
+part of a sweep).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .. import __version__, interrupt
+from ..atomic import atomic_file
+from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
+from ..devices import resolve_device
+from ..experiment.run import lambda_dir
+from ..models import sentence_model
+from ..provenance import code_version
+from .data import check_held_out, examples_of, held_out, stratified_split
+from .model import SentenceEncoder
+from .train import FinetuneSettings, finetune, settings_dict
+
+
+def finetune_path(task: str, model: str, seed: int, istar_lambda: float, results: str | os.PathLike = "results") -> Path:
+    return Path(results) / "finetune" / resolve_name(task) / model / lambda_dir(istar_lambda) / f"seed{seed}"
+
+
+def _cap(ex, n: int, seed: int):
+    """At most ``n`` examples (0: all), a seeded stratified subset."""
+    if not n or len(ex) <= n:
+        return ex
+    _, keep = stratified_split(ex.y, n / len(ex), seed)
+    return ex.subset(keep)
+
+
+def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLike = "data", task_path: str | os.PathLike | None = None,
+                 results: str | os.PathLike = "results", out: str | os.PathLike | None = None, device: str = "auto", mirror=None,
+                 raw_dir: str | os.PathLike | None = None, progress: bool | None = None, callback=None, **settings) -> tuple[Path, Path]:
+    """Fine-tune ``model`` on ``task`` (see :mod:`isoflow.finetune.train`) and write its records; returns (parquet, json)."""
+    name = resolve_name(task)
+    s = FinetuneSettings(task=name, model=model, seed=seed, **settings)  # every number checked before any work
+    spec = sentence_model(model)  # unknown or static models: a clear error before any work
+    dev = resolve_device(device)
+    tpath = Path(task_path or task_dir(task, data_dir))
+    if task_path is None and not tpath.is_dir() and name not in DATASETS:
+        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
+    tdata = read_task(tpath)
+    s = replace(s, task=tdata.name)
+    train_all = examples_of(tdata)
+    check_held_out(train_all, "training")
+    train, heldout, held_info = held_out(tdata, tdata.name, train_all, fraction=s.heldout_fraction, seed=s.seed, data_dir=data_dir,
+                                         raw_dir=raw_dir, mirror=mirror)
+    heldout = _cap(heldout, s.max_heldout, s.seed)
+    train = _cap(train, s.max_train, s.seed)
+    check_held_out(train, "training")
+    check_held_out(heldout)
+    held_info["n"] = len(heldout)
+    from ..models.sbert import load_sentence_model
+
+    encoder = SentenceEncoder(load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror))
+    result = finetune(encoder, train, heldout, s, device=dev, progress=progress, callback=callback)
+    interrupt.check()
+    out = Path(out or finetune_path(tdata.name, model, seed, s.istar_lambda, results))
+    parquet, steps, record = out.with_suffix(".parquet"), out.with_name(out.name + ".steps.parquet"), out.with_suffix(".json")
+    record.unlink(missing_ok=True)  # a stale record must not vouch for new tables
+    frame = pd.DataFrame(result.epochs)
+    for col, value in (("istar_lambda", s.istar_lambda), ("seed", seed), ("model", model), ("task", tdata.name)):
+        frame.insert(0, col, value)
+    with atomic_file(parquet) as tmp:
+        frame.to_parquet(tmp, index=False)
+    with atomic_file(steps) as tmp:
+        pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
+    meta = {"settings": settings_dict(s), "held_out": held_info, **result.info,
+            "versions": {"isoflow": __version__, "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()},
+            "code": code_version(), "threads": torch.get_num_threads(), "complete": True}
+    with atomic_file(record) as tmp:
+        tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
+    return parquet, record
