@@ -1,0 +1,113 @@
+"""Benchmark: fine-tuning speed (sentences per second, training and held-out evaluation) and what the I-STAR penalty
+adds per step at batch 32, with MiniLM on polarity sentences; and what the paper-scale config's fine-tuning sweep
+costs at the measured per-step time.
+
+Not a test. Variants alternate (order rotated per repeat) in one process; medians are reported. Writes
+``benchmarks/results/finetune.json`` (``--device cuda`` writes ``finetune-cuda.json``). Run:
+``python benchmarks/finetune.py`` (prepares polarity through ``$ISOFLOW_MIRROR`` if needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+RESULTS = Path(__file__).parent / "results"
+# The paper config's fine-tuning sweep: 4 GLUE tasks x 2 models x 8 lambdas x 5 seeds x 3 epochs; training examples of
+# SST-2, CoLA, MRPC, RTE (GLUE train sizes), batch 32.
+PAPER_TRAIN = {"glue/sst2": 67_349, "glue/cola": 8_551, "glue/mrpc": 3_668, "glue/rte": 2_490}
+PAPER_RUNS_PER_TASK = 2 * 8 * 5
+PAPER_EPOCHS = 3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default="data")
+    parser.add_argument("--steps", type=int, default=8, help="training steps per timed run (default 8)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+
+    from isoflow.datasets import prepare, read_task, task_dir
+    from isoflow.experiment.istar import IStar
+    from isoflow.finetune.data import examples_of
+    from isoflow.finetune.model import SentenceEncoder, token_points
+    from isoflow.models import SENTENCE_MODELS
+    from isoflow.models.sbert import load_sentence_model
+
+    if not (task_dir("polarity", args.data_dir) / "meta.json").is_file():
+        prepare("polarity", data_dir=args.data_dir, progress=False)
+    ex = examples_of(read_task(task_dir("polarity", args.data_dir)))
+    device = torch.device(args.device)
+    encoder = SentenceEncoder(load_sentence_model(SENTENCE_MODELS["minilm"], str(device), Path(args.data_dir) / "raw")).to(device)
+    head = torch.nn.Linear(encoder.dim, 2).to(device)
+    opt = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=2e-5)
+    batch = 32
+    reference = encoder.encode(ex.a[:512], device).double()
+
+    def train_steps(points: str | None) -> float:
+        istar = IStar.build(1.0, 0.2, reference) if points else None
+        encoder.train()
+        t = time.perf_counter()
+        for i in range(args.steps):
+            j = (i * batch) % (len(ex) - batch)
+            emb, states, mask = encoder(encoder.tokenize(ex.a[j : j + batch], device), hidden_states=points == "tokens")
+            loss = torch.nn.functional.cross_entropy(head(emb), torch.as_tensor(ex.y[j : j + batch], device=device))
+            if istar is not None:
+                loss = loss + istar.penalty(emb if points == "pooled" else token_points(states, mask))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        return (time.perf_counter() - t) / args.steps
+
+    variants = {"plain (lambda 0)": None, "I-STAR, pooled points": "pooled", "I-STAR, token points": "tokens"}
+    names = list(variants)
+    for v in variants.values():
+        train_steps(v)  # warm-up
+    times = {name: [] for name in names}
+    for r in range(args.repeats):
+        for name in names[r % 3:] + names[: r % 3]:
+            times[name].append(train_steps(variants[name]))
+    per_step = {name: statistics.median(t) for name, t in times.items()}
+    t = time.perf_counter()
+    encoder.encode(ex.a[:1024], device, batch_size=64)
+    eval_rate = 1024 / (time.perf_counter() - t)
+    plain = per_step["plain (lambda 0)"]
+    steps_paper = sum(math.ceil(0.9 * n / batch) for n in PAPER_TRAIN.values()) * PAPER_RUNS_PER_TASK * PAPER_EPOCHS
+    result = {
+        "case": "all-MiniLM-L6-v2, polarity sentences, batch 32, AdamW; one step = forward, backward, update",
+        "seconds_per_step_median": per_step,
+        "seconds_per_step_all": times,
+        "train_sentences_per_second": {name: batch / s for name, s in per_step.items()},
+        "penalty_overhead_vs_plain": {name: s / plain - 1.0 for name, s in per_step.items()},
+        "eval_sentences_per_second": eval_rate,
+        "paper_config_finetune_steps": steps_paper,
+        "paper_config_finetune_hours_at_this_rate_minilm": steps_paper * plain / 3600 / 2,  # half the runs are MiniLM's
+        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
+                        "device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None},
+    }
+    for name, s in per_step.items():
+        print(f"{name:24s} {s * 1000:7.0f} ms/step  {batch / s:6.1f} sentences/s  ({(s / plain - 1) * 100:+.1f} % vs plain)")
+    print(f"held-out encoding: {eval_rate:.0f} sentences/s; the paper config's MiniLM fine-tuning runs: "
+          f"{steps_paper // 2} steps, ~{result['paper_config_finetune_hours_at_this_rate_minilm']:.0f} h at this rate")
+    from isoflow.atomic import atomic_file
+
+    out = RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json")
+    with atomic_file(out) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
