@@ -42,6 +42,27 @@ def test_stage_paths_agree_with_the_configs():
     assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/finetune", "R/aggregate", "R/tables", "R/figures"}
 
 
+def test_stage_dependencies_cover_every_imported_module():
+    """Each stage depends on every isoflow file its commands import (scripts/stage_modules.py reads the imports), so a
+    change to any of them makes `dvc status` report the stage; and on its own rule files."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from stage_modules import STAGE_COMMANDS, covered, stage_files
+
+    stages = dvc_stages()
+    assert set(stages) == set(STAGE_COMMANDS)
+    for name, stage in stages.items():
+        deps = stage["do"]["deps"]
+        missing = [str(f) for f in stage_files(name) if not covered(f, deps)]
+        assert not missing, f"stage {name} lacks dependencies on {missing}"
+        rules = {r for r in deps if r.startswith("rules/")}
+        allowed = stage["do"]["cmd"].split("--allowed-rules ")[1].split(" $")[0].split()
+        for rule in allowed:
+            defined = [f"rules/{f.name}" for f in (ROOT / "rules").glob("*.smk") if re.search(rf"^rule {rule}:", f.read_text(), re.M)]
+            assert set(defined) <= rules | {"rules/targets.smk"} or rule == "all", (name, rule, defined)
+
+
 def test_default_remote_is_configured():
     p = sh(["dvc", "remote", "list"], ROOT)
     assert re.search(r"^shared\s+\S*isoflow-dvc-store", p.stdout, re.M), p.stdout
@@ -127,6 +148,17 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
     sh(["make", "pull", "DVC_PULL_ARGS=-q -r lab"], clone)
     assert out_checksums(clone) == sums
     assert_nothing_to_do(clone)
+
+
+@pytest.mark.slow
+def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
+    """A change to the corpus reader concerns the layer analysis and what is made from it, nothing else."""
+    clone = fresh_clone(committed, "clone-status")
+    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
+    corpora = clone / "src/isoflow/corpora.py"
+    corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
+    status = sh(["dvc", "status"], clone).stdout
+    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == ["layers@offline", "report@offline"], status
 
 
 @pytest.mark.slow

@@ -76,6 +76,50 @@ def test_a_config_file_is_complete_on_its_own(tmp_path):
     assert {k: counts.get(k) for k in ("prepare", "encode", "optimize")} == {"prepare": 1, "encode": 1, "optimize": 1}
 
 
+def test_names_and_defaults_agree_everywhere():
+    """One fact, many copies: the schema's enums are the registries' names, and its defaults the library's and CLI's."""
+    import yaml
+
+    from isoflow.cli import build_parser
+    from isoflow.datasets import DATASETS, GLUE_TASKS, WORD_TASKS
+    from isoflow.experiment import Settings, default_steps
+    from isoflow.experiment.istar import DEFAULT_ZETA
+    from isoflow.finetune import FinetuneSettings
+    from isoflow.layers import LayerSettings
+    from isoflow.models import MODELS, SENTENCE_MODELS, STATIC_MODELS
+
+    schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())["properties"]
+    enum = lambda *path: set(_walk(schema, path)["enum"])  # noqa: E731
+    assert enum("paper", "items", "properties", "task") == {"polarity", "snli", *WORD_TASKS} and enum("paper", "items", "properties", "task") <= set(DATASETS)
+    assert enum("paper", "items", "properties", "model") == set(MODELS)
+    assert enum("glue", "properties", "tasks", "items") == set(GLUE_TASKS)
+    assert enum("glue", "properties", "models", "items") == set(SENTENCE_MODELS)
+    assert enum("istar", "properties", "tasks", "items") == set(DATASETS)
+    assert enum("istar", "properties", "models", "items") == set(MODELS)
+    assert enum("finetune", "properties", "models", "items") == set(SENTENCE_MODELS)
+    assert enum("finetune", "properties", "tasks", "items") == set(DATASETS) - set(WORD_TASKS)
+    assert enum("layers", "properties", "static", "items") == set(STATIC_MODELS)
+    # Defaults: schema = library = CLI.
+    commands = build_parser()._subparsers._group_actions[0].choices
+    cli = {name: {a.dest: a.default for a in p._actions} for name, p in commands.items()}
+    assert schema["sample_cap"]["default"] == Settings("t", "m", 0, 1).sample_cap == cli["optimize"]["sample_cap"] == 20_000
+    assert cli["optimize"]["zeta"] == cli["finetune"]["zeta"] == DEFAULT_ZETA and cli["optimize"]["lr"] == Settings("t", "m", 0, 1).lr
+    assert cli["finetune"]["lr"] == FinetuneSettings("t", "m", 0).lr and cli["finetune"]["batch_size"] == FinetuneSettings("t", "m", 0).batch_size
+    assert cli["layers"]["k_lid"] == LayerSettings().k_lid and cli["layers"]["sample_cap"] == LayerSettings().sample_cap
+    assert cli["layers"]["min_silhouette"] == LayerSettings().min_silhouette and cli["layers"]["k_max"] == LayerSettings().k_max
+    assert schema["istar"]["properties"]["zeta"]["default"] == DEFAULT_ZETA == Settings("t", "m", 0, 1).zeta == FinetuneSettings("t", "m", 0).zeta
+    assert schema["layers"]["properties"]["k_lid"]["default"] == LayerSettings().k_lid == 100
+    assert schema["finetune"]["properties"]["lr"]["default"] == FinetuneSettings("t", "m", 0).lr
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    assert (config["steps"]["default"], config["steps"]["glue"]) == (default_steps("polarity"), default_steps("glue/cola")) == (1000, 250)
+
+
+def _walk(tree, path):
+    for key in path:
+        tree = tree[key]
+    return tree
+
+
 def test_invalid_config_is_refused(tmp_path):
     bad = snakemake("-n", "--config", "seeds=[]", check=False)
     assert bad.returncode != 0 and "seeds" in bad.stdout + bad.stderr

@@ -1,0 +1,124 @@
+"""Which isoflow source files each DVC stage's commands import: the import closure of the CLI handlers its rules call.
+
+Static (read with ``ast``, every ``import`` inside functions included, so the lists are a safe superset): a stage
+must depend on every file listed, or a change to that code would not make ``dvc status`` report it. The test
+``tests/test_dvc.py::test_stage_dependencies_cover_every_imported_module`` checks dvc.yaml against this; print the
+lists with ``python scripts/stage_modules.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "isoflow"
+
+# DVC stage -> the `isoflow` subcommands its rules run (dvc.yaml: each stage's --allowed-rules).
+STAGE_COMMANDS = {
+    "prepare": ["prepare"],
+    "encode": ["encode"],
+    "optimize": ["optimize"],
+    "layers": ["layers"],
+    "finetune": ["finetune"],
+    "report": ["aggregate", "tables", "figures", "istar-report", "layers-report", "finetune-report"],
+}
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of an ``isoflow...`` module (package: its __init__.py), or None if it is not ours."""
+    if not name.startswith("isoflow"):
+        return None
+    path = SRC.joinpath(*name.split("."))
+    if path.is_dir():
+        return path / "__init__.py"
+    return path.with_suffix(".py") if path.with_suffix(".py").is_file() else None
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
+    """Absolute names of the modules a parsed module imports (anywhere in it), resolving relative imports."""
+    package = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                prefix = ".".join(base + ([node.module] if node.module else []))
+            else:
+                prefix = node.module or ""
+            found.add(prefix)
+            found.update(f"{prefix}.{alias.name}" for alias in node.names)  # `from . import x` may import a module x
+    return found
+
+
+def closure(start: set[str], shallow: frozenset[str] = frozenset({"isoflow.cli"})) -> set[Path]:
+    """Every isoflow file reachable through imports from the modules ``start`` (and their parent packages).
+    ``shallow`` modules count as files but are not followed (the CLI: each stage runs one of its handlers, whose
+    imports the caller passes in ``start``)."""
+    todo, seen = list(start), set()
+    files: set[Path] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        path = _module_file(name)
+        if path is None:
+            continue
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # importing a.b.c runs a and a.b first
+        files.add(path)
+        if name not in shallow:
+            todo += _imports(ast.parse(path.read_text()), name, path.name == "__init__.py")
+    return files
+
+
+def handler_imports(command: str) -> set[str]:
+    """The modules the CLI handler of ``command`` imports (its function body), plus the CLI module itself."""
+    tree = ast.parse((PACKAGE / "cli.py").read_text())
+    name = "_" + command.replace("-", "_")
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return {"isoflow.cli"} | _imports(node, "isoflow.cli", False)
+    raise KeyError(f"no handler {name} in cli.py")
+
+
+def stage_files(stage: str) -> set[Path]:
+    modules = set().union(*(handler_imports(c) for c in STAGE_COMMANDS[stage]))
+    top = ast.parse((PACKAGE / "cli.py").read_text())
+    module_level = _imports(ast.Module(body=[n for n in top.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[]), "isoflow.cli", False)
+    return closure(modules | module_level | {"isoflow"})
+
+
+def dep_entries(stage: str) -> list[str]:
+    """The stage's source files as dvc.yaml deps: a package directory where every file of it is needed."""
+    files = stage_files(stage)
+    entries = set()
+    for path in files:
+        package = path.parent
+        if package != PACKAGE and set(package.glob("*.py")) <= files:
+            entries.add(str(package.relative_to(SRC.parent)))
+        else:
+            entries.add(str(path.relative_to(SRC.parent)))
+    return sorted(entries)
+
+
+def covered(path: Path, deps: list[str]) -> bool:
+    rel = str(path.relative_to(SRC.parent))
+    return any(rel == d or rel.startswith(d.rstrip("/") + "/") for d in deps)
+
+
+def main() -> int:
+    for stage in STAGE_COMMANDS:
+        print(f"{stage}:")
+        for entry in dep_entries(stage):
+            print(f"  - {entry}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
