@@ -24,9 +24,7 @@ import pandas as pd
 from ..atomic import atomic_file
 from .records import aggregate, discover, load_aggregate, load_runs
 
-# Pearson r between IsoScore and silhouette reported by Mickus et al. (2024) for the main tasks.
-PAPER_PEARSON = {"polarity": -0.808, "snli": -0.878, "pos": -0.947, "supersense": -0.978}
-PAPER_NOTE = "paper: Spearman ρ < -0.998 on every main task; GLUE: r in [-0.94, -0.838], ρ < -0.966"
+from . import paper
 
 
 def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -43,7 +41,7 @@ def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(pearsonr(x, y).statistic), float(spearmanr(x, y).statistic)
 
 
-def correlations(traj: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per run, per task × model). Correlations use steps ≥ 1 (after each update)."""
     after = traj[traj["step"] >= 1]
     runs = []
@@ -68,15 +66,60 @@ def correlations(traj: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "pearson_r_runs_std": per["pearson_r"].std() if len(per) > 1 else float("nan"),
             "spearman_rho_runs_mean": per["spearman_rho"].mean(),
             "max_std_over_seeds": float(np.nanmax(std.to_numpy())) if len(per) > 1 else float("nan"),
-            "paper_pearson_r": PAPER_PEARSON.get(task, float("nan")),
+            **paper_columns(task, model, r, rho, int(mean.index.max())),
+            "commits": _commits(info, task, model),
         })
     return runs, pd.DataFrame(summary)
 
 
+def paper_columns(task: str, model: str, r: float, rho: float, steps: int) -> dict:
+    """The paper's r and ρ for this exact row (main tasks: r and the bound ρ < −0.998; GLUE: Table 3), the
+    differences, where they come from, and how this row's setup departs from the paper's."""
+    if task.startswith("glue/"):
+        row = paper.glue_row(task, model)
+        pr, prho = row if row else (float("nan"), float("nan"))
+        source = paper.GLUE_SOURCE["correlations"] if row else ""
+        rho_text = f"{prho:.4f}" if row else ""
+    else:
+        row = paper.main_row(task)
+        pr = row["pearson_r"] if row else float("nan")
+        prho = float("nan")
+        source = paper.MAIN_SOURCE["pearson_r"] if row else ""
+        rho_text = f"< {paper.MAIN_SPEARMAN_BELOW}" if row else ""
+    return {"paper_pearson_r": pr, "delta_r": r - pr, "paper_spearman_rho": rho_text,
+            "delta_rho": rho - prho if not np.isnan(prho) else float("nan"), "paper_source": source, "setup": paper.setup(task, model, steps)}
+
+
+def _commits(info: pd.DataFrame | None, task: str, model: str) -> str:
+    """The code commits the runs of this row came from ("+dirty": the tree had uncommitted changes)."""
+    if info is None or "git_commit" not in info:
+        return ""
+    rows = info[(info.task == task) & (info.model == model)]
+    return ",".join(sorted({str(c)[:10] + ("+dirty" if d is True or str(d) == "True" else "") for c, d in
+                            zip(rows["git_commit"], rows["git_dirty"]) if isinstance(c, str)}))
+
+
 def sizes(info: pd.DataFrame) -> pd.DataFrame:
-    """Tables 1–2: N items and N params per task × model (identical across seeds)."""
+    """Tables 1–2: N items and N params per task × model (identical across seeds), beside the paper's (its "N.
+    items" counts examples: SNLI's 9,842 pairs), with the differences."""
     cols = ["task", "model", "n_items", "n_examples", "dim", "n_labels", "n_params"]
-    return info[cols].drop_duplicates(["task", "model"]).sort_values(["task", "model"]).reset_index(drop=True)
+    table = info[cols].drop_duplicates(["task", "model"]).sort_values(["task", "model"]).reset_index(drop=True)
+    paper_items, paper_params, setups = [], [], []
+    for task, model in zip(table.task, table.model):
+        if task.startswith("glue/"):
+            paper_items.append(paper.GLUE_ITEMS.get(task.removeprefix("glue/")))
+            paper_params.append(paper.glue_params(task, model))
+        else:
+            row = paper.main_row(task)
+            paper_items.append(row["n_items"] if row else None)
+            paper_params.append(row["n_params"] if row and row["model"] == model else None)
+        setups.append(paper.setup(task, model, paper.PAPER_STEPS["glue" if task.startswith("glue/") else "main"]))
+    table["paper_n_items"] = pd.array(paper_items, dtype="Int64")
+    table["delta_n_items"] = table["n_examples"] - table["paper_n_items"]
+    table["paper_n_params"] = pd.array(paper_params, dtype="Int64")
+    table["delta_n_params"] = table["n_params"] - table["paper_n_params"]
+    table["setup"] = setups
+    return table
 
 
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
@@ -205,20 +248,29 @@ def _save(fig, stem: Path) -> list[Path]:
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     """Correlation tables (main tasks; GLUE) and Tables 1-2 as CSV, Markdown and LaTeX; returns the paths written."""
     out_dir = Path(out_dir)
-    runs, summary = correlations(traj)
+    runs, summary = correlations(traj, info)
     glue = summary["task"].str.startswith("glue/")
     written = []
     written += write_table(runs, out_dir / "correlations_per_run", caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).")
     if (~glue).any():
-        written += write_table(summary[~glue].reset_index(drop=True), out_dir / "correlations", caption=f"IsoScore vs silhouette over training, seed-mean curves ({PAPER_NOTE}).")
+        written += write_table(summary[~glue].reset_index(drop=True), out_dir / "correlations", caption=(
+            "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, beside the paper's value for the "
+            f"same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: always below {paper.MAIN_SPEARMAN_BELOW}); "
+            "setup: how the row departs from the paper's; commits: the code the runs came from."))
     if glue.any():
-        written += write_table(summary[glue].reset_index(drop=True), out_dir / "correlations_glue", caption="GLUE (Appendix A, Table 3): IsoScore vs silhouette, seed-mean curves.")
+        written += write_table(summary[glue].reset_index(drop=True), out_dir / "correlations_glue", caption=(
+            "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, beside the paper's Table 3 value for the "
+            "same task and model, with the differences; commits: the code the runs came from."))
     size = sizes(info)
     is_glue = size["task"].str.startswith("glue/")
     if (~is_glue).any():
-        written += write_table(size[~is_glue].reset_index(drop=True), out_dir / "table1_sizes", caption="Table 1: items (distinct embeddings) and trainable parameters.", floatfmt="%.0f")
+        written += write_table(size[~is_glue].reset_index(drop=True), out_dir / "table1_sizes", caption=(
+            "Table 1: items (distinct embeddings), examples and trainable parameters, beside the paper's Table 1 (its "
+            "N. items counts examples: SNLI's pairs) with the differences."), floatfmt="%.0f")
     if is_glue.any():
-        written += write_table(size[is_glue].reset_index(drop=True), out_dir / "table2_sizes_glue", caption="Table 2: GLUE items and trainable parameters.", floatfmt="%.0f")
+        written += write_table(size[is_glue].reset_index(drop=True), out_dir / "table2_sizes_glue", caption=(
+            "Table 2: GLUE items, examples and trainable parameters, beside the paper's Table 2 (N. items: examples) "
+            "with the differences."), floatfmt="%.0f")
     return written
 
 
