@@ -46,6 +46,7 @@ import torch
 from .. import interrupt
 from ..datasets.table import TaskData
 from ..metrics import encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
+from ..metrics import compute
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 from .istar import DEFAULT_ZETA, IStar, check_istar
@@ -72,7 +73,7 @@ class Settings:
     sample_cap: int = 20_000
     extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
     extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
-    block: int = 1024
+    block: int = 0  # rows per block of the silhouette; 0: the device's size policy (isoflow.metrics.compute)
     istar_lambda: float = 0.0  # I-STAR weight λ: > 0 pushes isotropy up, < 0 down, 0 = the plain run
     zeta: float = DEFAULT_ZETA  # IsoScore* shrinkage weight
     shrinkage: str = "pretrained"  # Σ_S: the pretrained table's covariance, or "isotropic"
@@ -102,8 +103,8 @@ def check_settings(s: Settings) -> None:
         bad("extra_every", s.extra_every, "0 (never) or a positive number of updates")
     if s.label_centred_every < 0:
         bad("label_centred_every", s.label_centred_every, "0 (never) or a positive number of updates")
-    if s.block < 1:
-        bad("block", s.block, "a positive integer")
+    if s.block < 0:
+        bad("block", s.block, "0 (the device's size policy) or a positive integer")
     if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
         bad("lr", s.lr, "a finite number > 0")
     if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
@@ -316,6 +317,7 @@ def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: ISt
         "pair": p.b is not None,
         "n_clusters": p.clusters.k,
         "measure_dtype": str(p.measure_dtype).replace("torch.", ""),
+        **compute.describe(device),
         "n_params": int(n_params),
         "shrinkage_trace": None if istar.shrinkage is None else float(torch.trace(istar.shrinkage)),
         "setup_seconds": round(t_loop - t_setup, 3),
@@ -331,7 +333,7 @@ def _geometry_now(reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar
     reps = reps.to(p.measure_dtype)  # float64 only for tables whose row lengths span over 2**10 (see distance_dtype)
     if sil_pick is not None:
         reps, clusters = reps[sil_pick], clusters.subset(sil_pick)
-    sil = silhouette_tensor(reps, clusters, block=s.block)
+    sil = silhouette_tensor(reps, clusters, block=s.block or None)
     iso, iso_star, cov = isoscore_and_star_tensor(tab if iso_pick is None else tab[iso_pick], istar.shrinkage, istar.zeta)
     return sil, iso, iso_star, cov
 

@@ -6,13 +6,14 @@ import warnings
 
 import torch
 
+from .compute import block_size, matmul
 from ._validate import ArrayLike, as_points, distance_dtype, power_of_two_factor
 
 DEFAULT_BLOCK = 2048
 _MARGIN = 8  # extra float32 candidates so that re-ranking in float64 cannot miss a true neighbour
 
 
-def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.Tensor:
+def knn_distances(X: ArrayLike, k: int, *, block: int | None = None) -> torch.Tensor:
     """Sorted Euclidean distances from each point to its ``k`` nearest other points, (n, k) float64.
 
     Candidates come from a blocked ‖x‖²+‖y‖²−2x·y search in ``X``'s dtype
@@ -33,10 +34,11 @@ def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.
     xc = (x64 - x64.mean(dim=0, keepdim=True)).to(x.dtype)
     sq = (xc * xc).sum(dim=1)
     m = min(k + _MARGIN, n - 1)
+    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)
     out = torch.empty(n, k, dtype=torch.float64, device=x.device)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
-        D = torch.addmm(sq[i0:i1, None] + sq[None, :], xc[i0:i1], xc.T, alpha=-2.0)
+        D = matmul(xc[i0:i1], xc.T).mul_(-2.0).add_(sq[i0:i1, None]).add_(sq[None, :])  # faster CPU BLAS: compute.py
         rows = torch.arange(i1 - i0, device=x.device)
         D[rows, rows + i0] = float("inf")  # exclude the point itself
         cand = D.topk(m, dim=1, largest=False).indices
@@ -49,7 +51,7 @@ def knn_distances(X: ArrayLike, k: int, *, block: int = DEFAULT_BLOCK) -> torch.
     return out / factor
 
 
-def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: int = DEFAULT_BLOCK):
+def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: int | None = None):
     r"""Local intrinsic dimension by the k-NN maximum-likelihood estimator (Levina & Bickel 2004; Amsaleg et al. 2015).
 
     :math:`\mathrm{LID}(x) = -\left(\frac1k\sum_{i=1}^{k}\log\frac{r_i(x)}{r_k(x)}\right)^{-1}`,
@@ -93,7 +95,7 @@ def lid_from_distances(r: torch.Tensor, *, reduce: str | None = "mean"):
     raise ValueError(f"reduce must be 'mean', 'harmonic' or None; got {reduce!r}")
 
 
-def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear", block: int = DEFAULT_BLOCK) -> float:
+def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear", block: int | None = None) -> float:
     r"""TwoNN intrinsic dimension (Facco, d'Errico, Rodriguez & Laio, Sci. Rep. 2017).
 
     For each point :math:`\mu = r_2/r_1`, the ratio of the distances to its second

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from .compute import block_size, matmul
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
 
 DEFAULT_BLOCK = 1024
@@ -36,7 +37,7 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     return s.mean()
 
 
-def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> torch.Tensor:
+def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle).
 
     Memory is O(block² + n·(d + k)): no n×n matrix is ever formed. Squared
@@ -46,6 +47,7 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> 
     any distance). Per-cluster sums accumulate in float64.
     """
     n = x.shape[0]
+    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (compute.py)
     # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
     # (multi-label tasks: hundreds of label sets): a scatter-add, O(b²) per block pair whatever k.
     scatter = clusters.k > SCATTER_ABOVE_K
@@ -60,7 +62,7 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> 
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
-            D = left[i0:i1] @ right[j0:j1].T
+            D = matmul(left[i0:i1], right[j0:j1].T)  # through the faster CPU BLAS (compute.py)
             D.clamp_(min=0.0).sqrt_()
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
@@ -70,19 +72,19 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> 
                     S[:, i0:i1] += D.new_zeros(clusters.k, i1 - i0).index_add_(0, codes[j0:j1], D.T)
                 continue
             # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major.
-            S[:, j0:j1] += onehot_t[:, i0:i1] @ D
+            S[:, j0:j1] += matmul(onehot_t[:, i0:i1], D)
             if j0 != i0:
-                S[:, i0:i1] += (D @ onehot_t[:, j0:j1].T).T
+                S[:, i0:i1] += matmul(D, onehot_t[:, j0:j1].T).T
     return S.T
 
 
-def _checked(X: ArrayLike, labels: ArrayLike, block: int) -> tuple[torch.Tensor, Clusters]:
+def _checked(X: ArrayLike, labels: ArrayLike, block: int | None) -> tuple[torch.Tensor, Clusters]:
     """The silhouettes' shared input checks: points, labels on the points' device, cluster count, block."""
     x = as_points(X)
     clusters = encode_labels(labels, x.shape[0], device=x.device)
     check_cluster_count(clusters)
-    if block < 1:
-        raise ValueError(f"block must be a positive integer; got {block}")
+    if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
+        raise ValueError(f"block must be a positive integer or None (the device's size policy); got {block}")
     return x.to(distance_dtype(x)), clusters
 
 
@@ -94,7 +96,7 @@ def _centred(x: torch.Tensor) -> torch.Tensor:
     return x - x.mean(dim=0, keepdim=True)
 
 
-def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int = DEFAULT_BLOCK) -> torch.Tensor:
+def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None = None) -> torch.Tensor:
     """Euclidean mean silhouette as a 0-d float64 tensor; no checks, no host sync.
 
     For loops that validated ``X`` and built ``clusters`` once (with
@@ -106,7 +108,7 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int = DEFAU
         return _silhouette_from_sums(S, clusters)
 
 
-def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -> float:
+def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> float:
     r"""Exact mean silhouette coefficient with Euclidean distances (Rousseeuw, 1987).
 
     For point *i* in cluster :math:`C_i`,
@@ -128,7 +130,8 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -
     labels : 1-d class labels (any values), or a 2-d (n_points, n_labels)
         multi-label 0/1 matrix in which each distinct row is one cluster;
         or a prebuilt :class:`~isoflow.metrics.Clusters`.
-    block : rows per block (memory ~ block² values of X's dtype).
+    block : rows per block (memory ~ block² values of X's dtype); None: the device's size policy
+        (1,024 on a CPU; on a GPU as few blocks as fit, see :mod:`isoflow.metrics.compute`).
 
     Raises
     ------
@@ -145,7 +148,7 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -
     return float(silhouette_tensor(x, clusters, block=block))
 
 
-def _sqeuclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -> torch.Tensor:
+def _sqeuclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖² = |c|·(‖x_i − μ_c‖² + tr_c), tr_c = mean_{j∈c} ‖x_j − μ_c‖²."""
     x64 = x.to(torch.float64)
     sizes = clusters.sizes.to(torch.float64)
@@ -156,6 +159,7 @@ def _sqeuclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -
     spread.index_add_(0, clusters.codes, ((x64 - mu[clusters.codes]) ** 2).sum(dim=1))
     tr = spread / sizes
     mu_sq = (mu * mu).sum(dim=1)
+    block = block or block_size(x.shape[0], x.device, torch.float64, DEFAULT_BLOCK)
     S = torch.empty(x.shape[0], clusters.k, dtype=torch.float64, device=x.device)
     for i0 in range(0, x.shape[0], block):
         xi = x64[i0 : i0 + block]
@@ -164,14 +168,14 @@ def _sqeuclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int) -
     return S
 
 
-def silhouette_sqeuclidean_tensor(X: torch.Tensor, clusters: Clusters, *, block: int = DEFAULT_BLOCK) -> torch.Tensor:
+def silhouette_sqeuclidean_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None = None) -> torch.Tensor:
     """Squared-Euclidean mean silhouette as a 0-d float64 tensor; no checks, no host sync."""
     with torch.no_grad():
         S = _sqeuclidean_cluster_sums(_centred(X.detach()), clusters, block)
         return _silhouette_from_sums(S, clusters)
 
 
-def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int = DEFAULT_BLOCK) -> float:
+def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> float:
     r"""Mean silhouette with squared Euclidean distances, in O(n·k·d) time.
 
     Mickus et al. (2024) derive their argument with squared distances, for which

@@ -1,0 +1,53 @@
+"""The device policy of the blocked metrics: the CPU BLAS choice and the block-size policy change speed, never the
+result (scikit-learn to 1e-6 in float64, 1e-5 in float32, whichever BLAS and policy)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import silhouette_score
+from sklearn.neighbors import NearestNeighbors
+
+from isoflow.metrics import compute, knn_distances, silhouette
+
+from conftest import make_cloud
+
+
+@pytest.fixture
+def cloud():
+    return make_cloud("clustered", 1500, 24, 7)
+
+
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+@pytest.mark.parametrize("policy", ["cpu", "gpu"])
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-6), (np.float32, 1e-5)])
+def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm, policy, dtype, tol):
+    monkeypatch.setenv(compute.GEMM_ENV, gemm)
+    monkeypatch.setenv(compute.POLICY_ENV, policy)
+    X, y = cloud
+    assert compute.cpu_gemm() == gemm
+    assert compute.block_size(1500, "cpu", torch.float32, 1024) == (1024 if policy == "cpu" else 1500)  # GPU: one block
+    assert silhouette(X.astype(dtype), y) == pytest.approx(silhouette_score(X, y), abs=tol)
+    assert silhouette(X.astype(dtype), y, block=100) == pytest.approx(silhouette_score(X, y), abs=tol)
+    Xd = X.astype(dtype).astype(np.float64)  # the points as given; distances are recomputed exactly in float64
+    d, _ = NearestNeighbors(n_neighbors=6).fit(Xd).kneighbors(Xd)
+    np.testing.assert_allclose(knn_distances(X.astype(dtype), 5).numpy(), d[:, 1:], atol=1e-9)
+
+
+def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
+    monkeypatch.setenv(compute.POLICY_ENV, "gpu")
+    # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.
+    assert compute.block_size(100_000, "cpu", torch.float32, 1024) == 8192
+    assert compute.block_size(20_000, "cpu", torch.float64, 1024) == 5792
+    assert compute.block_size(500, "cpu", torch.float32, 1024) == 1024  # never below the CPU block
+
+
+def test_settings_are_checked_and_recorded(monkeypatch):
+    monkeypatch.setenv(compute.GEMM_ENV, "mkl")
+    with pytest.raises(ValueError, match=r"\$ISOFLOW_CPU_GEMM='mkl': use one of auto, torch, numpy"):
+        compute.cpu_gemm()
+    monkeypatch.setenv(compute.GEMM_ENV, "auto")
+    monkeypatch.delenv(compute.POLICY_ENV, raising=False)
+    assert compute.cpu_gemm() in ("torch", "numpy")  # measured once per process
+    assert compute.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": compute.cpu_gemm()}
