@@ -40,12 +40,14 @@ pull:
 	for cfg in $(CONFIGS); do snakemake --touch --cores 1 --configfile $$cfg --quiet || exit 1; done
 
 # docs/results: config/reproduce-offline.yaml through the workflow (several hours on 2 CPU cores; far less on a GPU),
-# then its tables, figures, run list and trajectories copied to docs/results (replaced as a whole, only on success).
+# then its tables, figures, run lists, trajectories, layer analyses and fine-tuning records copied to docs/results
+# (replaced as a whole, only on success).
 REPRO = results/reproduce-offline
 reproduce: install
-	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/reproduce-offline.yaml $(SNAKEMAKE_ARGS)
+	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/reproduce-offline.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
 	rm -rf docs/results.new && mkdir -p docs/results.new
 	cp -r $(REPRO)/tables $(REPRO)/figures $(REPRO)/trajectories docs/results.new/
+	$(PYTHON) -c "import shutil; [shutil.copytree('$(REPRO)/' + d, 'docs/results.new/' + d, ignore=shutil.ignore_patterns('benchmarks', '.*')) for d in ('layers', 'finetune')]"
 	cp $(REPRO)/aggregate/runs.csv docs/results.new/runs.csv
 	cp $(REPRO)/aggregate/istar/runs.csv docs/results.new/runs_istar.csv
 	rm -rf docs/results && mv docs/results.new docs/results
