@@ -54,6 +54,15 @@ def gpus_for(wildcards):
 
 
 
+GROUP_SEEDS = config.get("group_seeds", False)
+SEED_LIST = ",".join(str(s) for s in config["seeds"])
+
+
+def seed_files(stem_dir, suffix):
+    """Every seed's file under a directory pattern (the grouped rules' outputs)."""
+    return [f"{stem_dir}/seed{s}{suffix}" for s in config["seeds"]]
+
+
 def trajectories(pairs):
     return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
 

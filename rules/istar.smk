@@ -3,38 +3,58 @@
 # A run that diverges at a large |lambda| is recorded as diverged (--keep-diverged) and reported as such.
 
 
-rule optimize_istar:
-    input:
-        task=f"{DATA}/tasks/{{task}}/meta.json",
-        embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
-    output:
-        parquet=f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.parquet",
-        record=f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.json",
-    params:
-        task_dir=lambda wildcards, input: os.path.dirname(input.task),
-        embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
-        out=lambda wildcards, output: output.parquet[: -len(".parquet")],
-        device=DEVICE,
-        steps=steps_for,
-        sample_cap=config.get("sample_cap", 20000),
-        zeta=ZETA,
-        label_centred_every=LABEL_CENTRED_EVERY,
-    log:
-        "logs/optimize/{task}/{model}/istar{lam}/seed{seed}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/optimize/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.tsv"
-    threads: 2
-    resources:
-        gpu=1,
-        mem_mb=16000,
-        runtime=240,
-    conda:
-        "../envs/isoflow.yaml"
-    shell:
-        "isoflow optimize --task {wildcards.task} --model {wildcards.model} --seed {wildcards.seed} "
-        "--istar {wildcards.lam} --zeta {params.zeta} --keep-diverged --label-centred-every {params.label_centred_every} "
-        "--steps {params.steps} --sample-cap {params.sample_cap} --device {params.device} "
-        "--task-dir {params.task_dir} --embeddings {params.embeddings} --out {params.out} --quiet > {log} 2>&1"
+ISTAR_COMMAND = f"{OPTIMIZE_COMMAND}--istar {{wildcards.lam}} --keep-diverged "
+
+if GROUP_SEEDS:
+
+    rule optimize_istar_seeds:
+        input:
+            **RUN_INPUT,
+        output:
+            parquet=seed_files(f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}", ".parquet"),
+            record=seed_files(f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}", ".json"),
+        params:
+            **OPTIMIZE_PARAMS,
+            seeds=SEED_LIST,
+            out=lambda wildcards: f"{RESULTS}/trajectories/{wildcards.task}/{wildcards.model}/istar{wildcards.lam}/seed{{seed}}",
+        log:
+            "logs/optimize/{task}/{model}/istar{lam}/seeds.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/optimize/{{task}}/{{model}}/istar{{lam}}/seeds.tsv"
+        threads: 2
+        resources:
+            gpu=1,
+            mem_mb=16000,
+            runtime=240,
+        conda:
+            "../envs/isoflow.yaml"
+        shell:
+            f"{ISTAR_COMMAND}--seeds {{params.seeds}} --out '{{params.out}}' --quiet > {{log}} 2>&1"
+
+else:
+
+    rule optimize_istar:
+        input:
+            **RUN_INPUT,
+        output:
+            parquet=f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.parquet",
+            record=f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.json",
+        params:
+            **OPTIMIZE_PARAMS,
+            out=lambda wildcards, output: output.parquet[: -len(".parquet")],
+        log:
+            "logs/optimize/{task}/{model}/istar{lam}/seed{seed}.log",
+        benchmark:
+            f"{RESULTS}/benchmarks/optimize/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.tsv"
+        threads: 2
+        resources:
+            gpu=1,
+            mem_mb=16000,
+            runtime=240,
+        conda:
+            "../envs/isoflow.yaml"
+        shell:
+            f"{ISTAR_COMMAND}--seed {{wildcards.seed}} --out {{params.out}} --quiet > {{log}} 2>&1"
 
 
 rule aggregate_istar:

@@ -245,3 +245,18 @@ def test_label_centred_metrics_every_k(small):
     brute = np.mean([np.mean((U @ U.T)[~np.eye(len(U), dtype=bool)]) for U in
                      (emb[y == lab] / np.linalg.norm(emb[y == lab], axis=1, keepdims=True) for lab in np.unique(y))])
     assert rec["s_intra_label"][0] == pytest.approx(brute, abs=1e-6)
+
+
+def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):
+    from isoflow.experiment import run_seeds
+
+    grouped = run_seeds("glue/wnli", "minilm", [0, 1], steps=4, data_dir=small, results=tmp_path / "grouped", progress=False, device="cpu")
+    alone = run("glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu")
+    assert grouped[1][0].read_bytes() == alone[0].read_bytes()  # the parquet, byte for byte
+    a, b = (json.loads(p.read_text()) for p in (grouped[1][1], alone[1]))
+    timing = {"setup_seconds", "loop_seconds", "seconds_per_update"}
+    assert {k: v for k, v in a.items() if k not in timing} == {k: v for k, v in b.items() if k not in timing}
+    with pytest.raises(ValueError, match="must contain {seed}"):
+        run_seeds("glue/wnli", "minilm", [0, 1], steps=2, data_dir=small, out=tmp_path / "one", progress=False)
+    with pytest.raises(SystemExit):
+        main(["optimize", "--task", "glue/wnli", "--model", "minilm", "--seed", "0", "--seeds", "1,2"])

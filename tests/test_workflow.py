@@ -26,17 +26,21 @@ def test_lint():
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
     counts = job_counts(out.stdout + out.stderr)
-    # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each. The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero
-    # weights x 5 seeds (its lambda = 0 runs are the paper's own).
-    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize"] == (4 + 24) * 5
-    assert counts["optimize_istar"] == 7 * 7 * 5
+    # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each, grouped (group_seeds: one GPU job per pair).
+    # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the paper's own).
+    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize_seeds"] == 4 + 24
+    assert counts["optimize_istar_seeds"] == 7 * 7
     assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
     # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
     assert counts["layers_run"] == 6 and counts["layers_report"] == 1
     # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x 8 lambdas x 5 seeds, one report.
     assert counts["finetune_run"] == 4 * 2 * 8 * 5 and counts["finetune_report"] == 1
-    assert counts["total"] == 12 + 28 + 140 + 245 + 6 + 7 + 321
+    assert counts["total"] == 12 + 28 + 28 + 49 + 6 + 7 + 321
+    # Ungrouped, the same runs are one job per seed.
+    ungrouped = job_counts(snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results",
+                                     "group_seeds=False").stdout)
+    assert ungrouped["optimize"] == 28 * 5 and ungrouped["optimize_istar"] == 49 * 5
 
 
 @pytest.mark.parametrize("configfile, jobs", [
@@ -54,11 +58,11 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
 
 def test_named_targets(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize": 35},
-              "paper": {"prepare": 4, "encode": 4, "optimize": 20}, "glue": {"prepare": 8, "encode": 24, "optimize": 120}}
+    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize_seeds": 7},
+              "paper": {"prepare": 4, "encode": 4, "optimize_seeds": 4}, "glue": {"prepare": 8, "encode": 24, "optimize_seeds": 24}}
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
-        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
+        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_seeds")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
     named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
@@ -183,6 +187,29 @@ def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     assert "Nothing to be done" in snakemake("-n", *two, cwd=repo).stdout
     forced = job_counts(snakemake("-n", *two, "--forcerun", "aggregate", cwd=repo).stdout)
     assert {k: forced.get(k) for k in ("optimize", "aggregate", "tables", "figures")} == {"optimize": None, "aggregate": 1, "tables": 1, "figures": 1}
+
+
+@pytest.mark.slow
+def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
+    """group_seeds: one process runs a task x model's seeds; the records are those of one job per seed."""
+    import json
+    import shutil
+
+    repo = tmp_path / "isoflow"
+    shutil.copytree(offline_checkout, repo, symlinks=True)
+    (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
+    shutil.rmtree(repo / "results/offline/trajectories")
+    grouped = ["--configfile", OFFLINE_CONFIG, "--config", "group_seeds=True"]
+    counts = job_counts(snakemake("-n", "runs", *grouped, cwd=repo).stdout)
+    assert counts["optimize_seeds"] == 5 and counts["optimize_istar_seeds"] == 2 and "optimize" not in counts
+    snakemake("runs", "--cores", "2", *grouped, cwd=repo)
+    refs = sorted((offline_checkout / "results/offline/trajectories").rglob("seed*.parquet"))
+    assert len(refs) == 7
+    for ref in refs:
+        rel = ref.relative_to(offline_checkout)
+        pd.testing.assert_frame_equal(pd.read_parquet(repo / rel), pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
+        a, b = (json.loads(p.with_suffix(".json").read_text()) for p in (repo / rel, ref))
+        assert a["settings"] == b["settings"] and a["complete"] and a["n_params"] == b["n_params"]
 
 
 @pytest.mark.slow

@@ -131,15 +131,26 @@ def _encode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, e.g. 0,1,2; got {text!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct non-negative integers, e.g. 0,1,2; got {text!r}")
+    return seeds
+
+
 def _optimize(args: argparse.Namespace) -> int:
     import json
 
-    from .experiment import run
+    from .experiment import run_seeds
 
-    parquet, meta = run(
+    seeds = args.seeds or [0 if args.seed is None else args.seed]
+    written = run_seeds(
         args.task,
         args.model,
-        args.seed,
+        seeds,
         steps=args.steps,
         data_dir=args.data_dir,
         task_path=args.task_dir,
@@ -157,11 +168,12 @@ def _optimize(args: argparse.Namespace) -> int:
         shrinkage=args.istar_shrinkage,
         keep_diverged=args.keep_diverged,
     )
-    info = json.loads(meta.read_text())
-    lam = f" lambda {args.istar:g}" if args.istar else ""
-    status = f"diverged at step {info['diverged_at_step']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
-    print(f"{info['settings']['task']} x {args.model}{lam} seed {args.seed}: {status} in "
-          f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
+    for seed, (parquet, meta) in zip(seeds, written):
+        info = json.loads(meta.read_text())
+        lam = f" lambda {args.istar:g}" if args.istar else ""
+        status = f"diverged at step {info['diverged_at_step']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
+        print(f"{info['settings']['task']} x {args.model}{lam} seed {seed}: {status} in "
+              f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
     return 0
 
 
@@ -337,7 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="train embeddings + a linear classifier, recording silhouette and IsoScore after every update")
     o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
     o.add_argument("--model", required=True, help="the model whose embeddings are optimised (see `isoflow encode`)")
-    o.add_argument("--seed", type=_int_at_least(0), default=0, help="seeds the classifier's initialisation and the per-update samples")
+    seed = o.add_mutually_exclusive_group()
+    seed.add_argument("--seed", type=_int_at_least(0), default=None, help="seeds the classifier's initialisation and the per-update samples (default 0)")
+    seed.add_argument("--seeds", type=_seed_list, default=None, metavar="S,S,...",
+                      help="several seeds in this one process (records identical to separate runs); --out then needs {seed}")
     o.add_argument("--steps", type=_int_at_least(1), default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
     o.add_argument("--device", default="auto", help="auto (CUDA if present), cpu, cuda or cuda:N")
     o.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam learning rate (default 1e-3)")

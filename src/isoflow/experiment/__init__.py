@@ -2,7 +2,7 @@
 
 from .istar import IStar
 from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize
-from .run import default_steps, lambda_dir, run, trajectory_path, write_trajectory
+from .run import default_steps, lambda_dir, run, run_seeds, trajectory_path, write_trajectory
 
-__all__ = ["Diverged", "IStar", "OptimizationError", "Settings", "Trajectory", "default_steps", "lambda_dir", "optimize", "run",
+__all__ = ["Diverged", "IStar", "OptimizationError", "Settings", "Trajectory", "default_steps", "lambda_dir", "optimize", "run", "run_seeds",
            "trajectory_path", "write_trajectory"]

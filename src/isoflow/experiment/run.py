@@ -80,10 +80,15 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: i
     return parquet, meta
 
 
-def run(
+def run(task: str, model: str, seed: int, *, out: str | os.PathLike | None = None, **kwargs) -> tuple[Path, Path]:
+    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json). See :func:`run_seeds`."""
+    return run_seeds(task, model, [seed], out=out, **kwargs)[0]
+
+
+def run_seeds(
     task: str,
     model: str,
-    seed: int,
+    seeds: list[int],
     *,
     steps: int | None = None,
     data_dir: str | os.PathLike = "data",
@@ -96,15 +101,21 @@ def run(
     callback=None,
     keep_diverged: bool = False,
     **settings,
-) -> tuple[Path, Path]:
-    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json).
+) -> list[tuple[Path, Path]]:
+    """Optimise ``task`` × ``model`` once per seed, in this process (the task and embeddings are read once, which
+    saves a GPU job most of its time), writing each seed's record exactly as a run of its own would; returns their
+    (parquet, json) paths. ``out`` (optional) must contain ``{seed}`` when there are several seeds.
 
     A run that diverges raises :class:`~isoflow.experiment.optimize.Diverged` and writes nothing, unless
     ``keep_diverged``: then its record says ``"diverged": true`` and the step (the states before it are kept), so that
     a sweep's analysis can report it (an I-STAR sweep at large |λ| may diverge by design)."""
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, and at least one; got {list(seeds)}")
+    if out is not None and len(seeds) > 1 and "{seed}" not in str(out):
+        raise ValueError(f"with several seeds, the output path must contain {{seed}}; got {out}")
     name = resolve_name(task)
     # Settings first: a number out of range is an error before any file is read.
-    s = Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
+    plan = [Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings) for seed in seeds]
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))
     if task_path is None and not tpath.is_dir() and name not in DATASETS:
@@ -120,17 +131,19 @@ def run(
     if emb_meta.get("items_sha256") not in (None, digest):
         raise ValueError(f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
                          f"again since?); re-encode: `isoflow encode --model {model} --dataset {task} --force`")
-    name = tdata.name
-    s = replace(s, task=name)
-    out = out or trajectory_path(name, model, seed, results, s.istar_lambda)
-    diverged_at = None
-    try:
-        traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
-    except Diverged as exc:
-        if not keep_diverged:
-            raise OptimizationError(f"{exc}; no trajectory was written") from exc
-        traj, diverged_at = exc.trajectory, exc.step
-        logger.warning("%s; recorded as diverged in %s", exc, Path(out).with_suffix(".json"))
-    traj.info["embeddings_items_sha256"] = digest
-    traj.info["embeddings_sha256"] = emb_meta.get("embeddings_sha256")
-    return write_trajectory(traj, out, diverged_at=diverged_at)
+    written = []
+    for s in plan:
+        s = replace(s, task=tdata.name)
+        target = str(out).replace("{seed}", str(s.seed)) if out is not None else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda)
+        diverged_at = None
+        try:
+            traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
+        except Diverged as exc:
+            if not keep_diverged:
+                raise OptimizationError(f"{exc}; no trajectory was written") from exc
+            traj, diverged_at = exc.trajectory, exc.step
+            logger.warning("%s; recorded as diverged in %s", exc, Path(target).with_suffix(".json"))
+        traj.info["embeddings_items_sha256"] = digest
+        traj.info["embeddings_sha256"] = emb_meta.get("embeddings_sha256")
+        written.append(write_trajectory(traj, target, diverged_at=diverged_at))
+    return written
