@@ -15,6 +15,10 @@ For each size and dtype it measures, in the same run on the same machine:
   that loads the data from .npy files.
 
 Run: ``python benchmarks/metrics.py`` (about 5 minutes on 2 cores; ``--quick`` for a smoke run).
+``--device cuda`` runs isoflow's side on the GPU (the reference stays on this machine's CPU, as it runs there)
+and writes ``benchmarks/results/metrics-cuda.json`` with the GPU's name, the torch/CUDA versions and the
+fraction of the GPU's own GEMM rate. On the CPU, the GEMM rate is the faster of torch's and NumPy's BLAS, the one
+isoflow uses (:mod:`isoflow.metrics.compute`).
 """
 
 from __future__ import annotations
@@ -56,19 +60,28 @@ def make_data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.nda
 GEMM_SHAPES = [(1024, 386, 1024), (2048, 768, 2048), (4096, 4096, 4096)]  # ours' block shape, mid, large square
 
 
-def gemm_gflops(dtype: torch.dtype, reps: int = 3) -> float:
-    """This machine's torch matmul throughput: the best over a few shapes (m x kdim @ kdim x m)."""
+def gemm_gflops(dtype: torch.dtype, reps: int = 3, device: str = "cpu", backend: str = "torch") -> float:
+    """This machine's matmul throughput on ``device`` (CPU: torch's or NumPy's BLAS): the best over a few shapes."""
     best_rate = 0.0
     for m, kdim, _ in GEMM_SHAPES:
-        a = torch.randn(m, kdim, dtype=dtype)
-        b = torch.randn(kdim, m, dtype=dtype)
-        a @ b
-        best = min(_time(lambda: a @ b, 1)[0] for _ in range(reps))
+        a = torch.randn(m, kdim, dtype=dtype, device=device)
+        b = torch.randn(kdim, m, dtype=dtype, device=device)
+        if backend == "numpy":
+            a, b = a.numpy(), b.numpy()
+        fn = (lambda: _sync(a @ b, device)) if backend == "torch" else (lambda: a @ b)
+        fn()
+        best = min(_time(fn, 1)[0] for _ in range(reps))
         best_rate = max(best_rate, 2 * m * kdim * m / best / 1e9)
     return best_rate
 
 
-def ours_flops(n: int, d: int, k: int, block: int = 1024) -> dict[str, float]:
+def _sync(value, device: str):
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+    return value
+
+
+def ours_flops(n: int, d: int, k: int, block: int = 1024) -> dict[str, float]:  # block: the policy's, see main()
     """Floating-point operations isoflow performs for one silhouette (input dtype) + IsoScore (float64)."""
     nb = -(-n // block)
     sizes = [min(block, n - i * block) for i in range(nb)]
@@ -100,7 +113,7 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # non-Linux fallback
 
 
-def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue) -> None:
+def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device: str = "cpu") -> None:
     """One side of the comparison, in a fresh process so that its peak RSS is its own.
 
     The data are read from .npy files (no generation temporaries), so the peak
@@ -111,8 +124,9 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue) -> Non
     if which == "ours":
         from isoflow.metrics import isoscore, silhouette
 
-        Xt = torch.from_numpy(X)
-        step = lambda: (silhouette(Xt, y), isoscore(Xt))  # noqa: E731
+        Xt = torch.from_numpy(X).to(device)
+        yt = torch.from_numpy(y).to(device)
+        step = lambda: _sync((silhouette(Xt, yt), isoscore(Xt)), device)  # noqa: E731
     else:
         from IsoScore.IsoScore import IsoScore
         from sklearn.metrics import silhouette_score
@@ -125,10 +139,10 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue) -> Non
     q.put({"seconds": seconds, "silhouette": sil, "isoscore": iso, "peak_rss_mb": peak, "step_rss_increase_mb": peak - base_rss})
 
 
-def run_isolated(which: str, data: Path, dtype: str, reps: int) -> dict:
+def run_isolated(which: str, data: Path, dtype: str, reps: int, device: str = "cpu") -> dict:
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    p = ctx.Process(target=_run_step, args=(which, data, dtype, reps, q))
+    p = ctx.Process(target=_run_step, args=(which, data, dtype, reps, q, device))
     p.start()
     result = q.get()
     p.join()
@@ -162,11 +176,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run; not written unless --out)")
     parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})")
+    parser.add_argument("--device", default="cpu", help="where isoflow's side runs: cpu (default) or cuda[:N]")
     args = parser.parse_args()
     cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in CASES] if args.quick else CASES
-    out_path = args.out or (None if args.quick else OUT)
+    cuda = args.device.startswith("cuda")
+    out_path = args.out or (None if args.quick else OUT.with_name("metrics-cuda.json") if cuda else OUT)
 
-    gemm = {dt: gemm_gflops(getattr(torch, dt)) for dt in DTYPES}
+    from isoflow.metrics import compute
+
+    backend = "torch" if cuda else compute.cpu_gemm()
+    gemm = {dt: gemm_gflops(getattr(torch, dt), device=args.device, backend=backend) for dt in DTYPES}
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -174,16 +193,24 @@ def main() -> int:
         "cpu": platform.processor() or platform.machine(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
-        "torch_gemm_gflops": gemm,
+        "device": args.device,
+        "gpu": torch.cuda.get_device_name(args.device) if cuda else None,
+        "cuda": torch.version.cuda if cuda else None,
+        "gemm_backend": backend,
+        "gemm_gflops": gemm,
+        "torch_cpu_gemm_gflops": {dt: gemm_gflops(getattr(torch, dt)) for dt in DTYPES},
     }
-    print(f"torch GEMM (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, float64 {gemm['float64']:.1f} GFLOP/s on {env['cores']} cores")
+    print(f"{backend} GEMM on {args.device} (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, "
+          f"float64 {gemm['float64']:.1f} GFLOP/s; torch on the CPU: {env['torch_cpu_gemm_gflops']['float32']:.1f} / "
+          f"{env['torch_cpu_gemm_gflops']['float64']:.1f}")
     rows = []
     for case in cases:
         with tempfile.TemporaryDirectory() as tmp:
             data = write_case(case, Path(tmp))
-            sides = {dtype: (run_isolated("ours", data, dtype, 1 if args.quick else 5), run_isolated("reference", data, dtype, 1)) for dtype in DTYPES}
+            sides = {dtype: (run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device), run_isolated("reference", data, dtype, 1))
+                     for dtype in DTYPES}
         for dtype, (ours, ref) in sides.items():
-            flops = ours_flops(case["n"], case["d"], case["k"])
+            flops = ours_flops(case["n"], case["d"], case["k"], compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024))
             total = sum(flops.values())
             # The fastest this work could run at GEMM speed: silhouette in `dtype`, IsoScore in float64.
             ideal_seconds = flops["silhouette"] / 1e9 / gemm[dtype] + flops["isoscore_float64"] / 1e9 / gemm["float64"]
