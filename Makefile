@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast benchmark pull reproduce
+.PHONY: install wordnet run test test-fast benchmark pull reproduce report
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -51,3 +51,9 @@ reproduce: install
 	cp $(REPRO)/aggregate/runs.csv docs/results.new/runs.csv
 	cp $(REPRO)/aggregate/istar/runs.csv docs/results.new/runs_istar.csv
 	rm -rf docs/results && mv docs/results.new docs/results
+
+# The HTML report of a finished workflow: every figure and table with its caption (REPORT_CONFIG=config/offline.yaml
+# for the quick start's).
+REPORT_CONFIG ?= config.yaml
+report:
+	snakemake --configfile $(REPORT_CONFIG) --report $$($(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")/report.html

@@ -15,6 +15,9 @@ if not workflow.overwrite_configfiles:
 include: "rules/config.smk"
 
 
+report: "report/workflow.rst"
+
+
 include: "rules/common.smk"
 
 

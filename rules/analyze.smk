@@ -22,7 +22,7 @@ rule tables:
     input:
         AGGREGATE,
     output:
-        table_files(),
+        reported(table_files(), "Main tasks"),
     params:
         aggregate=lambda wildcards, input: os.path.dirname(input[0]),
         out=lambda wildcards, output: os.path.dirname(output[0]),

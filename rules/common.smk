@@ -206,3 +206,20 @@ def finetune_files():
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
     return main_report_files() + istar_files() + layers_files() + finetune_files()
+
+
+# The HTML report (`snakemake --report results/report.html`): every figure (PNG) and table (CSV) with a caption
+# (report/*.rst: what is shown, from which runs, the paper's value) in a category.
+CAPTIONS = {"istar": "istar_table", "layers": "layers_table", "layers_lid": "layers_lid_table", "finetune": "finetune_table"}
+
+
+def reported(paths, category):
+    out = []
+    for path in paths:
+        stem, ext = os.path.splitext(os.path.basename(path))
+        if ext in (".png", ".csv"):
+            where = "GLUE (Appendix A)" if "glue" in stem else category
+            out.append(report(path, caption=f"../report/{CAPTIONS.get(stem, stem)}.rst", category=where))
+        else:
+            out.append(path)
+    return out

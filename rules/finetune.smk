@@ -46,7 +46,7 @@ rule finetune_report:
     input:
         finetune_run_files(),
     output:
-        FINETUNE_REPORT,
+        reported(FINETUNE_REPORT, "Fine-tuning the encoder with I-STAR"),
     params:
         records=lambda wildcards, input: " ".join(p for p in input if p.endswith(".json")),
         tables=lambda wildcards, output: os.path.dirname(output[0]),

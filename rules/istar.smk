@@ -77,7 +77,7 @@ rule istar_report:
     input:
         ISTAR_AGGREGATE,
     output:
-        ISTAR_REPORT,
+        reported(ISTAR_REPORT, "I-STAR in the optimisation experiment"),
     params:
         aggregate=lambda wildcards, input: os.path.dirname(input[0]),
         tables=lambda wildcards, output: os.path.dirname(output[0]),  # tables/istar.csv

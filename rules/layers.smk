@@ -33,7 +33,7 @@ rule layers_report:
     input:
         layer_run_files(),
     output:
-        LAYERS_REPORT,
+        reported(LAYERS_REPORT, "Clusters and manifolds across layers (Cai et al. 2021)"),
     params:
         runs=lambda wildcards, input: " ".join(sorted({os.path.dirname(p) for p in input})),
         tables=lambda wildcards, output: os.path.dirname(output[0]),

@@ -5,7 +5,7 @@ rule figures:
     input:
         AGGREGATE,
     output:
-        FIGURES,
+        reported(FIGURES, "Main tasks"),
     params:
         aggregate=lambda wildcards, input: os.path.dirname(input[0]),
         out=lambda wildcards, output: os.path.dirname(output[0]),

@@ -163,6 +163,22 @@ def test_offline_config_runs_for_real(offline_checkout):
 
 
 @pytest.mark.slow
+def test_html_report_holds_every_figure_and_table(offline_checkout):
+    """`make report` (snakemake --report) for the quick start: one self-contained HTML with every figure and table."""
+    p = sh(["make", "report", "REPORT_CONFIG=config/offline.yaml"], offline_checkout)
+    html = (offline_checkout / "results/offline/report.html").read_text()
+    assert len(html) > 100_000, p.stdout[-2000:]
+    figures = sorted((offline_checkout / "results/offline/figures").glob("*.png"))
+    tables = sorted((offline_checkout / "results/offline/tables").glob("*.csv"))
+    assert len(figures) >= 11 and len(tables) >= 9
+    for f in figures + tables:
+        assert f.name in html, f"{f.name} is not in the report"
+    for category in ("Main tasks", "GLUE (Appendix A)", "I-STAR in the optimisation experiment",
+                     "Clusters and manifolds across layers (Cai et al. 2021)", "Fine-tuning the encoder with I-STAR"):
+        assert category in html, category
+
+
+@pytest.mark.slow
 def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     """The README's "extend a config": one more seed runs the new runs and then the aggregate, tables and figures
     (which show both seeds); `--forcerun aggregate` re-makes the tables and figures too."""
