@@ -396,10 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         f.add_argument("--out", default=f"results/{name}", help=f"output directory (default: results/{name})")
         f.set_defaults(func=func)
 
+    def report_outputs(p: argparse.ArgumentParser, name: str) -> None:
+        p.add_argument("--tables", default="results/tables", help=f"where the {name} tables go (default: results/tables)")
+        p.add_argument("--figures", default="results/figures", help=f"where the {name}_* figures go (default: results/figures)")
+
     r = sub.add_parser("istar-report", help="the I-STAR sweep's table (istar.csv/md/tex) and figures, from an aggregate of its runs")
     r.add_argument("--aggregate", default="results/aggregate/istar", help="the output of `isoflow aggregate` over the sweep's runs")
-    r.add_argument("--tables", default="results/tables", help="where istar.{csv,md,tex} go (default: results/tables)")
-    r.add_argument("--figures", default="results/figures", help="where the istar_* figures go (default: results/figures)")
+    report_outputs(r, "istar")
     r.set_defaults(func=_istar_report)
 
     y = sub.add_parser("layers", help="Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters, cluster-centred isotropy, LID, TwoNN")
@@ -423,8 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     z = sub.add_parser("layers-report", help="tables (layers, layers_lid) and figures over layer analyses")
     z.add_argument("runs", nargs="+", help="output directories of `isoflow layers`")
-    z.add_argument("--tables", default="results/tables", help="where layers.* and layers_lid.* go (default: results/tables)")
-    z.add_argument("--figures", default="results/figures", help="where the layers_* figures go (default: results/figures)")
+    report_outputs(z, "layers")
     z.set_defaults(func=_layers_report)
 
     f = sub.add_parser("finetune", help="fine-tune a sentence encoder (+ linear head) with the I-STAR penalty, measured on held-out data")
@@ -449,8 +451,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fr = sub.add_parser("finetune-report", help="the fine-tuning sweep's table (finetune.csv/md/tex) and figures")
     fr.add_argument("runs", nargs="+", help="run records (<stem>.json) of `isoflow finetune`")
-    fr.add_argument("--tables", default="results/tables")
-    fr.add_argument("--figures", default="results/figures")
+    report_outputs(fr, "finetune")
     fr.set_defaults(func=_finetune_report)
 
     s = sub.add_parser("sources", help="list every dataset and model source: canonical location, sha256, license (Markdown)")

@@ -121,6 +121,30 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str, xlabel: str, ylabe
     return written
 
 
+def lambda_curves_figure(mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
+    """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or
+    epoch), a dot at its end. Shared by the table experiment's sweep and fine-tuning."""
+    import matplotlib.pyplot as plt
+
+    pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
+    colour = _lambda_colours(sorted(mean["istar_lambda"].unique()))
+    fig, axes = _panels(len(pairs))
+    for ax, (task, model) in zip(axes, pairs):
+        for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
+            m = m.sort_values(order)
+            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
+            ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+        ax.set_title(f"{task} x {model}")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6)
+    fig.suptitle(title, fontsize=10)
+    written = _save(fig, stem)
+    plt.close(fig)
+    return written
+
+
 def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     import matplotlib
 
@@ -163,19 +187,6 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     plt.close(fig)
 
     # (c) silhouette against IsoScore, one curve per lambda
-    fig, axes = _panels(len(pairs))
-    for ax, (task, model) in zip(axes, pairs):
-        for lam in lams:
-            m = mean[(mean.task == task) & (mean.model == model) & (mean.istar_lambda == lam)]
-            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
-            if len(m):
-                ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
-        ax.set_title(f"{task} x {model}")
-        ax.set_xlabel("IsoScore")
-        ax.set_ylabel("silhouette")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle("I-STAR sweep: silhouette against IsoScore during training (dot: end of training)", fontsize=10)
-    written += _save(fig, out_dir / "istar_silhouette_vs_isoscore")
-    plt.close(fig)
+    written += lambda_curves_figure(mean, "step", "IsoScore", "silhouette", "I-STAR sweep: silhouette against IsoScore during "
+                                    "training (dot: end of training)", out_dir / "istar_silhouette_vs_isoscore")
     return written

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..experiment.analysis import _save, write_table
-from ..experiment.istar_report import _diverged, _lambda_colours, _panels, lambda_points_figure
+from ..experiment.istar_report import _diverged, _lambda_colours, _panels, lambda_curves_figure, lambda_points_figure
 from ..experiment.records import load_runs
 
 FINAL = ("metric", "accuracy", "isoscore_star", "isoscore", "silhouette", "twonn", "lid_mle")
@@ -76,16 +76,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     ok = info.assign(diverged=_diverged(info)).loc[lambda d: ~d["diverged"], ["task", "model", "istar_lambda", "seed"]]
     mean = epochs.merge(ok, on=["task", "model", "istar_lambda", "seed"]).groupby(
         ["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
-    fig, axes = _panels(len(pairs))
-    for ax, (task, model) in zip(axes, pairs):
-        for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
-            ax.plot(m["isoscore"], m["silhouette"], "-o", ms=3, color=colour[lam], label=f"λ={lam:g}")
-        ax.set_title(f"{task} x {model}")
-        ax.set_xlabel("IsoScore (held-out)")
-        ax.set_ylabel("silhouette (held-out)")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6)
-    fig.suptitle("Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)", fontsize=10)
-    written += _save(fig, figures_dir / "finetune_silhouette_vs_isoscore")
-    plt.close(fig)
+    written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out)", "silhouette (held-out)", "Fine-tuning with I-STAR: "
+                                    "silhouette against IsoScore across epochs (epoch 0: before training)",
+                                    figures_dir / "finetune_silhouette_vs_isoscore")
     return written
