@@ -1,0 +1,65 @@
+"""Benchmark: the layer analysis of MiniLM on 100,000 Brown tokens, every layer and every metric, per stage.
+
+Not a test. Runs ``isoflow.layers.run_layers`` once in this process (its peak resident memory is the process's:
+run the script on its own) and writes ``benchmarks/results/layers.json``: seconds per stage (reading the corpus, loading the model,
+sampling, encoding, each layer's measurements) and the peak RSS. The target (README): ≤ 15 minutes and ≤ 4 GB on
+this project's 2-core CPU. Run: ``python benchmarks/layers.py`` (Brown through ``$ISOFLOW_MIRROR``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+OUT = Path(__file__).parent / "results" / "layers.json"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--corpus", default="brown")
+    parser.add_argument("--max-tokens", type=int, default=100_000)
+    parser.add_argument("--data-dir", default="data")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args()
+
+    from isoflow.layers import run_layers
+    from isoflow.metrics import compute
+
+    with tempfile.TemporaryDirectory() as tmp:
+        t = time.perf_counter()
+        out = run_layers(args.model, args.corpus, max_tokens=args.max_tokens, out=Path(tmp) / "layers", data_dir=args.data_dir,
+                         device=args.device, progress=False)
+        total = time.perf_counter() - t
+        meta = json.loads((out / "meta.json").read_text())
+    result = {
+        "case": f"{args.model} x {args.corpus}, {meta['n_points']} points, {meta['n_layers']} layers, every metric",
+        "total_seconds": total,
+        "seconds_per_stage": meta["seconds"],
+        "peak_rss_mb": meta["peak_rss_mb"],
+        "targets": {"seconds": 15 * 60, "peak_rss_mb": 4096},
+        "meets_targets": total <= 15 * 60 and meta["peak_rss_mb"] <= 4096,
+        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
+                        "device": args.device, **compute.describe(args.device)},
+    }
+    for stage, seconds in meta["seconds"].items():
+        print(f"{stage:14s} {seconds:8.1f} s")
+    print(f"total {total / 60:.1f} min, peak RSS {meta['peak_rss_mb']:.0f} MB")
+    from isoflow.atomic import atomic_file
+
+    with atomic_file(args.out) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
