@@ -3,6 +3,8 @@ result (scikit-learn to 1e-6 in float64, 1e-5 in float32, whichever BLAS and pol
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -51,3 +53,18 @@ def test_settings_are_checked_and_recorded(monkeypatch):
     monkeypatch.delenv(compute.POLICY_ENV, raising=False)
     assert compute.cpu_gemm() in ("torch", "numpy")  # measured once per process
     assert compute.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": compute.cpu_gemm()}
+
+
+def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
+    """auto: measured once per host and kept, so that later runs on the host choose the same BLAS."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(compute.GEMM_ENV, "auto")
+    compute._measured_cpu_gemm.cache_clear()
+    calls = []
+    monkeypatch.setattr(compute, "_measure_cpu_gemm", lambda: calls.append(1) or "numpy")
+    assert compute.cpu_gemm() == "numpy" and len(calls) == 1
+    compute._measured_cpu_gemm.cache_clear()  # a new process
+    monkeypatch.setattr(compute, "_measure_cpu_gemm", lambda: calls.append(1) or "torch")
+    assert compute.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
+    assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {compute._host_key(): "numpy"}
+    compute._measured_cpu_gemm.cache_clear()

@@ -8,17 +8,22 @@ multiplies the blocks. One code path for every device; only these two choices di
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's
   AMD EPYC machines) OpenBLAS is about twice as fast on the silhouette's shapes. ``ISOFLOW_CPU_GEMM=torch|numpy``
-  chooses; ``auto`` (the default) times both once per process on one block-sized product and takes NumPy only if
-  it is at least 15 % faster (so that a noisy measurement does not flip between runs). Results agree to rounding
-  (tested to 1e-6); the choice is recorded in each run's JSON.
+  chooses; ``auto`` (the default) times both on one block-sized product and takes NumPy only if it is at least
+  15 % faster. The measurement is made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed
+  by host, CPU and library versions), so that every later run on the host makes the same choice (runs on a busy
+  machine would otherwise flip between the two and differ by rounding). Results agree to rounding (tested to
+  1e-6); the choice is recorded in each run's JSON.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
+import platform
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -37,8 +42,37 @@ def _setting(env: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _cache_file() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "isoflow" / "cpu-gemm.json"
+
+
+def _host_key() -> str:
+    return "|".join([platform.node(), platform.processor() or platform.machine(), str(os.cpu_count()), torch.__version__,
+                     np.__version__, str(torch.get_num_threads())])
+
+
 @functools.lru_cache(maxsize=None)
 def _measured_cpu_gemm() -> str:
+    """The host's choice: from the cache file if it has this host's, else measured now and stored (best effort)."""
+    path, key = _cache_file(), _host_key()
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and known.get(key) in ("torch", "numpy"):
+        return known[key]
+    choice = _measure_cpu_gemm()
+    try:
+        from ..atomic import atomic_file
+
+        with atomic_file(path) as tmp:
+            tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: choice}, indent=1) + "\n")
+    except OSError:  # a read-only home: measure again next time
+        pass
+    return choice
+
+
+def _measure_cpu_gemm() -> str:
     rng = np.random.default_rng(0)
     a = rng.random((1024, 386), dtype=np.float32)
     b = rng.random((4096, 386), dtype=np.float32)
