@@ -36,9 +36,11 @@ def numbers_from_command_line(config):
 
     if isinstance(config.get("seeds"), list):
         config["seeds"] = [number(v) for v in config["seeds"]]
-    section = config.get("istar")
-    if isinstance(section, dict) and isinstance(section.get("lambdas"), list):
-        section["lambdas"] = [number(v) for v in section["lambdas"]]
+    for name in ("istar", "finetune", "layers"):
+        section = config.get(name)
+        if isinstance(section, dict):
+            for key, value in section.items():
+                section[key] = [number(v) for v in value] if isinstance(value, list) and key in ("lambdas", "seeds") else number(value)
 
 
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])

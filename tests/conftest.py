@@ -96,5 +96,5 @@ def offline_checkout(tmp_path_factory, shared_mirror) -> Path:
     """A copy of the repository in which the README's quick start has run: the offline config, end to end."""
     work = tmp_path_factory.mktemp("work")
     repo = checkout_copy(work / "isoflow")
-    sh(["snakemake", "--cores", "2", "--configfile", OFFLINE_CONFIG], repo)
+    sh(["snakemake", "--cores", "2", "--configfile", OFFLINE_CONFIG], repo, timeout=3600)
     return repo
