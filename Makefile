@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast benchmark pull reproduce report
+.PHONY: install wordnet run test test-fast benchmark pull reproduce reproduce-ablation report
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -57,3 +57,12 @@ reproduce: install
 REPORT_CONFIG ?= config.yaml
 report:
 	snakemake --configfile $(REPORT_CONFIG) --report $$($(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")/report.html
+
+# docs/results/supersense-ablation: config/supersense-ablation.yaml (dimension x word list of the supersense task).
+ABLATION = results/supersense-ablation
+reproduce-ablation: install
+	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
+	rm -rf docs/results/supersense-ablation.new && mkdir -p docs/results/supersense-ablation.new
+	cp -r $(ABLATION)/tables $(ABLATION)/figures $(ABLATION)/trajectories docs/results/supersense-ablation.new/
+	cp $(ABLATION)/aggregate/runs.csv docs/results/supersense-ablation.new/runs.csv
+	rm -rf docs/results/supersense-ablation && mv docs/results/supersense-ablation.new docs/results/supersense-ablation

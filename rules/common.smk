@@ -13,8 +13,10 @@ RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
 RESULTS = config.get("results_dir", "results")
 DEVICE = config.get("device", "auto")
 MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
-STATIC_MODELS = {"glove-50d", "word2vec-222"}
-WORD_TASKS = {"pos", "pos-wordnet", "supersense"}
+STATIC_MODELS = {"glove-50d", "word2vec-222", "minilm-words", "mpnet-words"}
+WORD_TASKS = {"pos", "pos-wordnet", "supersense", "supersense-unambiguous"}
+# Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
+VOCABULARY = {"minilm-words": "glove-50d", "mpnet-words": "glove-50d"}
 
 
 wildcard_constraints:
@@ -36,9 +38,11 @@ def glue_pairs():
 def vocab_of(task):
     """A word task's words come from its (single) static model's vocabulary."""
     models = sorted({m for t, m in paper_pairs() + istar_pairs() if t == task})
-    if len(models) != 1 or models[0] not in STATIC_MODELS:
-        raise ValueError(f"config.yaml: word task {task} needs exactly one static model (glove-50d or word2vec-222); got {models}")
-    return models[0]
+    vocabularies = sorted({VOCABULARY.get(m, m) for m in models})
+    if len(vocabularies) != 1 or not set(models) <= STATIC_MODELS:
+        raise ValueError(f"config: word task {task} needs static models that share one vocabulary (glove-50d and its encoded "
+                         f"words, or word2vec-222); got {models}")
+    return vocabularies[0]
 
 
 def prepare_options(wildcards):

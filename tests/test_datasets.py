@@ -306,3 +306,19 @@ def test_wordnet_from_nltk_zip_via_mirror(tmp_path, wn, monkeypatch):
         assert from_zip.noun_supersenses(w) == wn.noun_supersenses(w) and from_zip.parts_of_speech(w) == wn.parts_of_speech(w)
     with pytest.raises(Exception, match="no mirror holds it"):
         WordNet.locate(cache=tmp_path / "raw2", mirror=tmp_path / "nowhere")
+
+
+def test_supersense_unambiguous_rule(tmp_path, shared_mirror):
+    """The word list closer to a curated one: no stop words, nouns only, at most two supersenses (documented rule)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from isoflow.datasets.wordnet import WordNet
+
+    t = read_task(prepare("supersense-unambiguous", data_dir=tmp_path, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False))
+    wn = WordNet.locate(cache=tmp_path / "raw", mirror=shared_mirror)
+    words = t.items["text"].tolist()
+    assert len(words) == 300 and not set(words) & ENGLISH_STOP_WORDS
+    assert all(wn.parts_of_speech(w) == {"noun"} and 1 <= len(wn.noun_supersenses(w)) <= 2 for w in words)
+    plain = read_task(prepare("supersense", data_dir=tmp_path, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False))
+    distinct = lambda task: len({tuple(x) for x in task.examples["labels"]})  # noqa: E731
+    assert distinct(t) < distinct(plain)  # fewer label sets: less polysemous

@@ -196,3 +196,17 @@ def test_cli_prepare_and_encode(tmp_path, shared_mirror):
     assert bad.returncode == 2 and "unknown model 'bert'" in bad.stderr
     missing = run("encode", "--model", "minilm", "--dataset", "glue/rte")
     assert missing.returncode == 2 and "run `isoflow prepare` first" in missing.stderr
+
+
+def test_encoded_words_are_each_word_encoded_alone(tmp_path):
+    """minilm-words: GloVe's vocabulary in its order, each word's vector = MiniLM's embedding of the word alone."""
+    from isoflow.models import SENTENCE_MODELS, static_model
+    from isoflow.models.sbert import encode_sentences, load_sentence_model
+
+    vectors = static_model("minilm-words").load(tmp_path)
+    assert vectors.dim == 384 and vectors.words[:5] == static_model("glove-50d").load(tmp_path).words[:5]
+    got = vectors.lookup(["cat", "harbour"])
+    st = load_sentence_model(SENTENCE_MODELS["minilm"], "cpu", tmp_path)
+    np.testing.assert_allclose(got, encode_sentences(st, ["cat", "harbour"], progress=False), atol=1e-5)
+    with pytest.raises(DataFormatError, match="not in the vocabulary of minilm-words"):
+        vectors.lookup(["notaglovewordxyz"])

@@ -140,7 +140,7 @@ def encode(
     if static:
         spec = static_model(model)
         emb = spec.load(cache, mirror).lookup(texts)
-        source, dev = spec.canonical.urls[0], "cpu"
+        source, dev = spec.source, "cpu" if spec.encoder is None else str(resolve_device(device))
     else:
         spec = sentence_model(model)
         dev = str(resolve_device(device))

@@ -21,10 +21,11 @@ from .table import TaskData, check_task_out, read_task, write_task
 logger = logging.getLogger(__name__)
 
 GLUE_TASKS = tuple(glue.TASKS) + ("mrpc",)
-DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense")
-WORD_TASKS = ("pos", "pos-wordnet", "supersense")
+DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense",
+                              "supersense-unambiguous")
+WORD_TASKS = ("pos", "pos-wordnet", "supersense", "supersense-unambiguous")
 # The paper's sizes for the word tasks (Table 1): POS 11,462 words; supersenses 2,275 nouns.
-DEFAULT_N_WORDS = {"pos-wordnet": 11_462, "supersense": 2_275}
+DEFAULT_N_WORDS = {"pos-wordnet": 11_462, "supersense": 2_275, "supersense-unambiguous": 2_275}
 
 
 def canonical_name(name: str) -> str:
@@ -124,6 +125,8 @@ def build(
         n = n_words or DEFAULT_N_WORDS[name]
         if name == "pos-wordnet":
             return wordnet.build_pos_wordnet(wn, vectors.words, n, vocab)
+        if name == "supersense-unambiguous":
+            return wordnet.build_supersense(wn, n, vocab, vocabulary=vectors.words, rule="unambiguous")
         if wordlist is not None:
             vocab_words = set(vectors.words)
             unknown = [w for w in wordlist if w.strip() and w.strip() not in vocab_words]

@@ -142,11 +142,32 @@ def build_pos_wordnet(wn: WordNet, vocabulary: Iterable[str], n_words: int, voca
     return _from_list("pos-wordnet", words, wn.parts_of_speech, {"name": "WordNet 3.0", "url": wn.origin}, {"vocabulary": vocab_name})
 
 
-def build_supersense(wn: WordNet, n_words: int, vocab_name: str, vocabulary: Iterable[str] | None = None, wordlist: Sequence[str] | None = None) -> TaskData:
-    """Noun supersenses for a user word list, or for the first ``n_words`` WordNet nouns of ``vocabulary``.
+MAX_UNAMBIGUOUS_SUPERSENSES = 2
+
+
+def unambiguous_noun(wn: WordNet, word: str) -> bool:
+    """Our rule for a word list closer to a curated one (Tikhonov et al.'s is not reachable here): not a function
+    word (scikit-learn's English stop-word list: WordNet knows "he" as helium, "it" as information technology), a
+    word WordNet knows only as a noun, whose noun senses fall into at most two supersenses."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return (word not in ENGLISH_STOP_WORDS and wn.parts_of_speech(word) == {"noun"}
+            and len(wn.noun_supersenses(word)) <= MAX_UNAMBIGUOUS_SUPERSENSES)
+
+
+def build_supersense(wn: WordNet, n_words: int, vocab_name: str, vocabulary: Iterable[str] | None = None, wordlist: Sequence[str] | None = None,
+                     rule: str = "nouns") -> TaskData:
+    """Noun supersenses for a user word list, or for the first ``n_words`` WordNet nouns of ``vocabulary``
+    (``rule="unambiguous"``: the first ones passing :func:`unambiguous_noun`, task ``supersense-unambiguous``).
 
     A user list must consist of WordNet nouns; the error lists the ones that are not.
     """
+    if rule == "unambiguous":
+        words = _first_words(vocabulary or (), lambda w: unambiguous_noun(wn, w), n_words, "supersense-unambiguous", vocab_name,
+                             f"nouns only, with at most {MAX_UNAMBIGUOUS_SUPERSENSES} supersenses")
+        extra = {"wordlist": f"first {n_words} words of {vocab_name} that are not stop words, that WordNet knows only as nouns, "
+                             f"with at most {MAX_UNAMBIGUOUS_SUPERSENSES} noun supersenses", "vocabulary": vocab_name}
+        return _from_list("supersense-unambiguous", words, wn.noun_supersenses, {"name": "WordNet 3.0", "url": wn.origin}, extra)
     if wordlist is not None:
         words = list(dict.fromkeys(w.strip() for w in wordlist if w.strip()))
         unknown = [w for w in words if not wn.is_noun(w)]

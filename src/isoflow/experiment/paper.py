@@ -66,12 +66,17 @@ DEPARTURES = {
     ("supersense", "glove-50d"): "GloVe 6B 50d (not word2vec-222); frequency-ranked noun list (not Tikhonov et al.'s)",
     ("pos", "glove-50d"): "GloVe 6B 50d (not word2vec-222)",
     ("pos-wordnet", "glove-50d"): "WordNet 3.0 POS sets (not CoDWoE); GloVe 6B 50d (not word2vec-222)",
+    "supersense-unambiguous": "nouns only, at most 2 supersenses, no stop words (not Tikhonov et al.'s list)",
+    "minilm-words": "each word encoded alone by all-MiniLM-L6-v2, 384d (not word2vec-222)",
+    "mpnet-words": "each word encoded alone by all-mpnet-base-v2, 768d (not word2vec-222)",
+    "glove-50d": "GloVe 6B 50d (not word2vec-222)",
 }
 
 
 def main_row(task: str) -> dict | None:
-    """The paper's row for a main task (``pos-wordnet`` is compared with the paper's ``pos``)."""
-    return MAIN.get("pos" if task == "pos-wordnet" else task)
+    """The paper's row for a main task (``pos-wordnet`` is compared with the paper's ``pos``, the supersense
+    variants with its supersense task)."""
+    return MAIN.get({"pos-wordnet": "pos", "supersense-unambiguous": "supersense"}.get(task, task))
 
 
 def glue_row(task: str, model: str) -> tuple[float, float] | None:
@@ -96,10 +101,10 @@ def setup(task: str, model: str, steps: int) -> str:
             notes.append("not in the paper")
         elif (task, model) in DEPARTURES:
             notes.append(DEPARTURES[(task, model)])
-        elif task in DEPARTURES:
-            notes.append(DEPARTURES[task])
-        elif model != row["model"]:
-            notes.append(f"{model} (paper: {row['model']})")
+        else:
+            notes += [DEPARTURES[k] for k in (task, model) if k in DEPARTURES]
+            if model != row["model"] and model not in DEPARTURES:
+                notes.append(f"{model} (paper: {row['model']})")
     expected = PAPER_STEPS["glue" if glue else "main"]
     if steps != expected:
         notes.append(f"{steps} updates (paper: {expected})")

