@@ -21,7 +21,8 @@ def check_complete(config, files):
 
 
 def numbers_from_command_line(config):
-    """`--config seeds=[0,1]` gives strings (Snakemake parses lists with YAML's BaseLoader): make them numbers."""
+    """`--config seeds=[0,1]` or `group_seeds=false` gives strings (Snakemake parses values with YAML's BaseLoader):
+    make them numbers and booleans."""
 
     def number(value):
         if isinstance(value, str):
@@ -34,6 +35,9 @@ def numbers_from_command_line(config):
                     return value
         return value
 
+    for key in ("group_seeds",):
+        if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
+            config[key] = config[key].lower() == "true"
     if isinstance(config.get("seeds"), list):
         config["seeds"] = [number(v) for v in config["seeds"]]
     for name in ("istar", "finetune", "layers"):

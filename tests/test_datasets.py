@@ -83,7 +83,7 @@ def test_short_names_and_unknown():
     assert canonical_name("cola") == "glue/cola"
     with pytest.raises(ValueError, match="unknown dataset 'imdb'; known: polarity, snli, glue/cola"):
         canonical_name("imdb")
-    assert len(DATASETS) == 13
+    assert len(DATASETS) == 14 and DATASETS[-1] == "supersense-unambiguous"
 
 
 # Fixtures in the canonical formats ------------------------------------------------------------------

@@ -252,8 +252,12 @@ def test_workflow_istar_section_plans(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     out = sh(["snakemake", "-n", "istar", *where], ROOT).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
-    # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds.
-    assert counts["optimize_istar"] == 7 * 7 * 5 and counts["optimize"] == 7 * 5
+    # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds; config.yaml
+    # groups the seeds (one job per task, model and lambda), --config group_seeds=false gives one job per seed.
+    assert counts["optimize_istar_seeds"] == 7 * 7 and counts["optimize_seeds"] == 7
+    per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], ROOT).stdout
+    counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
+    assert counts_per_seed["optimize_istar"] == 7 * 7 * 5 and counts_per_seed["optimize"] == 7 * 5
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
     bad = sh(["snakemake", "-n", *where, "--config", "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}"], ROOT, check=False)
     assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
