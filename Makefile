@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast benchmark pull reproduce reproduce-ablation report
+.PHONY: install wordnet run test test-fast benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-ablation report
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -39,18 +39,21 @@ pull:
 	dvc pull $(DVC_PULL_ARGS)
 	for cfg in $(CONFIGS); do snakemake --touch --cores 1 --configfile $$cfg --quiet || exit 1; done
 
-# docs/results: config/reproduce-offline.yaml through the workflow (several hours on 2 CPU cores; far less on a GPU),
-# then its tables, figures, run lists, trajectories, layer analyses and fine-tuning records copied to docs/results
-# (replaced as a whole, only on success).
+# docs/results/<section>: config/reproduce-offline.yaml through the workflow, one section at a time (several hours on
+# 2 CPU cores in all; far less on a GPU), then that section's tables, figures and the runs they were made from copied
+# to docs/results/<section> by scripts/publish_results.py (replaced as a whole, only on success; other sections are
+# left as they are). `make reproduce` does every section and the supersense ablation.
 REPRO = results/reproduce-offline
-reproduce: install
-	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/reproduce-offline.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
-	rm -rf docs/results.new && mkdir -p docs/results.new
-	cp -r $(REPRO)/tables $(REPRO)/figures $(REPRO)/trajectories docs/results.new/
-	$(PYTHON) -c "import shutil; [shutil.copytree('$(REPRO)/' + d, 'docs/results.new/' + d, ignore=shutil.ignore_patterns('benchmarks', '.*')) for d in ('layers', 'finetune')]"
-	cp $(REPRO)/aggregate/runs.csv docs/results.new/runs.csv
-	cp $(REPRO)/aggregate/istar/runs.csv docs/results.new/runs_istar.csv
-	rm -rf docs/results && mv docs/results.new docs/results
+REPRO_CONFIG = config/reproduce-offline.yaml
+TARGET_paper = correlations
+TARGET_istar = istar
+TARGET_layers = layers
+TARGET_finetune = finetune
+reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-ablation
+
+reproduce-paper reproduce-istar reproduce-layers reproduce-finetune: reproduce-%: install
+	HF_HUB_OFFLINE=1 snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS)
+	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$*
 
 # The HTML report of a finished workflow: every figure and table with its caption (REPORT_CONFIG=config/offline.yaml
 # for the quick start's).
@@ -61,8 +64,5 @@ report:
 # docs/results/supersense-ablation: config/supersense-ablation.yaml (dimension x word list of the supersense task).
 ABLATION = results/supersense-ablation
 reproduce-ablation: install
-	HF_HUB_OFFLINE=1 snakemake --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
-	rm -rf docs/results/supersense-ablation.new && mkdir -p docs/results/supersense-ablation.new
-	cp -r $(ABLATION)/tables $(ABLATION)/figures $(ABLATION)/trajectories docs/results/supersense-ablation.new/
-	cp $(ABLATION)/aggregate/runs.csv docs/results/supersense-ablation.new/runs.csv
-	rm -rf docs/results/supersense-ablation && mv docs/results/supersense-ablation.new docs/results/supersense-ablation
+	HF_HUB_OFFLINE=1 snakemake correlations --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
+	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation

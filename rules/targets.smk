@@ -26,6 +26,11 @@ rule glue:
         trajectories(glue_pairs()),
 
 
+rule correlations:
+    input:
+        main_report_files(),  # the paper's tables and figures (Mickus et al.)
+
+
 rule report:
     input:
         report_files(),

@@ -1,0 +1,127 @@
+"""Copy one section of a finished workflow's results into docs/results/<section>, replacing that section only.
+
+    python scripts/publish_results.py paper results/reproduce-offline docs/results/paper
+
+Sections (what `make reproduce-<section>` publishes):
+  paper     tables/correlations*, tables/table*_sizes*, the paper figures, aggregate/runs.csv and every run it lists
+  istar     tables/istar*, figures/istar_*, aggregate/istar/runs.csv and every run it lists (the lambda = 0 runs too)
+  layers    tables/layers*, figures/layers_*, layers/<model>/<corpus>/ (the per-layer tables, PCA, meta)
+  finetune  tables/finetune*, figures/finetune_*, finetune/<task>/<model>/istar<lambda>/seed<s>.* (records, steps)
+
+Runs are copied from the run list the tables were made from (`record` column), not by globbing, so the published
+directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
+The section is assembled beside its destination and renamed into place; nothing else under docs/results is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import sys
+from pathlib import Path
+
+FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")
+
+
+def _paper_figure(path: Path) -> bool:
+    return not path.name.startswith(FIGURE_PREFIXES)
+
+
+SECTIONS = {
+    "paper": {"tables": ("correlations*", "table*_sizes*"), "figures": _paper_figure, "runs": "aggregate/runs.csv"},
+    "istar": {"tables": ("istar*",), "figures": lambda p: p.name.startswith("istar_"), "runs": "aggregate/istar/runs.csv"},
+    "layers": {"tables": ("layers*",), "figures": lambda p: p.name.startswith("layers_"), "tree": "layers"},
+    "finetune": {"tables": ("finetune*",), "figures": lambda p: p.name.startswith("finetune_"), "tree": "finetune"},
+}
+
+
+class PublishError(RuntimeError):
+    pass
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> int:
+    """Every run of the list (its .json record and .parquet trajectory) under staging/trajectories/..., and the list.
+    Relative `record` paths are relative to the workflow's working directory `root`."""
+    with open(runs_csv, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or "record" not in rows[0]:
+        raise PublishError(f"{runs_csv}: no runs listed (column 'record'); run the workflow's aggregate step first")
+    for row in rows:
+        record = (root / row["record"]).resolve()
+        try:
+            inside = record.relative_to(results.resolve())
+        except ValueError:
+            raise PublishError(f"{runs_csv}: run {record} is not under {results}; publish from the results directory "
+                               "the aggregate was made in") from None
+        for suffix in (".json", ".parquet"):
+            src = record.with_suffix(suffix)
+            if not src.is_file():
+                raise PublishError(f"{runs_csv}: listed run {src} is missing; rerun the workflow")
+            _copy(src, staging / inside.with_suffix(suffix))
+        row["record"] = str(published / inside)
+    with open(staging / "runs.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return len(rows)
+
+
+def publish(section: str, results: Path, dest: Path, root: Path = Path(".")) -> list[Path]:
+    """Assemble `section` of `results` in dest.new, then replace dest with it; return the published files."""
+    spec = SECTIONS[section]
+    staging = dest.with_name(dest.name + ".new")
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    try:
+        tables = sorted({p for pattern in spec["tables"] for p in (results / "tables").glob(pattern)})
+        figures = sorted(p for p in (results / "figures").glob("*") if p.is_file() and spec["figures"](p))
+        if not tables or not figures:
+            raise PublishError(f"{results}: no {section} tables or figures; run `snakemake {section}` with its config "
+                               "first")
+        for path in tables + figures:
+            _copy(path, staging / path.parent.name / path.name)
+        if "runs" in spec:
+            _copy_runs(results, results / spec["runs"], staging, dest, root)
+        else:
+            tree = results / spec["tree"]
+            shutil.copytree(tree, staging / spec["tree"], ignore=shutil.ignore_patterns("benchmarks", ".*"))
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if dest.exists():
+        old = dest.with_name(dest.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        dest.rename(old)
+        staging.rename(dest)
+        shutil.rmtree(old)
+    else:
+        staging.rename(dest)
+    return sorted(p for p in dest.rglob("*") if p.is_file())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("section", choices=sorted(SECTIONS))
+    parser.add_argument("results", type=Path, help="the workflow's results_dir, e.g. results/reproduce-offline")
+    parser.add_argument("dest", type=Path, help="e.g. docs/results/paper")
+    parser.add_argument("--root", type=Path, default=Path("."),
+                        help="the workflow's working directory, which the run list's paths are relative to")
+    args = parser.parse_args(argv)
+    try:
+        files = publish(args.section, args.results, args.dest, args.root)
+    except PublishError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{args.dest}: {len(files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""scripts/publish_results.py: a section of docs/results holds exactly what its tables were made from, and publishing
+one section leaves the others (and, on failure, itself) as they were."""
+
+import csv
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from publish_results import PublishError, main, publish  # noqa: E402
+
+
+def _results(root: Path) -> Path:
+    results = root / "results" / "repro"
+    for name in ("correlations.csv", "correlations.md", "table1_sizes.csv", "istar.csv", "layers.csv"):
+        (results / "tables").mkdir(parents=True, exist_ok=True)
+        (results / "tables" / name).write_text(name)
+    for name in ("silhouette.png", "istar_curves.png", "layers_lid.png"):
+        (results / "figures").mkdir(parents=True, exist_ok=True)
+        (results / "figures" / name).write_text(name)
+    runs = []
+    for run in ("polarity/minilm/seed0", "polarity/minilm/seed1", "stray/minilm/seed0"):
+        base = results / "trajectories" / run
+        base.parent.mkdir(parents=True, exist_ok=True)
+        base.with_suffix(".json").write_text("{}")
+        base.with_suffix(".parquet").write_text("p")
+        runs.append(f"results/repro/trajectories/{run}.json")
+    (results / "aggregate").mkdir()
+    with open(results / "aggregate" / "runs.csv", "w", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["task", "seed", "record"])
+        writer.writerows([["polarity", 0, runs[0]], ["polarity", 1, runs[1]]])  # not the stray run
+    (results / "layers" / "minilm" / "brown").mkdir(parents=True)
+    (results / "layers" / "minilm" / "brown" / "layers.csv").write_text("l")
+    (results / "layers" / "benchmarks").mkdir()
+    (results / "layers" / "benchmarks" / "x.tsv").write_text("b")
+    return results
+
+
+def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path):
+    results = _results(tmp_path)
+    other = tmp_path / "docs" / "results" / "layers"
+    other.mkdir(parents=True)
+    (other / "keep.txt").write_text("mine")
+    dest = tmp_path / "docs" / "results" / "paper"
+    files = {p.relative_to(dest).as_posix() for p in publish("paper", results, dest, root=tmp_path)}
+    assert files == {"tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv",
+                     "figures/silhouette.png", "runs.csv",
+                     "trajectories/polarity/minilm/seed0.json", "trajectories/polarity/minilm/seed0.parquet",
+                     "trajectories/polarity/minilm/seed1.json", "trajectories/polarity/minilm/seed1.parquet"}
+    with open(dest / "runs.csv", newline="") as fh:
+        records = [row["record"] for row in csv.DictReader(fh)]
+    assert records == [str(dest / "trajectories/polarity/minilm/seed0.json"),
+                       str(dest / "trajectories/polarity/minilm/seed1.json")]
+    assert (other / "keep.txt").read_text() == "mine"  # another section is not touched
+
+    layers = {p.relative_to(other).as_posix() for p in publish("layers", results, other, root=tmp_path)}
+    assert layers == {"tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["layers", "paper"]  # no .new/.old left
+
+
+def test_a_missing_run_fails_and_leaves_the_published_section_as_it_was(tmp_path, capsys):
+    results = _results(tmp_path)
+    dest = tmp_path / "docs" / "results" / "paper"
+    publish("paper", results, dest, root=tmp_path)
+    before = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
+    (results / "trajectories" / "polarity" / "minilm" / "seed1.parquet").unlink()
+    with pytest.raises(PublishError, match="seed1.parquet is missing; rerun the workflow"):
+        publish("paper", results, dest, root=tmp_path)
+    assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["paper"]
+    assert main(["istar", str(tmp_path / "nothing"), str(tmp_path / "out")]) == 1
+    assert "no istar tables or figures; run `snakemake istar`" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
