@@ -60,13 +60,14 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
 def test_named_targets(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize_seeds": 7},
-              "paper": {"prepare": 4, "encode": 4, "optimize_seeds": 4}, "glue": {"prepare": 8, "encode": 24, "optimize_seeds": 24}}
+              "paper": {"prepare": 4, "encode": 4, "optimize_seeds": 4}, "glue": {"prepare": 8, "encode": 24, "optimize_seeds": 24},
+              "correlations": {"prepare": 12, "encode": 28, "optimize_seeds": 28}}
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_seeds")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
+    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "correlations", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
     assert named <= listed
     assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report", "finetune_report"}
 
