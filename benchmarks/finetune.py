@@ -10,7 +10,6 @@ Not a test. Variants alternate (order rotated per repeat) in one process; median
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import platform
 import statistics
@@ -100,12 +99,9 @@ def main() -> int:
         print(f"{name:24s} {s * 1000:7.0f} ms/step  {batch / s:6.1f} sentences/s  ({(s / plain - 1) * 100:+.1f} % vs plain)")
     print(f"held-out encoding: {eval_rate:.0f} sentences/s; the paper config's MiniLM fine-tuning runs: "
           f"{steps_paper // 2} steps, ~{result['paper_config_finetune_hours_at_this_rate_minilm']:.0f} h at this rate")
-    from isoflow.atomic import atomic_file
+    from paper_case import write_result
 
-    out = RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json")
-    with atomic_file(out) as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out}")
+    write_result(RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json"), result)
     return 0
 
 

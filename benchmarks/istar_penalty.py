@@ -12,7 +12,6 @@ encodes polarity through ``$ISOFLOW_MIRROR`` if needed).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -63,11 +62,9 @@ def main() -> int:
     }
     for name, m in median.items():
         print(f"{name:36s} {m * 1000:7.1f} ms/update  ({(m / base - 1) * 100:+.1f} % vs plain)")
-    from isoflow.atomic import atomic_file
+    from paper_case import write_result
 
-    with atomic_file(args.out) as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

@@ -53,11 +53,9 @@ def main() -> int:
     for stage, seconds in meta["seconds"].items():
         print(f"{stage:14s} {seconds:8.1f} s")
     print(f"total {total / 60:.1f} min, peak RSS {meta['peak_rss_mb']:.0f} MB")
-    from isoflow.atomic import atomic_file
+    from paper_case import write_result
 
-    with atomic_file(args.out) as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

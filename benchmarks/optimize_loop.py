@@ -19,7 +19,6 @@ through ``$ISOFLOW_MIRROR``).
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 import time
@@ -86,11 +85,9 @@ def main() -> int:
     }
     print(f"isoflow {ours * 1000:.0f} ms/update vs reference {ref * 1000:.0f} ms/update -> {ref / ours:.1f}x; "
           f"1000 updates ~ {ours * 1000 / 60:.1f} min; |dsil| {diff_sil:.1e}, |diso| {diff_iso:.1e} after update 1")
-    from isoflow.atomic import atomic_file
+    from paper_case import write_result
 
-    with atomic_file(args.out) as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

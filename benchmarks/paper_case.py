@@ -12,3 +12,14 @@ def polarity_minilm(data_dir: str = "data"):
         prepare("polarity", data_dir=data_dir, progress=False)
     encode("minilm", "polarity", data_dir=data_dir, progress=False)
     return read_task(task_dir("polarity", data_dir)), load_embeddings(embeddings_dir("minilm", "polarity", data_dir))[0]
+
+
+def write_result(out, result) -> None:
+    """The benchmark's JSON, written whole or not at all."""
+    import json
+
+    from isoflow.atomic import atomic_file
+
+    with atomic_file(out) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
