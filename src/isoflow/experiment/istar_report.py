@@ -30,7 +30,8 @@ KEY = ["task", "model", "istar_lambda"]
 def _diverged(info: pd.DataFrame) -> pd.Series:
     if "diverged" not in info:
         return pd.Series(False, index=info.index)
-    return info["diverged"].fillna(False).astype(str).str.lower().isin(("true", "1", "1.0"))
+    # runs.csv holds True/False, or nothing for runs made before the column existed (read as NaN: not diverged)
+    return info["diverged"].map(lambda v: str(v).lower() in ("true", "1", "1.0"))
 
 
 def finals(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
