@@ -4,6 +4,7 @@ disjoint), the canonical validation split, the shared penalty, padding masked ou
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -20,6 +21,8 @@ from isoflow.finetune.model import SentenceEncoder, token_points
 from isoflow.finetune.report import report
 from isoflow.models import SENTENCE_MODELS
 from isoflow.models.sbert import load_sentence_model
+
+from conftest import ROOT, sh
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +159,23 @@ def test_report_table_and_figures(polarity_small, tmp_path):
     last = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[:2])
     assert table.loc[0, "isoscore_star_mean"] == pytest.approx(last["isoscore_star"].mean(), abs=1e-12)
     assert {p.name for p in written} >= {"finetune_performance.png", "finetune_twonn.pdf", "finetune_silhouette_vs_isoscore.png"}
+
+
+# ----- the workflow section ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("section, named", [
+    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0, 1], 'seeds': [0], 'zeta': 2}", "zeta"),
+    ("{'tasks': ['supersense'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0]}", "supersense"),
+    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0], 'epoch': 1}", "epoch"),
+    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': ['x'], 'seeds': [0]}", "lambdas"),
+])
+def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
+    """A finetune section with a value out of range, a word task, a misspelt key or a weight that is not a number is
+    refused before anything is planned, naming it. (`--config` merges into the file's section, so a key missing
+    there is inherited; the schema's `required` covers config files.)"""
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], ROOT, check=False)
+    assert bad.returncode != 0 and "ValidationError" in bad.stdout + bad.stderr and named in bad.stdout + bad.stderr
+    good = sh(["snakemake", "-n", "finetune", *where, "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
+               "'lambdas': [-1, 0, 1], 'seeds': [0, 1], 'zeta': 0.5}"], ROOT).stdout
+    assert re.search(r"^finetune_run\s+6$", good, re.M)
