@@ -6,7 +6,9 @@ import yaml
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
-    REQUIRED_KEYS = yaml.safe_load(fh)["required"]
+    _SCHEMA = yaml.safe_load(fh)
+REQUIRED_KEYS = _SCHEMA["required"]
+BOOLEAN_KEYS = [k for k, v in _SCHEMA["properties"].items() if v.get("type") == "boolean"]
 
 
 def check_complete(config, files):
@@ -35,7 +37,7 @@ def numbers_from_command_line(config):
                     return value
         return value
 
-    for key in ("group_seeds",):
+    for key in BOOLEAN_KEYS:
         if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
             config[key] = config[key].lower() == "true"
     if isinstance(config.get("seeds"), list):
