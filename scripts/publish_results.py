@@ -10,7 +10,8 @@ Sections (what `make reproduce-<section>` publishes):
 
 Runs are copied from the run list the tables were made from (`record` column), not by globbing, so the published
 directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
-The section is assembled beside its destination and renamed into place; nothing else under docs/results is touched.
+The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
+that is not an earlier publication is refused without --force); nothing else under docs/results is touched.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import csv
 import shutil
 import sys
 from pathlib import Path
+
+from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 
 FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")
 
@@ -45,7 +48,7 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
-def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> int:
+def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> None:
     """Every run of the list (its .json record and .parquet trajectory) under staging/trajectories/..., and the list.
     Relative `record` paths are relative to the workflow's working directory `root`."""
     with open(runs_csv, newline="", encoding="utf-8") as fh:
@@ -69,41 +72,36 @@ def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, ro
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    return len(rows)
 
 
-def publish(section: str, results: Path, dest: Path, root: Path = Path(".")) -> list[Path]:
-    """Assemble `section` of `results` in dest.new, then replace dest with it; return the published files."""
+def _top_level(section: str) -> set[str]:
+    """The names a published section consists of (how a section published before the marker file is recognised)."""
     spec = SECTIONS[section]
-    staging = dest.with_name(dest.name + ".new")
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    return {"tables", "figures"} | ({"trajectories", "runs.csv"} if "runs" in spec else {spec["tree"]})
+
+
+def publish(section: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False) -> list[Path]:
+    """Assemble `section` of `results` beside dest, then rename it into dest's place; return the published files.
+
+    dest is replaced only if it is an earlier publication (isoflow's marker file, or exactly a section's names) or
+    `force` is given (isoflow.atomic.atomic_dir); on any failure it stays as it was and nothing is left beside it."""
+    spec = SECTIONS[section]
+    tables = sorted({p for pattern in spec["tables"] for p in (results / "tables").glob(pattern)})
+    figures = sorted(p for p in (results / "figures").glob("*") if p.is_file() and spec["figures"](p))
+    if not tables or not figures:
+        raise PublishError(f"{results}: no {section} tables or figures; run `snakemake {section}` with its config first")
     try:
-        tables = sorted({p for pattern in spec["tables"] for p in (results / "tables").glob(pattern)})
-        figures = sorted(p for p in (results / "figures").glob("*") if p.is_file() and spec["figures"](p))
-        if not tables or not figures:
-            raise PublishError(f"{results}: no {section} tables or figures; run `snakemake {section}` with its config "
-                               "first")
-        for path in tables + figures:
-            _copy(path, staging / path.parent.name / path.name)
-        if "runs" in spec:
-            _copy_runs(results, results / spec["runs"], staging, dest, root)
-        else:
-            tree = results / spec["tree"]
-            shutil.copytree(tree, staging / spec["tree"], ignore=shutil.ignore_patterns("benchmarks", ".*"))
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if dest.exists():
-        old = dest.with_name(dest.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        dest.rename(old)
-        staging.rename(dest)
-        shutil.rmtree(old)
-    else:
-        staging.rename(dest)
-    return sorted(p for p in dest.rglob("*") if p.is_file())
+        with atomic_dir(dest, expected=_top_level(section), force=force, kind=f"published {section} results") as staging:
+            for path in tables + figures:
+                _copy(path, staging / path.parent.name / path.name)
+            if "runs" in spec:
+                _copy_runs(results, results / spec["runs"], staging, dest, root)
+            else:
+                shutil.copytree(results / spec["tree"], staging / spec["tree"],
+                                ignore=shutil.ignore_patterns("benchmarks", ".*"))
+    except OutputExistsError as err:
+        raise PublishError(str(err).replace("--out", "another destination")) from None
+    return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,9 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dest", type=Path, help="e.g. docs/results/paper")
     parser.add_argument("--root", type=Path, default=Path("."),
                         help="the workflow's working directory, which the run list's paths are relative to")
+    parser.add_argument("--force", action="store_true",
+                        help="replace dest even if it holds files that are not an earlier publication")
     args = parser.parse_args(argv)
     try:
-        files = publish(args.section, args.results, args.dest, args.root)
+        files = publish(args.section, args.results, args.dest, args.root, force=args.force)
     except PublishError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

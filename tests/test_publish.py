@@ -41,7 +41,7 @@ def _results(root: Path) -> Path:
 
 def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path):
     results = _results(tmp_path)
-    other = tmp_path / "docs" / "results" / "layers"
+    other = tmp_path / "docs" / "results" / "finetune"
     other.mkdir(parents=True)
     (other / "keep.txt").write_text("mine")
     dest = tmp_path / "docs" / "results" / "paper"
@@ -56,9 +56,30 @@ def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path
                        str(dest / "trajectories/polarity/minilm/seed1.json")]
     assert (other / "keep.txt").read_text() == "mine"  # another section is not touched
 
-    layers = {p.relative_to(other).as_posix() for p in publish("layers", results, other, root=tmp_path)}
+    layers_dest = tmp_path / "docs" / "results" / "layers"
+    layers = {p.relative_to(layers_dest).as_posix() for p in publish("layers", results, layers_dest, root=tmp_path)}
     assert layers == {"tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
-    assert sorted(p.name for p in dest.parent.iterdir()) == ["layers", "paper"]  # no .new/.old left
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "paper"]  # no temp dirs left
+    publish("paper", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
+    assert (dest / "runs.csv").is_file()
+
+
+def test_a_destination_that_is_not_a_publication_is_refused_without_force(tmp_path, capsys):
+    results = _results(tmp_path)
+    dest = tmp_path / "docs" / "results" / "paper"
+    dest.mkdir(parents=True)
+    (dest / "notes.txt").write_text("mine")
+    assert main(["paper", str(results), str(dest), "--root", str(tmp_path)]) == 1
+    assert "holds files isoflow did not write (notes.txt)" in capsys.readouterr().err
+    assert [p.name for p in dest.iterdir()] == ["notes.txt"]
+    assert main(["paper", str(results), str(dest), "--root", str(tmp_path), "--force"]) == 0
+    assert not (dest / "notes.txt").exists() and (dest / "runs.csv").is_file()
+    # A section published before the marker file existed (exactly a section's names) is recognised.
+    old = tmp_path / "docs" / "results" / "layers"
+    for name in ("tables", "figures", "layers"):
+        (old / name).mkdir(parents=True)
+    publish("layers", results, old, root=tmp_path)
+    assert (old / "layers" / "minilm" / "brown" / "layers.csv").is_file()
 
 
 def test_a_missing_run_fails_and_leaves_the_published_section_as_it_was(tmp_path, capsys):

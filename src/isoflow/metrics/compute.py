@@ -8,11 +8,13 @@ multiplies the blocks. One code path for every device; only these two choices di
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's
   AMD EPYC machines) OpenBLAS is about twice as fast on the silhouette's shapes. ``ISOFLOW_CPU_GEMM=torch|numpy``
-  chooses; ``auto`` (the default) times both on one block-sized product and takes NumPy only if it is at least
-  15 % faster. The measurement is made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed
+  chooses; ``auto`` (the default) times both on one block step (product, square root, then a torch op) and takes
+  NumPy only if it is at least 15 % faster. The measurement is made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed
   by host, CPU and library versions), so that every later run on the host makes the same choice (runs on a busy
   machine would otherwise flip between the two and differ by rounding). Results agree to rounding (tested to
-  1e-6); the choice is recorded in each run's JSON.
+  1e-6); the choice is recorded in each run's JSON. The large element-wise passes over a NumPy-made block stay in
+  NumPy too (``sqrt_clamped_``): OpenBLAS's threads keep spinning after a product, and torch's OpenMP threads
+  started in between fight them for the same cores (measured here: 3× slower per block on 2 cores).
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def _cache_file() -> Path:
 
 
 def _host_key() -> str:
-    return "|".join([platform.node(), platform.processor() or platform.machine(), str(os.cpu_count()), torch.__version__,
+    return "|".join(["block-step", platform.node(), platform.processor() or platform.machine(), str(os.cpu_count()), torch.__version__,
                      np.__version__, str(torch.get_num_threads())])
 
 
@@ -73,21 +75,35 @@ def _measured_cpu_gemm() -> str:
 
 
 def _measure_cpu_gemm() -> str:
+    # One silhouette block step each way: the product, the element-wise pass in the same library, then a torch
+    # op, as the rest of a metric step and an update follow. Bare products would miss that OpenBLAS's spinning
+    # threads slow the torch work after them: on this project's 2-core hosts NumPy's bare GEMM is 10-60 % faster,
+    # yet the step is 1.8x slower and the IsoScore after the silhouette 2-40x slower.
     rng = np.random.default_rng(0)
     a = rng.random((1024, 386), dtype=np.float32)
-    b = rng.random((4096, 386), dtype=np.float32)
-    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    b = rng.random((2048, 386), dtype=np.float32)
+    ta, tb, after = torch.from_numpy(a), torch.from_numpy(b), torch.ones(1024, 2048)
+
+    def numpy_step() -> None:
+        d = a @ b.T
+        np.sqrt(np.maximum(d, 0.0, out=d), out=d)
+        after.mul_(1.0)
+
+    def torch_step() -> None:
+        (ta @ tb.T).clamp_(min=0.0).sqrt_()
+        after.mul_(1.0)
 
     def best(f) -> float:
         f()
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            f()
+            for _ in range(3):
+                f()
             times.append(time.perf_counter() - t)
         return min(times)
 
-    return "numpy" if best(lambda: a @ b.T) * 1.15 < best(lambda: ta @ tb.T) else "torch"
+    return "numpy" if best(numpy_step) * 1.15 < best(torch_step) else "torch"
 
 
 def cpu_gemm() -> str:
@@ -105,6 +121,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if _numpy_ok(a) and _numpy_ok(b):
         return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
     return a @ b
+
+
+def sqrt_clamped_(d: torch.Tensor) -> torch.Tensor:
+    """``d.clamp_(min=0).sqrt_()`` in the library that multiplied ``d`` (NumPy on a NumPy-BLAS host; see above)."""
+    if _numpy_ok(d):
+        a = d.numpy()
+        np.sqrt(np.maximum(a, 0.0, out=a), out=a)
+        return d
+    return d.clamp_(min=0.0).sqrt_()
 
 
 def block_size(n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int) -> int:

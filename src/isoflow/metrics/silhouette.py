@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .compute import block_size, matmul
+from .compute import block_size, matmul, sqrt_clamped_
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
 
 DEFAULT_BLOCK = 1024
@@ -63,7 +63,7 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
             D = matmul(left[i0:i1], right[j0:j1].T)  # through the faster CPU BLAS (compute.py)
-            D.clamp_(min=0.0).sqrt_()
+            sqrt_clamped_(D)  # in D's own library (compute.py)
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
             if scatter:  # into a contiguous block buffer in D's dtype, then once into the float64 sums
