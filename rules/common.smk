@@ -141,6 +141,8 @@ def table_files():
         stems += ["correlations", "table1_sizes"]
     if glue_pairs():
         stems += ["correlations_glue", "table2_sizes_glue"]
+    if LABEL_CENTRED_EVERY and (paper_pairs() or glue_pairs()):
+        stems += ["label_centred"]
     return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
 
 

@@ -3,7 +3,7 @@
     python scripts/publish_results.py paper results/reproduce-offline docs/results/paper
 
 Sections (what `make reproduce-<section>` publishes):
-  paper     tables/correlations*, tables/table*_sizes*, the paper figures, aggregate/runs.csv and every run it lists
+  paper     tables/correlations*, tables/table*_sizes*, tables/label_centred*, the paper figures, aggregate/runs.csv and every run it lists
   istar     tables/istar*, figures/istar_*, aggregate/istar/runs.csv and every run it lists (the lambda = 0 runs too)
   layers    tables/layers*, figures/layers_*, layers/<model>/<corpus>/ (the per-layer tables, PCA, meta)
   finetune  tables/finetune*, figures/finetune_*, finetune/<task>/<model>/istar<lambda>/seed<s>.* (records, steps)
@@ -32,7 +32,7 @@ def _paper_figure(path: Path) -> bool:
 
 
 SECTIONS = {
-    "paper": {"tables": ("correlations*", "table*_sizes*"), "figures": _paper_figure, "runs": "aggregate/runs.csv"},
+    "paper": {"tables": ("correlations*", "table*_sizes*", "label_centred*"), "figures": _paper_figure, "runs": "aggregate/runs.csv"},
     "istar": {"tables": ("istar*",), "figures": lambda p: p.name.startswith("istar_"), "runs": "aggregate/istar/runs.csv"},
     "layers": {"tables": ("layers*",), "figures": lambda p: p.name.startswith("layers_"), "tree": "layers"},
     "finetune": {"tables": ("finetune*",), "figures": lambda p: p.name.startswith("finetune_"), "tree": "finetune"},

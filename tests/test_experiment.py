@@ -17,7 +17,7 @@ from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
 from isoflow.experiment import OptimizationError, Settings, optimize, run, trajectory_path
-from isoflow.experiment.analysis import analyze, correlations, load_trajectories, log_normalised_isoscore
+from isoflow.experiment.analysis import LABEL_CENTRED, analyze, correlations, label_centred_summary, load_trajectories, log_normalised_isoscore
 from isoflow.cli import main
 
 
@@ -245,6 +245,27 @@ def test_label_centred_metrics_every_k(small):
     brute = np.mean([np.mean((U @ U.T)[~np.eye(len(U), dtype=bool)]) for U in
                      (emb[y == lab] / np.linalg.norm(emb[y == lab], axis=1, keepdims=True) for lab in np.unique(y))])
     assert rec["s_intra_label"][0] == pytest.approx(brute, abs=1e-6)
+
+
+def test_label_centred_summary_takes_seed_means_at_the_first_and_last_measured_update():
+    nan = np.nan
+    rows = []
+    for seed, glob, centred, intra in [(0, [0.5, nan, 0.3, nan, 0.1], [0.6, nan, 0.5, nan, 0.6], [0.2, nan, 0.3, nan, 0.4]),
+                                       (1, [0.7, nan, 0.5, nan, 0.3], [0.8, nan, 0.6, nan, 0.4], [0.4, nan, 0.5, nan, 0.6])]:
+        for step in range(5):
+            rows.append({"task": "t", "model": "m", "seed": seed, "step": step, "isoscore_classified": glob[step],
+                         "isoscore_label_centred": centred[step], "s_intra_label": intra[step]})
+    table = label_centred_summary(pd.DataFrame(rows))
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert (row["seeds"], row["first_step"], row["last_step"]) == (2, 0, 4)
+    assert (row["isoscore_classified_start"], row["isoscore_classified_end"]) == pytest.approx((0.6, 0.2))
+    assert (row["isoscore_label_centred_start"], row["isoscore_label_centred_end"]) == pytest.approx((0.7, 0.5))
+    assert (row["s_intra_label_start"], row["s_intra_label_end"]) == pytest.approx((0.3, 0.5))
+    assert row["isoscore_classified_ratio"] == pytest.approx(1 / 3)
+    assert row["isoscore_label_centred_ratio"] == pytest.approx(5 / 7)
+    # Runs made without the option give no table (the workflow then declares none).
+    assert label_centred_summary(pd.DataFrame(rows).drop(columns=list(LABEL_CENTRED))).empty
 
 
 def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):

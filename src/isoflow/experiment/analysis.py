@@ -11,6 +11,10 @@
   pretrained state, negative as isotropy is lost; comparable across tasks whose
   initial IsoScores differ by orders of magnitude); silhouette against IsoScore.
   One panel per task, mean ± std over seeds.
+* **Label-centred IsoScore** (runs made with ``label_centred_every``): the classified points' global
+  IsoScore against their IsoScore after subtracting each label cluster's mean, and S_intra within
+  classes, at the pretrained state and at the last measured update (seed means): does the space within
+  each class stay isotropic while training collapses global isotropy (Cai et al. 2021's question)?
 """
 
 from __future__ import annotations
@@ -138,6 +142,30 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floa
     return out
 
 
+LABEL_CENTRED = ("isoscore_classified", "isoscore_label_centred", "s_intra_label")
+
+
+def label_centred_summary(traj: pd.DataFrame) -> pd.DataFrame:
+    """Per task × model, seed means at the first and the last update where the label-centred metrics were measured.
+
+    Columns: ``<metric>_start``, ``<metric>_end`` for the global IsoScore of the classified points, their
+    label-centred IsoScore and S_intra within classes, and the end/start ratio of both IsoScores. Empty if no run
+    measured them."""
+    measured = traj.dropna(subset=["isoscore_label_centred"]) if "isoscore_label_centred" in traj else traj.iloc[:0]
+    rows = []
+    for (task, model), m in measured.groupby(["task", "model"], sort=True):
+        curve = m.groupby("step")[list(LABEL_CENTRED)].mean()
+        start, end = curve.iloc[0], curve.iloc[-1]
+        row = {"task": task, "model": model, "seeds": m["seed"].nunique(), "first_step": int(curve.index[0]),
+               "last_step": int(curve.index[-1])}
+        for name in LABEL_CENTRED:
+            row[f"{name}_start"], row[f"{name}_end"] = start[name], end[name]
+        row["isoscore_classified_ratio"] = end["isoscore_classified"] / start["isoscore_classified"]
+        row["isoscore_label_centred_ratio"] = end["isoscore_label_centred"] / start["isoscore_label_centred"]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def _grouped(traj: pd.DataFrame, column: str) -> pd.DataFrame:
     return traj.groupby(["task", "model", "step"])[column].agg(["mean", "std"]).reset_index()
 
@@ -261,6 +289,13 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
         written += write_table(summary[glue].reset_index(drop=True), out_dir / "correlations_glue", caption=(
             "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, beside the paper's Table 3 value for the "
             "same task and model, with the differences; commits: the code the runs came from."))
+    centred = label_centred_summary(traj)
+    if len(centred):
+        written += write_table(centred, out_dir / "label_centred", caption=(
+            "Global vs label-centred IsoScore of the classified points (the silhouette's), and S_intra within classes "
+            "(mean cosine of pairs in the same class), seed means at the pretrained state and the last measured update; "
+            "ratio: end / start. Cai et al. (2021): a space anisotropic as a whole can be nearly isotropic within its "
+            "clusters."), floatfmt="%.4g")
     size = sizes(info)
     is_glue = size["task"].str.startswith("glue/")
     if (~is_glue).any():
