@@ -78,8 +78,8 @@ def _measured_cpu_gemm() -> str:
 def _measure_cpu_gemm() -> str:
     # One silhouette block step each way: the product, the element-wise pass in the same library, then a torch
     # op, as the rest of a metric step and an update follow. Bare products would miss that OpenBLAS's spinning
-    # threads slow the torch work after them: on this project's 2-core hosts NumPy's bare GEMM is 10-60 % faster,
-    # yet the step is 1.8x slower and the IsoScore after the silhouette 2-40x slower.
+    # threads slow the torch work after them: on this project's 2-core hosts NumPy's bare GEMM is faster, yet the
+    # metric step is not (benchmarks/results/metrics.json vs metrics-numpy-blas.json; README, "CPU GEMM").
     rng = np.random.default_rng(0)
     a = rng.random((1024, 386), dtype=np.float32)
     b = rng.random((2048, 386), dtype=np.float32)
