@@ -31,6 +31,7 @@ test-fast: install
 
 benchmark: install
 	$(PYTHON) benchmarks/metrics.py
+	ISOFLOW_CPU_GEMM=numpy $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-numpy-blas.json
 
 # Fetch the results shared through DVC, then give the restored files the mtimes of their place in the workflow
 # (`dvc pull` writes them in arbitrary order; without this Snakemake would plan to re-run jobs whose outputs are there).
