@@ -39,7 +39,7 @@ rule finetune_run:
         "--zeta {params.zeta} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
         "--max-train {params.max_train} --max-heldout {params.max_heldout} --heldout-fraction {params.heldout_fraction} "
         "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
-        "--quiet > {log} 2>&1"
+        "> {log} 2>&1"
 
 
 rule finetune_report:

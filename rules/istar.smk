@@ -29,7 +29,7 @@ if GROUP_SEEDS:
         conda:
             "../envs/isoflow.yaml"
         shell:
-            f"{ISTAR_COMMAND}--seeds {{params.seeds}} --out '{{params.out}}' --quiet > {{log}} 2>&1"
+            f"{ISTAR_COMMAND}--seeds {{params.seeds}} --out '{{params.out}}' > {{log}} 2>&1"
 
 else:
 
@@ -54,7 +54,7 @@ else:
         conda:
             "../envs/isoflow.yaml"
         shell:
-            f"{ISTAR_COMMAND}--seed {{wildcards.seed}} --out {{params.out}} --quiet > {{log}} 2>&1"
+            f"{ISTAR_COMMAND}--seed {{wildcards.seed}} --out {{params.out}} > {{log}} 2>&1"
 
 
 rule aggregate_istar:

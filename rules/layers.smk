@@ -26,7 +26,7 @@ rule layers_run:
     shell:
         "isoflow layers --model {wildcards.model} --corpus {wildcards.corpus} --max-tokens {params.max_tokens} "
         "--seed {params.seed} --k-lid {params.k_lid} --device {params.device} --out {params.out} "
-        "--raw-dir {params.raw} {params.mirror} --quiet > {log} 2>&1"
+        "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 
 rule layers_report:

@@ -11,6 +11,8 @@ OPTIMIZE_PARAMS = dict(
     zeta=ZETA,
     label_centred_every=LABEL_CENTRED_EVERY,
 )
+# No --quiet: with stderr in the log, the run writes a line per tenth of its updates (loss, silhouette, IsoScore),
+# so a slow job can be told from a stuck one while it runs.
 OPTIMIZE_COMMAND = (
     "isoflow optimize --task {wildcards.task} --model {wildcards.model} --steps {params.steps} "
     "--sample-cap {params.sample_cap} --zeta {params.zeta} --device {params.device} "
@@ -45,7 +47,7 @@ if GROUP_SEEDS:
         conda:
             "../envs/isoflow.yaml"
         shell:
-            f"{OPTIMIZE_COMMAND}--seeds {{params.seeds}} --out '{{params.out}}' --quiet > {{log}} 2>&1"
+            f"{OPTIMIZE_COMMAND}--seeds {{params.seeds}} --out '{{params.out}}' > {{log}} 2>&1"
 
 else:
 
@@ -70,4 +72,4 @@ else:
         conda:
             "../envs/isoflow.yaml"
         shell:
-            f"{OPTIMIZE_COMMAND}--seed {{wildcards.seed}} --out {{params.out}} --quiet > {{log}} 2>&1"
+            f"{OPTIMIZE_COMMAND}--seed {{wildcards.seed}} --out {{params.out}} > {{log}} 2>&1"

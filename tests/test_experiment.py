@@ -281,3 +281,12 @@ def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_
         run_seeds("glue/wnli", "minilm", [0, 1], steps=2, data_dir=small, out=tmp_path / "one", progress=False)
     with pytest.raises(SystemExit):
         main(["optimize", "--task", "glue/wnli", "--model", "minilm", "--seed", "0", "--seeds", "1,2"])
+
+
+def test_progress_lines_in_a_log(small, capsys):
+    # stderr is not a terminal (a Snakemake log): the loop writes a line per tenth with the values of that update.
+    task, emb = load(small, "polarity-300", "minilm")
+    traj = optimize(task, emb, Settings("polarity-300", "minilm", seed=0, steps=20), progress=None)
+    out = [line for line in capsys.readouterr().err.splitlines() if line.startswith("polarity-300 x minilm seed 0")]
+    assert len(out) == 1 + 10 and "20/20 upd (100%)" in out[-1]
+    assert f"sil={traj.records['silhouette'][-1]:.4f}" in out[-1] and f"iso={traj.records['isoscore'][-1]:.4f}" in out[-1]

@@ -322,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--mirror", default=None, help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR")
         p.add_argument("--out", default=None, help="output directory (default under --data-dir)")
         p.add_argument("--raw-dir", default=None, help="cache of downloaded/mirrored raw files and models (default <data-dir>/raw)")
-        p.add_argument("--quiet", action="store_true", help="no progress bars")
+        p.add_argument("--quiet", action="store_true", help="no progress output (a bar on a terminal, a line per tenth of the work in a log)")
 
     p = sub.add_parser("prepare", help="fetch a dataset (cache, mirror, canonical URL), verify it and write its canonical tables")
     p.add_argument("dataset", help="polarity, snli, glue/<task> (cola sst2 mrpc qqp mnli qnli rte wnli), pos, pos-wordnet, supersense")
@@ -371,7 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
     o.add_argument("--results", default="results", help="results root (default: results)")
     o.add_argument("--out", default=None, help="output path without suffix (default results/trajectories/<task>/<model>/[istar<LAMBDA>/]seed<S>)")
-    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    o.add_argument("--quiet", action="store_true", help="no progress output (a bar on a terminal, a line per tenth of the run in a log)")
     o.set_defaults(func=_optimize)
 
     def run_options(p: argparse.ArgumentParser) -> None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -44,6 +43,7 @@ import numpy as np
 import torch
 
 from .. import interrupt
+from ..progress import progress_bar
 from ..datasets.table import TaskData
 from ..metrics import encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
 from ..metrics import compute
@@ -194,14 +194,6 @@ def _sample(n: int, cap: int, gen: torch.Generator, device: torch.device) -> tor
     return torch.randperm(n, generator=gen, device=gen.device)[:cap].to(device)
 
 
-def _progress(enabled: bool | None, total: int, desc: str):
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="upd", dynamic_ncols=True)
 
 
 class Diverged(OptimizationError):
@@ -248,7 +240,7 @@ def optimize(
 
     rows: list[np.ndarray] = []
     extra: dict[str, dict[int, float]] = {}
-    bar = _progress(progress, s.steps, f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""))
+    bar = progress_bar(progress, s.steps, f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""), "upd")
     t_loop = time.perf_counter()
 
     def trajectory() -> Trajectory:

@@ -17,7 +17,6 @@ embeddings, and their mean cosine. Every training step records its loss and pena
 from __future__ import annotations
 
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from .. import interrupt
+from ..progress import progress_bar
 from ..experiment.istar import DEFAULT_ZETA, IStar, check_istar
 from ..metrics import cosine_anisotropy, encode_labels, isoscore, lid_mle, sample_rows, silhouette_tensor, twonn
 from .data import Examples
@@ -158,14 +158,6 @@ def evaluate(encoder: SentenceEncoder, head: torch.nn.Linear, ex: Examples, s: F
     }
 
 
-def _progress(enabled: bool | None, total: int, desc: str):
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit="step", dynamic_ncols=True)
 
 
 def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: FinetuneSettings, *, device="cpu",
@@ -184,7 +176,7 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
     timing = {"train_seconds": 0.0, "train_sentences": 0, "eval_seconds": 0.0, "eval_sentences": 0, "shrinkage_seconds": 0.0}
     diverged_at = None
     n_steps = s.epochs * math.ceil(len(train) / s.batch_size)
-    bar = _progress(progress, n_steps, f"{s.task} x {s.model} λ={s.istar_lambda:g} seed {s.seed}")
+    bar = progress_bar(progress, n_steps, f"{s.task} x {s.model} λ={s.istar_lambda:g} seed {s.seed}", "step")
 
     def refresh_shrinkage(epoch: int) -> None:
         nonlocal istar

@@ -12,7 +12,6 @@ import json
 import os
 import platform
 import resource
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -26,6 +25,7 @@ from ..atomic import atomic_dir, check_replaceable
 from ..datasets import raw_cache
 from ..devices import resolve_device
 from ..models import STATIC_MODELS
+from ..progress import progress_bar
 from ..provenance import code_version
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pca_view
@@ -38,14 +38,6 @@ def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") 
     return Path(results) / "layers" / model / corpora.corpus_name(corpus)
 
 
-def _progress(enabled: bool | None, total: int, desc: str, unit: str):
-    if enabled is None:
-        enabled = sys.stderr.isatty()
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, dynamic_ncols=True)
 
 
 def _peak_rss_mb() -> float:
@@ -126,7 +118,7 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
     t = time.perf_counter()
     type_list: list[str] = []
     n_special = 0
-    bar = _progress(progress, len(chosen), f"{model}: encoding", "sent")
+    bar = progress_bar(progress, len(chosen), f"{model}: encoding", "sent")
     with LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None) as store:
         for layers, point_types, specials in batches(encoder, chosen, batch_size=batch_size, mode=types):
             store.append(layers)
@@ -141,7 +133,7 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
         type_arr = np.asarray(type_list, dtype=object)
         freq = Counter(type_list)
         rows, view = [], {}
-        bar = _progress(progress, n_layers, f"{model}: measuring", "layer")
+        bar = progress_bar(progress, n_layers, f"{model}: measuring", "layer")
         for layer in range(n_layers):
             t = time.perf_counter()
             points = torch.from_numpy(store.layer(layer)).to(dev)
