@@ -92,7 +92,7 @@ def test_the_penalty_is_the_table_experiments(polarity_small, tmp_path, monkeypa
 
     def spy(self, points):
         value = original(self, points)
-        seen.append((points.shape, self.lam, float(value), float(self.isoscore_star(points.detach()))))
+        seen.append((points.shape, self.lam, float(value.detach()), float(self.isoscore_star(points.detach()))))
         return value
 
     monkeypatch.setattr(istar_module.IStar, "penalty", spy)

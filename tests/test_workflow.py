@@ -160,8 +160,8 @@ def test_offline_config_runs_for_real(offline_checkout):
         assert (results / f"figures/{name}.pdf").stat().st_size > 1000
     # The jobs' logs say how far each run got: a line per tenth of the updates (here 10 updates: a line each).
     log = (offline_checkout / "logs/optimize/glue/wnli/minilm/seed0.log").read_text().splitlines()
-    progress = [line for line in log if line.startswith("glue/wnli x minilm seed 0: ")]
-    assert len(progress) == 1 + 10 and "10/10 upd (100%)" in progress[-1]
+    progress = [line for line in log if re.match(r"glue/wnli x minilm seed 0: (started, 10 upd$|\d+/10 upd \()", line)]
+    assert len(progress) == 1 + 10 and "10/10 upd (100%)" in progress[-1]  # then the run's summary line
     assert f"iso={traj['isoscore'].iloc[-1]:.4f}" in progress[-1]
     # The raw files came through the mirror into the config's raw_dir; tasks are kept apart from the paper's.
     assert (offline_checkout / "data/raw").is_dir() and (offline_checkout / "data/offline/tasks/supersense/meta.json").is_file()

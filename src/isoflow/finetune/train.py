@@ -219,9 +219,9 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
                 step += 1
                 timing["train_seconds"] += time.perf_counter() - t
                 timing["train_sentences"] += len(texts)
-                steps.append({"step": step, "epoch": epoch, "loss": float(loss), "penalty": float(penalty)})
+                steps.append({"step": step, "epoch": epoch, "loss": float(loss.detach()), "penalty": float(penalty.detach())})
                 if callback is not None:
-                    callback(epoch, step, float(loss))
+                    callback(epoch, step, float(loss.detach()))
                 interrupt.check()
                 if bar is not None:
                     bar.update(1)
