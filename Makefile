@@ -54,7 +54,8 @@ reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune r
 
 reproduce-paper reproduce-istar reproduce-layers reproduce-finetune: reproduce-%: install
 	HF_HUB_OFFLINE=1 snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS)
-	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$*
+	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$* \
+	  --made-by "snakemake $(TARGET_$*) --configfile $(REPRO_CONFIG) $(SNAKEMAKE_ARGS)"
 
 # The HTML report of a finished workflow: every figure and table with its caption (REPORT_CONFIG=config/offline.yaml
 # for the quick start's).
@@ -66,4 +67,5 @@ report:
 ABLATION = results/supersense-ablation
 reproduce-ablation: install
 	HF_HUB_OFFLINE=1 snakemake correlations --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
-	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation
+	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation \
+	  --made-by "snakemake correlations --configfile config/supersense-ablation.yaml $(SNAKEMAKE_ARGS)"

@@ -10,7 +10,9 @@ Sections (what `make reproduce-<section>` publishes):
 
 Runs are copied from the run list the tables were made from (`record` column), not by globbing, so the published
 directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
-The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
+`PUBLISHED.json` in the section says how it was made: the workflow command (`--made-by`, which `make reproduce-*`
+passes), the results directory and the git commit of the workflow checkout it ran in (each run's own commit is in
+its record and the tables). The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
 that is not an earlier publication is refused without --force); nothing else under docs/results is touched.
 """
 
@@ -18,11 +20,14 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
+from isoflow.provenance import code_version
 
 FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")
 
@@ -80,7 +85,13 @@ def _top_level(section: str) -> set[str]:
     return {"tables", "figures"} | ({"trajectories", "runs.csv"} if "runs" in spec else {spec["tree"]})
 
 
-def publish(section: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False) -> list[Path]:
+def _provenance(section: str, results: Path, root: Path, made_by: str | None) -> dict:
+    return {"section": section, "made_by": made_by, "results_dir": str(results),
+            "workflow_checkout": code_version(root), "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def publish(section: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False,
+            made_by: str | None = None) -> list[Path]:
     """Assemble `section` of `results` beside dest, then rename it into dest's place; return the published files.
 
     dest is replaced only if it is an earlier publication (isoflow's marker file, or exactly a section's names) or
@@ -92,6 +103,7 @@ def publish(section: str, results: Path, dest: Path, root: Path = Path("."), for
         raise PublishError(f"{results}: no {section} tables or figures; run `snakemake {section}` with its config first")
     try:
         with atomic_dir(dest, expected=_top_level(section), force=force, kind=f"published {section} results") as staging:
+            (staging / "PUBLISHED.json").write_text(json.dumps(_provenance(section, results, root, made_by), indent=2) + "\n")
             for path in tables + figures:
                 _copy(path, staging / path.parent.name / path.name)
             if "runs" in spec:
@@ -113,9 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the workflow's working directory, which the run list's paths are relative to")
     parser.add_argument("--force", action="store_true",
                         help="replace dest even if it holds files that are not an earlier publication")
+    parser.add_argument("--made-by", default=None, help="the workflow command that made the results (recorded in PUBLISHED.json)")
     args = parser.parse_args(argv)
     try:
-        files = publish(args.section, args.results, args.dest, args.root, force=args.force)
+        files = publish(args.section, args.results, args.dest, args.root, force=args.force, made_by=args.made_by)
     except PublishError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

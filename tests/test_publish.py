@@ -2,6 +2,7 @@
 one section leaves the others (and, on failure, itself) as they were."""
 
 import csv
+import json
 import sys
 from pathlib import Path
 
@@ -45,8 +46,8 @@ def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path
     other.mkdir(parents=True)
     (other / "keep.txt").write_text("mine")
     dest = tmp_path / "docs" / "results" / "paper"
-    files = {p.relative_to(dest).as_posix() for p in publish("paper", results, dest, root=tmp_path)}
-    assert files == {"tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv",
+    files = {p.relative_to(dest).as_posix() for p in publish("paper", results, dest, root=tmp_path, made_by="snakemake correlations")}
+    assert files == {"PUBLISHED.json", "tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv",
                      "figures/silhouette.png", "runs.csv",
                      "trajectories/polarity/minilm/seed0.json", "trajectories/polarity/minilm/seed0.parquet",
                      "trajectories/polarity/minilm/seed1.json", "trajectories/polarity/minilm/seed1.parquet"}
@@ -55,10 +56,13 @@ def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path
     assert records == [str(dest / "trajectories/polarity/minilm/seed0.json"),
                        str(dest / "trajectories/polarity/minilm/seed1.json")]
     assert (other / "keep.txt").read_text() == "mine"  # another section is not touched
+    made = json.loads((dest / "PUBLISHED.json").read_text())
+    assert made["made_by"] == "snakemake correlations" and made["results_dir"] == str(results)
+    assert made["workflow_checkout"] == {"git_commit": None, "git_dirty": None}  # tmp_path is no git checkout
 
     layers_dest = tmp_path / "docs" / "results" / "layers"
     layers = {p.relative_to(layers_dest).as_posix() for p in publish("layers", results, layers_dest, root=tmp_path)}
-    assert layers == {"tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
+    assert layers == {"PUBLISHED.json", "tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
     assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "paper"]  # no temp dirs left
     publish("paper", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
     assert (dest / "runs.csv").is_file()

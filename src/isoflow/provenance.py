@@ -7,16 +7,23 @@ import subprocess
 from pathlib import Path
 
 
-@functools.lru_cache(maxsize=1)
-def code_version() -> dict:
-    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout isoflow is imported from.
+def code_version(checkout: str | Path | None = None) -> dict:
+    """``{"git_commit": sha or None, "git_dirty": bool or None}`` of the checkout isoflow is imported from
+    (read once per process: the code a process runs does not change under it), or of the directory `checkout`.
 
     None when isoflow is not imported from a git checkout (an installed wheel) or git is missing. "Dirty" means
     uncommitted changes to tracked files (untracked files do not change what the code does unless imported,
     and a results directory inside the checkout would otherwise mark every run dirty).
     """
-    here = Path(__file__).resolve().parent
+    return dict(_own_version()) if checkout is None else _git_version(Path(checkout).resolve())
 
+
+@functools.lru_cache(maxsize=1)
+def _own_version() -> dict:
+    return _git_version(Path(__file__).resolve().parent)
+
+
+def _git_version(here: Path) -> dict:
     def git(*args: str) -> str | None:
         try:
             p = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=30)

@@ -1,0 +1,30 @@
+"""The git commit and dirtiness every run record and publication carries."""
+
+from __future__ import annotations
+
+import subprocess
+
+from isoflow.provenance import code_version
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_commit_and_dirtiness_of_a_checkout(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "a.py").write_text("x = 1\n")
+    git(repo, "add", "a.py")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
+    head = git(repo, "rev-parse", "HEAD")
+    assert code_version(repo) == {"git_commit": head, "git_dirty": False}
+    (repo / "results.csv").write_text("untracked output\n")  # outputs inside the checkout do not make it dirty
+    assert code_version(repo)["git_dirty"] is False
+    (repo / "a.py").write_text("x = 20\n")  # another size: git's stat check cannot miss it within the same second
+    assert code_version(repo) == {"git_commit": head, "git_dirty": True}
+
+
+def test_outside_a_checkout(tmp_path):
+    assert code_version(tmp_path) == {"git_commit": None, "git_dirty": None}
