@@ -52,10 +52,11 @@ TARGET_layers = layers
 TARGET_finetune = finetune
 reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-ablation
 
+# One command string, run and recorded as is (PUBLISHED.json), so the record cannot drift from what ran.
+REPRO_RUN = $(strip snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS))
 reproduce-paper reproduce-istar reproduce-layers reproduce-finetune: reproduce-%: install
-	HF_HUB_OFFLINE=1 snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS)
-	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$* \
-	  --made-by "snakemake $(TARGET_$*) --configfile $(REPRO_CONFIG) $(SNAKEMAKE_ARGS)"
+	HF_HUB_OFFLINE=1 $(REPRO_RUN)
+	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$* --made-by "$(REPRO_RUN)"
 
 # The HTML report of a finished workflow: every figure and table with its caption (REPORT_CONFIG=config/offline.yaml
 # for the quick start's).
@@ -65,7 +66,7 @@ report:
 
 # docs/results/supersense-ablation: config/supersense-ablation.yaml (dimension x word list of the supersense task).
 ABLATION = results/supersense-ablation
+ABLATION_RUN = $(strip snakemake correlations --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS))
 reproduce-ablation: install
-	HF_HUB_OFFLINE=1 snakemake correlations --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS)
-	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation \
-	  --made-by "snakemake correlations --configfile config/supersense-ablation.yaml $(SNAKEMAKE_ARGS)"
+	HF_HUB_OFFLINE=1 $(ABLATION_RUN)
+	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation --made-by "$(ABLATION_RUN)"

@@ -21,7 +21,7 @@ class LineProgress:
         self.total, self.desc, self.unit = int(total), desc, unit
         self.n = 0
         self.stream = stream if stream is not None else sys.stderr
-        self.every = max(1, math.ceil(self.total / parts)) if self.total > 0 else 1
+        self.every = max(1, math.ceil(self.total / parts))
         self._next = self.every
         self._postfix = ""
         self._start = time.perf_counter()
