@@ -82,10 +82,19 @@ def all_pairs():
 
 ISTAR = config.get("istar") or {}
 ZETA = ISTAR.get("zeta", 0.2)
+_unknown = sorted(set(ISTAR.get("task_lambdas") or {}) - set(ISTAR.get("tasks", [])))
+if _unknown:
+    raise ValueError(f"config: istar.task_lambdas names {', '.join(_unknown)}, not in istar.tasks {ISTAR.get('tasks', [])}; "
+                     "add the task to istar.tasks or remove its entry from istar.task_lambdas")
 
 
 def istar_pairs():
     return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
+
+
+def istar_lambdas(task):
+    """The sweep's weights for one task: istar.task_lambdas[task] where given, else istar.lambdas."""
+    return (ISTAR.get("task_lambdas") or {}).get(task, ISTAR.get("lambdas", []))
 
 
 def lam_text(lam):
@@ -97,7 +106,7 @@ def istar_trajectories():
     """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
     out = []
     for t, m in istar_pairs():
-        for lam in ISTAR.get("lambdas", []):
+        for lam in istar_lambdas(t):
             sub = "" if float(lam) == 0 else f"istar{lam_text(lam)}/"
             out += [f"{RESULTS}/trajectories/{t}/{m}/{sub}seed{s}.parquet" for s in config["seeds"]]
     return out

@@ -46,7 +46,10 @@ def numbers_from_command_line(config):
         section = config.get(name)
         if isinstance(section, dict):
             for key, value in section.items():
-                section[key] = [number(v) for v in value] if isinstance(value, list) and key in ("lambdas", "seeds") else number(value)
+                if isinstance(value, dict):  # istar.task_lambdas: task -> weights
+                    section[key] = {k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()}
+                else:
+                    section[key] = [number(v) for v in value] if isinstance(value, list) and key in ("lambdas", "seeds") else number(value)
 
 
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])

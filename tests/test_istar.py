@@ -263,6 +263,18 @@ def test_workflow_istar_section_plans(tmp_path):
     assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
 
 
+def test_workflow_istar_task_lambdas(tmp_path):
+    """istar.task_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results", "group_seeds=false", "seeds=[0,1]"]
+    sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'lambdas': [-5, 0, 1, 5]"
+    out = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"], ROOT).stdout
+    planned = sorted(re.findall(r"trajectories/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
+    assert sorted(set(planned)) == sorted([("glue/wnli", lam, s) for lam in ("-5", "1", "5") for s in "01"]
+                                          + [("glue/rte", "3", s) for s in "01"])
+    bad = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"], ROOT, check=False)
+    assert bad.returncode != 0 and "istar.task_lambdas names glue/cola, not in istar.tasks" in bad.stdout + bad.stderr
+
+
 @pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 1e-5)])
 def test_penalty_from_a_known_covariance_matches_autograd(dtype, tol):
     """The loop's penalty (forward from the measured covariance, closed-form backward) = autograd's, value and
