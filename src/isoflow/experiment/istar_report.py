@@ -8,7 +8,7 @@ Per task × model × λ (seeds averaged; runs that diverged are counted, never a
 * Pearson r and Spearman ρ between IsoScore and silhouette over training (updates 1..N, seed-mean curve), as in
   the main tables, now within each λ.
 
-Figures: (a) ``istar_performance``: accuracy against IsoScore*, one point per λ (I-STAR's Figure 5 analogue);
+Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure 5 analogue);
 (b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
 ``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
 """
@@ -94,16 +94,25 @@ def _lambda_colours(lams):
     return {lam: "black" if lam == 0 else cmap(0.5 + 0.5 * lam / span) for lam in lams}
 
 
-def lambda_points_figure(table: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
+def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], xlabel: str, ylabel: str | tuple[str, ...],
+                         title: str, stem: Path) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (coloured, labelled),
-    one marker per model: I-STAR's Figure 5 layout, shared by the table experiment and fine-tuning."""
+    one marker per model: I-STAR's Figure 5 layout, shared by the table experiment and fine-tuning. Several ``y``
+    (with as many ``ylabel``) give one row of panels each."""
     import matplotlib.pyplot as plt
 
+    ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
     colour = _lambda_colours(sorted(table["lambda"].unique()))
     tasks = sorted(table.task.unique())
-    fig, axes = _panels(len(tasks))
+    if len(ys) == 1:
+        fig, axes = _panels(len(tasks))
+        cells = [(ax, task, ys[0], ylabels[0]) for ax, task in zip(axes, tasks)]
+    else:
+        fig, grid = plt.subplots(len(ys), len(tasks), figsize=(max(3.8 * len(tasks), 6.0), 3.0 * len(ys)), squeeze=False,
+                                 constrained_layout=True)
+        cells = [(grid[i, j], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels)) for j, task in enumerate(tasks)]
     markers = dict(zip(sorted(table.model.unique()), "osD^v"))
-    for ax, task in zip(axes, tasks):
+    for ax, task, y, ylabel in cells:
         for model, rows in table[table.task == task].groupby("model"):
             rows = rows.dropna(subset=[f"{y}_mean"])
             ax.errorbar(rows[f"{x}_mean"], rows[f"{y}_mean"], xerr=rows[f"{x}_std"], yerr=rows[f"{y}_std"],
@@ -161,8 +170,10 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     colour = _lambda_colours(lams)
     written = []
 
-    # (a) performance against IsoScore*, one point per lambda
-    written += lambda_points_figure(table, "isoscore_star", "accuracy", "IsoScore* (final)", "training accuracy (final)",
+    # (a) performance against IsoScore*, one point per lambda: training accuracy, and the task loss (accuracy saturates
+    # on most tasks, the loss does not)
+    written += lambda_points_figure(table, "isoscore_star", ("accuracy", "loss"), "IsoScore* (final)",
+                                    ("training accuracy (final)", "task loss (final)"),
                                     "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance")
 
     complete = info.loc[~info["diverged"], ["task", "model", "istar_lambda", "seed"]]
@@ -172,7 +183,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     # (b) silhouette and IsoScore across training, one curve per lambda
     fig, axes = plt.subplots(2, len(pairs), figsize=(max(3.8 * len(pairs), 6.0), 5.6), squeeze=False, constrained_layout=True)
     for j, (task, model) in enumerate(pairs):
-        for lam in lams:
+        for lam in sorted(mean[(mean.task == task) & (mean.model == model)].istar_lambda.unique()):  # a task's own weights
             m = mean[(mean.task == task) & (mean.model == model) & (mean.istar_lambda == lam)]
             for i, col in enumerate(("silhouette", "isoscore")):
                 axes[i, j].plot(m["step"], m[col], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
