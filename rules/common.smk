@@ -82,10 +82,6 @@ def all_pairs():
 
 ISTAR = config.get("istar") or {}
 ZETA = ISTAR.get("zeta", 0.2)
-_unknown = sorted(set(ISTAR.get("task_lambdas") or {}) - set(ISTAR.get("tasks", [])))
-if _unknown:
-    raise ValueError(f"config: istar.task_lambdas names {', '.join(_unknown)}, not in istar.tasks {ISTAR.get('tasks', [])}; "
-                     "add the task to istar.tasks or remove its entry from istar.task_lambdas")
 
 
 def istar_pairs():

@@ -52,8 +52,18 @@ def numbers_from_command_line(config):
                     section[key] = [number(v) for v in value] if isinstance(value, list) and key in ("lambdas", "seeds") else number(value)
 
 
+def check_task_lambdas(config):
+    """istar.task_lambdas may only name tasks of the sweep (the schema checks each name and its weights)."""
+    istar = config.get("istar") or {}
+    unknown = sorted(set(istar.get("task_lambdas") or {}) - set(istar.get("tasks", [])))
+    if unknown:
+        raise WorkflowError(f"config: istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
+                            "add the task to istar.tasks or remove its entry from istar.task_lambdas")
+
+
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
 numbers_from_command_line(config)
 
 
 validate(config, SCHEMA)
+check_task_lambdas(config)

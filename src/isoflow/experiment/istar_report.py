@@ -70,15 +70,21 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
     return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
 
 
-def _panels(n: int, width: float = 3.8, height: float = 3.0):
+def _grid(nrow: int, ncol: int, height: float, width: float = 3.8):
+    """An nrow × ncol grid of panels, ``width`` wide each (at least 6 in all) and ``height`` high in all."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt.subplots(nrow, ncol, figsize=(max(width * ncol, 6.0), height), squeeze=False, constrained_layout=True)
+
+
+def _panels(n: int, width: float = 3.8, height: float = 3.0):
+    """n panels, at most 4 to a row; the unused ones of the last row are hidden."""
     ncol = min(4, n)
     nrow = -(-n // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(max(width * ncol, 6.0), height * nrow), squeeze=False, constrained_layout=True)
+    fig, axes = _grid(nrow, ncol, height * nrow, width)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")
     return fig, list(axes.flat)
@@ -108,8 +114,7 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
         fig, axes = _panels(len(tasks))
         cells = [(ax, task, ys[0], ylabels[0]) for ax, task in zip(axes, tasks)]
     else:
-        fig, grid = plt.subplots(len(ys), len(tasks), figsize=(max(3.8 * len(tasks), 6.0), 3.0 * len(ys)), squeeze=False,
-                                 constrained_layout=True)
+        fig, grid = _grid(len(ys), len(tasks), 3.0 * len(ys))
         cells = [(grid[i, j], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels)) for j, task in enumerate(tasks)]
     markers = dict(zip(sorted(table.model.unique()), "osD^v"))
     for ax, task, y, ylabel in cells:
@@ -181,10 +186,9 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     mean = t.groupby(["task", "model", "istar_lambda", "step"])[["silhouette", "isoscore"]].mean().reset_index()
 
     # (b) silhouette and IsoScore across training, one curve per lambda
-    fig, axes = plt.subplots(2, len(pairs), figsize=(max(3.8 * len(pairs), 6.0), 5.6), squeeze=False, constrained_layout=True)
+    fig, axes = _grid(2, len(pairs), 5.6)
     for j, (task, model) in enumerate(pairs):
-        for lam in sorted(mean[(mean.task == task) & (mean.model == model)].istar_lambda.unique()):  # a task's own weights
-            m = mean[(mean.task == task) & (mean.model == model) & (mean.istar_lambda == lam)]
+        for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):  # a task's own weights
             for i, col in enumerate(("silhouette", "isoscore")):
                 axes[i, j].plot(m["step"], m[col], color=colour[lam], lw=1.2, label=f"λ={lam:g}")
         axes[0, j].set_title(f"{task} x {model}")
