@@ -36,9 +36,9 @@ def main() -> int:
     args = parser.parse_args()
 
     from isoflow.datasets import prepare, read_task, task_dir
-    from isoflow.experiment.istar import IStar
     from isoflow.finetune.data import examples_of
     from isoflow.finetune.model import SentenceEncoder, token_points
+    from isoflow.istar import IStar
     from isoflow.models import SENTENCE_MODELS
     from isoflow.models.sbert import load_sentence_model
 

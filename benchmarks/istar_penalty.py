@@ -30,8 +30,9 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
-    from isoflow.experiment import Settings, optimize
     from paper_case import polarity_minilm
+
+    from isoflow.optimization import Settings, optimize
 
     task, emb = polarity_minilm(args.data_dir)
 

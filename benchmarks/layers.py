@@ -32,7 +32,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from isoflow.layers import run_layers
-    from isoflow.metrics import compute
+    from isoflow.metrics import device_policy as compute
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()

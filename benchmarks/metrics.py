@@ -18,7 +18,7 @@ Run: ``python benchmarks/metrics.py`` (about 5 minutes on 2 cores; ``--quick`` f
 ``--device cuda`` runs isoflow's side on the GPU (the reference stays on this machine's CPU, as it runs there)
 and writes ``benchmarks/results/metrics-cuda.json`` with the GPU's name, the torch/CUDA versions and the
 fraction of the GPU's own GEMM rate. On the CPU, the GEMM rate is the faster of torch's and NumPy's BLAS, the one
-isoflow uses (:mod:`isoflow.metrics.compute`).
+isoflow uses (:mod:`isoflow.metrics.device_policy`).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def gemm_gflops(dtype: torch.dtype, reps: int = 3, device: str = "cpu", backend:
         b = torch.randn(kdim, m, dtype=dtype, device=device)
         if backend == "numpy":
             a, b = a.numpy(), b.numpy()
-        fn = (lambda: _sync(a @ b, device)) if backend == "torch" else (lambda: a @ b)
+        fn = (lambda: _sync(a @ b, device)) if backend == "torch" else (lambda: a @ b)  # noqa: B023 (called at once)
         fn()
         best = min(_time(fn, 1)[0] for _ in range(reps))
         best_rate = max(best_rate, 2 * m * kdim * m / best / 1e9)
@@ -182,7 +182,7 @@ def main() -> int:
     cuda = args.device.startswith("cuda")
     out_path = args.out or (None if args.quick else OUT.with_name("metrics-cuda.json") if cuda else OUT)
 
-    from isoflow.metrics import compute
+    from isoflow.metrics import device_policy as compute
 
     backend = "torch" if cuda else compute.cpu_gemm()
     gemm = {dt: gemm_gflops(getattr(torch, dt), device=args.device, backend=backend) for dt in DTYPES}

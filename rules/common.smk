@@ -1,22 +1,27 @@
-# Helpers shared by the rules: targets and per-wildcard options computed from the validated config.
+# Helpers of the workflow, kept apart from its rules (Snakemake's linter asks for that). Paths and options from the
+# validated config; facts read from the package (never copied here); each section's file lists, under the name of the
+# .smk file whose rules use them.
 #
 # Inputs are plain (no ancient()): a job re-runs when an input is newer than its outputs, and everything downstream of
 # a job that runs re-runs too. `dvc pull`/`dvc checkout` write files in arbitrary order, so their mtimes say nothing:
 # after a pull, `snakemake --touch` (what `make pull` does) restores their order without re-running anything; see
-# README "DVC". DVC's own stages restrict Snakemake to their rules (--allowed-rules), so `dvc repro` never re-runs
+# docs/workflow.md. DVC's own stages restrict Snakemake to their rules (--allowed-rules), so `dvc repro` never re-runs
 # another stage's jobs because of such mtimes.
 
 import os
+
+from isoflow.datasets import WORD_TASKS
+from isoflow.models import STATIC_MODELS
+from isoflow.records import lambda_dir
 
 DATA = config.get("data_dir", "data")
 RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
 RESULTS = config.get("results_dir", "results")
 DEVICE = config.get("device", "auto")
 MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
-STATIC_MODELS = {"glove-50d", "word2vec-222", "minilm-words", "mpnet-words"}
-WORD_TASKS = {"pos", "pos-wordnet", "supersense", "supersense-unambiguous"}
 # Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
-VOCABULARY = {"minilm-words": "glove-50d", "mpnet-words": "glove-50d"}
+VOCABULARY = {name: m.vocabulary for name, m in STATIC_MODELS.items() if m.vocabulary}
+GROUP_SEEDS = config.get("group_seeds", False)
 
 
 wildcard_constraints:
@@ -27,21 +32,15 @@ wildcard_constraints:
     corpus=r"[a-z0-9-]+",
 
 
-def paper_pairs():
-    return [(e["task"], e["model"]) for e in config["paper"]]
-
-
-def glue_pairs():
-    return [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
-
-
 def vocab_of(task):
     """A word task's words come from its (single) static model's vocabulary."""
     models = sorted({m for t, m in paper_pairs() + istar_pairs() if t == task})
     vocabularies = sorted({VOCABULARY.get(m, m) for m in models})
-    if len(vocabularies) != 1 or not set(models) <= STATIC_MODELS:
-        raise ValueError(f"config: word task {task} needs static models that share one vocabulary (glove-50d and its encoded "
-                         f"words, or word2vec-222); got {models}")
+    if len(vocabularies) != 1 or not set(models) <= set(STATIC_MODELS):
+        raise ValueError(
+            f"config: word task {task} needs static models that share one vocabulary (glove-50d and its encoded "
+            f"words, or word2vec-222); got {models}"
+        )
     return vocabularies[0]
 
 
@@ -57,80 +56,54 @@ def gpus_for(wildcards):
     return 0 if wildcards.model in STATIC_MODELS else 1
 
 
-
-GROUP_SEEDS = config.get("group_seeds", False)
-SEED_LIST = ",".join(str(s) for s in config["seeds"])
-
-
-def seed_files(stem_dir, suffix):
-    """Every seed's file under a directory pattern (the grouped rules' outputs)."""
-    return [f"{stem_dir}/seed{s}{suffix}" for s in config["seeds"]]
+def records_of(trajectories):
+    """The JSON records of runs (written last: a run is complete when its record exists)."""
+    return [path[: -len(".parquet")] + ".json" for path in trajectories]
 
 
-def trajectories(pairs):
-    return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+def embedding_files(pairs):
+    return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
 
 
-def records(pairs):
-    """The JSON records of the runs (written last: a run is complete when its record exists)."""
-    return [path[: -len(".parquet")] + ".json" for path in trajectories(pairs)]
+# The HTML report (`snakemake --report results/report.html`): every figure (PNG) and table (CSV) with a caption
+# (report/*.rst: what is shown, from which runs, the paper's value) in a category.
+CAPTIONS = {
+    "istar": "istar_table",
+    "layers": "layers_table",
+    "layers_lid": "layers_lid_table",
+    "finetune": "finetune_table",
+}
+
+
+def reported(paths, category):
+    out = []
+    for path in paths:
+        stem, ext = os.path.splitext(os.path.basename(path))
+        if ext in (".png", ".csv"):
+            where = "GLUE (Appendix A)" if "glue" in stem else category
+            out.append(report(path, caption=f"../report/{CAPTIONS.get(stem, stem)}.rst", category=where))
+        else:
+            out.append(path)
+    return out
+
+
+# ----- Mickus et al.: the main tasks and GLUE (paper.smk) -----------------------------------------------------
+
+
+def paper_pairs():
+    return [(e["task"], e["model"]) for e in config["paper"]]
+
+
+def glue_pairs():
+    return [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
 
 
 def all_pairs():
     return paper_pairs() + glue_pairs()
 
 
-ISTAR = config.get("istar") or {}
-ZETA = ISTAR.get("zeta", 0.2)
-
-
-def istar_pairs():
-    return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
-
-
-def istar_lambdas(task):
-    """The sweep's weights for one task: istar.task_lambdas[task] where given, else istar.lambdas."""
-    return (ISTAR.get("task_lambdas") or {}).get(task, ISTAR.get("lambdas", []))
-
-
-def lam_text(lam):
-    """How a weight appears in paths: as Python's format(lam, "g") (isoflow.experiment.lambda_dir does the same)."""
-    return format(float(lam), "g")
-
-
-def istar_trajectories():
-    """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
-    out = []
-    for t, m in istar_pairs():
-        for lam in istar_lambdas(t):
-            sub = "" if float(lam) == 0 else f"istar{lam_text(lam)}/"
-            out += [f"{RESULTS}/trajectories/{t}/{m}/{sub}seed{s}.parquet" for s in config["seeds"]]
-    return out
-
-
-def istar_records():
-    return [path[: -len(".parquet")] + ".json" for path in istar_trajectories()]
-
-
-def all_trajectories():
-    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
-
-
-def all_task_model_pairs():
-    return sorted(set(all_pairs() + istar_pairs()))
-
-
-def all_tasks():
-    """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
-    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
-
-
-def task_files(pairs):
-    return sorted({f"{DATA}/tasks/{t}/meta.json" for t, _ in pairs})
-
-
-def embedding_files(pairs):
-    return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
+def trajectories(pairs):
+    return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
 
 
 LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
@@ -146,14 +119,44 @@ def table_files():
         stems += ["correlations", "table1_sizes"]
     if glue_pairs():
         stems += ["correlations_glue", "table2_sizes_glue"]
-    if LABEL_CENTRED_EVERY and (paper_pairs() or glue_pairs()):
+    if LABEL_CENTRED_EVERY and all_pairs():
         stems += ["label_centred"]
     return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
 
 
+def paper_files():
+    return table_files() + FIGURES if all_pairs() else []
+
+
+# ----- The I-STAR sweep (istar.smk) ---------------------------------------------------------------------------
+
+ISTAR = config.get("istar") or {}
+
+
+def istar_pairs():
+    return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
+
+
+def istar_lambdas(task):
+    """The sweep's weights for one task: istar.task_lambdas[task] where given, else istar.lambdas."""
+    return (ISTAR.get("task_lambdas") or {}).get(task, ISTAR.get("lambdas", []))
+
+
+def istar_trajectories():
+    """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
+    out = []
+    for t, m in istar_pairs():
+        for lam in istar_lambdas(t):
+            sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
+            out += [f"{RESULTS}/trajectories/{t}/{m}/{sub}seed{s}.parquet" for s in config["seeds"]]
+    return out
+
+
 ISTAR_AGGREGATE = [f"{RESULTS}/aggregate/istar/{name}" for name in ("trajectories.parquet", "runs.csv")]
 ISTAR_REPORT = [f"{RESULTS}/tables/istar.{ext}" for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/figures/{name}.{ext}" for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore") for ext in ("png", "pdf")
+    f"{RESULTS}/figures/{name}.{ext}"
+    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore")
+    for ext in ("png", "pdf")
 ]
 
 
@@ -161,9 +164,7 @@ def istar_files():
     return ISTAR_REPORT if istar_pairs() and ISTAR.get("lambdas") else []
 
 
-def main_report_files():
-    return table_files() + FIGURES if all_pairs() else []
-
+# ----- Cai et al. across layers (layers.smk) ------------------------------------------------------------------
 
 LAYERS = config.get("layers") or {}
 
@@ -180,13 +181,17 @@ def layer_run_files():
 
 
 LAYERS_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid") for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/figures/{name}.{ext}" for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca") for ext in ("png", "pdf")
+    f"{RESULTS}/figures/{name}.{ext}"
+    for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca")
+    for ext in ("png", "pdf")
 ]
 
 
 def layers_files():
     return LAYERS_REPORT if layer_runs() else []
 
+
+# ----- Fine-tuning with I-STAR (finetune.smk) -----------------------------------------------------------------
 
 FINETUNE = config.get("finetune") or {}
 
@@ -196,8 +201,12 @@ def finetune_pairs():
 
 
 def finetune_records():
-    return [f"{RESULTS}/finetune/{t}/{m}/istar{lam_text(lam)}/seed{s}.json" for t, m in finetune_pairs()
-            for lam in FINETUNE.get("lambdas", []) for s in FINETUNE.get("seeds", [])]
+    return [
+        f"{RESULTS}/finetune/{t}/{m}/{lambda_dir(float(lam))}/seed{s}.json"
+        for t, m in finetune_pairs()
+        for lam in FINETUNE.get("lambdas", [])
+        for s in FINETUNE.get("seeds", [])
+    ]
 
 
 def finetune_run_files():
@@ -205,7 +214,8 @@ def finetune_run_files():
 
 
 FINETUNE_REPORT = [f"{RESULTS}/tables/finetune.{ext}" for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/figures/{name}.{ext}" for name in ("finetune_performance", "finetune_twonn", "finetune_silhouette_vs_isoscore")
+    f"{RESULTS}/figures/{name}.{ext}"
+    for name in ("finetune_performance", "finetune_twonn", "finetune_silhouette_vs_isoscore")
     for ext in ("png", "pdf")
 ]
 
@@ -214,23 +224,54 @@ def finetune_files():
     return FINETUNE_REPORT if finetune_records() else []
 
 
+# ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
+
+
+def run_files(stem_dir, suffix):
+    """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
+    if GROUP_SEEDS:
+        return [f"{stem_dir}/seed{s}{suffix}" for s in config["seeds"]]
+    return f"{stem_dir}/seed{{seed}}{suffix}"
+
+
+def seed_option(wildcards, output):
+    """--seeds S,S,... and an --out holding {seed} (grouped), or --seed S and the run's own --out."""
+    first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
+    if GROUP_SEEDS:
+        seeds = ",".join(str(s) for s in config["seeds"])
+        return f"--seeds {seeds} --out '{os.path.dirname(first)}/seed{{seed}}'"
+    return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
+
+
+RUN_LOG = "seeds" if GROUP_SEEDS else "seed{seed}"
+OPTIMIZE_PARAMS = dict(
+    task_dir=lambda wildcards, input: os.path.dirname(input.task),
+    embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
+    device=DEVICE,
+    steps=steps_for,
+    sample_cap=config.get("sample_cap", 20000),
+    zeta=(config.get("istar") or {}).get("zeta", 0.2),
+    label_centred_every=config.get("label_centred_every", 0),
+    seeds=seed_option,
+)
+
+
+# ----- Across sections (targets.smk) --------------------------------------------------------------------------
+
+
+def all_task_model_pairs():
+    return sorted(set(all_pairs() + istar_pairs()))
+
+
+def all_tasks():
+    """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
+    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
+
+
+def all_trajectories():
+    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
+
+
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return main_report_files() + istar_files() + layers_files() + finetune_files()
-
-
-# The HTML report (`snakemake --report results/report.html`): every figure (PNG) and table (CSV) with a caption
-# (report/*.rst: what is shown, from which runs, the paper's value) in a category.
-CAPTIONS = {"istar": "istar_table", "layers": "layers_table", "layers_lid": "layers_lid_table", "finetune": "finetune_table"}
-
-
-def reported(paths, category):
-    out = []
-    for path in paths:
-        stem, ext = os.path.splitext(os.path.basename(path))
-        if ext in (".png", ".csv"):
-            where = "GLUE (Appendix A)" if "glue" in stem else category
-            out.append(report(path, caption=f"../report/{CAPTIONS.get(stem, stem)}.rst", category=where))
-        else:
-            out.append(path)
-    return out
+    return paper_files() + istar_files() + layers_files() + finetune_files()

@@ -3,6 +3,7 @@
 import os
 
 import yaml
+from snakemake.utils import validate
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
 with open(SCHEMA) as fh:
@@ -57,8 +58,10 @@ def check_task_lambdas(config):
     istar = config.get("istar") or {}
     unknown = sorted(set(istar.get("task_lambdas") or {}) - set(istar.get("tasks", [])))
     if unknown:
-        raise WorkflowError(f"config: istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
-                            "add the task to istar.tasks or remove its entry from istar.task_lambdas")
+        raise WorkflowError(
+            f"config: istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
+            "add the task to istar.tasks or remove its entry from istar.task_lambdas"
+        )
 
 
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])

@@ -8,15 +8,15 @@ localrules:
 rule prepare:
     output:
         multiext(f"{DATA}/tasks/{{task}}/", "items.parquet", "examples.parquet", "meta.json"),
+    log:
+        "logs/prepare/{task}.log",
+    conda:
+        "../envs/isoflow.yaml"
     params:
         out=lambda wildcards, output: os.path.dirname(output[0]),
         raw=RAW,
         options=prepare_options,
         mirror=MIRROR,
-    log:
-        "logs/prepare/{task}.log",
-    conda:
-        "../envs/isoflow.yaml"
     shell:
         "isoflow prepare {wildcards.task} --out {params.out} --raw-dir {params.raw} {params.mirror} {params.options} "
         "--quiet > {log} 2>&1"

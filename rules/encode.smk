@@ -6,6 +6,15 @@ rule encode:
         f"{DATA}/tasks/{{task}}/items.parquet",
     output:
         multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
+    log:
+        "logs/encode/{model}/{task}.log",
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=gpus_for,
+        mem_mb=8000,
+        runtime=120,
     params:
         task_dir=lambda wildcards, input: os.path.dirname(input[0]),
         out=lambda wildcards, output: os.path.dirname(output[0]),
@@ -13,15 +22,6 @@ rule encode:
         mirror=MIRROR,
         device=DEVICE,
         batch_size=config.get("batch_size", 64),
-    log:
-        "logs/encode/{model}/{task}.log",
-    threads: 2
-    resources:
-        gpu=gpus_for,
-        mem_mb=8000,
-        runtime=120,
-    conda:
-        "../envs/isoflow.yaml"
     shell:
         "isoflow encode --model {wildcards.model} --dataset {wildcards.task} --task-dir {params.task_dir} "
         "--out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "

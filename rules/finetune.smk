@@ -3,6 +3,16 @@
 # seeded stratified split of the training data (recorded in each run's JSON).
 
 
+rule finetune:
+    input:
+        finetune_files(),
+
+
+rule finetune_runs:
+    input:
+        finetune_records(),
+
+
 rule finetune_run:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
@@ -10,6 +20,17 @@ rule finetune_run:
         parquet=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.parquet",
         steps=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.steps.parquet",
         record=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.json",
+    log:
+        "logs/finetune/{task}/{model}/istar{lam}/seed{seed}.log",
+    benchmark:
+        f"{RESULTS}/finetune/benchmarks/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.tsv"
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=720,
     params:
         task_dir=lambda wildcards, input: os.path.dirname(input.task),
         out=lambda wildcards, output: output.record[: -len(".json")],
@@ -23,17 +44,6 @@ rule finetune_run:
         max_train=FINETUNE.get("max_train", 0),
         max_heldout=FINETUNE.get("max_heldout", 0),
         heldout_fraction=FINETUNE.get("heldout_fraction", 0.1),
-    log:
-        "logs/finetune/{task}/{model}/istar{lam}/seed{seed}.log",
-    benchmark:
-        f"{RESULTS}/finetune/benchmarks/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.tsv"
-    threads: 2
-    resources:
-        gpu=1,
-        mem_mb=16000,
-        runtime=720,
-    conda:
-        "../envs/isoflow.yaml"
     shell:
         "isoflow finetune --task {wildcards.task} --model {wildcards.model} --istar {wildcards.lam} --seed {wildcards.seed} "
         "--zeta {params.zeta} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
@@ -47,13 +57,13 @@ rule finetune_report:
         finetune_run_files(),
     output:
         reported(FINETUNE_REPORT, "Fine-tuning the encoder with I-STAR"),
-    params:
-        records=lambda wildcards, input: " ".join(p for p in input if p.endswith(".json")),
-        tables=lambda wildcards, output: os.path.dirname(output[0]),
-        figures=lambda wildcards, output: os.path.dirname(output[-1]),
     log:
         "logs/finetune_report.log",
     conda:
         "../envs/isoflow.yaml"
+    params:
+        records=lambda wildcards, input: " ".join(p for p in input if p.endswith(".json")),
+        tables=lambda wildcards, output: os.path.dirname(output[0]),
+        figures=lambda wildcards, output: os.path.dirname(output[-1]),
     shell:
         "isoflow finetune-report {params.records} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -1,9 +1,30 @@
 # Cai et al. (2021) across layers: one analysis per model (or static vectors) x corpus, then tables and figures.
 
 
+rule layers:
+    input:
+        layers_files(),
+
+
+rule layer_runs:
+    input:
+        layer_runs(),
+
+
 rule layers_run:
     output:
         multiext(f"{RESULTS}/layers/{{model}}/{{corpus}}/", "layers.parquet", "layers.csv", "pca.parquet", "meta.json"),
+    log:
+        "logs/layers/{model}/{corpus}.log",
+    benchmark:
+        f"{RESULTS}/layers/benchmarks/{{model}}/{{corpus}}.tsv"  # inside the layers output (its own DVC stage)
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=gpus_for,
+        mem_mb=8000,
+        runtime=240,
     params:
         out=lambda wildcards, output: os.path.dirname(output[0]),
         raw=RAW,
@@ -12,17 +33,6 @@ rule layers_run:
         max_tokens=LAYERS.get("max_tokens", 100000),
         seed=LAYERS.get("seed", 0),
         k_lid=LAYERS.get("k_lid", 100),
-    log:
-        "logs/layers/{model}/{corpus}.log",
-    benchmark:
-        f"{RESULTS}/layers/benchmarks/{{model}}/{{corpus}}.tsv"  # inside the layers output (its own DVC stage)
-    threads: 2
-    resources:
-        gpu=gpus_for,
-        mem_mb=8000,
-        runtime=240,
-    conda:
-        "../envs/isoflow.yaml"
     shell:
         "isoflow layers --model {wildcards.model} --corpus {wildcards.corpus} --max-tokens {params.max_tokens} "
         "--seed {params.seed} --k-lid {params.k_lid} --device {params.device} --out {params.out} "
@@ -34,13 +44,13 @@ rule layers_report:
         layer_run_files(),
     output:
         reported(LAYERS_REPORT, "Clusters and manifolds across layers (Cai et al. 2021)"),
-    params:
-        runs=lambda wildcards, input: " ".join(sorted({os.path.dirname(p) for p in input})),
-        tables=lambda wildcards, output: os.path.dirname(output[0]),
-        figures=lambda wildcards, output: os.path.dirname(output[-1]),
     log:
         "logs/layers_report.log",
     conda:
         "../envs/isoflow.yaml"
+    params:
+        runs=lambda wildcards, input: " ".join(sorted({os.path.dirname(p) for p in input})),
+        tables=lambda wildcards, output: os.path.dirname(output[0]),
+        figures=lambda wildcards, output: os.path.dirname(output[-1]),
     shell:
         "isoflow layers-report {params.runs} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

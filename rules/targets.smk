@@ -1,4 +1,4 @@
-# Named targets (`snakemake <target>`); `all` (in the Snakefile) is the default.
+# Targets across sections (each section's own targets are in its file); `all` (the Snakefile) is the default.
 
 
 rule datasets:
@@ -16,46 +16,6 @@ rule runs:
         all_trajectories(),
 
 
-rule paper:
-    input:
-        trajectories(paper_pairs()),
-
-
-rule glue:
-    input:
-        trajectories(glue_pairs()),
-
-
-rule correlations:
-    input:
-        main_report_files(),  # the paper's tables and figures (Mickus et al.)
-
-
 rule report:
     input:
         report_files(),
-
-
-rule istar:
-    input:
-        istar_files(),
-
-
-rule layers:
-    input:
-        layers_files(),
-
-
-rule layer_runs:
-    input:
-        layer_runs(),
-
-
-rule finetune:
-    input:
-        finetune_files(),
-
-
-rule finetune_runs:
-    input:
-        finetune_records(),

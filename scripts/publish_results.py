@@ -12,7 +12,8 @@ Runs are copied from the run list the tables were made from (`record` column), n
 directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
 `PUBLISHED.json` in the section says how it was made: the workflow command (`--made-by`, which `make reproduce-*`
 passes), the results directory and the git commit of the workflow checkout it ran in (each run's own commit is in
-its record and the tables). The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
+its record and the tables); paths in it are relative to the repository. The section's README.md (the discussion of
+its numbers, written by hand) is carried over. The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
 that is not an earlier publication is refused without --force); nothing else under docs/results is touched.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import sys
 import time
@@ -86,7 +88,7 @@ def _top_level(section: str) -> set[str]:
 
 
 def _provenance(section: str, results: Path, root: Path, made_by: str | None) -> dict:
-    return {"section": section, "made_by": made_by, "results_dir": str(results),
+    return {"section": section, "made_by": made_by, "results_dir": os.path.relpath(results.resolve(), root.resolve()),
             "workflow_checkout": code_version(root), "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
@@ -104,6 +106,8 @@ def publish(section: str, results: Path, dest: Path, root: Path = Path("."), for
     try:
         with atomic_dir(dest, expected=_top_level(section), force=force, kind=f"published {section} results") as staging:
             (staging / "PUBLISHED.json").write_text(json.dumps(_provenance(section, results, root, made_by), indent=2) + "\n")
+            if (dest / "README.md").is_file():  # the section's discussion is written by hand: carried over
+                shutil.copy2(dest / "README.md", staging / "README.md")
             for path in tables + figures:
                 _copy(path, staging / path.parent.name / path.name)
             if "runs" in spec:

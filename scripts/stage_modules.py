@@ -1,4 +1,5 @@
-"""Which isoflow source files each DVC stage's commands import: the import closure of the CLI handlers its rules call.
+"""Which isoflow source files each DVC stage's commands import: the import closure of the CLI command modules its rules
+call.
 
 Static (read with ``ast``, every ``import`` inside functions included, so the lists are a safe superset): a stage
 must depend on every file listed, or a change to that code would not make ``dvc status`` report it. The test
@@ -57,8 +58,8 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> set[str]:
 
 def closure(start: set[str], shallow: frozenset[str] = frozenset({"isoflow.cli"})) -> set[Path]:
     """Every isoflow file reachable through imports from the modules ``start`` (and their parent packages).
-    ``shallow`` modules count as files but are not followed (the CLI: each stage runs one of its handlers, whose
-    imports the caller passes in ``start``)."""
+    ``shallow`` modules count as files but are not followed (the CLI package: each stage runs one command's module,
+    which the caller passes in ``start``)."""
     todo, seen = list(start), set()
     files: set[Path] = set()
     while todo:
@@ -77,21 +78,18 @@ def closure(start: set[str], shallow: frozenset[str] = frozenset({"isoflow.cli"}
     return files
 
 
-def handler_imports(command: str) -> set[str]:
-    """The modules the CLI handler of ``command`` imports (its function body), plus the CLI module itself."""
-    tree = ast.parse((PACKAGE / "cli.py").read_text())
-    name = "_" + command.replace("-", "_")
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return {"isoflow.cli"} | _imports(node, "isoflow.cli", False)
-    raise KeyError(f"no handler {name} in cli.py")
+def command_module(command: str) -> str:
+    """The module of ``isoflow <command>``: ``isoflow.cli.<command with _ for ->``."""
+    name = f"isoflow.cli.{command.replace('-', '_')}"
+    if _module_file(name) is None:
+        raise KeyError(f"no module {name} for the command {command!r}")
+    return name
 
 
 def stage_files(stage: str) -> set[Path]:
-    modules = set().union(*(handler_imports(c) for c in STAGE_COMMANDS[stage]))
-    top = ast.parse((PACKAGE / "cli.py").read_text())
-    module_level = _imports(ast.Module(body=[n for n in top.body if isinstance(n, (ast.Import, ast.ImportFrom))], type_ignores=[]), "isoflow.cli", False)
-    return closure(modules | module_level | {"isoflow"})
+    """The stage's commands' modules and everything they import, the CLI package (which only builds the parser from
+    every command's module: those of other commands are not followed) and its shared options."""
+    return closure({command_module(c) for c in STAGE_COMMANDS[stage]} | {"isoflow", "isoflow.cli", "isoflow.cli.options"})
 
 
 def dep_entries(stage: str) -> list[str]:

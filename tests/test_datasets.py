@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import json
 import shutil
 import zipfile
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -244,9 +243,9 @@ def test_wordnet_matches_nltk(wn, nltk_wn):
     tag = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
     for w in WORDS:
         ours_pos = wn.parts_of_speech(w)
-        ref_pos = {tag[s.pos()] for s in nltk_wn.synsets(w) if w in [l.name().lower() for l in s.lemmas()]}
+        ref_pos = {tag[s.pos()] for s in nltk_wn.synsets(w) if w in [lem.name().lower() for lem in s.lemmas()]}
         assert ours_pos == ref_pos, w
-        ref_ss = {s.lexname() for s in nltk_wn.synsets(w, pos="n") if w in [l.name().lower() for l in s.lemmas()]}
+        ref_ss = {s.lexname() for s in nltk_wn.synsets(w, pos="n") if w in [lem.name().lower() for lem in s.lemmas()]}
         assert wn.noun_supersenses(w) == ref_ss, w
     assert wn.noun_supersenses("dog") == {"noun.animal", "noun.person", "noun.food", "noun.artifact"}
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
 
 OFFLINE_STAGES = ["prepare@offline", "encode@offline", "optimize@offline", "layers@offline", "finetune@offline", "report@offline"]
@@ -61,6 +60,26 @@ def test_stage_dependencies_cover_every_imported_module():
         for rule in allowed:
             defined = [f"rules/{f.name}" for f in (ROOT / "rules").glob("*.smk") if re.search(rf"^rule {rule}:", f.read_text(), re.M)]
             assert set(defined) <= rules | {"rules/targets.smk"} or rule == "all", (name, rule, defined)
+
+
+def test_experiments_import_nothing_from_each_other():
+    """Shared code lives below the experiments: fine-tuning and the layer analysis import nothing from the table
+    experiment (optimization/), so their DVC stages do not depend on its loop, and the reverse."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from stage_modules import closure
+
+    src = ROOT / "src" / "isoflow"
+    for package, others in (("finetune", ("optimization", "layers")), ("layers", ("optimization", "finetune")),
+                            ("optimization", ("finetune", "layers"))):
+        modules = {f"isoflow.{package}.{f.stem}" for f in (src / package).glob("*.py") if f.stem != "__init__"}
+        reached = {str(f.relative_to(src)) for f in closure(modules | {f"isoflow.{package}"})}
+        crossing = sorted(f for f in reached if f.split("/")[0] in others)
+        assert not crossing, f"{package}/ imports {crossing}"
+    stages = dvc_stages()
+    for stage in ("finetune", "layers"):
+        assert not [d for d in stages[stage]["do"]["deps"] if "optimization" in d], stage
 
 
 def test_default_remote_is_configured():
@@ -167,7 +186,7 @@ def test_repro_reruns_only_the_changed_stage(committed):
     clone = fresh_clone(committed, "clone-repro")
     sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
     before = out_checksums(clone)
-    analysis = clone / "src/isoflow/experiment/analysis.py"
+    analysis = clone / "src/isoflow/optimization/report.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
     status = sh(["dvc", "status"], clone).stdout
     assert re.findall(r"^(\S+@offline):", status, re.M) == ["report@offline"], status

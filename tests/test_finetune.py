@@ -10,19 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT, sh
 
+from isoflow import istar as istar_module
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
-from isoflow.experiment import istar as istar_module
-from isoflow.finetune import FinetuneSettings, run_finetune
+from isoflow.finetune import run_finetune
 from isoflow.finetune import train as train_module
 from isoflow.finetune.data import examples_of, held_out, stratified_split
 from isoflow.finetune.model import SentenceEncoder, token_points
 from isoflow.finetune.report import report
 from isoflow.models import SENTENCE_MODELS
 from isoflow.models.sbert import load_sentence_model
-
-from conftest import ROOT, sh
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +56,7 @@ def test_token_points_leave_padding_out(st_minilm):
     n_layers = len(states) - 1  # every layer but the embedding layer
     assert points.shape[0] == n_layers * int(mask.sum()) and int(mask.sum()) < mask.numel()  # padding was there, and left out
     # The same points as each sentence alone (no padding at all), layer by layer.
-    per_layer = [torch.cat([a.reshape(n_layers, -1, 384)[l] for a in alone]) for l in range(n_layers)]
+    per_layer = [torch.cat([a.reshape(n_layers, -1, 384)[k] for a in alone]) for k in range(n_layers)]
     assert torch.allclose(points, torch.cat(per_layer), atol=1e-4)
 
 

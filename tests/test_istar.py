@@ -10,17 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT, sh
 
 from isoflow.cli import main
 from isoflow.datasets import read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import _write, items_digest, load_embeddings
-from isoflow.experiment import IStar, OptimizationError, Settings, optimize, run, trajectory_path
-from isoflow.experiment import istar_report
-from isoflow.experiment.records import load_runs
+from isoflow.istar import IStar
 from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
-
-from conftest import ROOT, sh
+from isoflow.optimization import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
+from isoflow.records import load_runs
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +253,7 @@ def test_workflow_istar_section_plans(tmp_path):
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds; config.yaml
     # groups the seeds (one job per task, model and lambda), --config group_seeds=false gives one job per seed.
-    assert counts["optimize_istar_seeds"] == 7 * 7 and counts["optimize_seeds"] == 7
+    assert counts["optimize_istar"] == 7 * 7 and counts["optimize"] == 7
     per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], ROOT).stdout
     counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
     assert counts_per_seed["optimize_istar"] == 7 * 7 * 5 and counts_per_seed["optimize"] == 7 * 5

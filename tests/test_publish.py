@@ -57,15 +57,17 @@ def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path
                        str(dest / "trajectories/polarity/minilm/seed1.json")]
     assert (other / "keep.txt").read_text() == "mine"  # another section is not touched
     made = json.loads((dest / "PUBLISHED.json").read_text())
-    assert made["made_by"] == "snakemake correlations" and made["results_dir"] == str(results)
+    assert made["made_by"] == "snakemake correlations" and made["results_dir"] == "results/repro"  # relative to the checkout
     assert made["workflow_checkout"] == {"git_commit": None, "git_dirty": None}  # tmp_path is no git checkout
 
     layers_dest = tmp_path / "docs" / "results" / "layers"
     layers = {p.relative_to(layers_dest).as_posix() for p in publish("layers", results, layers_dest, root=tmp_path)}
     assert layers == {"PUBLISHED.json", "tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
     assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "paper"]  # no temp dirs left
+    (dest / "README.md").write_text("the discussion of these numbers")
     publish("paper", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
     assert (dest / "runs.csv").is_file()
+    assert (dest / "README.md").read_text() == "the discussion of these numbers"  # written by hand: carried over
 
 
 def test_a_destination_that_is_not_a_publication_is_refused_without_force(tmp_path, capsys):

@@ -1,7 +1,7 @@
 """Bad input and faults, as a new user meets them (the issue "Reliability"). Each test names the case, the error the
 user must get (one line, naming the file or option and the fix), and checks that nothing was lost or half-written.
 
-Elsewhere: Ctrl-C at a chosen update, also when Python drops it in a finaliser (test_experiment.py); a seed added to
+Elsewhere: Ctrl-C at a chosen update, also when Python drops it in a finaliser (test_optimization.py); a seed added to
 a config re-makes the tables, and --forcerun re-makes what depends on the rule (test_workflow.py); a config file is
 not merged into config.yaml (test_workflow.py).
 """
@@ -20,12 +20,11 @@ import pytest
 
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 from isoflow.cli import main
-from isoflow.datasets import prepare, read_task
-from isoflow.datasets import glue
+from isoflow.datasets import glue, prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import _write, encode, items_digest, load_embeddings
-from isoflow.experiment import OptimizationError, Settings, optimize, run
 from isoflow.metrics import geometry, isoscore, lid_mle, silhouette, twonn
+from isoflow.optimization import OptimizationError, Settings, optimize, run
 
 WNLI = "glue/WNLI/train.tsv"
 

@@ -6,7 +6,6 @@ import re
 
 import pandas as pd
 import pytest
-
 from conftest import OFFLINE_CONFIG, ROOT, sh
 
 
@@ -28,8 +27,8 @@ def test_full_paper_config_plans_completely(tmp_path):
     counts = job_counts(out.stdout + out.stderr)
     # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each, grouped (group_seeds: one GPU job per pair).
     # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the paper's own).
-    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize_seeds"] == 4 + 24
-    assert counts["optimize_istar_seeds"] == 7 * 7
+    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize"] == 4 + 24
+    assert counts["optimize_istar"] == 7 * 7
     assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
     # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
@@ -59,12 +58,12 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
 
 def test_named_targets(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize_seeds": 7},
-              "paper": {"prepare": 4, "encode": 4, "optimize_seeds": 4}, "glue": {"prepare": 8, "encode": 24, "optimize_seeds": 24},
-              "correlations": {"prepare": 12, "encode": 28, "optimize_seeds": 28}}
+    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize": 7},
+              "paper": {"prepare": 4, "encode": 4, "optimize": 4}, "glue": {"prepare": 8, "encode": 24, "optimize": 24},
+              "correlations": {"prepare": 12, "encode": 28, "optimize": 28}}
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
-        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_seeds")} == jobs, target
+        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
     named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "correlations", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
@@ -89,11 +88,11 @@ def test_names_and_defaults_agree_everywhere():
 
     from isoflow.cli import build_parser
     from isoflow.datasets import DATASETS, GLUE_TASKS, WORD_TASKS
-    from isoflow.experiment import Settings, default_steps
-    from isoflow.experiment.istar import DEFAULT_ZETA
     from isoflow.finetune import FinetuneSettings
+    from isoflow.istar import DEFAULT_ZETA
     from isoflow.layers import LayerSettings
     from isoflow.models import MODELS, SENTENCE_MODELS, STATIC_MODELS
+    from isoflow.optimization import Settings, default_steps
 
     schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())["properties"]
     enum = lambda *path: set(_walk(schema, path)["enum"])  # noqa: E731
@@ -224,7 +223,7 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     shutil.rmtree(repo / "results/offline/trajectories")
     grouped = ["--configfile", OFFLINE_CONFIG, "--config", "group_seeds=True"]
     counts = job_counts(snakemake("-n", "runs", *grouped, cwd=repo).stdout)
-    assert counts["optimize_seeds"] == 5 and counts["optimize_istar_seeds"] == 2 and "optimize" not in counts
+    assert counts["optimize"] == 5 and counts["optimize_istar"] == 2  # one job per task x model (x lambda), not per seed
     snakemake("runs", "--cores", "2", *grouped, cwd=repo)
     refs = sorted((offline_checkout / "results/offline/trajectories").rglob("seed*.parquet"))
     assert len(refs) == 7

@@ -28,7 +28,6 @@ from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
 
-
 logger = logging.getLogger(__name__)
 
 EMBEDDING_FILES = ("embeddings.npy", "index.parquet", "meta.json")

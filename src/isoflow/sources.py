@@ -13,8 +13,17 @@ def _row(what: str, res, offline: str = "") -> str:
     return f"| {what} | `{res.name}` | {where} | {sha} | {res.license or '—'} |"
 
 
+HEADER = """# Sources
+
+Every dataset and model isoflow fetches: where a mirror holds it (relative to the mirror directory, the same name as
+in the download cache `data/raw/`), its canonical source, the sha256 it is verified against, and its license.
+Written by `isoflow sources > docs/sources.md` (a test checks that this page is what the command writes).
+"""
+
+
 def sources_markdown() -> str:
-    lines = ["| dataset / model | mirror path | canonical source | sha256 | license |", "|---|---|---|---|---|"]
+    """The page: a header, then one table row per source (datasets, then sentence encoders, then static vectors)."""
+    lines = [HEADER, "| dataset / model | mirror path | canonical source | sha256 | license |", "|---|---|---|---|---|"]
     seen = set()
     for name in DATASETS:
         for res in resources(name):

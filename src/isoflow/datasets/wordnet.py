@@ -81,14 +81,14 @@ class WordNet:
         return {int(f[0]): int(f[1]) for f in (ln.split(maxsplit=2) for ln in text.splitlines() if ln and not ln.startswith(" "))}
 
     @classmethod
-    def from_dir(cls, root: Path) -> "WordNet":
+    def from_dir(cls, root: Path) -> WordNet:
         missing = [n for n in (*(f"index.{p}" for p in POS), "data.noun") if not (root / n).is_file()]
         if missing:
             raise DataFormatError(f"{root}: not a WordNet database directory (missing {', '.join(missing)})")
         return cls(lambda name: (root / name).read_bytes(), str(root))
 
     @classmethod
-    def from_zip(cls, path: Path) -> "WordNet":
+    def from_zip(cls, path: Path) -> WordNet:
         zf = zipfile.ZipFile(path)
         prefix = next((n[: -len("index.noun")] for n in zf.namelist() if n.endswith("index.noun")), None)
         if prefix is None:
@@ -96,7 +96,7 @@ class WordNet:
         return cls(lambda name: zf.read(prefix + name), str(path))
 
     @classmethod
-    def locate(cls, wordnet_dir: str | os.PathLike | None = None, *, cache: str | os.PathLike = "data/raw", mirror=None) -> "WordNet":
+    def locate(cls, wordnet_dir: str | os.PathLike | None = None, *, cache: str | os.PathLike = "data/raw", mirror=None) -> WordNet:
         """Find WordNet 3.0 (see the module docstring for the order)."""
         explicit = wordnet_dir or os.environ.get(WORDNET_ENV)
         if explicit:

@@ -12,31 +12,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from ..experiment.analysis import _save, write_table
-from ..experiment.istar_report import _diverged, _lambda_colours, _panels, lambda_curves_figure, lambda_points_figure
-from ..experiment.records import load_runs
+from ..records import load_runs
+from ..reporting import diverged, lambda_summary, write_table
+from ..reporting.figures import lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, panels, save, suptitle
+from ..reporting.sweeps import finals
 
 FINAL = ("metric", "accuracy", "isoscore_star", "isoscore", "silhouette", "twonn", "lid_mle")
+RUN = ["task", "model", "istar_lambda", "seed"]
 
 
 def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
-    info = info.assign(diverged=_diverged(info))
-    last = epochs.sort_values("epoch").groupby(["task", "model", "istar_lambda", "seed"], as_index=False).tail(1)
-    ok = info.loc[~info["diverged"], ["task", "model", "istar_lambda", "seed"]]
-    last = last.merge(ok, on=["task", "model", "istar_lambda", "seed"])
-    rows = []
-    for (task, model, lam), runs in info.groupby(["task", "model", "istar_lambda"], sort=True):
-        f = last[(last.task == task) & (last.model == model) & (last.istar_lambda == lam)]
-        row = {"task": task, "model": model, "lambda": lam, "seeds": int((~runs["diverged"]).sum()), "diverged": int(runs["diverged"].sum()),
-               "epochs": int(runs["epochs"].max()), "metric_name": f["metric_name"].iloc[0] if len(f) else ""}
-        for col in FINAL:
-            row[f"{col}_mean"] = f[col].mean() if len(f) else np.nan
-            row[f"{col}_std"] = f[col].std() if len(f) > 1 else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """One row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the name of the task's metric."""
+    table = lambda_summary(epochs, info, order="epoch", length="epochs", columns=FINAL)
+    last = finals(epochs, info, "epoch")
+    names = [next(iter(last.loc[(last.task == t) & (last.model == m) & (last.istar_lambda == lam), "metric_name"]), "")
+             for t, m, lam in zip(table.task, table.model, table["lambda"])]
+    table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
+    return table
 
 
 CAPTION = ("Fine-tuning with I-STAR (loss + λ·(1 − IsoScore*) on the batch's sentence embeddings): held-out "
@@ -45,11 +39,6 @@ CAPTION = ("Fine-tuning with I-STAR (loss + λ·(1 − IsoScore*) on the batch's
 
 
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     epochs, info = load_runs(records)
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
@@ -58,24 +47,23 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     written += lambda_points_figure(table, "isoscore_star", "metric", "IsoScore* of held-out sentence embeddings",
                                     "held-out metric", "Fine-tuning with I-STAR: held-out performance against IsoScore* "
                                     "(mean ± std over seeds)", figures_dir / "finetune_performance")
-    colour = _lambda_colours(sorted(table["lambda"].unique()))
+    colour = lambda_colours(sorted(table["lambda"].unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
-    fig, axes = _panels(len(pairs))
+    fig, axes = panels(len(pairs), height=3.3)
     for ax, (task, model) in zip(axes, pairs):
         rows = table[(table.task == task) & (table.model == model)].dropna(subset=["twonn_mean"])
         ax.errorbar(rows["lambda"], rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
         ax.scatter(rows["lambda"], rows["twonn_mean"], c=[colour[v] for v in rows["lambda"]], zorder=3)
-        ax.set_title(f"{task} x {model}")
+        ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel("λ")
         ax.set_ylabel("TwoNN intrinsic dimension (held-out)")
         ax.grid(alpha=0.3)
-    fig.suptitle("Fine-tuning with I-STAR: intrinsic dimension of held-out sentence embeddings", fontsize=10)
-    written += _save(fig, figures_dir / "finetune_twonn")
-    plt.close(fig)
+    lambda_legend(fig, colour)
+    suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of held-out sentence embeddings")
+    written += save(fig, figures_dir / "finetune_twonn")
 
-    ok = info.assign(diverged=_diverged(info)).loc[lambda d: ~d["diverged"], ["task", "model", "istar_lambda", "seed"]]
-    mean = epochs.merge(ok, on=["task", "model", "istar_lambda", "seed"]).groupby(
-        ["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
+    finished = info.loc[~diverged(info), RUN]
+    mean = epochs.merge(finished, on=RUN).groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
     written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out)", "silhouette (held-out)", "Fine-tuning with I-STAR: "
                                     "silhouette against IsoScore across epochs (epoch 0: before training)",
                                     figures_dir / "finetune_silhouette_vs_isoscore")

@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-import torch
 
-from .. import __version__, interrupt
+from .. import interrupt
 from ..atomic import atomic_file
 from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
-from ..experiment.run import lambda_dir
 from ..models import sentence_model
-from ..provenance import code_version
+from ..records import lambda_dir, run_provenance
 from .data import check_held_out, examples_of, held_out, stratified_split
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
@@ -81,8 +77,7 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
     meta = {"settings": settings_dict(s), "held_out": held_info, **result.info,
-            "versions": {"isoflow": __version__, "torch": torch.__version__, "numpy": np.__version__, "python": platform.python_version()},
-            "code": code_version(), "threads": torch.get_num_threads(), "complete": True}
+            **run_provenance(), "complete": True}
     with atomic_file(record) as tmp:
         tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
     return parquet, record

@@ -2,7 +2,7 @@
 
 The whole encoder (transformer and pooling, as sentence-transformers builds it) and a linear head (d → k; pairs:
 2d → k on [u; v], as in the table experiment) are trained with AdamW on cross-entropy plus the I-STAR term
-λ·(1 − IsoScore*_ζ(points of the batch)), the same :class:`~isoflow.experiment.istar.IStar` the table experiment
+λ·(1 − IsoScore*_ζ(points of the batch)), the same :class:`~isoflow.istar.IStar` the table experiment
 uses. Points: the batch's pooled sentence embeddings (pairs: both sentences), what the classifier sees; or, with
 ``istar_points="tokens"``, the token states of every layer but the embedding layer, padding removed. Σ_S is
 re-estimated at the start of every epoch, without gradients, from a seeded sample of training sentences (I-STAR's
@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..progress import progress_bar
-from ..experiment.istar import DEFAULT_ZETA, IStar, check_istar
+from ..istar import DEFAULT_ZETA, IStar, check_istar
 from ..metrics import cosine_anisotropy, encode_labels, isoscore, lid_mle, sample_rows, silhouette_tensor, twonn
+from ..progress import progress_bar
 from .data import Examples
 from .model import SentenceEncoder, token_points
 

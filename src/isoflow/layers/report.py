@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..experiment.analysis import _save, write_table
+from ..reporting import write_table
+from ..reporting.figures import pyplot, save, suptitle
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {"BERT": 5.6, "D-BERT": 7.3, "GPT": 6.8, "GPT2": 7.0, "ELMo": 9.1, "GloVe": 18.0, "GloVe-2M": 26.1, "GNEWS": 21.1}
@@ -76,11 +77,7 @@ def _styles(layers: pd.DataFrame):
 
 
 def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     colour = _styles(layers)
@@ -108,10 +105,8 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 ax.grid(alpha=0.3)
                 ax.legend(fontsize=6)
-        fig.suptitle(title, fontsize=10)
-        paths = _save(fig, out_dir / name)
-        plt.close(fig)
-        return paths
+        suptitle(fig, title)
+        return save(fig, out_dir / name)
 
     written += per_layer("layers_similarity", [("s_inter", "S_inter"), ("s_intra", "S_intra")],
                          "Inter- and intra-type cosine per layer; dashed: after subtracting each cluster's mean", "cosine")
@@ -136,7 +131,6 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
         ax = fig.add_subplot(len(keys), 3, 3 * i + 3, projection="3d")
         ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=logf, cmap="viridis", s=2)
         ax.set_title("3-D view (PC1-3)", fontsize=8)
-    fig.suptitle("PCA of one layer's points (≤ 5,000 of the analysed sample)", fontsize=10)
-    written += _save(fig, out_dir / "layers_pca")
-    plt.close(fig)
+    suptitle(fig, "PCA of one layer's points (≤ 5,000 of the analysed sample)")
+    written += save(fig, out_dir / "layers_pca")
     return written

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import resource
 import time
 from collections import Counter
@@ -20,13 +19,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import __version__, corpora, interrupt
+from .. import corpora, interrupt
 from ..atomic import atomic_dir, check_replaceable
 from ..datasets import raw_cache
 from ..devices import resolve_device
 from ..models import STATIC_MODELS
 from ..progress import progress_bar
-from ..provenance import code_version
+from ..records import run_provenance
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pca_view
 from .store import LayerStore
@@ -87,8 +86,7 @@ def run_layers(
         rows, view, info = _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size,
                                        stream, out, timings, progress)
     meta.update(info)
-    meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1), code=code_version(),
-                versions={"isoflow": __version__, "torch": torch.__version__, "python": platform.python_version()}, complete=True)
+    meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1), **run_provenance(), complete=True)
     interrupt.check()
     table = pd.DataFrame(rows)
     table.insert(0, "corpus", meta["corpus"])

@@ -121,13 +121,13 @@ class Clusters:
     def n(self) -> int:
         return int(self.codes.shape[0])
 
-    def to(self, device: torch.device | str) -> "Clusters":
+    def to(self, device: torch.device | str) -> Clusters:
         return Clusters(self.codes.to(device), self.sizes.to(device), self.k)
 
     def one_hot(self, dtype: torch.dtype) -> torch.Tensor:
         return torch.nn.functional.one_hot(self.codes, self.k).to(dtype)
 
-    def subset(self, index: torch.Tensor) -> "Clusters":
+    def subset(self, index: torch.Tensor) -> Clusters:
         """The same k clusters restricted to ``index`` (some may be empty); no host sync."""
         codes = self.codes[index]
         return Clusters(codes, torch.bincount(codes, minlength=self.k), self.k)

@@ -75,6 +75,18 @@ def geometry(
     seeded uniform sample of that many rows (with the matching labels and
     types), as Mickus et al. do above 20,000 points; ``sample=None`` disables it.
     ``n_points`` and ``dim`` in the result describe the rows actually used.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isoflow.metrics import geometry
+    >>> blob = torch.randn(400, 2, generator=torch.Generator().manual_seed(0))
+    >>> X = torch.cat([blob + torch.tensor([8., 0.]), blob - torch.tensor([8., 0.])])
+    >>> result = geometry(X, labels=[0] * 400 + [1] * 400)
+    >>> {k: round(result[k], 2) for k in ("isoscore", "cluster_centered_isoscore", "silhouette")}
+    {'isoscore': 0.04, 'cluster_centered_isoscore': 0.97, 'silhouette': 0.89}
+    >>> int(result["cluster_k"])
+    2
     """
     x = as_points(X)
     if labels is not None:

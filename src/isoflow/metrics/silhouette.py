@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from .compute import block_size, matmul, sqrt_clamped_
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
+from .device_policy import block_size, matmul, sqrt_clamped_
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
@@ -47,7 +47,7 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
     any distance). Per-cluster sums accumulate in float64.
     """
     n = x.shape[0]
-    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (compute.py)
+    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (device_policy.py)
     # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
     # (multi-label tasks: hundreds of label sets): a scatter-add, O(b²) per block pair whatever k.
     scatter = clusters.k > SCATTER_ABOVE_K
@@ -62,8 +62,8 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
-            D = matmul(left[i0:i1], right[j0:j1].T)  # through the faster CPU BLAS (compute.py)
-            sqrt_clamped_(D)  # in D's own library (compute.py)
+            D = matmul(left[i0:i1], right[j0:j1].T)  # through the faster CPU BLAS (device_policy.py)
+            sqrt_clamped_(D)  # in D's own library (device_policy.py)
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
             if scatter:  # into a contiguous block buffer in D's dtype, then once into the float64 sums
@@ -131,7 +131,7 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
         multi-label 0/1 matrix in which each distinct row is one cluster;
         or a prebuilt :class:`~isoflow.metrics.Clusters`.
     block : rows per block (memory ~ block² values of X's dtype); None: the device's size policy
-        (1,024 on a CPU; on a GPU as few blocks as fit, see :mod:`isoflow.metrics.compute`).
+        (1,024 on a CPU; on a GPU as few blocks as fit, see :mod:`isoflow.metrics.device_policy`).
 
     Raises
     ------
@@ -143,6 +143,14 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
     ----------
     P. J. Rousseeuw. *Silhouettes: a graphical aid to the interpretation and
     validation of cluster analysis*. J. Comput. Appl. Math. 20, 1987.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isoflow.metrics import silhouette
+    >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
+    >>> round(silhouette(X, [0, 0, 1, 1]), 4)  # a = 1, b = (10 + sqrt(101)) / 2 for every point: 1 - a / b
+    0.9002
     """
     x, clusters = _checked(X, labels, block)
     return float(silhouette_tensor(x, clusters, block=block))
@@ -190,6 +198,14 @@ def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int | None
     ----------
     Rousseeuw (1987); T. Mickus, S.-A. Grönroos, J. Attieh. *Isotropy, Clusters,
     and Classifiers*. ACL 2024.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from isoflow.metrics import silhouette_sqeuclidean
+    >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
+    >>> round(silhouette_sqeuclidean(X, [0, 0, 1, 1]), 4)  # a = 1, b = (100 + 101) / 2 = 100.5: 1 - a / b
+    0.99
     """
     x, clusters = _checked(X, labels, block)
     return float(silhouette_sqeuclidean_tensor(x, clusters, block=block))

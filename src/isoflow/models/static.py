@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..fetch import Resource, fetch
 from ..atomic import atomic_file
 from ..errors import DataFormatError
+from ..fetch import Resource, fetch
 
 
 @dataclass

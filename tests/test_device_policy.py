@@ -8,12 +8,11 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import make_cloud
 from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
-from isoflow.metrics import compute, knn_distances, silhouette
-
-from conftest import make_cloud
+from isoflow.metrics import device_policy, knn_distances, silhouette
 
 
 @pytest.fixture
@@ -25,11 +24,11 @@ def cloud():
 @pytest.mark.parametrize("policy", ["cpu", "gpu"])
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-6), (np.float32, 1e-5)])
 def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm, policy, dtype, tol):
-    monkeypatch.setenv(compute.GEMM_ENV, gemm)
-    monkeypatch.setenv(compute.POLICY_ENV, policy)
+    monkeypatch.setenv(device_policy.GEMM_ENV, gemm)
+    monkeypatch.setenv(device_policy.POLICY_ENV, policy)
     X, y = cloud
-    assert compute.cpu_gemm() == gemm
-    assert compute.block_size(1500, "cpu", torch.float32, 1024) == (1024 if policy == "cpu" else 1500)  # GPU: one block
+    assert device_policy.cpu_gemm() == gemm
+    assert device_policy.block_size(1500, "cpu", torch.float32, 1024) == (1024 if policy == "cpu" else 1500)  # GPU: one block
     assert silhouette(X.astype(dtype), y) == pytest.approx(silhouette_score(X, y), abs=tol)
     assert silhouette(X.astype(dtype), y, block=100) == pytest.approx(silhouette_score(X, y), abs=tol)
     Xd = X.astype(dtype).astype(np.float64)  # the points as given; distances are recomputed exactly in float64
@@ -38,33 +37,33 @@ def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm
 
 
 def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
-    monkeypatch.setenv(compute.POLICY_ENV, "gpu")
+    monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.
-    assert compute.block_size(100_000, "cpu", torch.float32, 1024) == 8192
-    assert compute.block_size(20_000, "cpu", torch.float64, 1024) == 5792
-    assert compute.block_size(500, "cpu", torch.float32, 1024) == 1024  # never below the CPU block
+    assert device_policy.block_size(100_000, "cpu", torch.float32, 1024) == 8192
+    assert device_policy.block_size(20_000, "cpu", torch.float64, 1024) == 5792
+    assert device_policy.block_size(500, "cpu", torch.float32, 1024) == 1024  # never below the CPU block
 
 
 def test_settings_are_checked_and_recorded(monkeypatch):
-    monkeypatch.setenv(compute.GEMM_ENV, "mkl")
+    monkeypatch.setenv(device_policy.GEMM_ENV, "mkl")
     with pytest.raises(ValueError, match=r"\$ISOFLOW_CPU_GEMM='mkl': use one of auto, torch, numpy"):
-        compute.cpu_gemm()
-    monkeypatch.setenv(compute.GEMM_ENV, "auto")
-    monkeypatch.delenv(compute.POLICY_ENV, raising=False)
-    assert compute.cpu_gemm() in ("torch", "numpy")  # measured once per process
-    assert compute.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": compute.cpu_gemm()}
+        device_policy.cpu_gemm()
+    monkeypatch.setenv(device_policy.GEMM_ENV, "auto")
+    monkeypatch.delenv(device_policy.POLICY_ENV, raising=False)
+    assert device_policy.cpu_gemm() in ("torch", "numpy")  # measured once per process
+    assert device_policy.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": device_policy.cpu_gemm()}
 
 
 def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
     """auto: measured once per host and kept, so that later runs on the host choose the same BLAS."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv(compute.GEMM_ENV, "auto")
-    compute._measured_cpu_gemm.cache_clear()
+    monkeypatch.setenv(device_policy.GEMM_ENV, "auto")
+    device_policy._measured_cpu_gemm.cache_clear()
     calls = []
-    monkeypatch.setattr(compute, "_measure_cpu_gemm", lambda: calls.append(1) or "numpy")
-    assert compute.cpu_gemm() == "numpy" and len(calls) == 1
-    compute._measured_cpu_gemm.cache_clear()  # a new process
-    monkeypatch.setattr(compute, "_measure_cpu_gemm", lambda: calls.append(1) or "torch")
-    assert compute.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
-    assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {compute._host_key(): "numpy"}
-    compute._measured_cpu_gemm.cache_clear()
+    monkeypatch.setattr(device_policy, "_measure_cpu_gemm", lambda: calls.append(1) or "numpy")
+    assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1
+    device_policy._measured_cpu_gemm.cache_clear()  # a new process
+    monkeypatch.setattr(device_policy, "_measure_cpu_gemm", lambda: calls.append(1) or "torch")
+    assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
+    assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {device_policy._host_key(): "numpy"}
+    device_policy._measured_cpu_gemm.cache_clear()

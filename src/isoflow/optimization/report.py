@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..atomic import atomic_file
-from .records import aggregate, discover, load_aggregate, load_runs
-
+from ..records import aggregate, discover, load_aggregate, load_runs
+from ..reporting import write_table
+from ..reporting.figures import panels, save, suptitle
 from . import paper
 
 
@@ -37,7 +37,8 @@ def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFr
     return load_runs(discover(results))
 
 
-def _corr(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+def correlation(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(Pearson r, Spearman ρ); NaN for a constant series."""
     from scipy.stats import pearsonr, spearmanr
 
     if np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -50,13 +51,13 @@ def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[
     after = traj[traj["step"] >= 1]
     runs = []
     for (task, model, seed), g in after.groupby(["task", "model", "seed"], sort=True):
-        r, rho = _corr(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
+        r, rho = correlation(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
         runs.append({"task": task, "model": model, "seed": seed, "steps": int(g["step"].max()), "pearson_r": r, "spearman_rho": rho})
     runs = pd.DataFrame(runs)
     summary = []
     for (task, model), g in after.groupby(["task", "model"], sort=True):
         mean = g.groupby("step")[["isoscore", "silhouette"]].mean()
-        r, rho = _corr(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
+        r, rho = correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
         per = runs[(runs.task == task) & (runs.model == model)]
         std = g.groupby("step")[["isoscore", "silhouette"]].std()
         summary.append({
@@ -126,22 +127,6 @@ def sizes(info: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
-    """``stem``.csv, .md and .tex (written atomically)."""
-    stem = Path(stem)
-    out = []
-    for suffix, text in (
-        (".csv", df.to_csv(index=False)),
-        (".md", f"{caption}\n\n" + df.to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
-        (".tex", df.to_latex(index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True)),
-    ):
-        path = stem.with_suffix(suffix)
-        with atomic_file(path) as tmp:
-            tmp.write_text(text)
-        out.append(path)
-    return out
-
-
 LABEL_CENTRED = ("isoscore_classified", "isoscore_label_centred", "s_intra_label")
 
 
@@ -178,99 +163,76 @@ def log_normalised_isoscore(traj: pd.DataFrame) -> pd.Series:
 
 
 def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] | None = None) -> list[Path]:
-    """The three figures, one panel per task, as PNG and PDF; returns the paths written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    """The three figures (four with label-centred runs), one panel per task, as PNG and PDF; returns the paths."""
     traj = traj.copy()
     traj["log_norm_isoscore"] = log_normalised_isoscore(traj)
     tasks = tasks or sorted(traj["task"].unique())
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    colour = model_colours(traj)
     written = []
     specs = [
         ("silhouette", "silhouette", "silhouette (w.r.t. labels)", "Silhouette across training"),
         ("log_isoscore", "log_norm_isoscore", "log(IsoScore / IsoScore at step 0)", "Log-normalised IsoScore across training"),
     ]
-    ncol = min(4, len(tasks))
-    nrow = -(-len(tasks) // ncol)
     for name, col, ylabel, title in specs:
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 2.9 * nrow), squeeze=False, constrained_layout=True)
-        for ax, task in zip(axes.flat, tasks):
+        fig, axes = panels(len(tasks), width=3.6, height=2.9)
+        for ax, task in zip(axes, tasks):
             g = _grouped(traj[traj.task == task], col)
             for model, m in g.groupby("model"):
-                ax.plot(m["step"], m["mean"], label=model, lw=1.4)
+                ax.plot(m["step"], m["mean"], label=model, lw=1.4, color=colour[model])
                 if m["std"].notna().any():
-                    ax.fill_between(m["step"], m["mean"] - m["std"], m["mean"] + m["std"], alpha=0.25)
-            ax.set_title(task)
+                    ax.fill_between(m["step"], m["mean"] - m["std"], m["mean"] + m["std"], alpha=0.25, color=colour[model])
+            ax.set_title(task, fontsize=9)
             ax.set_xlabel("update")
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
-        for ax in list(axes.flat)[len(tasks):]:
-            ax.axis("off")
-        fig.suptitle(f"{title} (mean ± std over seeds)")
-        written += _save(fig, out_dir / name)
-        plt.close(fig)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(3.6 * ncol, 3.0 * nrow), squeeze=False, constrained_layout=True)
-    for ax, task in zip(axes.flat, tasks):
-        t = traj[traj.task == task]
-        for model, m in t.groupby("model"):
+        suptitle(fig, f"{title} (mean ± std over seeds)", fontsize=11)
+        written += save(fig, out_dir / name)
+    # Silhouette against IsoScore: a line per model (its own colour, in the legend), from the pretrained state (open
+    # circle) to the last update (dot).
+    fig, axes = panels(len(tasks), width=3.6, height=3.0)
+    for ax, task in zip(axes, tasks):
+        for model, m in traj[traj.task == task].groupby("model"):
             mean = m.groupby("step")[["isoscore", "silhouette"]].mean()
-            sc = ax.scatter(mean["isoscore"], mean["silhouette"], c=mean.index, cmap="viridis", s=6, label=model)
-        ax.set_title(task)
+            ax.plot(mean["isoscore"], mean["silhouette"], color=colour[model], lw=1.4, label=model)
+            ax.scatter(mean["isoscore"].iloc[:1], mean["silhouette"].iloc[:1], facecolor="none", edgecolor=colour[model], s=30, zorder=3)
+            ax.scatter(mean["isoscore"].iloc[-1:], mean["silhouette"].iloc[-1:], color=colour[model], s=20, zorder=3)
+        ax.set_title(task, fontsize=9)
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
         ax.grid(alpha=0.3)
-        fig.colorbar(sc, ax=ax, label="update")
-    for ax in list(axes.flat)[len(tasks):]:
-        ax.axis("off")
-    fig.suptitle("Silhouette against IsoScore during training (seed means; colour = update)")
-    written += _save(fig, out_dir / "silhouette_vs_isoscore")
-    plt.close(fig)
+        ax.legend(fontsize=7)
+    suptitle(fig, "Silhouette against IsoScore during training (seed means; open circle: pretrained, dot: last update)", fontsize=11)
+    written += save(fig, out_dir / "silhouette_vs_isoscore")
     if "isoscore_label_centred" in traj and traj["isoscore_label_centred"].notna().any():
         written += label_centred_figure(traj, out_dir, tasks)
     return written
 
 
+def model_colours(traj: pd.DataFrame) -> dict:
+    """One colour per model, the same in every panel and figure."""
+    return {m: f"C{i}" for i, m in enumerate(sorted(traj["model"].unique()))}
+
+
 def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) -> list[Path]:
     """Global vs label-centred IsoScore of the classified points across training (the bridge to Cai et al.)."""
-    import matplotlib.pyplot as plt
-
     measured = traj.dropna(subset=["isoscore_label_centred"])
     tasks = [t for t in tasks if t in set(measured["task"])]
-    ncol = min(4, len(tasks))
-    nrow = -(-len(tasks) // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(max(3.6 * ncol, 6.0), 2.9 * nrow), squeeze=False, constrained_layout=True)
-    for ax, task in zip(axes.flat, tasks):
+    fig, axes = panels(len(tasks), width=3.6, height=2.9)
+    for ax, task in zip(axes, tasks):
         for (model, m), style in zip(measured[measured.task == task].groupby("model"), ("-", "--", ":", "-.")):
             mean = m.groupby("step")[["isoscore_classified", "isoscore_label_centred"]].mean()
             ax.plot(mean.index, mean["isoscore_classified"], style, color="C0", label=f"global ({model})")
             ax.plot(mean.index, mean["isoscore_label_centred"], style, color="C3", label=f"label-centred ({model})")
-        ax.set_title(task)
+        ax.set_title(task, fontsize=9)
         ax.set_xlabel("update")
         ax.set_ylabel("IsoScore of the classified points")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    for ax in list(axes.flat)[len(tasks):]:
-        ax.axis("off")
-    fig.suptitle("Global vs label-centred IsoScore across training (seed means)", fontsize=10)
-    written = _save(fig, out_dir / "label_centred_isoscore")
-    plt.close(fig)
-    return written
-
-
-def _save(fig, stem: Path) -> list[Path]:
-    paths = []
-    for suffix in (".png", ".pdf"):
-        path = stem.with_suffix(suffix)
-        # No creation date in the PDF: the same trajectories give byte-identical figures (DVC compares hashes).
-        with atomic_file(path) as tmp:
-            fig.savefig(tmp, dpi=150, format=suffix[1:], metadata={"CreationDate": None} if suffix == ".pdf" else None)
-        paths.append(path)
-    return paths
+    suptitle(fig, "Global vs label-centred IsoScore across training (seed means)")
+    return save(fig, out_dir / "label_centred_isoscore")
 
 
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:

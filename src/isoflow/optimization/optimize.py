@@ -24,7 +24,7 @@ cluster's mean: Cai et al.'s cluster-centring, with the classes as clusters) and
 between points of one class).
 
 With ``istar_lambda`` λ ≠ 0 the loss is task loss + λ·(1 − IsoScore*_ζ(table)) (see
-:mod:`isoflow.experiment.istar`); ``loss`` records the task loss alone, so that runs with different λ compare.
+:mod:`isoflow.istar`); ``loss`` records the task loss alone, so that runs with different λ compare.
 
 A set with more than ``sample_cap`` (20,000) rows is measured on a fresh random
 sample of that size at every state, drawn from a generator seeded by the run's
@@ -43,13 +43,12 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..progress import progress_bar
 from ..datasets.table import TaskData
-from ..metrics import encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
-from ..metrics import compute
+from ..istar import DEFAULT_ZETA, IStar, check_istar
+from ..metrics import device_policy, encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
-from .istar import DEFAULT_ZETA, IStar, check_istar
+from ..progress import progress_bar
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +72,7 @@ class Settings:
     sample_cap: int = 20_000
     extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
     extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
-    block: int = 0  # rows per block of the silhouette; 0: the device's size policy (isoflow.metrics.compute)
+    block: int = 0  # rows per block of the silhouette; 0: the device's size policy (isoflow.metrics.device_policy)
     istar_lambda: float = 0.0  # I-STAR weight λ: > 0 pushes isotropy up, < 0 down, 0 = the plain run
     zeta: float = DEFAULT_ZETA  # IsoScore* shrinkage weight
     shrinkage: str = "pretrained"  # Σ_S: the pretrained table's covariance, or "isotropic"
@@ -274,9 +273,8 @@ def optimize(
                 _extra_metrics(table, s, extra, step)
             if s.label_centred_every and step % s.label_centred_every == 0:
                 _label_centred_metrics(reps.detach(), p, sil_pick, extra, step)
-            if bar is not None:
-                if step % 10 == 0 or step == s.steps:
-                    bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
+            if bar is not None:  # this update's values (already on the host), shown with the count they belong to
+                bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
                 if step:
                     bar.update(1)
             if step == s.steps:
@@ -309,7 +307,7 @@ def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: ISt
         "pair": p.b is not None,
         "n_clusters": p.clusters.k,
         "measure_dtype": str(p.measure_dtype).replace("torch.", ""),
-        **compute.describe(device),
+        **device_policy.describe(device),
         "n_params": int(n_params),
         "shrinkage_trace": None if istar.shrinkage is None else float(torch.trace(istar.shrinkage)),
         "setup_seconds": round(t_loop - t_setup, 3),

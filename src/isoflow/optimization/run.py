@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
 from dataclasses import replace
 from pathlib import Path
 
-from .. import __version__, interrupt
+from .. import interrupt
 from ..atomic import atomic_file
 from ..datasets import DATASETS, read_task, resolve_name, task_dir
-from ..models import MODELS
 from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
-from ..provenance import code_version
+from ..models import MODELS
+from ..records import lambda_dir, run_provenance
 from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 
 logger = logging.getLogger(__name__)
@@ -36,11 +35,6 @@ def default_steps(task: str) -> int:
     return GLUE_STEPS if resolve_name(task).startswith("glue/") else DEFAULT_STEPS
 
 
-def lambda_dir(istar_lambda: float) -> str:
-    """The directory of I-STAR runs with weight λ: ``istar<λ>`` (``istar-5``, ``istar0.5``)."""
-    return f"istar{istar_lambda:g}"
-
-
 def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0) -> Path:
     """``results/trajectories/<task>/<model>/seed<S>``, or ``.../<model>/istar<λ>/seed<S>`` for I-STAR runs with
     λ ≠ 0 (add .parquet / .json); plain runs (λ = 0) stay where they always were."""
@@ -49,10 +43,6 @@ def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
-    import numpy
-    import pandas
-    import torch
-
     interrupt.check()  # an interrupted run writes nothing
     out = Path(out)
     parquet, meta = out.with_suffix(".parquet"), out.with_suffix(".json")
@@ -62,15 +52,7 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: i
     record = {
         "settings": settings_dict(traj.settings),
         **traj.info,
-        "versions": {
-            "isoflow": __version__,
-            "torch": torch.__version__,
-            "numpy": numpy.__version__,
-            "pandas": pandas.__version__,
-            "python": platform.python_version(),
-        },
-        "code": code_version(),
-        "threads": torch.get_num_threads(),
+        **run_provenance(),
         "complete": True,
     }
     if diverged_at is not None:  # a record of a run that stopped: the analysis counts it, never averages it
@@ -106,7 +88,7 @@ def run_seeds(
     saves a GPU job most of its time), writing each seed's record exactly as a run of its own would; returns their
     (parquet, json) paths. ``out`` (optional) must contain ``{seed}`` when there are several seeds.
 
-    A run that diverges raises :class:`~isoflow.experiment.optimize.Diverged` and writes nothing, unless
+    A run that diverges raises :class:`~isoflow.optimization.optimize.Diverged` and writes nothing, unless
     ``keep_diverged``: then its record says ``"diverged": true`` and the step (the states before it are kept), so that
     a sweep's analysis can report it (an I-STAR sweep at large |λ| may diverge by design)."""
     if not seeds or len(set(seeds)) != len(seeds):

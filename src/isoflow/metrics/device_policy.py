@@ -54,7 +54,7 @@ def _host_key() -> str:
                      np.__version__, str(torch.get_num_threads())])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _measured_cpu_gemm() -> str:
     """The host's choice: from the cache file if it has this host's, else measured now and stored (best effort)."""
     path, key = _cache_file(), _host_key()

@@ -1,4 +1,5 @@
-"""Run records on disk: reading exactly the runs asked for, checking they belong together, and the aggregate.
+"""Run records on disk, for every experiment: what a run records of itself (:func:`run_provenance`), where λ runs
+go (:func:`lambda_dir`), reading exactly the runs asked for, checking they belong together, and the aggregate.
 
 A run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and ``<stem>.json`` (settings,
 sizes, versions, code commit, ``"complete": true``). :func:`load_runs` reads the runs it is given and nothing
@@ -19,13 +20,37 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..atomic import atomic_file
+from .atomic import atomic_file
 
 # Settings that identify a row of the tables (besides task and model); the seed is what rows average over.
 ROW_SETTINGS = ("istar_lambda",)
 # Run information carried into runs.csv.
 INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device",
                "diverged", "diverged_at_step")
+
+
+def lambda_dir(istar_lambda: float) -> str:
+    """The directory of runs with I-STAR weight λ: ``istar<λ>`` (``istar-5``, ``istar0.5``), λ as Python's ``:g``."""
+    return f"istar{istar_lambda:g}"
+
+
+def run_provenance() -> dict:
+    """What every run's record says about what made it: package versions, the code's git commit (and whether its
+    tree was dirty), and torch's thread count."""
+    import platform
+
+    import numpy
+    import torch
+
+    from . import __version__
+    from .provenance import code_version
+
+    return {
+        "versions": {"isoflow": __version__, "torch": torch.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
+                     "python": platform.python_version()},
+        "code": code_version(),
+        "threads": torch.get_num_threads(),
+    }
 
 
 class RecordError(ValueError):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from ..metrics import check_shrinkage, covariance_tensor, isoscore_star_tensor
+from .metrics import check_shrinkage, covariance_tensor, isoscore_star_tensor
 
 SHRINKAGE_KINDS = ("pretrained", "isotropic")
 DEFAULT_ZETA = 0.2

@@ -1,0 +1,84 @@
+"""The ``isoflow`` command line: thin wrappers over the library (the science lives in the modules).
+
+One module per command (``cli/<command>.py``: its parser beside its handler); the options several commands share
+are declared once in :mod:`.options`. Here: the parser, and the mapping of errors to one line and an exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+
+from . import (
+    aggregate,
+    analyze,
+    encode,
+    figures,
+    finetune,
+    finetune_report,
+    geometry,
+    istar_report,
+    layers,
+    layers_report,
+    optimize,
+    prepare,
+    sources,
+    tables,
+)
+
+# In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
+COMMANDS = (geometry, prepare, encode, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
+            finetune_report, sources)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(prog="isoflow", description="Geometry of embedding spaces under classification training.")
+    parser.add_argument("--version", action="version", version=f"isoflow {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def _os_message(exc: OSError) -> str:
+    """One line for a filesystem error: what, where, and the likely fix."""
+    if type(exc) in (FileExistsError, FileNotFoundError) and exc.args and exc.filename is None:
+        return str(exc)  # isoflow's own messages already name the file and the fix
+    where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f is not None)
+    what = exc.strerror or str(exc)
+    hint = {
+        "PermissionError": "check the permissions, or write elsewhere (--out / --data-dir / --results)",
+        "NotADirectoryError": "a path that should be a directory (or lead to one) is a file; point the option elsewhere",
+        "IsADirectoryError": "a path that should be a file is a directory; point the option elsewhere",
+    }.get(type(exc).__name__, "")
+    if getattr(exc, "errno", None) == errno.EROFS:
+        hint = "the filesystem is read-only; write elsewhere (--out / --data-dir / --results)"
+    message = f"{what}: {where}" if where else what
+    return f"{message} ({hint})" if hint else message
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .. import interrupt
+
+    interrupt.install()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt as exc:  # outputs are renamed into place only when complete: nothing partial is left
+        what = "terminated" if isinstance(exc, interrupt.Terminated) else "interrupted"
+        print(f"isoflow {args.command}: {what}; nothing was written (outputs appear only once complete)", file=sys.stderr)
+        return interrupt.exit_code(exc)
+    except (ValueError, RuntimeError) as exc:  # bad input, missing data, offline: one clear line
+        print(f"isoflow {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # missing, unreadable or unwritable paths
+        print(f"isoflow {args.command}: error: {_os_message(exc)}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""``isoflow encode``: the embedding table of a prepared task."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import options
+
+HELP = "embed the items of a prepared task (float32 .npy + index), cached by (model, items)"
+
+
+def add_parser(sub) -> None:
+    e = sub.add_parser("encode", help=HELP)
+    e.add_argument("--model", required=True, help="minilm, mpnet, distilroberta (SBERT) or glove-50d, word2vec-222 (static)")
+    e.add_argument("--dataset", required=True, help="a prepared task, e.g. polarity or glue/sst2")
+    options.data(e)
+    options.task_dir(e, "dataset")
+    e.add_argument("--batch-size", type=options.int_at_least(1), default=64)
+    options.device(e)
+    options.force(e, "encode again even if a matching table exists, replacing what stands at --out")
+    e.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..embed import encode, load_embeddings
+
+    out = encode(args.model, args.dataset, data_dir=args.data_dir, task_path=args.task_dir, out=args.out, batch_size=args.batch_size,
+                 device=args.device, mirror=args.mirror, force=args.force, progress=None if not args.quiet else False, raw_dir=args.raw_dir)
+    emb, meta = load_embeddings(out)
+    print(f"{meta['model']} x {meta['task']}: {emb.shape[0]} x {emb.shape[1]} float32 ({meta['seconds']} s on {meta['device']}) -> {out}")
+    return 0

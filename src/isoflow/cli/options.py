@@ -1,0 +1,123 @@
+"""What several commands share, declared once: number types with messages that name the range, and the option groups
+(device, data, I-STAR, run lists, report outputs)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+DEVICE_HELP = "auto (CUDA if present), cpu, cuda or cuda:N"
+
+
+def _number(text: str, cast=float) -> float:
+    try:
+        value = cast(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if cast is int else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
+    return value
+
+
+def int_at_least(low: int, what: str = ""):
+    """argparse type: an integer >= ``low`` (the message names the range)."""
+
+    def parse(text: str) -> int:
+        value = _number(text, int)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}{what}; got {value}")
+        return value
+
+    return parse
+
+
+def finite_float(text: str) -> float:
+    return _number(text)
+
+
+def unit_interval(text: str) -> float:
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in [0, 1]; got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
+    return value
+
+
+def seed_list(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, e.g. 0,1,2; got {text!r}") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct non-negative integers, e.g. 0,1,2; got {text!r}")
+    return seeds
+
+
+def device(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default="auto", help=DEVICE_HELP)
+
+
+def quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress output (a bar on a terminal, a line per tenth of the work in a log)")
+
+
+def data(p: argparse.ArgumentParser, *, out: str = "output directory (default under --data-dir)") -> None:
+    """Where inputs come from and outputs go: --data-dir, --mirror, --out, --raw-dir, --quiet."""
+    p.add_argument("--data-dir", default="data", help="root of tasks/, embeddings/ and the raw-file cache raw/ (default: data)")
+    p.add_argument("--mirror", default=None, help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR")
+    p.add_argument("--out", default=None, help=out)
+    p.add_argument("--raw-dir", default=None, help="cache of downloaded/mirrored raw files and models (default <data-dir>/raw)")
+    quiet(p)
+
+
+def task_dir(p: argparse.ArgumentParser, name: str = "task") -> None:
+    p.add_argument("--task-dir", default=None, help=f"the prepared task directory (default <data-dir>/tasks/<{name}>)")
+
+
+def results(p: argparse.ArgumentParser, what: str = "") -> None:
+    p.add_argument("--results", default="results", help=f"results root (default: results{what})")
+
+
+def istar(p: argparse.ArgumentParser) -> None:
+    """The I-STAR weight and shrinkage, as every training command takes them."""
+    p.add_argument("--istar", type=finite_float, default=0.0, metavar="LAMBDA",
+                   help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain run)")
+    p.add_argument("--zeta", type=unit_interval, default=0.2, help="IsoScore* shrinkage weight in [0, 1] (default 0.2, I-STAR's)")
+
+
+def force(p: argparse.ArgumentParser, what: str = "replace what stands at --out even if isoflow did not write it") -> None:
+    p.add_argument("--force", action="store_true", help=what)
+
+
+def run_list(p: argparse.ArgumentParser) -> None:
+    """Run records given on the command line or in manifests (default: every complete run under --results)."""
+    p.add_argument("runs", nargs="*", help="run records (<stem>.json or .parquet) to use; default: every complete run under --results")
+    p.add_argument("--manifest", action="append", help="a file listing run records, one per line (repeatable)")
+    p.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+
+
+def runs_of(args: argparse.Namespace) -> list[str] | None:
+    """The runs named on the command line (paths, and the lines of --manifest files), or None: discover them."""
+    runs = list(args.runs)
+    for manifest in args.manifest or ():
+        try:
+            text = open(manifest, encoding="utf-8").read()
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}); a manifest lists one run record path per line") from exc
+        runs += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return runs or None
+
+
+def aggregate_input(p: argparse.ArgumentParser, default: str = "results/aggregate") -> None:
+    p.add_argument("--aggregate", default=default, help=f"the output of `isoflow aggregate` (default: {default})")
+
+
+def report_outputs(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument("--tables", default="results/tables", help=f"where the {name} tables go (default: results/tables)")
+    p.add_argument("--figures", default="results/figures", help=f"where the {name}_* figures go (default: results/figures)")

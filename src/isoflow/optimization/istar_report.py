@@ -1,0 +1,93 @@
+"""The I-STAR sweep in the optimisation experiment: its table and three figures, from an aggregate of its runs.
+
+Per task × model × λ (seeds averaged; runs that diverged are counted, never averaged):
+
+* final IsoScore, IsoScore*, silhouette, task loss and training accuracy (mean ± std over seeds). "Performance" is
+  training accuracy: the table experiment has no held-out data (it studies the optimisation itself); held-out
+  performance is the fine-tuning experiment's;
+* Pearson r and Spearman ρ between IsoScore and silhouette over training (updates 1..N, seed-mean curve), as in
+  the main tables, now within each λ.
+
+Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure 5 analogue);
+(b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
+``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..reporting import diverged, lambda_summary, write_table
+from ..reporting.figures import grid, lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, save, suptitle
+from .report import correlation
+
+FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
+
+
+def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """The sweep's table: one row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the
+    IsoScore–silhouette correlation over training on the finished runs' seed-mean curve."""
+    table = lambda_summary(traj, info, order="step", length="steps", columns=FINAL)
+    finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
+    after = traj[traj.step >= 1].merge(finished, on=["task", "model", "istar_lambda", "seed"])
+    r, rho = [], []
+    for task, model, lam in zip(table.task, table.model, table["lambda"]):
+        t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
+        mean = t.groupby("step")[["isoscore", "silhouette"]].mean()
+        a, b = correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy()) if len(mean) > 1 else (np.nan, np.nan)
+        r.append(a)
+        rho.append(b)
+    return table.assign(pearson_r=r, spearman_rho=rho)
+
+
+CAPTION = ("I-STAR sweep in the optimisation experiment: final values after training with loss + λ·(1 − IsoScore*) "
+           "(mean and std over seeds; diverged runs counted, not averaged). Accuracy is training accuracy. "
+           "r, ρ: IsoScore vs silhouette over training (seed-mean curve).")
+
+
+def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+    return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
+
+
+def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = summary(traj, info)
+    pairs = sorted({(t, m) for t, m in zip(info.task, info.model)})
+    colour = lambda_colours(sorted(info.istar_lambda.unique()))
+    written = []
+
+    # (a) performance against IsoScore*, one point per lambda: training accuracy, and the task loss (accuracy saturates
+    # on most tasks, the loss does not)
+    written += lambda_points_figure(table, "isoscore_star", ("accuracy", "loss"), "IsoScore* (final)",
+                                    ("training accuracy (final)", "task loss (final)"),
+                                    "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance")
+
+    finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
+    t = traj.merge(finished, on=["task", "model", "istar_lambda", "seed"])
+    mean = t.groupby(["task", "model", "istar_lambda", "step"])[["silhouette", "isoscore"]].mean().reset_index()
+
+    # (b) silhouette and IsoScore across training, one curve per lambda (each task's own weights)
+    fig, axes = grid(2, len(pairs), 6.0)
+    for j, (task, model) in enumerate(pairs):
+        for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
+            for i, col in enumerate(("silhouette", "isoscore")):
+                axes[i, j].plot(m["step"], m[col], color=colour[lam], lw=1.2)
+        axes[0, j].set_title(f"{task} x {model}", fontsize=9)
+        axes[1, j].set_xlabel("update")
+        axes[0, j].set_ylabel("silhouette")
+        axes[1, j].set_ylabel("IsoScore")
+        for i in range(2):
+            axes[i, j].grid(alpha=0.3)
+    lambda_legend(fig, colour)
+    suptitle(fig, "I-STAR sweep: silhouette and IsoScore across training (seed means)")
+    written += save(fig, out_dir / "istar_curves")
+
+    # (c) silhouette against IsoScore, one curve per lambda
+    written += lambda_curves_figure(mean, "step", "IsoScore", "silhouette", "I-STAR sweep: silhouette against IsoScore during "
+                                    "training (dot: end of training)", out_dir / "istar_silhouette_vs_isoscore")
+    return written

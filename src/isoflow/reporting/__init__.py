@@ -1,0 +1,8 @@
+"""What every experiment's report uses: tables in three formats (:mod:`.tables`), headless figures with one panel
+grid, one way to save and one λ colour scale (:mod:`.figures`), and the summary of a λ sweep (:mod:`.sweeps`)."""
+
+from .figures import lambda_colours, panels, pyplot, save, suptitle
+from .sweeps import diverged, lambda_summary
+from .tables import write_table
+
+__all__ = ["diverged", "lambda_colours", "lambda_summary", "panels", "pyplot", "save", "suptitle", "write_table"]

@@ -1,0 +1,123 @@
+"""Figures that read without the text: headless pyplot, one panel grid, titles wrapped to the figure's width, one λ
+colour scale, saved reproducibly (no timestamp: the same data give byte-identical files, which DVC compares)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+
+from ..atomic import atomic_file
+
+
+def pyplot():
+    """matplotlib.pyplot on the headless Agg backend (set once; figures are files, never windows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def grid(nrow: int, ncol: int, height: float, width: float = 3.8):
+    """(figure, nrow × ncol array of axes), ``width`` inches per panel (at least 6 in all), ``height`` in all."""
+    return pyplot().subplots(nrow, ncol, figsize=(max(width * ncol, 6.0), height), squeeze=False, constrained_layout=True)
+
+
+def panels(n: int, width: float = 3.8, height: float = 3.0):
+    """(figure, list of n axes): at most 4 panels to a row, the unused ones of the last row hidden."""
+    ncol = min(4, n)
+    nrow = -(-n // ncol)
+    fig, axes = grid(nrow, ncol, height * nrow, width)
+    for ax in list(axes.flat)[n:]:
+        ax.axis("off")
+    return fig, list(axes.flat)
+
+
+def suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A figure title wrapped to the figure's width, so that a one-panel figure does not clip it."""
+    chars = int(fig.get_figwidth() * 72 / (0.55 * fontsize))  # ~0.55 em per character
+    fig.suptitle(textwrap.fill(text, max(chars, 30)), fontsize=fontsize)
+
+
+def save(fig, stem: Path) -> list[Path]:
+    """``stem``.png (150 dpi) and ``stem``.pdf, written atomically; the figure is closed."""
+    paths = []
+    for suffix in (".png", ".pdf"):
+        path = Path(stem).with_suffix(suffix)
+        with atomic_file(path) as tmp:
+            fig.savefig(tmp, dpi=150, format=suffix[1:], metadata={"CreationDate": None} if suffix == ".pdf" else None)
+        paths.append(path)
+    pyplot().close(fig)
+    return paths
+
+
+def lambda_colours(lams) -> dict:
+    """λ → colour: blue where isotropy is pushed down (λ < 0), red where pushed up, black for the plain run (λ = 0)."""
+    import matplotlib
+
+    cmap = matplotlib.colormaps["coolwarm"]
+    span = max(abs(min(lams)), abs(max(lams))) or 1.0
+    return {lam: "black" if lam == 0 else cmap(0.5 + 0.5 * lam / span) for lam in lams}
+
+
+def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
+    """One legend for the whole figure, below the panels: a colour per λ (and a marker per model, if several)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
+    if markers and len(markers) > 1:
+        handles += [Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 9), fontsize=7, frameon=False)
+
+
+def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], xlabel: str, ylabel: str | tuple[str, ...],
+                         title: str, stem: Path) -> list[Path]:
+    """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
+    legend below), one marker per model: I-STAR's Figure 5 layout, used by the table experiment and fine-tuning.
+    Several ``y`` (with as many ``ylabel``) give one row of panels each."""
+    ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
+    colour = lambda_colours(sorted(table["lambda"].unique()))
+    tasks = sorted(table.task.unique())
+    if len(ys) == 1:
+        fig, axes = panels(len(tasks), height=3.3)
+        cells = [(ax, task, ys[0], ylabels[0]) for ax, task in zip(axes, tasks)]
+    else:
+        fig, axes = grid(len(ys), len(tasks), 3.0 * len(ys) + 0.5)
+        cells = [(axes[i, j], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels)) for j, task in enumerate(tasks)]
+    markers = dict(zip(sorted(table.model.unique()), "osD^v"))
+    for ax, task, col, label in cells:
+        for model, rows in table[table.task == task].groupby("model"):
+            rows = rows.dropna(subset=[f"{col}_mean"]).sort_values("lambda")
+            ax.errorbar(rows[f"{x}_mean"], rows[f"{col}_mean"], xerr=rows[f"{x}_std"], yerr=rows[f"{col}_std"],
+                        fmt=markers[model], ls="-", lw=0.8, color="0.6", ecolor="0.4", mfc="none", capsize=2)
+            ax.scatter(rows[f"{x}_mean"], rows[f"{col}_mean"], color=[colour[v] for v in rows["lambda"]], marker=markers[model], zorder=3)
+        ax.set_title(task, fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    lambda_legend(fig, colour, markers)
+    suptitle(fig, title)
+    return save(fig, stem)
+
+
+def lambda_curves_figure(mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
+    """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
+    a dot at its end. Used by the table experiment's sweep and fine-tuning."""
+    pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
+    colour = lambda_colours(sorted(mean["istar_lambda"].unique()))
+    fig, axes = panels(len(pairs), height=3.3)
+    for ax, (task, model) in zip(axes, pairs):
+        for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
+            m = m.sort_values(order)
+            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2)
+            ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+        ax.set_title(f"{task} x {model}", fontsize=9)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+    lambda_legend(fig, colour)
+    suptitle(fig, title)
+    return save(fig, stem)

@@ -1,0 +1,26 @@
+"""Tables as CSV (for code), Markdown (for the README and docs) and LaTeX (for papers), written atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from ..atomic import atomic_file
+
+
+def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
+    """``stem``.csv, .md (the caption above the table) and .tex (a captioned table); returns the three paths."""
+    stem = Path(stem)
+    out = []
+    for suffix, text in (
+        (".csv", df.to_csv(index=False)),
+        (".md", f"{caption}\n\n" + df.to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
+        (".tex", df.to_latex(index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True)),
+    ):
+        path = stem.with_suffix(suffix)
+        with atomic_file(path) as tmp:
+            tmp.write_text(text)
+        out.append(path)
+    return out
