@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -65,7 +66,7 @@ def redraw(name: str) -> list[str]:
             for cmd in commands]
 
 
-def record(name: str, commands: list[str]) -> None:
+def record(name: str, commands: list[str], checkout: dict) -> None:
     """PUBLISHED.json: how the runs were made (kept from an earlier publication) and how the tables and figures were
     last drawn; every path relative to the repository."""
     path = ROOT / PUBLISHED / name / "PUBLISHED.json"
@@ -73,7 +74,9 @@ def record(name: str, commands: list[str]) -> None:
     results = info.get("results_dir")
     if results and Path(results).is_absolute():  # older publications recorded the machine's absolute path
         info["results_dir"] = "results/" + Path(results).name
-    info["redrawn"] = {"by": "make redraw", "commands": commands, "workflow_checkout": code_version(ROOT)}
+    if info.get("made_by"):
+        info["made_by"] = re.sub(r" \(checkout /\S+ at (\w+)\)", r" (at \1)", info["made_by"])
+    info["redrawn"] = {"by": "make redraw", "commands": commands, "workflow_checkout": checkout}
     path.write_text(json.dumps(info, indent=2) + "\n")
     marker = path.with_name(MARKER)  # a publication: `make reproduce-<section>` may replace it
     if not marker.is_file():
@@ -84,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("sections", nargs="*", default=sorted(MADE_BY), help=f"default: all ({', '.join(sorted(MADE_BY))})")
     args = parser.parse_args(argv)
+    checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
     for name in args.sections:
-        record(name, redraw(name))
+        record(name, redraw(name), checkout)
         print(f"{PUBLISHED / name}: tables and figures redrawn")
     return 0
 
