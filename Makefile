@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast lint benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-ablation report redraw
+.PHONY: install wordnet run test test-fast lint benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation report redraw
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -58,11 +58,12 @@ TARGET_paper = correlations
 TARGET_istar = istar
 TARGET_layers = layers
 TARGET_finetune = finetune
-reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-ablation
+TARGET_stability = stability
+reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation
 
 # One command string, run and recorded as is (PUBLISHED.json), so the record cannot drift from what ran.
 REPRO_RUN = $(strip snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS))
-reproduce-paper reproduce-istar reproduce-layers reproduce-finetune: reproduce-%: install
+reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability: reproduce-%: install
 	HF_HUB_OFFLINE=1 $(REPRO_RUN)
 	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$* --made-by "$(REPRO_RUN)"
 

@@ -29,6 +29,7 @@ wildcard_constraints:
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
     lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
+    reg=r"istar|cosreg",
     corpus=r"[a-z0-9-]+",
 
 
@@ -201,11 +202,11 @@ def finetune_pairs():
 
 
 def finetune_records():
+    """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
+    runs = [lambda_dir(float(lam)) for lam in FINETUNE.get("lambdas", [])]
+    runs += [f"cosreg{float(w):g}" for w in FINETUNE.get("cosreg", []) if float(w) != 0]
     return [
-        f"{RESULTS}/finetune/{t}/{m}/{lambda_dir(float(lam))}/seed{s}.json"
-        for t, m in finetune_pairs()
-        for lam in FINETUNE.get("lambdas", [])
-        for s in FINETUNE.get("seeds", [])
+        f"{RESULTS}/finetune/{t}/{m}/{run}/seed{s}.json" for t, m in finetune_pairs() for run in runs for s in FINETUNE.get("seeds", [])
     ]
 
 
@@ -213,15 +214,42 @@ def finetune_run_files():
     return [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
 
 
-FINETUNE_REPORT = [f"{RESULTS}/tables/finetune.{ext}" for ext in ("csv", "md", "tex")] + [
+FINETUNE_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "finetune_paired") for ext in ("csv", "md", "tex")] + [
     f"{RESULTS}/figures/{name}.{ext}"
-    for name in ("finetune_performance", "finetune_twonn", "finetune_silhouette_vs_isoscore")
+    for name in (
+        "finetune_performance",
+        "finetune_twonn",
+        "finetune_silhouette_vs_isoscore",
+        "finetune_baselines",
+        "finetune_activations",
+    )
     for ext in ("png", "pdf")
 ]
 
 
 def finetune_files():
     return FINETUNE_REPORT if finetune_records() else []
+
+
+# ----- IsoScore* on mini-batches (stability.smk) --------------------------------------------------------------
+
+STABILITY = config.get("stability") or {}
+STABILITY_REPORT = [f"{RESULTS}/tables/istar_stability.{ext}" for ext in ("csv", "md", "tex")] + [
+    f"{RESULTS}/figures/istar_stability.{ext}" for ext in ("png", "pdf")
+]
+
+
+def stability_files():
+    return STABILITY_REPORT + [f"{RESULTS}/stability/runs.parquet"] if STABILITY else []
+
+
+def stability_options(wildcards):
+    """The section's keys as `isoflow istar-stability` options (lists comma-separated)."""
+    out = []
+    for key, value in STABILITY.items():
+        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+        out.append(f"--{key.replace('_', '-')} {text}")
+    return " ".join(out)
 
 
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
@@ -274,4 +302,4 @@ def all_trajectories():
 
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return paper_files() + istar_files() + layers_files() + finetune_files()
+    return paper_files() + istar_files() + layers_files() + finetune_files() + stability_files()

@@ -43,14 +43,18 @@ def numbers_from_command_line(config):
             config[key] = config[key].lower() == "true"
     if isinstance(config.get("seeds"), list):
         config["seeds"] = [number(v) for v in config["seeds"]]
-    for name in ("istar", "finetune", "layers"):
+    for name in ("istar", "finetune", "layers", "stability"):
         section = config.get(name)
         if isinstance(section, dict):
             for key, value in section.items():
                 if isinstance(value, dict):  # istar.task_lambdas: task -> weights
                     section[key] = {k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()}
                 else:
-                    section[key] = [number(v) for v in value] if isinstance(value, list) and key in ("lambdas", "seeds") else number(value)
+                    section[key] = (
+                        [number(v) for v in value]
+                        if isinstance(value, list) and key in ("lambdas", "seeds", "cosreg")
+                        else ([number(v) for v in value] if isinstance(value, list) else number(value))
+                    )
 
 
 def check_task_lambdas(config):

@@ -1,6 +1,6 @@
-# Fine-tuning the encoder with I-STAR: one run per task x model x lambda x seed (a GPU job; CPU when none), then the
-# sweep's table and figures. Held-out data: the task's validation split when it is in the cache or the mirror, else a
-# seeded stratified split of the training data (recorded in each run's JSON).
+# Fine-tuning the encoder with I-STAR and CosReg: one run per task x model x (regulariser, weight) x seed (a GPU job;
+# the CPU when there is none), then the sweep's tables and figures. Held-out data: the task's validation split when it
+# is in the cache or the mirror, else a fixed split of the training data, the same for every run (in each run's JSON).
 
 
 rule finetune:
@@ -17,13 +17,13 @@ rule finetune_run:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
     output:
-        parquet=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.parquet",
-        steps=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.steps.parquet",
-        record=f"{RESULTS}/finetune/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.json",
+        parquet=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet",
+        steps=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet",
+        record=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json",
     log:
-        "logs/finetune/{task}/{model}/istar{lam}/seed{seed}.log",
+        "logs/finetune/{task}/{model}/{reg}{lam}/seed{seed}.log",
     benchmark:
-        f"{RESULTS}/finetune/benchmarks/{{task}}/{{model}}/istar{{lam}}/seed{{seed}}.tsv"
+        f"{RESULTS}/finetune/benchmarks/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -37,16 +37,19 @@ rule finetune_run:
         raw=RAW,
         mirror=MIRROR,
         device=DEVICE,
+        weight=lambda wildcards: f"--{wildcards.reg} {wildcards.lam}",
+        points=FINETUNE.get("points", "tokens-all-layers"),
+        shrinkage_points=FINETUNE.get("shrinkage_points", 100000),
         epochs=FINETUNE.get("epochs", 3),
         batch_size=FINETUNE.get("batch_size", 32),
-        lr=FINETUNE.get("lr", 2e-5),
+        lr=FINETUNE.get("lr", 1e-5),
         zeta=FINETUNE.get("zeta", 0.2),
         max_train=FINETUNE.get("max_train", 0),
         max_heldout=FINETUNE.get("max_heldout", 0),
         heldout_fraction=FINETUNE.get("heldout_fraction", 0.1),
     shell:
-        "isoflow finetune --task {wildcards.task} --model {wildcards.model} --istar {wildcards.lam} --seed {wildcards.seed} "
-        "--zeta {params.zeta} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
+        "isoflow finetune --task {wildcards.task} --model {wildcards.model} {params.weight} --seed {wildcards.seed} "
+        "--zeta {params.zeta} --points {params.points} --shrinkage-points {params.shrinkage_points} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
         "--max-train {params.max_train} --max-heldout {params.max_heldout} --heldout-fraction {params.heldout_fraction} "
         "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
         "> {log} 2>&1"
@@ -56,7 +59,7 @@ rule finetune_report:
     input:
         finetune_run_files(),
     output:
-        reported(FINETUNE_REPORT, "Fine-tuning the encoder with I-STAR"),
+        reported(FINETUNE_REPORT, "Fine-tuning the encoder with I-STAR and CosReg"),
     log:
         "logs/finetune_report.log",
     conda:

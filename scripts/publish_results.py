@@ -6,7 +6,8 @@ Sections (what `make reproduce-<section>` publishes):
   paper     tables/correlations*, tables/table*_sizes*, tables/label_centred*, the paper figures, aggregate/runs.csv and every run it lists
   istar     tables/istar*, figures/istar_*, aggregate/istar/runs.csv and every run it lists (the lambda = 0 runs too)
   layers    tables/layers*, figures/layers_*, layers/<model>/<corpus>/ (the per-layer tables, PCA, meta)
-  finetune  tables/finetune*, figures/finetune_*, finetune/<task>/<model>/istar<lambda>/seed<s>.* (records, steps)
+  finetune  tables/finetune*, figures/finetune_*, finetune/<task>/<model>/<istar|cosreg><weight>/seed<s>.* (records, steps)
+  stability tables/istar_stability*, figures/istar_stability*, stability/ (every batch's estimate, meta.json)
 
 Runs are copied from the run list the tables were made from (`record` column), not by globbing, so the published
 directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
@@ -31,7 +32,7 @@ from pathlib import Path
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 from isoflow.provenance import code_version
 
-FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")
+FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")  # istar_stability too: every section but the paper's has a prefix
 
 
 def _paper_figure(path: Path) -> bool:
@@ -40,9 +41,11 @@ def _paper_figure(path: Path) -> bool:
 
 SECTIONS = {
     "paper": {"tables": ("correlations*", "table*_sizes*", "label_centred*"), "figures": _paper_figure, "runs": "aggregate/runs.csv"},
-    "istar": {"tables": ("istar*",), "figures": lambda p: p.name.startswith("istar_"), "runs": "aggregate/istar/runs.csv"},
+    "istar": {"tables": ("istar.*",), "figures": lambda p: p.name.startswith("istar_") and not p.name.startswith("istar_stability"),
+              "runs": "aggregate/istar/runs.csv"},
     "layers": {"tables": ("layers*",), "figures": lambda p: p.name.startswith("layers_"), "tree": "layers"},
     "finetune": {"tables": ("finetune*",), "figures": lambda p: p.name.startswith("finetune_"), "tree": "finetune"},
+    "stability": {"tables": ("istar_stability*",), "figures": lambda p: p.name.startswith("istar_stability"), "tree": "stability"},
 }
 
 

@@ -6,7 +6,8 @@ figures are remade from the committed runs without rerunning hours of training.
 
 paper, supersense-ablation: `isoflow aggregate` of the runs in runs.csv, then `isoflow tables` and `isoflow figures`;
 istar: `isoflow aggregate` + `isoflow istar-report`; layers: `isoflow layers-report` over layers/<model>/<corpus>;
-finetune: `isoflow finetune-report` over finetune/**/seed*.json. Each section's PUBLISHED.json then records the
+finetune: `isoflow finetune-report` over finetune/**/seed*.json; stability: `isoflow istar-stability` with the settings in
+stability/meta.json (seeded: the same estimates). Each section's PUBLISHED.json then records the
 redraw (command, code commit) beside how the runs were made; its paths are relative to the repository.
 """
 
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = Path("docs/results")
 # How each section's runs were made (the Makefile's targets; each run's own record names its code commit).
 MADE_BY = {"paper": "make reproduce-paper", "istar": "make reproduce-istar", "layers": "make reproduce-layers",
-           "finetune": "make reproduce-finetune", "supersense-ablation": "make reproduce-ablation"}
+           "finetune": "make reproduce-finetune", "supersense-ablation": "make reproduce-ablation", "stability": "make reproduce-stability"}
 
 
 def _isoflow(*args: str) -> None:
@@ -55,6 +56,10 @@ def redraw(name: str) -> list[str]:
         elif name == "layers":
             runs = sorted(str(p.parent.relative_to(ROOT)) for p in (ROOT / section / "layers").glob("*/*/meta.json"))
             commands.append(["layers-report", *runs, "--tables", tables, "--figures", figures])
+        elif name == "stability":  # recomputed from its recorded settings (seeded; a few minutes)
+            settings = json.loads((ROOT / section / "stability" / "meta.json").read_text())["settings"]
+            opts = [x for k, v in settings.items() for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))]
+            commands.append(["istar-stability", *opts, "--runs", str(section / "stability"), "--tables", tables, "--figures", figures, "--quiet"])
         elif name == "finetune":
             runs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / section / "finetune").rglob("seed*.json"))
             commands.append(["finetune-report", *runs, "--tables", tables, "--figures", figures])
@@ -85,7 +90,8 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sections", nargs="*", default=sorted(MADE_BY), help=f"default: all ({', '.join(sorted(MADE_BY))})")
+    published = sorted(n for n in MADE_BY if (ROOT / PUBLISHED / n).is_dir())
+    parser.add_argument("sections", nargs="*", default=published, help=f"default: every published one ({', '.join(published)})")
     args = parser.parse_args(argv)
     checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
     for name in args.sections:

@@ -23,7 +23,7 @@ STAGE_COMMANDS = {
     "optimize": ["optimize"],
     "layers": ["layers"],
     "finetune": ["finetune"],
-    "report": ["aggregate", "tables", "figures", "istar-report", "layers-report", "finetune-report"],
+    "report": ["aggregate", "tables", "figures", "istar-report", "layers-report", "finetune-report", "istar-stability"],
 }
 
 

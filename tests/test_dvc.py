@@ -38,7 +38,8 @@ def test_stage_paths_agree_with_the_configs():
     stages = dvc_stages()
     assert all(stage["foreach"] == "${configs}" for stage in stages.values())
     outs = {o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]}
-    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/finetune", "R/aggregate", "R/tables", "R/figures"}
+    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/finetune", "R/aggregate", "R/tables", "R/figures",
+                    "R/stability"}
 
 
 def test_stage_dependencies_cover_every_imported_module():

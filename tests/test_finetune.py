@@ -1,5 +1,7 @@
-"""Fine-tuning with I-STAR: the encoder as sentence-transformers builds it, the held-out split (stratified, seeded,
-disjoint), the canonical validation split, the shared penalty, padding masked out, records, bad input, the report."""
+"""Fine-tuning with I-STAR as Rudman & Eickhoff run it: the encoder's pooled output as sentence-transformers computes
+it, token points without padding, a held-out set fixed across runs (SST-2: whole sentences, their phrases dropped from
+training), zero weights as the plain run bit for bit, Σ_S re-estimated every epoch from the current model, records,
+bad input, the report."""
 
 from __future__ import annotations
 
@@ -12,14 +14,15 @@ import pytest
 import torch
 from conftest import ROOT, sh
 
-from isoflow import istar as istar_module
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.finetune import run_finetune
 from isoflow.finetune import train as train_module
-from isoflow.finetune.data import examples_of, held_out, stratified_split
-from isoflow.finetune.model import SentenceEncoder, token_points
+from isoflow.finetune.data import examples_of, held_out, maximal_phrases, phrase_disjoint_split, stratified_split
+from isoflow.finetune.model import POINTS, SentenceEncoder, penalty_points
 from isoflow.finetune.report import report
+from isoflow.istar import IStarLoss
+from isoflow.metrics import covariance
 from isoflow.models import SENTENCE_MODELS
 from isoflow.models.sbert import load_sentence_model
 
@@ -39,25 +42,38 @@ def polarity_small(tmp_path_factory, shared_mirror):
     return data
 
 
-def test_encoder_matches_sentence_transformers(st_minilm):
+def test_pooled_output_is_what_sentence_transformers_computes(st_minilm):
     texts = ["A gripping, funny film.", "Dull.", "The plot never quite comes together, despite a strong cast and a fine score."]
-    ours = SentenceEncoder(st_minilm).encode(texts, "cpu", batch_size=2)
-    theirs = torch.as_tensor(st_minilm.encode(texts, convert_to_numpy=True))
-    assert torch.allclose(ours, theirs, atol=1e-5)
+    enc = SentenceEncoder(st_minilm).eval()
+    with torch.no_grad():
+        pooled = enc(enc.tokenize(texts, None, "cpu"))[0]
+    theirs = torch.as_tensor(st_minilm.encode(texts, convert_to_numpy=True))  # its pipeline ends with Normalize
+    assert torch.allclose(torch.nn.functional.normalize(pooled, dim=1), theirs, atol=1e-5)
+    assert not torch.allclose(pooled.norm(dim=1), torch.ones(3), atol=1e-2)  # the head sees the unnormalised output
 
 
 def test_token_points_leave_padding_out(st_minilm):
     enc = SentenceEncoder(st_minilm).eval()
     texts = ["short", "a much longer sentence with many more word pieces in it"]
     with torch.no_grad():
-        _, states, mask = enc(enc.tokenize(texts, "cpu"), hidden_states=True)
-        points = token_points(states, mask)
-        alone = [token_points(*enc(enc.tokenize([t], "cpu"), hidden_states=True)[1:]) for t in texts]
+        pooled, states, mask = enc(enc.tokenize(texts, None, "cpu"), hidden_states=True)
+        points = penalty_points("tokens-all-layers", pooled, states, mask)
+        alone = [penalty_points("tokens-all-layers", *enc(enc.tokenize([t], None, "cpu"), hidden_states=True)) for t in texts]
+        last = penalty_points("tokens-last-layer", pooled, states, mask)
     n_layers = len(states) - 1  # every layer but the embedding layer
     assert points.shape[0] == n_layers * int(mask.sum()) and int(mask.sum()) < mask.numel()  # padding was there, and left out
     # The same points as each sentence alone (no padding at all), layer by layer.
     per_layer = [torch.cat([a.reshape(n_layers, -1, 384)[k] for a in alone]) for k in range(n_layers)]
     assert torch.allclose(points, torch.cat(per_layer), atol=1e-4)
+    assert torch.allclose(last, per_layer[-1], atol=1e-4) and penalty_points("pooled", pooled, states, mask) is pooled
+    assert POINTS == ("tokens-all-layers", "tokens-last-layer", "pooled")
+
+
+def test_pairs_are_one_sequence(st_minilm):
+    enc = SentenceEncoder(st_minilm)
+    inputs = enc.tokenize(["a cat sat"], ["on the mat"], "cpu")
+    tokens = enc.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
+    assert tokens == ["[CLS]", "a", "cat", "sat", "[SEP]", "on", "the", "mat", "[SEP]"]
 
 
 def test_stratified_split_is_seeded_disjoint_and_stratified():
@@ -72,50 +88,138 @@ def test_stratified_split_is_seeded_disjoint_and_stratified():
 
 
 def test_validation_split_when_at_hand(tmp_path, shared_mirror):
-    """MRPC's GLUE dev pairs can be built from the files at hand: they are the held-out data; SST-2's dev file is not
-    in the mirror: a stratified split of the training data is held out instead, and said so."""
+    """MRPC's GLUE dev pairs can be built from the files at hand: they are the held-out data; WNLI's dev file is not in
+    the mirror: a fixed stratified split of the training data is held out instead, and said so."""
     mrpc = read_task(prepare("glue/mrpc", data_dir=tmp_path, mirror=shared_mirror, progress=False))
-    train, dev, info = held_out(mrpc, "glue/mrpc", examples_of(mrpc), fraction=0.1, seed=0, data_dir=tmp_path, mirror=shared_mirror)
+    train, dev, info = held_out(mrpc, "glue/mrpc", examples_of(mrpc), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror)
     assert info == {"source": "validation split", "file": "glue/MRPC/msr_paraphrase_train.txt", "n": 408}
     assert len(train) == 3668 and len(dev) == 408 and dev.pair and not set(zip(dev.a, dev.b)) & set(zip(train.a, train.b))
     wnli = read_task(prepare("glue/wnli", data_dir=tmp_path, mirror=shared_mirror, progress=False))
-    train, dev, info = held_out(wnli, "glue/wnli", examples_of(wnli), fraction=0.1, seed=1, data_dir=tmp_path, mirror=shared_mirror)
-    assert info["source"] == "stratified split of the training data" and len(train) + len(dev) == 635 and info["n"] == len(dev)
+    train, dev, info = held_out(wnli, "glue/wnli", examples_of(wnli), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror)
+    assert info["source"] == "fixed stratified split of the training data" and len(train) + len(dev) == 635 and info["n"] == len(dev)
 
 
-def test_the_penalty_is_the_table_experiments(polarity_small, tmp_path, monkeypatch):
-    """One penalty for both experiments: fine-tuning calls the same IStar, on the batch's sentence embeddings."""
-    assert train_module.IStar is istar_module.IStar
-    seen = []
-    original = istar_module.IStar.penalty
+def test_phrase_disjoint_split_on_a_hand_case():
+    """Held-out items are whole sentences (one per class here); training loses every phrase inside one."""
+    from isoflow.finetune.data import Examples
 
-    def spy(self, points):
-        value = original(self, points)
-        seen.append((points.shape, self.lam, float(value.detach()), float(self.isoscore_star(points.detach()))))
-        return value
+    phrases = {"a good film": ["good film", "a good", "film"], "a great plot": ["great plot", "great"],
+               "a bad film": ["bad film", "bad", "film"], "a dull plot": ["dull plot", "dull"]}
+    texts = [t for sentence, parts in phrases.items() for t in [sentence, *parts]]
+    positive = {"a good film", "good film", "a good", "film", "a great plot", "great plot", "great"}
+    ex = Examples(texts, None, np.array([int(t in positive) for t in texts]), ["neg", "pos"])
+    assert sorted(texts[i] for i in maximal_phrases(texts)) == sorted(phrases)
+    train, held, dropped = phrase_disjoint_split(ex, 2)
+    assert sorted(held.y) == [0, 1] and set(held.a) <= set(phrases)  # one whole sentence per class
+    inside = {t for sentence in held.a for t in phrases[sentence]}
+    assert sorted(train.a) == sorted(t for t in texts if t not in inside and t not in held.a)  # "film" goes with either film
+    assert dropped == len(texts) - len(held) - len(train) == len([t for t in texts if t in inside])
 
-    monkeypatch.setattr(istar_module.IStar, "penalty", spy)
+
+def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shared_mirror):
+    sst2 = read_task(prepare("glue/sst2", data_dir=tmp_path, mirror=shared_mirror, progress=False, allow_download=False))
+    ex = examples_of(sst2)
+    train, held, info = held_out(sst2, "glue/sst2", ex, fraction=0.1, max_heldout=500, data_dir=tmp_path, mirror=shared_mirror)
+    again = held_out(sst2, "glue/sst2", ex, fraction=0.1, max_heldout=500, data_dir=tmp_path, mirror=shared_mirror)
+    assert held.a == again[1].a and train.a == again[0].a and info == again[2]  # no seed: the same for every run
+    assert info["n"] == len(held) == 500 and len(train) + len(held) + info["dropped_training_phrases"] == len(ex)
+    held_text = " || ".join(f" {t.strip()} " for t in held.a)
+    assert not [t for t in train.a if f" {t.strip()} " in held_text]  # no training phrase inside a held-out sentence
+    assert len(np.bincount(held.y)) == 2 and min(np.bincount(held.y)) > 200  # stratified: both classes
+
+
+def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monkeypatch):
+    """λ = 0 with I-STAR, weight 0 with CosReg and a loop with no regulariser at all write the same numbers."""
+    common = dict(data_dir=polarity_small, device="cpu", progress=False, epochs=1, batch_size=16, max_heldout=20, shrinkage_points=2000)
+    runs = [run_finetune("polarity-120", "minilm", 0, results=tmp_path / "a", istar_lambda=0.0, **common),
+            run_finetune("polarity-120", "minilm", 0, results=tmp_path / "b", reg="cosreg", cosreg_weight=0.0, **common)]
+
+    class Nothing:  # the loop must not call a regulariser whose weight is 0
+        def __call__(self, *a, **k):
+            raise AssertionError("a zero-weight regulariser was computed")
+
+    monkeypatch.setattr(train_module, "regulariser", lambda s: Nothing())
+    runs.append(run_finetune("polarity-120", "minilm", 0, results=tmp_path / "c", istar_lambda=0.0, **common))
+    frames = [pd.read_parquet(p).drop(columns=["reg", "cosreg_weight"]) for p, _ in runs]
+    steps = [pd.read_parquet(p.with_name("seed0.steps.parquet")) for p, _ in runs]
+    for other in (1, 2):
+        pd.testing.assert_frame_equal(frames[0], frames[other], check_exact=True)
+        pd.testing.assert_frame_equal(steps[0], steps[other], check_exact=True)
+    assert (steps[0]["penalty"] == 0).all() and runs[1][0].parent.name == "cosreg0"
+
+
+def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_small, tmp_path, monkeypatch):
+    """Σ_S before training (for epoch 1), after every epoch (for the next one), and the last one (the final model's)
+    is what the final held-out IsoScore* uses."""
+    estimates, used, evaluated = [], [], []
+    original_estimate, original_forward, original_evaluate = train_module.estimate_reference, IStarLoss.forward, train_module.evaluate
+
+    def estimate(encoder, train, s, device, epoch):
+        C, n = original_estimate(encoder, train, s, device, epoch)
+        estimates.append((epoch, C, float(next(encoder.parameters()).detach().sum())))
+        return C, n
+
+    def forward(self, states, mask=None):
+        used.append(self.reference)
+        return original_forward(self, states, mask)
+
+    def evaluate(encoder, head, ex, s, reference, device):
+        evaluated.append(reference)
+        return original_evaluate(encoder, head, ex, s, reference, device)
+
+    monkeypatch.setattr(train_module, "estimate_reference", estimate)
+    monkeypatch.setattr(IStarLoss, "forward", forward)
+    monkeypatch.setattr(train_module, "evaluate", evaluate)
     parquet, record = run_finetune("polarity-120", "minilm", 0, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
-                                   istar_lambda=3.0, batch_size=16, max_heldout=20)
-    steps = pd.read_parquet(parquet.with_name("seed0.steps.parquet"))
-    assert len(seen) == len(steps) == 7  # 100 training examples in batches of 16
-    assert all(shape[1] == 384 and lam == 3.0 for shape, lam, _, _ in seen)
-    for (_, lam, value, iso), recorded in zip(seen, steps["penalty"]):
-        assert value == pytest.approx(lam * (1 - iso), abs=1e-6) and recorded == pytest.approx(value, abs=1e-6)
+                                   istar_lambda=1.0, epochs=2, batch_size=50, max_heldout=20, shrinkage_points=1500)
+    assert [e for e, _, _ in estimates] == [0, 1, 2]
+    assert estimates[0][2] != estimates[1][2] != estimates[2][2]  # three different models: pretrained, after epoch 1, 2
+    per_epoch = len(used) // 2  # 100 training examples in batches of 50: 2 steps an epoch
+    assert all(u is estimates[0][1] for u in used[:per_epoch]) and all(u is estimates[1][1] for u in used[per_epoch:])
+    assert [id(r) for r in evaluated] == [id(C) for _, C, _ in estimates]  # the final measurement: the final model's Σ_S
+    info = json.loads(record.read_text())
+    assert all(n >= 1500 for n in info["reference_points"]) and len(info["reference_points"]) == 3
+
+
+def test_reference_covariance_is_the_covariance_of_the_points(polarity_small, st_minilm):
+    """Σ_S from a running sum over batches equals the covariance of the same points computed at once."""
+    task = read_task(polarity_small / "tasks/polarity-120")
+    ex = examples_of(task)
+    s = train_module.FinetuneSettings("polarity-120", "minilm", 0, shrinkage_points=10**9, eval_batch_size=7)
+    enc = SentenceEncoder(st_minilm)
+    C, n = train_module.estimate_reference(enc, ex, s, "cpu", 0)
+    with torch.no_grad():
+        pooled, states, mask = enc.eval()(enc.tokenize(ex.a, None, "cpu"), hidden_states=True)
+        points = penalty_points("tokens-all-layers", pooled, states, mask)
+    assert n == points.shape[0] and torch.allclose(C, covariance(points), atol=1e-4, rtol=1e-4)
 
 
 def test_records_epochs_and_settings(polarity_small, tmp_path):
     parquet, record = run_finetune("polarity-120", "minilm", 1, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
-                                   istar_lambda=-1.0, epochs=2, batch_size=16, heldout_fraction=0.2, lr=1e-4)
+                                   istar_lambda=-1.0, epochs=2, batch_size=16, heldout_fraction=0.2, lr=1e-4, shrinkage_points=2000)
     assert parquet == tmp_path / "finetune/polarity-120/minilm/istar-1/seed1.parquet"
     epochs = pd.read_parquet(parquet)
     info = json.loads(record.read_text())
     assert list(epochs["epoch"]) == [0, 1, 2] and info["complete"] and not info.get("diverged")
-    assert info["held_out"] == {"source": "stratified split of the training data", "fraction": 0.2, "seed": 1, "n": 24}
-    assert info["n_train"] == 96 and info["settings"]["istar_lambda"] == -1.0 and info["settings"]["zeta"] == 0.2
-    for col in ("accuracy", "metric", "loss", "isoscore", "isoscore_star", "silhouette", "twonn", "lid_mle", "cosine_anisotropy"):
+    assert info["held_out"] == {"source": "fixed stratified split of the training data", "fraction": 0.2, "seed": 0, "n": 24}
+    settings = info["settings"]
+    assert info["n_train"] == 96 and settings["istar_lambda"] == -1.0 and settings["zeta"] == 0.2 and settings["reg"] == "istar"
+    assert (settings["points"], settings["weight_decay"], settings["dropout"]) == ("tokens-all-layers", 0.0, 0.1)
+    for col in ("accuracy", "metric", "loss", "isoscore", "isoscore_star", "isoscore_points", "cosine_points", "silhouette", "twonn",
+                "lid_mle", "cosine_anisotropy"):
         assert epochs[col].notna().all(), col
+    assert len(epochs["mean_abs_activation"].iloc[-1]) == 384
     assert info["train_sentences_per_second"] > 0 and info["eval_sentences_per_second"] > 0
+
+
+def test_seeds_share_the_heldout_set(polarity_small, tmp_path):
+    """Seeds vary the initialisation and the batch order only: at epoch 0 (the pretrained encoder) every seed measures
+    the same held-out geometry."""
+    first = [pd.read_parquet(run_finetune("polarity-120", "minilm", seed, data_dir=polarity_small, results=tmp_path, device="cpu",
+                                          progress=False, epochs=1, batch_size=50, max_heldout=20, shrinkage_points=1000, max_train=60)[0]).iloc[0]
+             for seed in (0, 1)]
+    for col in ("isoscore", "isoscore_points", "cosine_points", "cosine_anisotropy"):
+        assert first[0][col] == first[1][col], col
 
 
 def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path):
@@ -137,7 +241,9 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path):
     (dict(lr=0.0), "lr must be a finite number > 0"),
     (dict(epochs=0), "epochs must be an integer >= 1"),
     (dict(heldout_fraction=0.0), r"heldout_fraction must be in \(0, 1\)"),
-    (dict(istar_points="layers"), "istar_points must be one of pooled, tokens"),
+    (dict(points="layers"), "points must be one of tokens-all-layers, tokens-last-layer, pooled"),
+    (dict(reg="l2"), "reg must be one of istar, cosreg"),
+    (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
     (dict(task="one-class"), "holds a single class"),
     (dict(task="imdb"), "unknown task 'imdb'"),
 ])
@@ -149,15 +255,27 @@ def test_bad_input_fails_before_training(polarity_small, tmp_path, kwargs, messa
     assert not (tmp_path / "finetune").exists()
 
 
-def test_report_table_and_figures(polarity_small, tmp_path):
-    records = [run_finetune("polarity-120", "minilm", seed, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
-                            istar_lambda=lam, batch_size=32, max_heldout=20)[1] for lam in (-5.0, 5.0) for seed in (0, 1)]
+def test_report_tables_and_figures(polarity_small, tmp_path):
+    common = dict(data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, batch_size=50, max_heldout=20, epochs=1,
+                  shrinkage_points=1000, max_train=60)
+    records = [run_finetune("polarity-120", "minilm", seed, istar_lambda=lam, **common)[1] for lam in (-5.0, 0.0) for seed in (0, 1)]
+    records += [run_finetune("polarity-120", "minilm", seed, reg="cosreg", cosreg_weight=1.0, **common)[1] for seed in (0, 1)]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune.csv")
-    assert list(table["lambda"]) == [-5.0, 5.0] and set(table["seeds"]) == {2} and set(table["metric_name"]) == {"accuracy"}
+    assert list(zip(table.reg, table["lambda"], table.cosreg_weight)) == [("cosreg", 0, 1), ("istar", -5, 0), ("istar", 0, 0)]
+    assert set(table["seeds"]) == {2} and set(table["metric_name"]) == {"accuracy"}
     last = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[:2])
-    assert table.loc[0, "isoscore_star_mean"] == pytest.approx(last["isoscore_star"].mean(), abs=1e-12)
-    assert {p.name for p in written} >= {"finetune_performance.png", "finetune_twonn.pdf", "finetune_silhouette_vs_isoscore.png"}
+    assert table.loc[1, "isoscore_star_mean"] == pytest.approx(last["isoscore_star"].mean(), abs=1e-12)
+    paired = pd.read_csv(tmp_path / "tables/finetune_paired.csv")
+    plain = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[2:4]).set_index("seed")
+    mine = last.set_index("seed")
+    row = paired[(paired.reg == "istar") & (paired.weight == -5)].iloc[0]
+    diffs = mine["metric"] - plain["metric"]
+    assert row["metric_diff"] == pytest.approx(diffs.mean(), abs=1e-12) and row["seeds"] == 2
+    half = 12.706204736174707 * diffs.std() / np.sqrt(2)  # t(0.975, 1 degree of freedom)
+    assert row["metric_diff_ci_high"] == pytest.approx(diffs.mean() + half, abs=1e-9)
+    assert {p.name for p in written} >= {"finetune_performance.png", "finetune_twonn.pdf", "finetune_silhouette_vs_isoscore.png",
+                                          "finetune_baselines.png", "finetune_activations.png", "finetune_paired.md"}
 
 
 # ----- the workflow section ------------------------------------------------------------------------------------------------
@@ -175,6 +293,7 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], ROOT, check=False)
     assert bad.returncode != 0 and "ValidationError" in bad.stdout + bad.stderr and named in bad.stdout + bad.stderr
-    good = sh(["snakemake", "-n", "finetune", *where, "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
-               "'lambdas': [-1, 0, 1], 'seeds': [0, 1], 'zeta': 0.5}"], ROOT).stdout
-    assert re.search(r"^finetune_run\s+6$", good, re.M)
+    good = sh(["snakemake", "-n", "-p", "finetune", *where, "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
+               "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}"], ROOT).stdout
+    assert re.search(r"^finetune_run\s+8$", good, re.M)  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
+    assert "minilm/cosreg2/seed1.json" in good and "--cosreg 2 " in good and "--istar -1 " in good and "--points pooled" in good

@@ -125,3 +125,156 @@ class _PenaltyFromCovariance(torch.autograd.Function):
         xc = x - x.mean(dim=0, keepdim=True)
         dx = xc @ dpen_dC.to(ctx.dtype) * (2.0 / (x.shape[0] - 1))
         return (dx * grad.to(ctx.dtype)).to(points.dtype), None, None, None, None, None
+
+
+# ----- The public losses: I-STAR and CosReg as torch modules, for any training loop ------------------------------
+
+
+def points_of(states, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The point cloud of hidden states: ``states`` is an (n, d) tensor, a (batch, tokens, d) tensor, or a sequence of
+    such tensors (one per layer); ``mask`` (batch, tokens), 1 for real tokens, drops padding. Returns (points, d)."""
+    layers = list(states) if isinstance(states, (list, tuple)) else [states]
+    if not layers:
+        raise ValueError("no hidden states given")
+    out = []
+    for s in layers:
+        if s.dim() == 2:
+            out.append(s)
+        elif s.dim() == 3:
+            if mask is not None:
+                if tuple(mask.shape) != tuple(s.shape[:2]):
+                    raise ValueError(f"the mask has shape {tuple(mask.shape)} but the states {tuple(s.shape)}; it must be (batch, tokens)")
+                out.append(s[mask.bool()])
+            else:
+                out.append(s.reshape(-1, s.shape[-1]))
+        else:
+            raise ValueError(f"hidden states must be (points, dim) or (batch, tokens, dim); got shape {tuple(s.shape)}")
+    return out[0] if len(out) == 1 else torch.cat(out, dim=0)
+
+
+class RunningCovariance:
+    """The covariance of every point fed to :meth:`update` so far, in float64 with O(d²) memory (sums of x and xxᵀ
+    around a fixed shift, the first batch's mean, so that far-from-zero data does not cancel catastrophically)."""
+
+    def __init__(self):
+        self.n = 0
+        self._shift = self._sum = self._outer = None
+
+    def update(self, points: torch.Tensor) -> None:
+        with torch.no_grad():
+            x = points.detach().to(torch.float64)
+            if x.shape[0] == 0:
+                return
+            if self._shift is None:
+                self._shift = x.mean(dim=0)
+                self._sum = torch.zeros_like(self._shift)
+                self._outer = torch.zeros(x.shape[1], x.shape[1], dtype=torch.float64, device=x.device)
+            x = x - self._shift
+            self._sum += x.sum(dim=0)
+            self._outer += x.T @ x
+            self.n += x.shape[0]
+
+    def covariance(self) -> torch.Tensor:
+        """The sample covariance (d, d), float64."""
+        if self.n < 2:
+            raise ValueError(f"a covariance needs at least 2 points; {self.n} were given")
+        mean = self._sum / self.n
+        return (self._outer - self.n * torch.outer(mean, mean)) / (self.n - 1)
+
+
+class IStarLoss(torch.nn.Module):
+    r"""I-STAR's penalty as a module: :math:`\lambda\,(1 - \mathrm{IsoScore}^*_\zeta(X))` (Rudman & Eickhoff, ICLR 2024).
+
+    IsoScore* is IsoScore of the shrunk covariance :math:`C_\zeta = (1-\zeta)\,C(X) + \zeta\,\Sigma_S`; λ > 0 pushes
+    isotropy up, λ < 0 down; λ = 0 returns a zero without computing anything. Σ_S, the reference covariance, is
+    either fixed (``reference=`` a (d, d) matrix) or running: :meth:`update_reference` adds points (e.g. the training
+    set's token states, without gradients, at the start of every epoch, as I-STAR does) and :meth:`reset_reference`
+    starts over. The loss keeps the dtype of the states (the covariance is formed in float32 for float16/bfloat16
+    states).
+
+    >>> import torch
+    >>> from isoflow import IStarLoss
+    >>> loss = IStarLoss(lam=-1.0, zeta=0.2)
+    >>> states = torch.randn(4, 16, 8, requires_grad=True)       # (batch, tokens, dim) of one layer
+    >>> mask = torch.ones(4, 16, dtype=torch.long); mask[:, 12:] = 0   # the last 4 tokens are padding
+    >>> loss.update_reference(states.detach(), mask)             # Σ_S from these points (usually: the training set)
+    >>> penalty = loss(states, mask)
+    >>> penalty.backward()
+    >>> penalty.dtype, states.grad.shape
+    (torch.float32, torch.Size([4, 16, 8]))
+    """
+
+    def __init__(self, lam: float, zeta: float = DEFAULT_ZETA, reference=None):
+        super().__init__()
+        check_istar(lam, zeta)
+        self.lam, self.zeta = float(lam), float(zeta)
+        self._running = RunningCovariance()
+        self.reference = None if reference is None else torch.as_tensor(reference, dtype=torch.float64)
+
+    def reset_reference(self) -> None:
+        self._running = RunningCovariance()
+        self.reference = None
+
+    def update_reference(self, states, mask: torch.Tensor | None = None) -> None:
+        """Add points to the running reference covariance Σ_S (no gradients)."""
+        self._running.update(points_of(states, mask))
+        self.reference = None  # recomputed from the running sums when next needed
+
+    @property
+    def reference_points(self) -> int:
+        """How many points the running Σ_S holds."""
+        return self._running.n
+
+    def shrinkage(self, dim: int, device) -> torch.Tensor | None:
+        if not self.zeta:
+            return None
+        if self.reference is None:
+            if self._running.n < 2:
+                raise ValueError("zeta > 0 needs a reference covariance: pass reference= or call update_reference() first")
+            self.reference = self._running.covariance()
+        if self.reference.shape != (dim, dim):
+            raise ValueError(f"the reference covariance is {tuple(self.reference.shape)}, the points have dim {dim}")
+        return self.reference.to(device)
+
+    def isoscore_star(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """IsoScore*_ζ of the points (0-d, differentiable)."""
+        x = points_of(states, mask)
+        dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+        return isoscore_star_tensor(x, self.shrinkage(x.shape[1], x.device), self.zeta, dtype)
+
+    def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = points_of(states, mask)
+        if self.lam == 0.0:
+            return torch.zeros((), dtype=x.dtype, device=x.device)
+        return (self.lam * (1.0 - self.isoscore_star(x))).to(x.dtype)
+
+
+class CosineRegLoss(torch.nn.Module):
+    r"""CosReg, the baseline the I-STAR poster compares with: ``weight`` × the mean cosine similarity of all distinct
+    pairs of points, :math:`(\lVert\sum_i u_i\rVert^2 - n) / (n(n-1))` with :math:`u_i = x_i/\lVert x_i\rVert` (O(nd),
+    no n×n matrix). A positive weight pushes the points apart in angle (more isotropic); weight 0 computes nothing.
+    Same inputs as :class:`IStarLoss`.
+
+    >>> import torch
+    >>> from isoflow import CosineRegLoss
+    >>> points = torch.tensor([[1., 0.], [0., 1.], [1., 1.]], requires_grad=True)
+    >>> round(float(CosineRegLoss(weight=1.0)(points)), 4)   # pairs: 0, 0.7071, 0.7071
+    0.4714
+    """
+
+    def __init__(self, weight: float):
+        super().__init__()
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+            raise ValueError(f"the CosReg weight must be a finite number; got {weight!r}")
+        self.weight = float(weight)
+
+    def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = points_of(states, mask)
+        if self.weight == 0.0:
+            return torch.zeros((), dtype=x.dtype, device=x.device)
+        n = x.shape[0]
+        if n < 2:
+            raise ValueError("CosReg needs at least 2 points")
+        u = torch.nn.functional.normalize(x.to(torch.float32 if x.dtype != torch.float64 else x.dtype), dim=1)
+        s = u.sum(dim=0)
+        return (self.weight * ((s * s).sum() - n) / (n * (n - 1))).to(x.dtype)

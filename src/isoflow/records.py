@@ -22,8 +22,10 @@ import pandas as pd
 
 from .atomic import atomic_file
 
-# Settings that identify a row of the tables (besides task and model); the seed is what rows average over.
-ROW_SETTINGS = ("istar_lambda",)
+# Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
+# them; the seed is what rows average over. istar_lambda always; the others where some run records them.
+ROW_DEFAULTS = {"istar_lambda": 0.0, "reg": "istar", "cosreg_weight": 0.0}
+ROW_SETTINGS = tuple(ROW_DEFAULTS)
 # Run information carried into runs.csv.
 INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device",
                "diverged", "diverged_at_step")
@@ -120,41 +122,44 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Data
             raise RecordError(f"{parquet} could not be read ({type(exc).__name__}: {exc}); run it again") from exc
         row = settings_row(info, meta)
         compared.update(info["settings"])
-        for key in ROW_SETTINGS:  # rows of the tables: plain runs have weight 0
-            frame[key] = row.get(key, 0.0) or 0.0
-            row[key] = row.get(key, 0.0) or 0.0
         frames.append(frame)
         rows.append(row)
     if not frames:
         raise RecordError("no runs given")
+    keys = [k for k in ROW_SETTINGS if k == "istar_lambda" or k in compared]
+    for frame, row in zip(frames, rows):  # rows of the tables: a run without the setting has its default
+        for key in keys:
+            value = row.get(key)
+            row[key] = frame[key] = ROW_DEFAULTS[key] if value is None or (value != value) else value
     info = pd.DataFrame(rows)
     check_consistent(info, sorted(compared))
     return pd.concat(frames, ignore_index=True), info
 
 
-def row_label(values) -> str:
-    """``task x model`` (and ``λ = ...`` for I-STAR rows) for messages."""
+def row_label(values, keys=ROW_SETTINGS) -> str:
+    """``task x model`` (and ``istar_lambda = ...`` etc. where not the default) for messages."""
     task, model, *rest = values
-    extra = [f"{k} = {v:g}" for k, v in zip(ROW_SETTINGS, rest) if v not in (0, 0.0, None)]
+    extra = [f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in zip(keys, rest) if v != ROW_DEFAULTS[k]]
     return " x ".join([str(task), str(model), *extra])
 
 
 def check_consistent(info: pd.DataFrame, settings: list[str] | None = None) -> None:
     """Runs in one row of the tables (same task, model and row settings) must differ only in their seed: every other
     setting (``settings``: the columns that are settings; default all but the run information) must agree."""
-    key = ["task", "model", *ROW_SETTINGS]
+    present = [k for k in ROW_SETTINGS if k in info.columns]
+    key = ["task", "model", *present]
     candidates = settings if settings is not None else [c for c in info.columns if c not in (*INFO_FIELDS, "git_commit", "git_dirty", "record")]
     compared = [c for c in candidates if c in info.columns and c not in (*key, "seed")]
     for values, group in info.groupby(key, dropna=False):
         dup = group[group.duplicated("seed", keep=False)]
         if len(dup):
-            raise RecordError(f"{row_label(values)}: seed {dup['seed'].iloc[0]} appears more than once "
+            raise RecordError(f"{row_label(values, present)}: seed {dup['seed'].iloc[0]} appears more than once "
                               f"({', '.join(dup['record'])}); keep one run per seed")
         differ = [c for c in compared if group[c].astype(str).nunique() > 1]
         if differ:
             shown = "; ".join(f"{c}: " + ", ".join(f"{v} ({r})" for v, r in zip(group[c].astype(str), group["record"])) for c in differ)
             raise RecordError(
-                f"runs of {row_label(values)} differ in {', '.join(differ)}, not only in their seed, and cannot be "
+                f"runs of {row_label(values, present)} differ in {', '.join(differ)}, not only in their seed, and cannot be "
                 f"averaged as seeds: {shown}. Re-run them with the same settings, or aggregate them separately"
             )
 

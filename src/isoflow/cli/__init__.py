@@ -19,6 +19,7 @@ from . import (
     finetune_report,
     geometry,
     istar_report,
+    istar_stability,
     layers,
     layers_report,
     optimize,
@@ -29,7 +30,7 @@ from . import (
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
 COMMANDS = (geometry, prepare, encode, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
-            finetune_report, sources)
+            finetune_report, istar_stability, sources)
 
 
 def build_parser() -> argparse.ArgumentParser:

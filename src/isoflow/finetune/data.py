@@ -1,8 +1,16 @@
 """Training and held-out examples for fine-tuning: texts (or text pairs) with integer labels.
 
-Held-out data is the task's canonical validation split when it is at hand (GLUE's dev files, through the cache or
-the mirror; never downloaded from a compute job), else a seeded, stratified split of the training data
-(:func:`stratified_split`, 10 % by default), recorded in the run's settings either way.
+The held-out set is the same for every seed and weight, so that runs compare in pairs:
+
+* the task's canonical validation split when it is at hand (GLUE's dev files through the cache or the mirror, never
+  downloaded from a compute job; MRPC's 408 dev pairs are built from the MSR file and GLUE's dev ids);
+* otherwise a fixed, stratified split of the training data (seed :data:`SPLIT_SEED`, not the run's). For SST-2,
+  whose training items are phrases cut from the parse trees of sentences, the held-out items are drawn from the
+  *maximal* phrases (those inside no other phrase: the sentences), and every training phrase that is a word
+  sequence inside a held-out item, or contains one, is dropped and counted: no held-out sentence is seen in pieces.
+
+A training subset (``max_train``) is a fixed stratified subset too, so seeds vary only the initialisation and the
+batch order. Which held-out data was used, and what was dropped, is in the run's record.
 """
 
 from __future__ import annotations
@@ -17,6 +25,9 @@ from ..datasets import TaskData, build, has_dev_split, resolve_name
 from ..fetch import FetchError
 
 logger = logging.getLogger(__name__)
+
+SPLIT_SEED = 0  # the held-out split and the training subset are the same for every run
+PHRASE_TASKS = ("glue/sst2",)  # training items are phrases of the held-out sentences' parse trees
 
 
 @dataclass
@@ -73,9 +84,58 @@ def stratified_split(y: np.ndarray, fraction: float, seed: int) -> tuple[np.ndar
     return train, held
 
 
-def held_out(task: TaskData, name: str, train: Examples, *, fraction: float, seed: int, data_dir: str | os.PathLike,
+def stratified_subset(ex: Examples, n: int, seed: int = SPLIT_SEED) -> Examples:
+    """At most ``n`` examples (0: all), a seeded stratified subset."""
+    if not n or len(ex) <= n:
+        return ex
+    _, keep = stratified_split(ex.y, n / len(ex), seed)
+    return ex.subset(keep)
+
+
+def _ngrams(words: tuple[str, ...], proper: bool) -> set[tuple[str, ...]]:
+    """Every contiguous word sequence of ``words`` (``proper``: shorter than ``words``)."""
+    n = len(words)
+    return {words[i:j] for i in range(n) for j in range(i + 1, n + 1) if not (proper and j - i == n)}
+
+
+def maximal_phrases(texts: list[str]) -> np.ndarray:
+    """Indices of the texts whose word sequence lies inside no other text's (for SST-2: whole sentences)."""
+    words = [tuple(t.split()) for t in texts]
+    inside: set[tuple[str, ...]] = set()
+    for w in set(words):
+        inside |= _ngrams(w, proper=True)
+    return np.array([i for i, w in enumerate(words) if w not in inside], dtype=np.int64)
+
+
+def phrase_disjoint_split(ex: Examples, n_heldout: int, seed: int = SPLIT_SEED) -> tuple[Examples, Examples, int]:
+    """(training, held-out, dropped): held-out items are ``n_heldout`` maximal phrases (stratified); every other item
+    that is inside a held-out item or contains one (word sequences) is dropped from training."""
+    maximal = maximal_phrases(ex.a)
+    if not 2 <= n_heldout < len(maximal):
+        raise ValueError(f"{n_heldout} held-out sentences asked for, but the task has {len(maximal)} whole sentences; lower --max-heldout")
+    _, pick = stratified_split(ex.y[maximal], n_heldout / len(maximal), seed)
+    held = maximal[pick]
+    held_words = {tuple(ex.a[i].split()) for i in held}
+    inside_held: set[tuple[str, ...]] = set()
+    for w in held_words:
+        inside_held |= _ngrams(w, proper=False)
+    held_set = set(held.tolist())
+    train, dropped = [], 0
+    for i, text in enumerate(ex.a):
+        if i in held_set:
+            continue
+        w = tuple(text.split())
+        if w in inside_held or _ngrams(w, proper=False) & held_words:
+            dropped += 1
+        else:
+            train.append(i)
+    return ex.subset(train), ex.subset(np.sort(held)), dropped
+
+
+def held_out(task: TaskData, name: str, train: Examples, *, fraction: float, max_heldout: int = 0, data_dir: str | os.PathLike,
              raw_dir=None, mirror=None) -> tuple[Examples, Examples, dict]:
-    """(training examples, held-out examples, a description for the run's settings)."""
+    """(training examples, held-out examples, a description for the run's record); the same for every run. Without a
+    validation split, ``fraction`` of the training data is held out, or ``max_heldout`` examples if fewer (0: no cap)."""
     canonical = resolve_name(name)
     if has_dev_split(canonical) if canonical.startswith("glue/") else False:
         try:
@@ -83,11 +143,18 @@ def held_out(task: TaskData, name: str, train: Examples, *, fraction: float, see
         except FetchError as exc:
             logger.info("%s: validation split not at hand (%s); holding out %.0f %% of the training data", canonical, exc, fraction * 100)
         else:
-            ex = examples_of(dev, train.label_names)
+            ex = stratified_subset(examples_of(dev, train.label_names), max_heldout)
             return train, ex, {"source": "validation split", "file": dev.sources[0]["name"], "n": len(ex)}
-    tr, ho = stratified_split(train.y, fraction, seed)
-    return train.subset(tr), train.subset(ho), {"source": "stratified split of the training data", "fraction": fraction, "seed": seed,
-                                                 "n": len(ho)}
+    n_heldout = int(round(fraction * len(train)))
+    if max_heldout:
+        n_heldout = min(n_heldout, max_heldout)
+    if canonical in PHRASE_TASKS and not train.pair:
+        tr, ho, dropped = phrase_disjoint_split(train, n_heldout)
+        return tr, ho, {"source": "fixed split of the training data: whole sentences, their phrases dropped from training",
+                        "fraction": fraction, "seed": SPLIT_SEED, "n": len(ho), "dropped_training_phrases": dropped}
+    tr, ho = stratified_split(train.y, n_heldout / len(train), SPLIT_SEED)
+    return train.subset(tr), train.subset(ho), {"source": "fixed stratified split of the training data", "fraction": fraction,
+                                                 "seed": SPLIT_SEED, "n": len(ho)}
 
 
 def check_held_out(ex: Examples, what: str = "held-out") -> None:

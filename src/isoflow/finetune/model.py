@@ -1,14 +1,16 @@
-"""A sentence encoder as sentence-transformers builds it (transformer, mean pooling, optional normalisation), as a
-trainable module that also returns the transformer's hidden states, plus the task's linear head.
+"""The model fine-tuned: a sentence encoder's transformer with mean pooling (as sentence-transformers builds it, without
+its final normalisation), and a classification head as BERT's (dense, tanh, dropout, linear) on the pooled output.
 
-Same embeddings as ``SentenceTransformer.encode`` (tested to 1e-5): the transformer is the model's own
-``auto_model`` and tokenizer (same maximum length); pooling is the mean over non-padding tokens; the output is
-L2-normalised when the model has a ``Normalize`` module (all-MiniLM-L6-v2 and all-mpnet-base-v2 do).
+Pair tasks are encoded as one sequence (``[CLS] a [SEP] b [SEP]``), as BERT-style models are fine-tuned on GLUE.
+The pooled output is the mean of the last layer's states over the non-padding tokens (the same vectors as
+``SentenceTransformer.encode`` before its ``Normalize``, tested to 1e-5).
 """
 
 from __future__ import annotations
 
 import torch
+
+POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
 
 
 class SentenceEncoder(torch.nn.Module):
@@ -21,37 +23,46 @@ class SentenceEncoder(torch.nn.Module):
         mode = pooling[0].get_config_dict().get("pooling_mode") if pooling else None
         if mode != "mean":
             raise ValueError(f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, all-mpnet-base-v2)")
-        self.normalize = any(type(m).__name__ == "Normalize" for m in modules)
         self.max_length = int(st_model.max_seq_length)
         self.dim = int(self.transformer.config.hidden_size)
 
-    def tokenize(self, texts: list[str], device) -> dict[str, torch.Tensor]:
-        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
+    def tokenize(self, a: list[str], b: list[str] | None, device) -> dict[str, torch.Tensor]:
+        """One sequence per example (pairs: ``a`` and ``b`` in one sequence), padded to the batch's longest."""
+        enc = self.tokenizer(a, b, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         return {k: v.to(device) for k, v in enc.items()}
 
     def forward(self, inputs: dict[str, torch.Tensor], hidden_states: bool = False):
-        """(sentence embeddings (B, d), the hidden states of every layer or None, the attention mask)."""
+        """(pooled output (B, d), the hidden states of every layer or None, the attention mask (B, T))."""
         out = self.transformer(**inputs, output_hidden_states=hidden_states, return_dict=True)
-        mask = inputs["attention_mask"].unsqueeze(-1).to(out.last_hidden_state.dtype)
-        emb = (out.last_hidden_state * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        if self.normalize:
-            emb = torch.nn.functional.normalize(emb, p=2, dim=1)
-        return emb, (out.hidden_states if hidden_states else None), inputs["attention_mask"]
-
-    def encode(self, texts: list[str], device, batch_size: int = 64) -> torch.Tensor:
-        """Embeddings of ``texts`` without gradients, in batches (memory bounded by the batch)."""
-        was = self.training
-        self.eval()
-        parts = []
-        with torch.no_grad():
-            for i in range(0, len(texts), batch_size):
-                parts.append(self(self.tokenize(texts[i : i + batch_size], device))[0].float())
-        self.train(was)
-        return torch.cat(parts) if parts else torch.empty(0, self.dim, device=device)
+        mask = inputs["attention_mask"]
+        m = mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+        pooled = (out.last_hidden_state * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        return pooled, (out.hidden_states if hidden_states else None), mask
 
 
-def token_points(states, mask: torch.Tensor) -> torch.Tensor:
-    """The token states of every layer but the embedding layer's, padding removed: the I-STAR code's point cloud
-    (which keeps padding; we do not)."""
-    keep = mask.bool()
-    return torch.cat([s[keep] for s in states[1:]], dim=0)
+class ClassificationHead(torch.nn.Module):
+    """BERT's sequence-classification head on a pooled vector: dense (d → d), tanh, dropout, linear (d → k)."""
+
+    def __init__(self, dim: int, n_labels: int, dropout: float = 0.1):
+        super().__init__()
+        self.dense = torch.nn.Linear(dim, dim)
+        self.dropout = torch.nn.Dropout(dropout)
+        self.out = torch.nn.Linear(dim, n_labels)
+
+    def forward(self, pooled: torch.Tensor) -> torch.Tensor:
+        return self.out(self.dropout(torch.tanh(self.dense(pooled))))
+
+
+def penalty_points(kind: str, pooled: torch.Tensor, states, mask: torch.Tensor) -> torch.Tensor:
+    """The points a regulariser sees: every layer's token states but the embedding layer's (``tokens-all-layers``,
+    I-STAR's choice; its code keeps padding, we drop it), the last layer's (``tokens-last-layer``), or the pooled
+    outputs (``pooled``)."""
+    from ..istar import points_of
+
+    if kind == "pooled":
+        return pooled
+    if kind == "tokens-last-layer":
+        return points_of(states[-1], mask)
+    if kind == "tokens-all-layers":
+        return points_of(list(states[1:]), mask)
+    raise ValueError(f"points must be one of {', '.join(POINTS)}; got {kind!r}")

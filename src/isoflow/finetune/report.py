@@ -1,10 +1,16 @@
-"""The fine-tuning sweep's table and figures, from its run records.
+"""The fine-tuning sweep's tables and figures, from its run records.
 
-Per task × model × λ (the last epoch; mean and std over the seeds that did not diverge, which are counted):
-held-out accuracy and the task's own metric (MCC for CoLA, F1 for MRPC), IsoScore*, IsoScore, silhouette, TwoNN
-and LID of the held-out sentence embeddings. Figures: ``finetune_performance`` (held-out metric against IsoScore*,
-one point per λ: the I-STAR poster's Figure 5), ``finetune_twonn`` (TwoNN against λ: its Figure 7),
-``finetune_silhouette_vs_isoscore`` (silhouette against IsoScore across epochs, one curve per λ).
+Tables: ``finetune`` — per task × model × regulariser × weight, after the last epoch, mean and std over the seeds
+that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
+accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN
+and LID of the pooled outputs. ``finetune_paired`` — every weight against the plain run (λ = 0) of the same seed:
+the mean paired difference of the held-out metric and of IsoScore*, with a 95 % t-interval over seeds.
+
+Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
+outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
+``finetune_baselines`` (held-out metric of I-STAR at each λ < 0, no regularisation and CosReg, per task and on
+average: Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
+against IsoScore of the pooled outputs across epochs, one curve per λ).
 """
 
 from __future__ import annotations
@@ -12,46 +18,112 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..records import load_runs
 from ..reporting import diverged, lambda_summary, write_table
-from ..reporting.figures import lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, panels, save, suptitle
+from ..reporting.figures import grid, lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, panels, save, suptitle
 from ..reporting.sweeps import finals
 
-FINAL = ("metric", "accuracy", "isoscore_star", "isoscore", "silhouette", "twonn", "lid_mle")
-RUN = ["task", "model", "istar_lambda", "seed"]
+FINAL = ("metric", "accuracy", "isoscore_star", "isoscore_points", "cosine_points", "isoscore", "cosine_anisotropy", "silhouette",
+         "twonn", "lid_mle")
+KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
+PAIRED = ("metric", "isoscore_star")
+
+
+def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Records made before CosReg existed hold no ``reg``/``cosreg_weight``: they are I-STAR runs."""
+    for frame in (epochs, info):
+        if "reg" not in frame:
+            frame["reg"] = "istar"
+        if "cosreg_weight" not in frame:
+            frame["cosreg_weight"] = 0.0
+    return epochs, info
 
 
 def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
-    """One row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the name of the task's metric."""
-    table = lambda_summary(epochs, info, order="epoch", length="epochs", columns=FINAL)
-    last = finals(epochs, info, "epoch")
-    names = [next(iter(last.loc[(last.task == t) & (last.model == m) & (last.istar_lambda == lam), "metric_name"]), "")
-             for t, m, lam in zip(table.task, table.model, table["lambda"])]
+    """One row per task × model × regulariser × weight, with the name of the task's metric."""
+    epochs, info = _complete(epochs, info)
+    columns = [c for c in FINAL if c in epochs]
+    table = lambda_summary(epochs, info, order="epoch", length="epochs", columns=columns, key=KEY)
+    last = finals(epochs, info, "epoch", KEY)
+    names = []
+    for _, row in table.iterrows():
+        match = last[(last.task == row.task) & (last.model == row.model) & (last.reg == row.reg) & (last.istar_lambda == row["lambda"])
+                     & (last.cosreg_weight == row.cosreg_weight)]
+        names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
     return table
 
 
-CAPTION = ("Fine-tuning with I-STAR (loss + λ·(1 − IsoScore*) on the batch's sentence embeddings): held-out "
-           "measurements after the last epoch (mean and std over seeds; diverged runs counted, not averaged). metric: "
-           "MCC for CoLA, F1 for MRPC, accuracy otherwise.")
+def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """Each weight against the plain run (λ = 0) of the same task, model and seed, after the last epoch: the mean
+    paired difference, its std over seeds and a 95 % t-interval (NaN with fewer than 2 seeds)."""
+    from scipy.stats import t as student
+
+    epochs, info = _complete(epochs, info)
+    last = finals(epochs, info, "epoch", KEY)
+    plain = last[(last.istar_lambda == 0) & (last.cosreg_weight == 0)]
+    rows = []
+    for (task, model, reg, lam, w), runs in last.groupby(list(KEY), sort=True):
+        if lam == 0 and w == 0:
+            continue
+        base = plain[(plain.task == task) & (plain.model == model)].set_index("seed")
+        both = runs.set_index("seed").join(base[list(PAIRED)], rsuffix="_plain", how="inner")
+        row = {"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "seeds": len(both)}
+        for col in PAIRED:
+            d = both[col] - both[f"{col}_plain"]
+            n = len(d)
+            half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
+            row.update({f"{col}_diff": d.mean(), f"{col}_diff_std": d.std() if n > 1 else np.nan,
+                        f"{col}_diff_ci_low": d.mean() - half, f"{col}_diff_ci_high": d.mean() + half})
+        rows.append(row)
+    columns = ["task", "model", "reg", "weight", "seeds"] + [f"{c}_{s}" for c in PAIRED for s in ("diff", "diff_std", "diff_ci_low", "diff_ci_high")]
+    return pd.DataFrame(rows, columns=columns)
+
+
+CAPTION = ("Fine-tuning with a regulariser (I-STAR: loss + λ·(1 − IsoScore*); CosReg: loss + w·mean cosine), held-out "
+           "measurements after the last epoch (mean and std over seeds; diverged runs counted, not averaged). metric: MCC for "
+           "CoLA, F1 for MRPC, accuracy otherwise; *_points: the regulariser's points (token states); the rest: pooled outputs.")
+PAIRED_CAPTION = ("Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
+                  "and a 95 % t-interval. A positive metric_diff means the regulariser helped on the held-out data.")
+
+
+def _label(reg: str, weight: float) -> str:
+    return "none" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
 
 
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
-    epochs, info = load_runs(records)
+    epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
+    written += write_table(paired(epochs, info), Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
-    written += lambda_points_figure(table, "isoscore_star", "metric", "IsoScore* of held-out sentence embeddings",
+    istar = table[table.reg == "istar"]
+    written += lambda_points_figure(istar, "isoscore_star", "metric", "IsoScore* (held-out, the regulariser's points)",
                                     "held-out metric", "Fine-tuning with I-STAR: held-out performance against IsoScore* "
                                     "(mean ± std over seeds)", figures_dir / "finetune_performance")
+    written += _twonn_figure(istar, figures_dir / "finetune_twonn")
+    finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
+    mean = epochs.merge(finished, on=list(KEY) + ["seed"])
+    mean = mean[mean.reg == "istar"].groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
+    written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out pooled outputs)", "silhouette (held-out)",
+                                    "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
+                                    figures_dir / "finetune_silhouette_vs_isoscore")
+    written += _baselines_figure(table, figures_dir / "finetune_baselines")
+    if "mean_abs_activation" in epochs:
+        written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
+    return written
+
+
+def _twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     colour = lambda_colours(sorted(table["lambda"].unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
     fig, axes = panels(len(pairs), height=3.3)
     for ax, (task, model) in zip(axes, pairs):
-        rows = table[(table.task == task) & (table.model == model)].dropna(subset=["twonn_mean"])
+        rows = table[(table.task == task) & (table.model == model)].dropna(subset=["twonn_mean"]).sort_values("lambda")
         ax.errorbar(rows["lambda"], rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
         ax.scatter(rows["lambda"], rows["twonn_mean"], c=[colour[v] for v in rows["lambda"]], zorder=3)
         ax.set_title(f"{task} x {model}", fontsize=9)
@@ -59,12 +131,66 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         ax.set_ylabel("TwoNN intrinsic dimension (held-out)")
         ax.grid(alpha=0.3)
     lambda_legend(fig, colour)
-    suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of held-out sentence embeddings")
-    written += save(fig, figures_dir / "finetune_twonn")
+    suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of the held-out pooled outputs")
+    return save(fig, stem)
 
-    finished = info.loc[~diverged(info), RUN]
-    mean = epochs.merge(finished, on=RUN).groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
-    written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out)", "silhouette (held-out)", "Fine-tuning with I-STAR: "
-                                    "silhouette against IsoScore across epochs (epoch 0: before training)",
-                                    figures_dir / "finetune_silhouette_vs_isoscore")
-    return written
+
+def _baselines_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """Held-out metric per task × model for no regularisation, CosReg and I-STAR at each λ < 0 (the poster's Figure 6:
+    I-STAR's negative weights against the two baselines), and the mean over the tasks."""
+    import matplotlib
+
+    chosen = table[((table.reg == "istar") & (table["lambda"] <= 0)) | ((table.reg == "cosreg") & (table.cosreg_weight != 0))].copy()
+    chosen["label"] = [_label(r, lam if r == "istar" else w) for r, lam, w in zip(chosen.reg, chosen["lambda"], chosen.cosreg_weight)]
+    labels = sorted(set(chosen.label), key=lambda s: (s != "none", not s.startswith("CosReg"), s))
+    groups = [f"{t} x {m}" for t, m in sorted({(t, m) for t, m in zip(chosen.task, chosen.model)})]
+    values = {(f"{t} x {m}", lab): (v, e) for t, m, lab, v, e in zip(chosen.task, chosen.model, chosen.label, chosen.metric_mean,
+                                                                      chosen.metric_std)}
+    if len(groups) > 1:  # the average over tasks, for the labels every task has
+        for lab in labels:
+            got = [values[(g, lab)][0] for g in groups if (g, lab) in values]
+            if len(got) == len(groups):
+                values[("mean over tasks", lab)] = (float(np.mean(got)), np.nan)
+        groups.append("mean over tasks")
+    fig, axes = grid(1, 1, 3.6, width=max(6.0, 1.2 * len(groups) * max(1, len(labels)) / 2))
+    ax = axes[0, 0]
+    width = 0.8 / max(len(labels), 1)
+    cmap = {lab: ("black" if lab == "none" else "0.55" if lab.startswith("CosReg") else None) for lab in labels}
+    blues = iter(matplotlib.colormaps["Blues"](np.linspace(0.9, 0.4, max(1, sum(v is None for v in cmap.values())))))
+    for i, lab in enumerate(labels):
+        colour = cmap[lab] if cmap[lab] is not None else next(blues)
+        xs = [j + (i - (len(labels) - 1) / 2) * width for j, g in enumerate(groups) if (g, lab) in values]
+        ys = [values[(g, lab)][0] for g in groups if (g, lab) in values]
+        es = [values[(g, lab)][1] for g in groups if (g, lab) in values]
+        ax.bar(xs, ys, width=width, color=colour, label=lab, yerr=es, capsize=2)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    ax.set_ylabel("held-out metric (mean ± std over seeds)")
+    lows = [v for v, _ in values.values() if np.isfinite(v)]
+    if lows:
+        ax.set_ylim(max(0.0, min(lows) - 0.05), min(1.0, max(lows) + 0.05))
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(len(labels), 6), frameon=False)
+    suptitle(fig, "Fine-tuning: I-STAR with λ < 0 against no regularisation and CosReg (held-out)")
+    return save(fig, stem)
+
+
+def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
+    """Mean |activation| per dimension of the held-out pooled outputs after the last epoch (seed means), one panel per
+    regulariser and weight, one row per task × model: outlier dimensions show as spikes (the poster's Figure 1)."""
+    configs = sorted({(r, lam, w) for r, lam, w in zip(last.reg, last.istar_lambda, last.cosreg_weight)},
+                     key=lambda c: (c[0] != "istar", c[1], c[2]))
+    pairs = sorted({(t, m) for t, m in zip(last.task, last.model)})
+    fig, axes = grid(len(pairs), len(configs), 2.4 * len(pairs) + 0.6, width=3.0)
+    for i, (task, model) in enumerate(pairs):
+        for j, (reg, lam, w) in enumerate(configs):
+            ax = axes[i, j]
+            runs = last[(last.task == task) & (last.model == model) & (last.reg == reg) & (last.istar_lambda == lam) & (last.cosreg_weight == w)]
+            if len(runs):
+                act = np.mean(np.stack([np.asarray(v, dtype=float) for v in runs["mean_abs_activation"]]), axis=0)
+                ax.bar(np.arange(len(act)), act, width=1.0, color="C0")
+            ax.set_title(f"{task} x {model}: {_label(reg, lam if reg == 'istar' else w)}", fontsize=7)
+            ax.set_xlabel("dimension", fontsize=7)
+            ax.set_ylabel("mean |activation|", fontsize=7)
+            ax.tick_params(labelsize=6)
+    suptitle(fig, "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means)")
+    return save(fig, stem)

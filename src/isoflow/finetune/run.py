@@ -4,7 +4,7 @@ speeds, versions, code commit), the JSON last: an interrupted run leaves no reco
 that diverges (NaN) is recorded with ``"diverged": true`` and the epoch, so that the sweep's table reports it.
 
 Default place: ``results/finetune/<task>/<model>/istar<λ>/seed<S>`` (λ = 0 included: every fine-tuning run is
-part of a sweep).
+part of a sweep), or ``.../cosreg<w>/seed<S>`` for CosReg runs.
 """
 
 from __future__ import annotations
@@ -22,21 +22,16 @@ from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
 from ..records import lambda_dir, run_provenance
-from .data import check_held_out, examples_of, held_out, stratified_split
+from .data import check_held_out, examples_of, held_out, stratified_subset
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
 
 
-def finetune_path(task: str, model: str, seed: int, istar_lambda: float, results: str | os.PathLike = "results") -> Path:
-    return Path(results) / "finetune" / resolve_name(task) / model / lambda_dir(istar_lambda) / f"seed{seed}"
-
-
-def _cap(ex, n: int, seed: int):
-    """At most ``n`` examples (0: all), a seeded stratified subset."""
-    if not n or len(ex) <= n:
-        return ex
-    _, keep = stratified_split(ex.y, n / len(ex), seed)
-    return ex.subset(keep)
+def finetune_path(task: str, model: str, seed: int, istar_lambda: float = 0.0, results: str | os.PathLike = "results", *,
+                  cosreg_weight: float | None = None) -> Path:
+    """``results/finetune/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
+    sub = lambda_dir(istar_lambda) if cosreg_weight is None else f"cosreg{cosreg_weight:g}"
+    return Path(results) / "finetune" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
 def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLike = "data", task_path: str | os.PathLike | None = None,
@@ -54,23 +49,23 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     s = replace(s, task=tdata.name)
     train_all = examples_of(tdata)
     check_held_out(train_all, "training")
-    train, heldout, held_info = held_out(tdata, tdata.name, train_all, fraction=s.heldout_fraction, seed=s.seed, data_dir=data_dir,
-                                         raw_dir=raw_dir, mirror=mirror)
-    heldout = _cap(heldout, s.max_heldout, s.seed)
-    train = _cap(train, s.max_train, s.seed)
+    train, heldout, held_info = held_out(tdata, tdata.name, train_all, fraction=s.heldout_fraction, max_heldout=s.max_heldout,
+                                         data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
     check_held_out(train, "training")
     check_held_out(heldout)
-    held_info["n"] = len(heldout)
     from ..models.sbert import load_sentence_model
 
     encoder = SentenceEncoder(load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror))
     result = finetune(encoder, train, heldout, s, device=dev, progress=progress, callback=callback)
     interrupt.check()
-    out = Path(out or finetune_path(tdata.name, model, seed, s.istar_lambda, results))
+    out = Path(out or finetune_path(tdata.name, model, seed, s.istar_lambda, results,
+                                    cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None))
     parquet, steps, record = out.with_suffix(".parquet"), out.with_name(out.name + ".steps.parquet"), out.with_suffix(".json")
     record.unlink(missing_ok=True)  # a stale record must not vouch for new tables
     frame = pd.DataFrame(result.epochs)
-    for col, value in (("istar_lambda", s.istar_lambda), ("seed", seed), ("model", model), ("task", tdata.name)):
+    for col, value in (("cosreg_weight", s.cosreg_weight), ("reg", s.reg), ("istar_lambda", s.istar_lambda), ("seed", seed),
+                       ("model", model), ("task", tdata.name)):
         frame.insert(0, col, value)
     with atomic_file(parquet) as tmp:
         frame.to_parquet(tmp, index=False)

@@ -1,17 +1,24 @@
-"""Fine-tuning a sentence encoder with I-STAR (Rudman & Eickhoff 2024), measured on held-out data after every epoch.
+"""Fine-tuning a sentence encoder with I-STAR (Rudman & Eickhoff 2024) or CosReg, measured on held-out data after every
+epoch, set up as I-STAR's fine-tuning is:
 
-The whole encoder (transformer and pooling, as sentence-transformers builds it) and a linear head (d → k; pairs:
-2d → k on [u; v], as in the table experiment) are trained with AdamW on cross-entropy plus the I-STAR term
-λ·(1 − IsoScore*_ζ(points of the batch)), the same :class:`~isoflow.istar.IStar` the table experiment
-uses. Points: the batch's pooled sentence embeddings (pairs: both sentences), what the classifier sees; or, with
-``istar_points="tokens"``, the token states of every layer but the embedding layer, padding removed. Σ_S is
-re-estimated at the start of every epoch, without gradients, from a seeded sample of training sentences (I-STAR's
-code does the same from the training set).
+* **Model.** The encoder's transformer with mean pooling and BERT's classification head on the pooled output
+  (:mod:`.model`); pairs as one sequence. AdamW, lr 1e-5, no weight decay, batch 32, a constant learning rate.
+* **Objective.** Cross-entropy + the regulariser: I-STAR's λ·(1 − IsoScore*_ζ(points)) (:class:`~isoflow.IStarLoss`)
+  or CosReg's weight × mean pairwise cosine of the same points (:class:`~isoflow.CosineRegLoss`). A weight of 0
+  computes nothing: the plain run, bit for bit, whichever regulariser is named.
+* **Points** (``points``): every hidden layer's token states but the embedding output's, padding left out
+  (``tokens-all-layers``, the default and I-STAR's choice; its code keeps the padding); or the last layer's
+  (``tokens-last-layer``); or the pooled outputs (``pooled``).
+* **Σ_S**, IsoScore*'s shrinkage target: the covariance of at least ``shrinkage_points`` training points of the same
+  kind (all there are, if fewer), estimated without gradients from the pretrained model and again after every
+  epoch, i.e. at the start of the next one, as I-STAR's code does (it uses ≥ 250,000 points; 100,000 keep it
+  affordable on a CPU). The held-out IsoScore* after an epoch uses the Σ_S of the model after that epoch.
 
-At epoch 0 (before training) and after every epoch, on the held-out examples: loss, accuracy, the GLUE task's own
-metric (MCC for CoLA, F1 of the positive class for MRPC), IsoScore and IsoScore* of the held-out sentence
-embeddings, the silhouette of the classified representations w.r.t. the labels, TwoNN and LID of the sentence
-embeddings, and their mean cosine. Every training step records its loss and penalty.
+At epoch 0 (before training) and after every epoch, on the held-out examples: loss, accuracy, the task's metric (MCC
+for CoLA, F1 for MRPC and QQP); on the penalty's points, IsoScore* (``isoscore_star``), IsoScore
+(``isoscore_points``) and their mean pairwise cosine (``cosine_points``); on the pooled outputs (what the head
+classifies), IsoScore, mean cosine, silhouette w.r.t. the labels, TwoNN, LID, and the mean |activation| of every
+dimension (the poster's Figure 1). Every training step records its loss and penalty.
 """
 
 from __future__ import annotations
@@ -24,13 +31,13 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..istar import DEFAULT_ZETA, IStar, check_istar
-from ..metrics import cosine_anisotropy, encode_labels, isoscore, lid_mle, sample_rows, silhouette_tensor, twonn
+from ..istar import DEFAULT_ZETA, CosineRegLoss, IStarLoss, RunningCovariance, check_istar
+from ..metrics import cosine_anisotropy, encode_labels, isoscore, isoscore_of_covariance, lid_mle, sample_rows, silhouette_tensor, twonn
 from ..progress import progress_bar
 from .data import Examples
-from .model import SentenceEncoder, token_points
+from .model import POINTS, ClassificationHead, SentenceEncoder, penalty_points
 
-POINTS = ("pooled", "tokens")
+REGULARISERS = ("istar", "cosreg")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
@@ -39,17 +46,20 @@ class FinetuneSettings:
     task: str
     model: str
     seed: int
+    reg: str = "istar"  # which regulariser the weight belongs to: istar (istar_lambda) or cosreg (cosreg_weight)
     istar_lambda: float = 0.0
+    cosreg_weight: float = 0.0
     zeta: float = DEFAULT_ZETA
-    epochs: int = 1
+    points: str = "tokens-all-layers"
+    epochs: int = 3  # BERT's GLUE recipe; the poster: "a few epochs"
     batch_size: int = 32
-    lr: float = 2e-5
-    weight_decay: float = 0.01
-    max_train: int = 0  # 0: every training example
+    lr: float = 1e-5
+    weight_decay: float = 0.0
+    dropout: float = 0.1
+    max_train: int = 0  # 0: every training example; else a fixed stratified subset
     heldout_fraction: float = 0.1  # when the task has no validation split at hand
     max_heldout: int = 0  # 0: every held-out example
-    istar_points: str = "pooled"
-    shrinkage_sentences: int = 2048  # training sentences Σ_S is estimated from, every epoch
+    shrinkage_points: int = 100_000  # training points Σ_S is estimated from, every epoch
     eval_batch_size: int = 64
     sample_cap: int = 20_000
     k_lid: int = 20
@@ -59,7 +69,7 @@ class FinetuneSettings:
             raise ValueError(f"{name} must be {want}; got {getattr(self, name)!r}")
 
         for name, low in (("seed", 0), ("epochs", 1), ("batch_size", 2), ("max_train", 0), ("max_heldout", 0),
-                          ("shrinkage_sentences", 2), ("eval_batch_size", 1), ("sample_cap", 3), ("k_lid", 2)):
+                          ("shrinkage_points", 2), ("eval_batch_size", 1), ("sample_cap", 3), ("k_lid", 2)):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
                 bad(name, f"an integer >= {low}")
@@ -67,11 +77,23 @@ class FinetuneSettings:
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (name == "lr" and v == 0):
                 bad(name, "a finite number > 0" if name == "lr" else "a finite number >= 0")
+        if not 0.0 <= self.dropout < 1.0:
+            bad("dropout", "in [0, 1)")
         if not 0.0 < self.heldout_fraction < 1.0:
             bad("heldout_fraction", "in (0, 1)")
-        if self.istar_points not in POINTS:
-            bad("istar_points", f"one of {', '.join(POINTS)}")
+        if self.points not in POINTS:
+            bad("points", f"one of {', '.join(POINTS)}")
+        if self.reg not in REGULARISERS:
+            bad("reg", f"one of {', '.join(REGULARISERS)}")
         check_istar(self.istar_lambda, self.zeta)
+        CosineRegLoss(self.cosreg_weight)  # checks the weight
+        other = "cosreg_weight" if self.reg == "istar" else "istar_lambda"
+        if getattr(self, other):
+            bad(other, f"0 with reg={self.reg} (one regulariser per run)")
+
+    @property
+    def weight(self) -> float:
+        return self.istar_lambda if self.reg == "istar" else self.cosreg_weight
 
 
 @dataclass
@@ -82,22 +104,18 @@ class FinetuneResult:
     info: dict = field(default_factory=dict)
 
 
+def regulariser(s: FinetuneSettings) -> IStarLoss | CosineRegLoss:
+    return IStarLoss(s.istar_lambda, s.zeta) if s.reg == "istar" else CosineRegLoss(s.cosreg_weight)
+
+
 def _batches(n: int, size: int, gen: torch.Generator) -> list[torch.Tensor]:
     order = torch.randperm(n, generator=gen)
     return [order[i : i + size] for i in range(0, n, size)]
 
 
-def _texts(ex: Examples, idx) -> list[str]:
-    """The sentences a batch encodes: a's then (pairs) b's."""
+def _texts(ex: Examples, idx) -> tuple[list[str], list[str] | None]:
     idx = [int(i) for i in idx]
-    return [ex.a[i] for i in idx] + ([ex.b[i] for i in idx] if ex.pair else [])
-
-
-def _reps(emb: torch.Tensor, pair: bool) -> torch.Tensor:
-    if not pair:
-        return emb
-    half = emb.shape[0] // 2
-    return torch.cat([emb[:half], emb[half:]], dim=1)
+    return [ex.a[i] for i in idx], ([ex.b[i] for i in idx] if ex.pair else None)
 
 
 def _task_metric(task: str, y: np.ndarray, pred: np.ndarray) -> tuple[str, float]:
@@ -111,53 +129,78 @@ def _task_metric(task: str, y: np.ndarray, pred: np.ndarray) -> tuple[str, float
     return "accuracy", float((y == pred).mean())
 
 
-def shrinkage_points(encoder: SentenceEncoder, train: Examples, s: FinetuneSettings, device, epoch: int) -> torch.Tensor:
-    """The points Σ_S is estimated from: a seeded sample of training sentences, encoded without gradients."""
-    n = len(train)
-    idx = sample_rows(n, max(1, s.shrinkage_sentences // (2 if train.pair else 1)), s.seed * 1000 + epoch)
-    idx = torch.arange(n) if idx is None else idx.cpu()
-    texts = _texts(train, idx)
-    if s.istar_points == "pooled":
-        return encoder.encode(texts, device, s.eval_batch_size).double()
-    was = encoder.training
-    encoder.eval()
-    parts = []
-    with torch.no_grad():
-        for i in range(0, len(texts), s.eval_batch_size):
-            _, states, mask = encoder(encoder.tokenize(texts[i : i + s.eval_batch_size], device), hidden_states=True)
-            parts.append(token_points(states, mask).double())
-    encoder.train(was)
-    return torch.cat(parts)
+class _Eval:
+    """Evaluation mode for the duration of a block (dropout off), without gradients; the previous mode after."""
+
+    def __init__(self, *modules):
+        self.modules = modules
+
+    def __enter__(self):
+        self.was = [m.training for m in self.modules]
+        for m in self.modules:
+            m.eval()
+        self.grad = torch.no_grad()
+        self.grad.__enter__()
+
+    def __exit__(self, *exc):
+        self.grad.__exit__(*exc)
+        for m, was in zip(self.modules, self.was):
+            m.train(was)
 
 
-def evaluate(encoder: SentenceEncoder, head: torch.nn.Linear, ex: Examples, s: FinetuneSettings, istar: IStar, device) -> dict:
-    """Held-out measurements of the current encoder and head."""
-    emb = encoder.encode(_texts(ex, range(len(ex))), device, s.eval_batch_size)
-    n = len(ex)
-    reps = torch.cat([emb[:n], emb[n:]], dim=1) if ex.pair else emb
-    with torch.no_grad():
-        logits = head(reps)
-        y = torch.as_tensor(ex.y, device=device)
-        loss = float(torch.nn.functional.cross_entropy(logits, y))
-        pred = logits.argmax(dim=1).cpu().numpy()
+def estimate_reference(encoder: SentenceEncoder, train: Examples, s: FinetuneSettings, device, epoch: int) -> tuple[torch.Tensor, int]:
+    """(Σ_S, points used): the covariance of at least ``shrinkage_points`` training points of the penalty's kind, from
+    training examples in a seeded order, without gradients."""
+    order = torch.randperm(len(train), generator=torch.Generator().manual_seed(s.seed * 1000 + epoch))
+    running = RunningCovariance()
+    with _Eval(encoder):
+        for i in range(0, len(train), s.eval_batch_size):
+            a, b = _texts(train, order[i : i + s.eval_batch_size])
+            pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=s.points != "pooled")
+            running.update(penalty_points(s.points, pooled, states, mask))
+            if running.n >= s.shrinkage_points:
+                break
+    return running.covariance(), running.n
+
+
+def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, reference, device) -> dict:
+    """Held-out measurements of the current encoder and head (see the module docstring)."""
+    pooled_parts, logit_parts = [], []
+    running = RunningCovariance()
+    unit_sum, n_points = None, 0
+    with _Eval(encoder, head):
+        for i in range(0, len(ex), s.eval_batch_size):
+            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
+            pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=s.points != "pooled")
+            points = penalty_points(s.points, pooled, states, mask).double()
+            running.update(points)
+            u = torch.nn.functional.normalize(points, dim=1).sum(dim=0)
+            unit_sum = u if unit_sum is None else unit_sum + u
+            n_points += points.shape[0]
+            pooled_parts.append(pooled.float())
+            logit_parts.append(head(pooled).float())
+    reps, logits = torch.cat(pooled_parts), torch.cat(logit_parts)
+    y = torch.as_tensor(ex.y, device=device)
+    pred = logits.argmax(dim=1).cpu().numpy()
     name, value = _task_metric(s.task, ex.y, pred)
+    C = running.covariance()
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
-    pts = emb if emb.shape[0] <= s.sample_cap else emb[sample_rows(emb.shape[0], s.sample_cap, s.seed, device)]
     return {
-        "loss": loss,
+        "loss": float(torch.nn.functional.cross_entropy(logits, y)),
         "accuracy": float((pred == ex.y).mean()),
         "metric_name": name,
         "metric": value,
-        "isoscore": isoscore(emb),
-        "isoscore_star": float(istar.isoscore_star(emb.double(), torch.float64)),
+        "isoscore_star": float(isoscore_of_covariance(C, reference, s.zeta)) if s.zeta else float(isoscore_of_covariance(C)),
+        "isoscore_points": float(isoscore_of_covariance(C)),
+        "cosine_points": float(((unit_sum * unit_sum).sum() - n_points) / (n_points * (n_points - 1))),
+        "isoscore": isoscore(reps),
+        "cosine_anisotropy": cosine_anisotropy(reps),
         "silhouette": float(silhouette_tensor(r, encode_labels(labels))) if len(torch.unique(labels)) > 1 else float("nan"),
-        "twonn": twonn(pts),
-        "lid_mle": lid_mle(pts, k=min(s.k_lid, pts.shape[0] - 1)),
-        "cosine_anisotropy": cosine_anisotropy(emb),
+        "twonn": twonn(r),
+        "lid_mle": lid_mle(r, k=min(s.k_lid, r.shape[0] - 1)),
+        "mean_abs_activation": reps.abs().mean(dim=0).cpu().tolist(),
     }
-
-
 
 
 def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: FinetuneSettings, *, device="cpu",
@@ -167,48 +210,41 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
     device = torch.device(device)
     torch.manual_seed(s.seed)
     encoder.to(device).train()
-    k = len(train.label_names)
-    head = torch.nn.Linear(encoder.dim * (2 if train.pair else 1), k).to(device)
+    head = ClassificationHead(encoder.dim, len(train.label_names), s.dropout).to(device).train()
     opt = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=s.lr, weight_decay=s.weight_decay)
     gen = torch.Generator().manual_seed(s.seed)
-    istar = IStar(s.istar_lambda, s.zeta, None, torch.float32)
-    epochs, steps = [], []
+    reg = regulariser(s)
+    active = s.weight != 0.0
+    epochs, steps, references = [], [], []
     timing = {"train_seconds": 0.0, "train_sentences": 0, "eval_seconds": 0.0, "eval_sentences": 0, "shrinkage_seconds": 0.0}
     diverged_at = None
-    n_steps = s.epochs * math.ceil(len(train) / s.batch_size)
-    bar = progress_bar(progress, n_steps, f"{s.task} x {s.model} λ={s.istar_lambda:g} seed {s.seed}", "step")
-
-    def refresh_shrinkage(epoch: int) -> None:
-        nonlocal istar
-        t = time.perf_counter()
-        if s.zeta:
-            istar = istar.with_shrinkage_from(shrinkage_points(encoder, train, s, device, epoch))
-        timing["shrinkage_seconds"] += time.perf_counter() - t
+    bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size),
+                       f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}", "step")
 
     def measure(epoch: int) -> None:
+        reference = None
+        if s.zeta:
+            t = time.perf_counter()
+            reference, n = estimate_reference(encoder, train, s, device, epoch)
+            timing["shrinkage_seconds"] += time.perf_counter() - t
+            references.append(n)
+            if active and isinstance(reg, IStarLoss):
+                reg.reference = reference  # the next epoch's Σ_S: this model's
         t = time.perf_counter()
-        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, istar, device)}
+        epochs.append({"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device)})
         timing["eval_seconds"] += time.perf_counter() - t
-        timing["eval_sentences"] += len(heldout) * (2 if heldout.pair else 1)
-        epochs.append(row)
+        timing["eval_sentences"] += len(heldout)
 
     try:
-        refresh_shrinkage(0)
         measure(0)
         step = 0
         for epoch in range(1, s.epochs + 1):
-            if epoch > 1:
-                refresh_shrinkage(epoch - 1)
             for idx in _batches(len(train), s.batch_size, gen):
                 t = time.perf_counter()
-                texts = _texts(train, idx)
-                emb, states, mask = encoder(encoder.tokenize(texts, device), hidden_states=s.istar_points == "tokens")
-                logits = head(_reps(emb, train.pair))
-                loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(train.y[idx.numpy()], device=device))
-                penalty = torch.zeros((), device=device)
-                if istar.active:
-                    points = emb if s.istar_points == "pooled" else token_points(states, mask)
-                    penalty = istar.penalty(points)
+                a, b = _texts(train, idx)
+                pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=active and s.points != "pooled")
+                loss = torch.nn.functional.cross_entropy(head(pooled), torch.as_tensor(train.y[idx.numpy()], device=device))
+                penalty = reg(penalty_points(s.points, pooled, states, mask)) if active else torch.zeros((), device=device)
                 objective = loss + penalty
                 if not torch.isfinite(objective):
                     diverged_at = epoch
@@ -218,12 +254,13 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
                 opt.step()
                 step += 1
                 timing["train_seconds"] += time.perf_counter() - t
-                timing["train_sentences"] += len(texts)
+                timing["train_sentences"] += len(a)
                 steps.append({"step": step, "epoch": epoch, "loss": float(loss.detach()), "penalty": float(penalty.detach())})
                 if callback is not None:
                     callback(epoch, step, float(loss.detach()))
                 interrupt.check()
                 if bar is not None:
+                    bar.set_postfix(loss=f"{float(loss.detach()):.4f}", penalty=f"{float(penalty.detach()):.4f}", refresh=False)
                     bar.update(1)
             measure(epoch)
     except FloatingPointError:
@@ -233,7 +270,7 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
             bar.close()
     info = {"n_train": len(train), "n_heldout": len(heldout), "pair": train.pair, "labels": train.label_names, "dim": encoder.dim,
             "n_params": sum(p.numel() for p in encoder.parameters()) + sum(p.numel() for p in head.parameters()),
-            "device": str(device), **timing,
+            "device": str(device), "reference_points": references, **timing,
             "train_sentences_per_second": timing["train_sentences"] / timing["train_seconds"] if timing["train_seconds"] else None,
             "eval_sentences_per_second": timing["eval_sentences"] / timing["eval_seconds"] if timing["eval_seconds"] else None,
             "seconds_per_step": timing["train_seconds"] / max(len(steps), 1)}

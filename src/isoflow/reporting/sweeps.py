@@ -1,12 +1,14 @@
-"""The summary of a λ sweep (I-STAR in the optimisation experiment, and fine-tuning): one row per task × model × λ,
-final values averaged over the seeds that did not diverge; diverged runs are counted, never averaged."""
+"""The summary of a sweep over regularisation weights (I-STAR in the optimisation experiment, and fine-tuning): one
+row per task × model × weight, final values averaged over the seeds that did not diverge; diverged runs are counted,
+never averaged."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-RUN = ["task", "model", "istar_lambda", "seed"]
+KEY = ("task", "model", "istar_lambda")
+SHOWN = {"istar_lambda": "lambda"}  # a key's column name in the table
 
 
 def diverged(info: pd.DataFrame) -> pd.Series:
@@ -17,24 +19,25 @@ def diverged(info: pd.DataFrame) -> pd.Series:
     return info["diverged"].map(lambda v: str(v).lower() in ("true", "1", "1.0"))
 
 
-def finals(states: pd.DataFrame, info: pd.DataFrame, order: str) -> pd.DataFrame:
+def finals(states: pd.DataFrame, info: pd.DataFrame, order: str, key=KEY) -> pd.DataFrame:
     """One row per run that did not diverge: its last recorded state (the largest ``order``: step or epoch)."""
-    ok = info.loc[~diverged(info), RUN]
-    last = states.sort_values(order).groupby(RUN, as_index=False).tail(1)
-    return last.merge(ok, on=RUN)
+    run = [*key, "seed"]
+    ok = info.loc[~diverged(info), run]
+    last = states.sort_values(order).groupby(run, as_index=False).tail(1)
+    return last.merge(ok, on=run)
 
 
-def lambda_summary(states: pd.DataFrame, info: pd.DataFrame, *, order: str, length: str, columns) -> pd.DataFrame:
-    """Per task × model × λ: ``seeds`` (runs that finished), ``diverged`` (runs that did not), ``length`` (the most
-    steps or epochs any run was set to), then ``<column>_mean`` and ``<column>_std`` over the finished runs' last
-    states (std NaN for a single run)."""
-    final = finals(states, info, order)
-    flags = diverged(info)
+def lambda_summary(states: pd.DataFrame, info: pd.DataFrame, *, order: str, length: str, columns, key=KEY) -> pd.DataFrame:
+    """Per ``key`` (task × model × weight): ``seeds`` (runs that finished), ``diverged`` (runs that did not),
+    ``length`` (the most steps or epochs any run was set to), then ``<column>_mean`` and ``<column>_std`` over the
+    finished runs' last states (std NaN for a single run)."""
+    key = list(key)
+    final = finals(states, info, order, key)
     rows = []
-    for (task, model, lam), runs in info.assign(diverged=flags).groupby(["task", "model", "istar_lambda"], sort=True):
-        row = {"task": task, "model": model, "lambda": lam, "seeds": int((~runs["diverged"]).sum()),
-               "diverged": int(runs["diverged"].sum()), length: int(runs[length].max())}
-        f = final[(final.task == task) & (final.model == model) & (final.istar_lambda == lam)]
+    for values, runs in info.assign(diverged=diverged(info)).groupby(key, sort=True):
+        row = {SHOWN.get(k, k): v for k, v in zip(key, values)}
+        row.update(seeds=int((~runs["diverged"]).sum()), diverged=int(runs["diverged"].sum()), **{length: int(runs[length].max())})
+        f = final.loc[(final[key] == pd.Series(dict(zip(key, values)))).all(axis=1)]
         for col in columns:
             row[f"{col}_mean"] = f[col].mean() if len(f) else np.nan
             row[f"{col}_std"] = f[col].std() if len(f) > 1 else np.nan
