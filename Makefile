@@ -33,7 +33,7 @@ test-fast: install
 
 # ruff for the Python; for the workflow, Snakemake's own pair: its linter and snakefmt.
 lint:
-	$(PYTHON) -m ruff check src tests benchmarks scripts
+	$(PYTHON) -m ruff check src tests benchmarks scripts examples
 	snakefmt --check Snakefile rules/
 	snakemake --lint --configfile $(RUN_CONFIG)
 

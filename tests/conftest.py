@@ -98,3 +98,60 @@ def offline_checkout(tmp_path_factory, shared_mirror) -> Path:
     repo = checkout_copy(work / "isoflow")
     sh(["snakemake", "--cores", "2", "--configfile", OFFLINE_CONFIG], repo, timeout=3600)
     return repo
+
+
+# ----- Small models built here (random weights; no hub): your own model, as a user hands it to isoflow ------------
+WORDS = ["the", "a", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it", "i", "loved", "hated",
+         "cast", "score", "long", "short", "fine", "story", "actors", ".", ","]
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    """A 2-layer BERT with hidden size 32, saved with save_pretrained (a plain Hugging Face model folder)."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("models") / "tiny-bert"
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"),
+             *"abcdefghijklmnopqrstuvwxyz"]
+    tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)  # vocab=: vocab_file= is ignored
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                                 max_position_embeddings=128))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_sentence_transformer(tiny_bert, tmp_path_factory) -> Path:
+    """The tiny BERT as a sentence-transformers folder (mean pooling, normalised), saved with SentenceTransformer.save."""
+    from sentence_transformers import SentenceTransformer, models
+
+    word = models.Transformer(str(tiny_bert))
+    st = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean"), models.Normalize()], device="cpu")
+    folder = tmp_path_factory.mktemp("models") / "tiny-st"
+    st.save(str(folder))
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(tmp_path_factory) -> Path:
+    """A 2-layer GPT-2 with hidden size 32 and a byte-level BPE tokenizer trained here on a few sentences."""
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import GPT2Config, GPT2Model, GPT2TokenizerFast
+
+    folder = tmp_path_factory.mktemp("models") / "tiny-gpt2"
+    folder.mkdir()
+    bpe = ByteLevelBPETokenizer()
+    bpe.train_from_iterator([" ".join(WORDS)] * 20, vocab_size=300, min_frequency=1, special_tokens=["<|endoftext|>"])
+    bpe.save_model(str(folder))
+    import json
+
+    vocab = json.loads((folder / "vocab.json").read_text())
+    merges = [tuple(line.split()) for line in (folder / "merges.txt").read_text().splitlines()[1:] if line.strip()]
+    # vocab=/merges=: like BertTokenizerFast's vocab_file=, the file arguments are silently ignored by the pinned transformers
+    tokenizer = GPT2TokenizerFast(vocab=vocab, merges=merges, unk_token="<|endoftext|>", bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    torch.manual_seed(0)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=128)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

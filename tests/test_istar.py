@@ -15,7 +15,7 @@ from conftest import ROOT, sh
 from isoflow.cli import main
 from isoflow.datasets import read_task
 from isoflow.datasets.table import build_task, write_task
-from isoflow.embed import _write, items_digest, load_embeddings
+from isoflow.embed import items_digest, load_embeddings, write_embeddings
 from isoflow.istar import IStar
 from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
 from isoflow.optimization import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
@@ -31,7 +31,7 @@ def clusters_task(tmp_path_factory):
     emb = (rng.normal(size=(240, 12)) * np.linspace(0.3, 2.0, 12) + np.where(labels == "a", 0.4, -0.4)[:, None]).astype(np.float32)
     texts = [f"item {i}" for i in range(240)]
     write_task(build_task("blobs", texts, list(labels)), data / "tasks/blobs")
-    _write(data / "embeddings/m/blobs", emb, texts, {"model": "m", "task": "blobs", "n_items": 240, "dim": 12,
+    write_embeddings(data / "embeddings/m/blobs", emb, texts, {"model": "m", "task": "blobs", "n_items": 240, "dim": 12,
                                                      "items_sha256": items_digest(texts)}, force=False)
     return data
 

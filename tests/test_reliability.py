@@ -22,7 +22,7 @@ from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 from isoflow.cli import main
 from isoflow.datasets import glue, prepare, read_task
 from isoflow.datasets.table import build_task, write_task
-from isoflow.embed import _write, encode, items_digest, load_embeddings
+from isoflow.embed import encode, items_digest, load_embeddings, write_embeddings
 from isoflow.metrics import geometry, isoscore, lid_mle, silhouette, twonn
 from isoflow.optimization import OptimizationError, Settings, optimize, run
 
@@ -59,7 +59,7 @@ def tiny(tmp_path) -> Path:
     texts = [f"sentence {i}" for i in range(60)]
     write_task(build_task("tiny", texts, ["a", "b"] * 30), data / "tasks/tiny")
     emb = np.random.default_rng(0).normal(size=(60, 16)).astype(np.float32)
-    _write(data / "embeddings/m/tiny", emb, texts, {"model": "m", "task": "tiny", "n_items": 60, "dim": 16,
+    write_embeddings(data / "embeddings/m/tiny", emb, texts, {"model": "m", "task": "tiny", "n_items": 60, "dim": 16,
                                                     "items_sha256": items_digest(texts)}, force=False)
     return data
 

@@ -1,8 +1,8 @@
 """Read embedding matrices and label vectors from the file formats researchers hand around.
 
 ``.npy``, ``.npz``, ``.parquet``, ``.pt``/``.pth`` for matrices; the same plus
-``.txt``/``.csv``/``.tsv`` (one label per line) for labels. Errors name the
-file and say how to fix it.
+``.txt`` (one label per line) and ``.csv``/``.tsv`` (a table with a header row: its only column, or the one named
+with the key) for labels. Errors name the file and say how to fix it.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def _from_parquet(path: Path, key: str | None, preferred: tuple[str, ...], optio
 
 
 NPY_MAGIC = b"\x93NUMPY"
-MULTI_ENTRY = (".npz", ".parquet", ".pt", ".pth")  # formats that may hold several arrays (chosen with a key)
+MULTI_ENTRY = (".npz", ".parquet", ".pt", ".pth", ".csv", ".tsv")  # formats that may hold several arrays (chosen with a key)
 
 
 def load_matrix(path: str | Path, key: str | None = None, *, option: str = "--key") -> np.ndarray:
@@ -88,7 +88,12 @@ def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str
             return np.load(path, allow_pickle=False)
         if suffix == ".npz":
             with np.load(path, allow_pickle=False) as z:
-                return z[_pick(path, list(z.files), key, preferred, option)]
+                name = _pick(path, list(z.files), key, preferred, option)
+                try:
+                    return z[name]
+                except ValueError as exc:  # an object array: reading it would run pickled code
+                    raise InputFileError(f"{path}: entry {name!r} is an array of Python objects, which isoflow does not unpickle; "
+                                         "save text labels as a string array, e.g. np.savez(f, labels=np.array(labels, dtype=str))") from exc
         if suffix == ".parquet":
             return _from_parquet(path, key, preferred, option)
         if suffix in (".pt", ".pth"):
@@ -100,7 +105,17 @@ def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str
             if not isinstance(obj, torch.Tensor):
                 raise InputFileError(f"{path}: holds a {type(obj).__name__}, not a tensor")
             return obj.numpy()
-        if suffix in (".txt", ".csv", ".tsv"):
+        if suffix in (".csv", ".tsv"):  # a table with a header row: one column, or the one named by the key
+            import pandas as pd
+
+            df = pd.read_csv(path, sep="," if suffix == ".csv" else "\t", dtype=str, keep_default_na=False)
+            col = _pick(path, [str(c) for c in df.columns], key, preferred, option)
+            values = df[col].str.strip().to_numpy()
+            try:
+                return values.astype(np.int64)
+            except ValueError:
+                return values.astype(str)
+        if suffix == ".txt":  # one value per line, no header
             try:
                 lines = path.read_text(encoding="utf-8").splitlines()
             except UnicodeDecodeError as exc:

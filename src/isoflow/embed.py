@@ -114,16 +114,23 @@ def encode(
     force: bool = False,
     progress: bool | None = None,
     raw_dir: str | os.PathLike | None = None,
+    model_name: str | None = None,
+    pooling: str = "mean",
 ) -> Path:
-    """Embed the items of a prepared task with ``model``; returns the output directory."""
+    """Embed the items of a prepared task with ``model`` (a short name, or a local model directory: see
+    :mod:`isoflow.models.local`; its outputs go under ``model_name`` or the folder's name); returns the output
+    directory."""
     from .devices import resolve_device
+    from .models.local import is_local, local_name
 
     progress = sys.stderr.isatty() if progress is None else progress
-    static = is_static(model)
+    local = is_local(model)
+    name = local_name(model, model_name) if local else model
+    static = False if local else is_static(model)
     tdata = read_task(task_path or task_dir(task, data_dir))
     texts = tdata.items["text"].astype(str).tolist()
     digest = items_digest(texts)
-    out = Path(out or embeddings_dir(model, task, data_dir))
+    out = Path(out or embeddings_dir(name, task, data_dir))
     check_replaceable(out, expected=EMBEDDING_FILES, force=force)
     if not force and (out / "meta.json").is_file():
         try:
@@ -131,12 +138,18 @@ def encode(
         except (EmbeddingsError, FileNotFoundError) as exc:  # our own cache, damaged: encode again
             logger.warning("re-encoding: %s", exc)
         else:
-            if meta.get("items_sha256") == digest and meta.get("model") == model:
+            if meta.get("items_sha256") == digest and meta.get("model") == name and not local:
                 return out
 
     cache = raw_cache(data_dir, raw_dir)
     t0 = time.perf_counter()
-    if static:
+    if local:
+        from .models.local import describe, encode_local
+
+        source = describe(model)
+        dev = str(resolve_device(device))
+        emb = encode_local(model, texts, device=dev, pooling=pooling, batch_size=batch_size, progress=progress)
+    elif static:
         spec = static_model(model)
         emb = spec.load(cache, mirror).lookup(texts)
         source, dev = spec.source, "cpu" if spec.encoder is None else str(resolve_device(device))
@@ -149,7 +162,7 @@ def encode(
         emb = encode_sentences(st, texts, batch_size=batch_size, progress=progress)
         source = spec.hub_id
     meta = {
-        "model": model,
+        "model": name,
         "source": source,
         "task": tdata.name,
         "n_items": len(texts),
@@ -160,11 +173,11 @@ def encode(
         "seconds": round(time.perf_counter() - t0, 3),
         "items_sha256": digest,
     }
-    _write(out, emb, texts, meta, force=force)
+    write_embeddings(out, emb, texts, meta, force=force)
     return out
 
 
-def _write(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *, force: bool) -> None:
+def write_embeddings(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *, force: bool = False) -> None:
     """Temp directory beside ``out``, then rename: an interrupted run leaves no table behind."""
     from .fetch import sha256_of
 
@@ -173,3 +186,35 @@ def _write(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *, force: b
         meta = {**meta, "embeddings_sha256": sha256_of(tmp / "embeddings.npy")}
         pd.DataFrame({"row": np.arange(len(texts)), "text": texts}).to_parquet(tmp / "index.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def import_embeddings(path: str | os.PathLike, task: str, model: str, *, key: str | None = None, data_dir: str | os.PathLike = "data",
+                      task_path: str | os.PathLike | None = None, out: str | os.PathLike | None = None, force: bool = False) -> Path:
+    """Embeddings made elsewhere as a task's embedding table: ``path`` (.npy, .npz, .parquet, .pt; ``key`` picks an
+    entry or column) holds one row per item of the prepared ``task``, in the order of its ``items.parquet`` (the
+    distinct texts in order of first appearance). Row count, numbers and finiteness are checked; the table is written
+    (float32, checksummed) to ``<data_dir>/embeddings/<model>/<task>`` like an encoded one, for ``isoflow optimize``."""
+    from .arrays import InputFileError, load_matrix
+    from .fetch import sha256_of
+    from .models.local import NAME
+
+    if not NAME.match(model):
+        raise ValueError(f"model name {model!r} must be lower-case letters, digits, '.', '_' or '-' (it names the output directory)")
+    tdata = read_task(task_path or task_dir(task, data_dir))
+    texts = tdata.items["text"].astype(str).tolist()
+    out = Path(out or embeddings_dir(model, task, data_dir))
+    check_replaceable(out, expected=EMBEDDING_FILES, force=force)
+    emb = load_matrix(path, key)
+    if emb.ndim != 2:
+        raise InputFileError(f"{path}: holds an array of shape {emb.shape}; embeddings are (items, dim)")
+    if emb.shape[0] != len(texts):
+        raise InputFileError(f"{path}: {emb.shape[0]} rows, but task {tdata.name} has {len(texts)} items; give one row per item, "
+                             f"in the order of {Path(task_path or task_dir(task, data_dir)) / 'items.parquet'}")
+    bad = np.flatnonzero(~np.isfinite(emb).all(axis=1))
+    if len(bad):
+        raise InputFileError(f"{path}: row {int(bad[0])} (of {len(bad)} rows) holds NaN or inf values; fix or drop them before importing")
+    meta = {"model": model, "source": {"path": str(Path(path).resolve()), "sha256": sha256_of(Path(path)), "key": key},
+            "task": tdata.name, "n_items": len(texts), "dim": int(emb.shape[1]), "dtype": "float32", "device": None,
+            "batch_size": None, "seconds": 0.0, "items_sha256": items_digest(texts)}
+    write_embeddings(out, np.ascontiguousarray(emb, dtype=np.float32), texts, meta, force=force)
+    return out

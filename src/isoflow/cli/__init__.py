@@ -18,6 +18,7 @@ from . import (
     finetune,
     finetune_report,
     geometry,
+    import_embeddings,
     istar_report,
     istar_stability,
     layers,
@@ -29,7 +30,7 @@ from . import (
 )
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
-COMMANDS = (geometry, prepare, encode, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
+COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
             finetune_report, istar_stability, sources)
 
 

@@ -16,7 +16,10 @@ HELP = "fine-tune a sentence encoder (+ classification head) with I-STAR or CosR
 def add_parser(sub) -> None:
     f = sub.add_parser("finetune", help=HELP)
     f.add_argument("--task", required=True, help="a prepared single-label task, e.g. polarity, glue/sst2, glue/mrpc")
-    f.add_argument("--model", required=True, help="minilm or mpnet (or distilroberta where the hub is reachable)")
+    f.add_argument("--model", required=True,
+                   help="minilm, mpnet (or distilroberta where the hub is reachable), or a local model directory (sentence-transformers "
+                        "with mean pooling, or a Hugging Face encoder: mean pooling is added)")
+    f.add_argument("--model-name", default=None, help="a local model's name in output paths (default: its folder's name)")
     options.istar(f)
     f.add_argument("--cosreg", type=options.finite_float, default=None, metavar="WEIGHT",
                    help="CosReg instead of I-STAR: add WEIGHT * mean pairwise cosine of the points to the loss (the poster's baseline)")
@@ -52,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
         device=args.device, mirror=args.mirror, raw_dir=args.raw_dir, progress=None if not args.quiet else False,
         reg=reg, istar_lambda=args.istar, cosreg_weight=args.cosreg or 0.0, zeta=args.zeta, points=args.points,
         shrinkage_points=args.shrinkage_points, epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, max_train=args.max_train,
-        heldout_fraction=args.heldout_fraction, max_heldout=args.max_heldout)
+        heldout_fraction=args.heldout_fraction, max_heldout=args.max_heldout, model_name=args.model_name)
     info = json.loads(record.read_text())
     status = f"diverged at epoch {info['diverged_at_epoch']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
     weight = f"lambda {args.istar:g}" if reg == "istar" else f"CosReg {args.cosreg:g}"
-    print(f"{info['settings']['task']} x {args.model} {weight} seed {args.seed}: {status}, {info['n_train']} training / "
+    print(f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, {info['n_train']} training / "
           f"{info['n_heldout']} held-out examples ({info['held_out']['source']}), "
           f"{info['train_sentences_per_second'] or 0:.0f} sentences/s training -> {parquet}")
     return 0

@@ -15,8 +15,9 @@ def add_parser(sub) -> None:
     g = sub.add_parser("geometry", help=HELP)
     g.add_argument("embeddings", help="(n_points, dim) matrix: .npy, .npz, .parquet or .pt")
     g.add_argument("--key", help="entry of an .npz/.pt dict or parquet column holding the matrix")
-    g.add_argument("--labels", help="class labels, one per row (.npy/.npz/.parquet/.pt/.txt/.csv), or a 2-d multi-label 0/1 matrix")
-    g.add_argument("--labels-key", help="entry/column of the labels file")
+    g.add_argument("--labels", help="class labels, one per row: .txt (a label a line), .csv/.tsv (with a header), "
+                                    ".npy/.npz/.parquet/.pt; or a 2-d multi-label 0/1 matrix")
+    g.add_argument("--labels-key", help="entry or column of the labels file (.npz, .pt, .parquet, .csv, .tsv)")
     g.add_argument("--types", help="type id per row (e.g. the word of each contextual embedding), for S_inter/S_intra")
     g.add_argument("--types-key", help="entry/column of the types file")
     g.add_argument("--metrics", help="comma-separated subset of metrics (default: all the inputs allow)")

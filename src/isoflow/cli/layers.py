@@ -13,7 +13,9 @@ HELP = "Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters
 def add_parser(sub) -> None:
     y = sub.add_parser("layers", help=HELP)
     y.add_argument("--model", required=True,
-                   help="minilm, mpnet, a hub model id (bert-base-uncased, gpt2, ...; needs the hub) or static vectors (glove-50d, word2vec-222)")
+                   help="minilm, mpnet, a local model directory (encoders and decoder-only models such as GPT-2), a hub model id "
+                        "(bert-base-uncased, gpt2, ...; needs the hub) or static vectors (glove-50d, word2vec-222)")
+    y.add_argument("--model-name", default=None, help="a local model's name in output paths (default: its folder's name)")
     y.add_argument("--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)")
     y.add_argument("--max-tokens", type=options.int_at_least(1), default=100_000,
                    help="points to analyse: whole sentences in a seeded order until this many tokens (default 100000)")
@@ -41,8 +43,9 @@ def run(args: argparse.Namespace) -> int:
                              max_per_type=args.max_per_type, seed=args.seed)
     out = run_layers(args.model, args.corpus, max_tokens=args.max_tokens, settings=settings, types=args.types, view_layer=args.view_layer,
                      out=args.out, results=args.results, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror,
-                     device=args.device, batch_size=args.batch_size, force=args.force, progress=None if not args.quiet else False)
+                     device=args.device, batch_size=args.batch_size, force=args.force, progress=None if not args.quiet else False,
+                     model_name=args.model_name)
     meta = json.loads((out / "meta.json").read_text())
-    print(f"{args.model} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
+    print(f"{meta['model']} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
           f"{sum(meta['seconds'].values()):.0f} s, peak {meta['peak_rss_mb']:.0f} MB -> {out}")
     return 0

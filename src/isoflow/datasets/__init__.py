@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import DataFormatError
 from ..fetch import FetchError, OfflineError, Resource, fetch
 from . import codwoe, glue, polarity, snli, wordnet
+from .from_file import from_file
 from .table import TaskData, check_task_out, read_task, write_task
 
 logger = logging.getLogger(__name__)
@@ -34,7 +36,21 @@ def canonical_name(name: str) -> str:
         return name
     if f"glue/{name}" in DATASETS:
         return f"glue/{name}"
-    raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}")
+    hint = ""
+    if Path(name).suffix.lower() in (".csv", ".tsv", ".jsonl", ".json", ".parquet") or Path(name).is_file():
+        hint = f". For your own file: `isoflow prepare NAME --from-file {name} --text COLUMN --label COLUMN`"
+    raise ValueError(f"unknown dataset {name!r}; known: {', '.join(DATASETS)}{hint}")
+
+
+TASK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?$")
+
+
+def check_task_name(name: str) -> str:
+    """A name for your own task: lower-case letters, digits and hyphens, at most one ``/`` (``reviews``, ``lab/nli``)."""
+    if not TASK_NAME.match(name) or name in DATASETS:
+        why = "is a built-in dataset's" if name in DATASETS else "must be lower-case letters, digits and '-', with at most one '/'"
+        raise ValueError(f"task name {name!r} {why}; choose another (e.g. my-reviews)")
+    return name
 
 
 def resources(name: str) -> tuple[Resource, ...]:
@@ -174,11 +190,20 @@ def _parse_cached(paths: dict[str, Path], cache: Path, parse):
 
 
 def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.PathLike | None = None, force: bool = False,
-            **options) -> Path:
+            from_file: dict | None = None, **options) -> Path:
     """Build dataset ``name`` and write it (atomically) to ``out`` (default ``<data_dir>/tasks/<name>``).
 
+    ``from_file``: your own data instead of a built-in dataset, as the keyword arguments of
+    :func:`isoflow.datasets.from_file.from_file` (``path``, ``text``, ``label``, optionally ``text_b``, ``label_sep``).
     ``out`` may hold an earlier isoflow output, which is replaced; anything else there is refused (before any
     work) unless ``force``."""
+    if from_file is not None:
+        from .from_file import from_file as read_file
+
+        out = Path(out or Path(data_dir) / "tasks" / check_task_name(name))
+        check_task_out(out, force=force)
+        return write_task(read_file(name, **from_file), out, force=force)
+    name = canonical_name(name)  # an unknown name (a file's path, say) is an error here, never an output path
     out = Path(out or task_dir(name, data_dir))
     check_task_out(out, force=force)
     task = build(name, data_dir=data_dir, **options)
@@ -191,5 +216,5 @@ def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.Pa
     return written
 
 
-__all__ = ["DATASETS", "TaskData", "build", "canonical_name", "has_dev_split", "prepare", "raw_cache", "read_task", "resolve_name",
-           "resources", "task_dir"]
+__all__ = ["DATASETS", "TaskData", "build", "canonical_name", "check_task_name", "from_file", "has_dev_split", "prepare", "raw_cache",
+           "read_task", "resolve_name", "resources", "task_dir"]

@@ -14,17 +14,25 @@ POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
 
 
 class SentenceEncoder(torch.nn.Module):
-    def __init__(self, st_model):
+    """A transformer with mean pooling: from a sentence-transformers model (``SentenceEncoder(st)``, mean pooling only),
+    or from a Hugging Face model and tokenizer (:meth:`from_transformer`)."""
+
+    def __init__(self, st_model=None, *, transformer=None, tokenizer=None, max_length: int | None = None):
         super().__init__()
-        modules = list(st_model)
-        self.transformer = modules[0].auto_model
-        self.tokenizer = modules[0].tokenizer
-        pooling = [m for m in modules if type(m).__name__ == "Pooling"]
-        mode = pooling[0].get_config_dict().get("pooling_mode") if pooling else None
-        if mode != "mean":
-            raise ValueError(f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, all-mpnet-base-v2)")
-        self.max_length = int(st_model.max_seq_length)
+        if st_model is not None:
+            modules = list(st_model)
+            transformer, tokenizer, max_length = modules[0].auto_model, modules[0].tokenizer, int(st_model.max_seq_length)
+            pooling = [m for m in modules if type(m).__name__ == "Pooling"]
+            mode = pooling[0].get_config_dict().get("pooling_mode") if pooling else None
+            if mode != "mean":
+                raise ValueError(f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, all-mpnet-base-v2)")
+        self.transformer, self.tokenizer, self.max_length = transformer, tokenizer, int(max_length)
         self.dim = int(self.transformer.config.hidden_size)
+
+    @classmethod
+    def from_transformer(cls, model, tokenizer) -> SentenceEncoder:
+        limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(model.config, "max_position_embeddings", 512) or 512))
+        return cls(transformer=model, tokenizer=tokenizer, max_length=min(limit, 512))
 
     def tokenize(self, a: list[str], b: list[str] | None, device) -> dict[str, torch.Tensor]:
         """One sequence per example (pairs: ``a`` and ``b`` in one sequence), padded to the batch's longest."""

@@ -36,11 +36,18 @@ def finetune_path(task: str, model: str, seed: int, istar_lambda: float = 0.0, r
 
 def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLike = "data", task_path: str | os.PathLike | None = None,
                  results: str | os.PathLike = "results", out: str | os.PathLike | None = None, device: str = "auto", mirror=None,
-                 raw_dir: str | os.PathLike | None = None, progress: bool | None = None, callback=None, **settings) -> tuple[Path, Path]:
+                 raw_dir: str | os.PathLike | None = None, progress: bool | None = None, callback=None, model_name: str | None = None,
+                 **settings) -> tuple[Path, Path]:
     """Fine-tune ``model`` on ``task`` (see :mod:`isoflow.finetune.train`) and write its records; returns (parquet, json)."""
     name = resolve_name(task)
-    s = FinetuneSettings(task=name, model=model, seed=seed, **settings)  # every number checked before any work
-    spec = sentence_model(model)  # unknown or static models: a clear error before any work
+    s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
+    from ..models.local import describe, is_local, local_name
+
+    local = is_local(model)
+    model_id = local_name(model, model_name) if local else model  # what outputs are named by
+    spec = None if local else sentence_model(model)  # unknown or static models: a clear error before any work
+    source = describe(model) if local else None
+    s = replace(s, model=model_id)
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))
     if task_path is None and not tpath.is_dir() and name not in DATASETS:
@@ -54,24 +61,32 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
     check_held_out(train, "training")
     check_held_out(heldout)
-    from ..models.sbert import load_sentence_model
+    if local and not (Path(model) / "modules.json").is_file():  # a Hugging Face model: mean pooling added
+        from ..models.local import load_hf
 
-    encoder = SentenceEncoder(load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror))
+        encoder = SentenceEncoder.from_transformer(*load_hf(model, str(dev)))
+    else:
+        from sentence_transformers import SentenceTransformer
+
+        from ..models.sbert import load_sentence_model
+
+        st = SentenceTransformer(str(model), device=str(dev)) if local else load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror)
+        encoder = SentenceEncoder(st)
     result = finetune(encoder, train, heldout, s, device=dev, progress=progress, callback=callback)
     interrupt.check()
-    out = Path(out or finetune_path(tdata.name, model, seed, s.istar_lambda, results,
+    out = Path(out or finetune_path(tdata.name, model_id, seed, s.istar_lambda, results,
                                     cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None))
     parquet, steps, record = out.with_suffix(".parquet"), out.with_name(out.name + ".steps.parquet"), out.with_suffix(".json")
     record.unlink(missing_ok=True)  # a stale record must not vouch for new tables
     frame = pd.DataFrame(result.epochs)
     for col, value in (("cosreg_weight", s.cosreg_weight), ("reg", s.reg), ("istar_lambda", s.istar_lambda), ("seed", seed),
-                       ("model", model), ("task", tdata.name)):
+                       ("model", model_id), ("task", tdata.name)):
         frame.insert(0, col, value)
     with atomic_file(parquet) as tmp:
         frame.to_parquet(tmp, index=False)
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
-    meta = {"settings": settings_dict(s), "held_out": held_info, **result.info,
+    meta = {"settings": settings_dict(s), **({"source": source} if local else {}), "held_out": held_info, **result.info,
             **run_provenance(), "complete": True}
     with atomic_file(record) as tmp:
         tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")

@@ -40,10 +40,25 @@ class Encoder:
         return self.tokenizer(list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw)
 
 
+def _from_pretrained(where: str, device):
+    """(model, tokenizer) of a Hugging Face model (a hub id or a local folder); byte-level BPE tokenizers (GPT-2) need
+    a prefix space to take words that are already split."""
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(where)
+    extra = {"add_prefix_space": True} if config.model_type in ("gpt2", "roberta", "gpt_neo", "gptj", "bart") else {}
+    return AutoModel.from_pretrained(where).to(device), AutoTokenizer.from_pretrained(where, **extra)
+
+
 def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str | torch.device = "cpu") -> Encoder:
-    """The transformer of an SBERT model isoflow knows, or a hub model id; checks that it returns hidden states."""
+    """The transformer of an SBERT model isoflow knows, a local model folder (no hub needed; encoders and decoder-only
+    models such as GPT-2), or a hub model id; checks that it returns hidden states."""
+    from ..models.local import check_local, is_local
+
     device = torch.device(device)
-    if name in SENTENCE_MODELS:
+    if is_local(name):
+        model, tokenizer = _from_pretrained(str(check_local(name)), device)
+    elif name in SENTENCE_MODELS:
         from ..models.sbert import load_sentence_model
 
         st = load_sentence_model(SENTENCE_MODELS[name], str(device), cache, mirror)
@@ -57,10 +72,7 @@ def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str |
                 f"{name!r} is not one of isoflow's models ({', '.join(SENTENCE_MODELS)}) and the model hub cannot be "
                 "reached to fetch it (offline, or HF_HUB_OFFLINE is set)"
             )
-        from transformers import AutoModel, AutoTokenizer
-
-        tokenizer = AutoTokenizer.from_pretrained(name)
-        model = AutoModel.from_pretrained(name).to(device)
+        model, tokenizer = _from_pretrained(name, device)
     if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "is_fast", False):

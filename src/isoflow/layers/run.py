@@ -61,15 +61,21 @@ def run_layers(
     stream: bool = True,
     force: bool = False,
     progress: bool | None = None,
+    model_name: str | None = None,
 ) -> Path:
-    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory."""
+    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a local
+    model folder (outputs then go under ``model_name`` or the folder's name)."""
+    from ..models.local import describe, is_local, local_name
+
+    local = is_local(model)
+    name = local_name(model, model_name) if local else model
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be a positive integer; got {max_tokens!r}")
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
-    out = Path(out or layers_dir(model, corpus, results))
+    out = Path(out or layers_dir(name, corpus, results))
     check_replaceable(out, expected=LAYER_FILES, force=force)
     dev = resolve_device(device)
     cache = raw_cache(data_dir, raw_dir)
@@ -77,7 +83,7 @@ def run_layers(
     t0 = time.perf_counter()
     sentences = corpora.load(corpus, cache, mirror)
     timings["read_corpus"] = time.perf_counter() - t0
-    meta = {"model": model, "corpus": corpora.corpus_name(corpus), "corpus_sentences": len(sentences), "max_tokens": max_tokens,
+    meta = {"model": name, **({"source": describe(model)} if local else {}), "corpus": corpora.corpus_name(corpus), "corpus_sentences": len(sentences), "max_tokens": max_tokens,
             "types": types, "settings": settings.dict(), "device": str(dev)}
 
     if model in STATIC_MODELS:
@@ -90,7 +96,7 @@ def run_layers(
     interrupt.check()
     table = pd.DataFrame(rows)
     table.insert(0, "corpus", meta["corpus"])
-    table.insert(0, "model", model)
+    table.insert(0, "model", name)
     with atomic_dir(out, expected=LAYER_FILES, force=force, kind="layers") as tmp:
         table.to_parquet(tmp / "layers.parquet", index=False)
         table.to_csv(tmp / "layers.csv", index=False)

@@ -1,0 +1,103 @@
+"""Your own model: a local directory, given wherever a model name is (``--model /path/to/model``).
+
+Two kinds of folder are read, without any model hub:
+
+* a sentence-transformers model (``modules.json``: written by ``SentenceTransformer.save``), used as it is;
+* a plain Hugging Face model (``config.json`` and weights, written by ``save_pretrained``): its transformer with
+  pooling over the non-padding tokens — the mean by default, or the first token's state (``pooling="cls"``).
+
+Outputs are named by ``--model-name`` or the folder's name (never by the path). What a run records of the model:
+its path and the sha256 of its weight files.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .sbert import ModelUnavailableError
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+POOLINGS = ("mean", "cls")
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def is_local(model: str | os.PathLike) -> bool:
+    """Whether ``model`` names a directory on this machine (rather than a short name or a hub id)."""
+    return Path(model).expanduser().is_dir()
+
+
+def local_name(model: str | os.PathLike, given: str | None = None) -> str:
+    """The name outputs go under: ``given``, else the folder's name, lower-cased."""
+    name = given or Path(model).expanduser().resolve().name.lower()
+    if not NAME.match(name):
+        raise ValueError(f"model name {name!r} must be lower-case letters, digits, '.', '_' or '-'; give one with --model-name")
+    return name
+
+
+def check_local(path: str | os.PathLike) -> Path:
+    """The folder, checked: a sentence-transformers or Hugging Face model with weights; else one line saying what is
+    missing."""
+    folder = Path(path).expanduser().resolve()
+    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+        raise ModelUnavailableError(f"{folder}: neither a sentence-transformers model (modules.json) nor a Hugging Face model "
+                                    "(config.json); save one with SentenceTransformer.save(DIR) or model.save_pretrained(DIR)")
+    if not weight_files(folder):
+        raise ModelUnavailableError(f"{folder}: no weight files (*.safetensors or *.bin); the model was saved without its weights")
+    return folder
+
+
+def weight_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.suffix in WEIGHT_SUFFIXES)
+
+
+def describe(path: str | os.PathLike) -> dict:
+    """What a record says about a local model: its path and the sha256 of every weight file (relative names)."""
+    from ..fetch import sha256_of
+
+    folder = check_local(path)
+    return {"path": str(folder), "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)}}
+
+
+def load_hf(path: str | os.PathLike, device: str = "cpu"):
+    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``; a tokenizer without a padding
+    token (GPT-2) pads with its end-of-text token (padding is masked out)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    folder = check_local(path)
+    tokenizer = AutoTokenizer.from_pretrained(str(folder))
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return AutoModel.from_pretrained(str(folder)).to(device).eval(), tokenizer
+
+
+def encode_local(path: str | os.PathLike, texts: list[str], *, device: str = "cpu", pooling: str = "mean", batch_size: int = 64,
+                 progress: bool = False):
+    """float32 (n, d) embeddings of ``texts`` by a local folder: a sentence-transformers model as it was saved, or a
+    Hugging Face model's last hidden states pooled over the non-padding tokens (``mean``, or the first token: ``cls``)."""
+    import numpy as np
+    import torch
+
+    if pooling not in POOLINGS:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
+    folder = check_local(path)
+    if (folder / "modules.json").is_file():
+        from sentence_transformers import SentenceTransformer
+
+        from .sbert import encode_sentences
+
+        return encode_sentences(SentenceTransformer(str(folder), device=device), texts, batch_size=batch_size, progress=progress)
+    model, tokenizer = load_hf(folder, device)
+    limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(model.config, "max_position_embeddings", 512) or 512), 512)
+    parts = []
+    with torch.no_grad():
+        for i in range(0, len(texts), batch_size):
+            enc = tokenizer(texts[i : i + batch_size], padding=True, truncation=True, max_length=limit, return_tensors="pt").to(device)
+            h = model(**enc).last_hidden_state
+            if pooling == "cls":
+                parts.append(h[:, 0].float().cpu().numpy())
+            else:
+                m = enc["attention_mask"].unsqueeze(-1).to(h.dtype)
+                parts.append(((h * m).sum(1) / m.sum(1).clamp(min=1e-9)).float().cpu().numpy())
+    return np.ascontiguousarray(np.concatenate(parts), dtype=np.float32)
