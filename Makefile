@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast lint benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation report redraw
+.PHONY: install wordnet run test test-fast lint benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation report redraw diagnose-istar
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -79,6 +79,11 @@ ABLATION_RUN = $(strip snakemake correlations --cores 2 --configfile config/supe
 reproduce-ablation: install
 	HF_HUB_OFFLINE=1 $(ABLATION_RUN)
 	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation --made-by "$(ABLATION_RUN)"
+
+# docs/results/finetune-diagnosis: the I-STAR penalty's gradient against the task loss's, and lambda = -1 under
+# I-STAR's fine-tuning setup (scripts/istar_diagnosis.py; 20 minutes on 2 busy CPU cores).
+diagnose-istar: install
+	$(PYTHON) scripts/istar_diagnosis.py --data-dir data/reproduce-offline --raw-dir data/raw --mirror ../shared/data --out docs/results/finetune-diagnosis
 
 # After a change to the report code only: the committed sections' tables and figures remade from their committed runs
 # (the same `isoflow` report commands the workflow runs; minutes, not the hours of `make reproduce`).
