@@ -33,9 +33,9 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert counts["aggregate_istar"] == counts["istar_report"] == 1
     # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
     assert counts["layers_run"] == 6 and counts["layers_report"] == 1
-    # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x 8 lambdas x 5 seeds, one report.
-    assert counts["finetune_run"] == 4 * 2 * 8 * 5 and counts["finetune_report"] == 1
-    assert counts["total"] == 12 + 28 + 28 + 49 + 6 + 7 + 321
+    # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x (8 I-STAR weights + CosReg) x 5 seeds, one report; the stability study.
+    assert counts["finetune_run"] == 4 * 2 * 9 * 5 and counts["finetune_report"] == 1 and counts["istar_stability"] == 1
+    assert counts["total"] == 12 + 28 + 28 + 49 + 6 + 7 + 361 + 1
     # Ungrouped, the same runs are one job per seed.
     ungrouped = job_counts(snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results",
                                      "group_seeds=False").stdout)
@@ -43,9 +43,10 @@ def test_full_paper_config_plans_completely(tmp_path):
 
 
 @pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2, "finetune_run": 3}),
+    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2, "finetune_run": 4,
+                             "istar_stability": 1}),
     ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 14, "optimize": 28, "optimize_istar": (4 * 7 + 2 * 4) * 2, "layers_run": 3,
-                                       "finetune_run": 10}),
+                                       "finetune_run": 2 * 6 * 3, "istar_stability": 1}),
     ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize": 12}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
@@ -66,9 +67,11 @@ def test_named_targets(tmp_path):
         assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "correlations", "report", "istar", "layers", "layer_runs", "finetune", "finetune_runs"}
+    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "correlations", "report", "istar", "layers", "layer_runs", "finetune",
+             "finetune_runs", "stability"}
     assert named <= listed
-    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report", "finetune_report"}
+    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report", "finetune_report",
+                              "istar_stability"}
 
 
 def test_a_config_file_is_complete_on_its_own(tmp_path):
@@ -151,9 +154,10 @@ def test_offline_config_runs_for_real(offline_checkout):
     layers = pd.read_csv(results / "tables/layers.csv")
     assert sorted(set(layers["model"])) == ["glove-50d", "minilm"] and len(layers) == 7 + 1
     tuned = pd.read_csv(results / "tables/finetune.csv")
-    assert list(tuned["lambda"]) == [-5, 0, 5] and set(tuned["seeds"]) == {1}
+    assert list(zip(tuned["reg"], tuned["lambda"])) == [("cosreg", 0), ("istar", -1), ("istar", 0), ("istar", 1)] and set(tuned["seeds"]) == {1}
+    assert len(pd.read_csv(results / "tables/finetune_paired.csv")) == 3 and (results / "tables/istar_stability.csv").is_file()
     for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca",
-                 "finetune_performance", "finetune_twonn"):
+                 "finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "istar_stability"):
         assert (results / f"figures/{name}.png").stat().st_size > 5000
     for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
         assert (results / f"figures/{name}.pdf").stat().st_size > 1000
@@ -248,8 +252,8 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600)
         out = p.stdout + p.stderr
         # Every job but the 4 local `prepare` jobs and `all`: 5 encode, 5 optimize, 2 optimize_istar, 2 layers_run,
-        # aggregate, tables, figures, aggregate_istar, istar_report, layers_report.
-        assert len(re.findall(r"submitted with SLURM jobid", out)) == 20
+        # aggregate, tables, figures, aggregate_istar, istar_report, layers_report, istar_stability.
+        assert len(re.findall(r"submitted with SLURM jobid", out)) == 21
         local = offline_checkout / "results/offline"
         refs = sorted((local / "trajectories").rglob("*.parquet"))
         assert len(refs) == 7
