@@ -70,8 +70,9 @@ reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-st
 # The HTML report of a finished workflow: every figure and table with its caption. By default that of what `make run`
 # made; REPORT_CONFIG=config.yaml for the paper's.
 REPORT_CONFIG ?= $(RUN_CONFIG)
+REPORT_DIR = $(shell $(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")
 report:
-	snakemake --configfile $(REPORT_CONFIG) --report $$($(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")/report.html
+	snakemake --configfile $(REPORT_CONFIG) --report $(REPORT_DIR)/report.html
 
 # docs/results/supersense-ablation: config/supersense-ablation.yaml (dimension x word list of the supersense task).
 ABLATION = results/supersense-ablation

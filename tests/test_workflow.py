@@ -262,3 +262,10 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
             pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
     finally:
         sh(["bash", str(ROOT / "ci/slurm/stop.sh")], ROOT, env=cluster, timeout=60, check=False)
+
+
+def test_make_report_builds_what_make_run_made():
+    """`make report` right after `make run` reports that config's results (not the paper config's, which it did not run)."""
+    run, report = (sh(["make", "-n", target], ROOT).stdout for target in ("run", "report"))
+    assert "--configfile config/offline.yaml" in run
+    assert "--configfile config/offline.yaml --report results/offline/report.html" in report
