@@ -120,7 +120,8 @@ def test_cli_table_and_errors(tmp_path, cloud):
     np.save(tmp_path / "short.npy", y[:10])
     bad_len = run(paths["npy"], "--labels", tmp_path / "short.npy")
     assert bad_len.returncode == 2 and "labels have 10 entries but X has 400 rows" in bad_len.stderr
-    X[3, 1] = np.nan
-    np.save(tmp_path / "nan.npy", X)
+    bad = X.copy()  # the fixture is shared by the module's tests: never change it in place
+    bad[3, 1] = np.nan
+    np.save(tmp_path / "nan.npy", bad)
     nan = run(tmp_path / "nan.npy")
     assert nan.returncode == 2 and "first bad row: 3" in nan.stderr and "Traceback" not in nan.stderr
