@@ -278,7 +278,7 @@ OPTIMIZE_PARAMS = dict(
     device=DEVICE,
     steps=steps_for,
     sample_cap=config.get("sample_cap", 20000),
-    zeta=(config.get("istar") or {}).get("zeta", 0.2),
+    zeta=ISTAR.get("zeta", 0.2),
     label_centred_every=config.get("label_centred_every", 0),
     seeds=seed_option,
 )

@@ -152,6 +152,15 @@ def points_of(states, mask: torch.Tensor | None = None) -> torch.Tensor:
     return out[0] if len(out) == 1 else torch.cat(out, dim=0)
 
 
+def _zero_like(states) -> torch.Tensor:
+    """A 0-d zero in the states' dtype and device (what a zero weight returns, without gathering any points)."""
+    if isinstance(states, (list, tuple)):
+        if not states:
+            raise ValueError("no hidden states given")
+        states = states[0]
+    return torch.zeros((), dtype=states.dtype, device=states.device)
+
+
 class RunningCovariance:
     """The covariance of every point fed to :meth:`update` so far, in float64 with O(d²) memory (sums of x and xxᵀ
     around a fixed shift, the first batch's mean, so that far-from-zero data does not cancel catastrophically)."""
@@ -243,9 +252,9 @@ class IStarLoss(torch.nn.Module):
         return isoscore_star_tensor(x, self.shrinkage(x.shape[1], x.device), self.zeta, dtype)
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = points_of(states, mask)
         if self.lam == 0.0:
-            return torch.zeros((), dtype=x.dtype, device=x.device)
+            return _zero_like(states)
+        x = points_of(states, mask)
         return (self.lam * (1.0 - self.isoscore_star(x))).to(x.dtype)
 
 
@@ -269,9 +278,9 @@ class CosineRegLoss(torch.nn.Module):
         self.weight = float(weight)
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
-        x = points_of(states, mask)
         if self.weight == 0.0:
-            return torch.zeros((), dtype=x.dtype, device=x.device)
+            return _zero_like(states)
+        x = points_of(states, mask)
         n = x.shape[0]
         if n < 2:
             raise ValueError("CosReg needs at least 2 points")

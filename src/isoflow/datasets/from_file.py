@@ -52,12 +52,6 @@ def _text(value) -> str:
     return str(value)
 
 
-def file_sha256(path: Path) -> str:
-    from ..fetch import sha256_of
-
-    return sha256_of(path)
-
-
 def from_file(name: str, path: str | os.PathLike, *, text: str, label: str, text_b: str | None = None,
               label_sep: str | None = None) -> TaskData:
     """A task from the columns ``text`` (and ``text_b`` for pairs) and ``label`` of a data file; with ``label_sep``,
@@ -92,6 +86,8 @@ def from_file(name: str, path: str | os.PathLike, *, text: str, label: str, text
     classes = sorted({lab for labs in labels for lab in labs} if label_sep else set(labels))
     if len(classes) < 2:
         raise DataFormatError(f"{path}: column {label!r} holds a single class ({classes[0]!r}); classification needs at least two")
-    source = {"name": path.name, "path": str(path.resolve()), "url": None, "sha256": file_sha256(path), "license": None}
+    from ..fetch import sha256_of
+
+    source = {"name": path.name, "path": str(path.resolve()), "url": None, "sha256": sha256_of(path), "license": None}
     columns_used = {"text": text, "text_b": text_b, "label": label, "label_sep": label_sep}
     return build_task(name, texts, labels, multilabel=bool(label_sep), sources=[source], extra={"from_file": columns_used})

@@ -31,8 +31,9 @@ class SentenceEncoder(torch.nn.Module):
 
     @classmethod
     def from_transformer(cls, model, tokenizer) -> SentenceEncoder:
-        limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(model.config, "max_position_embeddings", 512) or 512))
-        return cls(transformer=model, tokenizer=tokenizer, max_length=min(limit, 512))
+        from ..models.local import max_sequence_length
+
+        return cls(transformer=model, tokenizer=tokenizer, max_length=max_sequence_length(model, tokenizer))
 
     def tokenize(self, a: list[str], b: list[str] | None, device) -> dict[str, torch.Tensor]:
         """One sequence per example (pairs: ``a`` and ``b`` in one sequence), padded to the batch's longest."""

@@ -41,7 +41,7 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     """Fine-tune ``model`` on ``task`` (see :mod:`isoflow.finetune.train`) and write its records; returns (parquet, json)."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
-    from ..models.local import describe, is_local, local_name
+    from ..models.local import describe, is_local, is_sentence_transformers, local_name
 
     local = is_local(model)
     model_id = local_name(model, model_name) if local else model  # what outputs are named by
@@ -61,7 +61,7 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
     check_held_out(train, "training")
     check_held_out(heldout)
-    if local and not (Path(model) / "modules.json").is_file():  # a Hugging Face model: mean pooling added
+    if local and not is_sentence_transformers(model):  # a Hugging Face model: mean pooling added
         from ..models.local import load_hf
 
         encoder = SentenceEncoder.from_transformer(*load_hf(model, str(dev)))

@@ -191,7 +191,7 @@ def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s
         "accuracy": float((pred == ex.y).mean()),
         "metric_name": name,
         "metric": value,
-        "isoscore_star": float(isoscore_of_covariance(C, reference, s.zeta)) if s.zeta else float(isoscore_of_covariance(C)),
+        "isoscore_star": float(isoscore_of_covariance(C, reference, s.zeta)),  # = IsoScore when ζ = 0
         "isoscore_points": float(isoscore_of_covariance(C)),
         "cosine_points": float(((unit_sum * unit_sum).sum() - n_points) / (n_points * (n_points - 1))),
         "isoscore": isoscore(reps),
@@ -255,12 +255,13 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
                 step += 1
                 timing["train_seconds"] += time.perf_counter() - t
                 timing["train_sentences"] += len(a)
-                steps.append({"step": step, "epoch": epoch, "loss": float(loss.detach()), "penalty": float(penalty.detach())})
+                loss_value, penalty_value = float(loss.detach()), float(penalty.detach())  # one host transfer each
+                steps.append({"step": step, "epoch": epoch, "loss": loss_value, "penalty": penalty_value})
                 if callback is not None:
-                    callback(epoch, step, float(loss.detach()))
+                    callback(epoch, step, loss_value)
                 interrupt.check()
                 if bar is not None:
-                    bar.set_postfix(loss=f"{float(loss.detach()):.4f}", penalty=f"{float(penalty.detach()):.4f}", refresh=False)
+                    bar.set_postfix(loss=f"{loss_value:.4f}", penalty=f"{penalty_value:.4f}", refresh=False)
                     bar.update(1)
             measure(epoch)
     except FloatingPointError:

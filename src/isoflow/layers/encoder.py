@@ -53,7 +53,7 @@ def _from_pretrained(where: str, device):
 def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str | torch.device = "cpu") -> Encoder:
     """The transformer of an SBERT model isoflow knows, a local model folder (no hub needed; encoders and decoder-only
     models such as GPT-2), or a hub model id; checks that it returns hidden states."""
-    from ..models.local import check_local, is_local
+    from ..models.local import check_local, is_local, max_sequence_length
 
     device = torch.device(device)
     if is_local(name):
@@ -78,10 +78,8 @@ def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str |
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailableError(f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable")
     model.eval()
-    config = model.config
-    limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(config, "max_position_embeddings", 512) or 512))
     n_states, dim = hidden_state_shape(model, tokenizer, name, device)
-    return Encoder(name, model, tokenizer, device, n_states, dim, min(limit, 512))
+    return Encoder(name, model, tokenizer, device, n_states, dim, max_sequence_length(model, tokenizer))
 
 
 def hidden_state_shape(model, tokenizer, name: str, device) -> tuple[int, int]:

@@ -36,11 +36,22 @@ def local_name(model: str | os.PathLike, given: str | None = None) -> str:
     return name
 
 
+def is_sentence_transformers(path: str | os.PathLike) -> bool:
+    """Whether a local folder is a sentence-transformers model (it has ``modules.json``), not a plain Hugging Face one."""
+    return (Path(path).expanduser() / "modules.json").is_file()
+
+
+def max_sequence_length(model, tokenizer, cap: int = 512) -> int:
+    """The longest input both the model (its position embeddings) and the tokenizer take, at most ``cap``."""
+    limits = (getattr(tokenizer, "model_max_length", cap), getattr(model.config, "max_position_embeddings", cap), cap)
+    return min(int(x or cap) for x in limits)
+
+
 def check_local(path: str | os.PathLike) -> Path:
     """The folder, checked: a sentence-transformers or Hugging Face model with weights; else one line saying what is
     missing."""
     folder = Path(path).expanduser().resolve()
-    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+    if not is_sentence_transformers(folder) and not (folder / "config.json").is_file():
         raise ModelUnavailableError(f"{folder}: neither a sentence-transformers model (modules.json) nor a Hugging Face model "
                                     "(config.json); save one with SentenceTransformer.save(DIR) or model.save_pretrained(DIR)")
     if not weight_files(folder):
@@ -82,14 +93,14 @@ def encode_local(path: str | os.PathLike, texts: list[str], *, device: str = "cp
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
     folder = check_local(path)
-    if (folder / "modules.json").is_file():
+    if is_sentence_transformers(folder):
         from sentence_transformers import SentenceTransformer
 
         from .sbert import encode_sentences
 
         return encode_sentences(SentenceTransformer(str(folder), device=device), texts, batch_size=batch_size, progress=progress)
     model, tokenizer = load_hf(folder, device)
-    limit = min(int(getattr(tokenizer, "model_max_length", 512) or 512), int(getattr(model.config, "max_position_embeddings", 512) or 512), 512)
+    limit = max_sequence_length(model, tokenizer)
     parts = []
     with torch.no_grad():
         for i in range(0, len(texts), batch_size):
