@@ -7,11 +7,12 @@ from pathlib import Path
 WORDS = "the a film plot good bad dull funny is was not very and it i loved hated cast score long short fine story actors . ,".split()
 
 
-def tiny_bert(folder: Path, labels: int = 2) -> Path:
+def tiny_bert(folder: Path, labels: int = 2, words: list[str] = WORDS) -> Path:
+    """A 2-layer BERT (hidden size 32) knowing ``words``, saved with ``save_pretrained`` (model and tokenizer)."""
     import torch
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(words)]
     tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)  # vocab=, not vocab_file=
     torch.manual_seed(0)
     config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,

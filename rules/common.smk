@@ -2,16 +2,21 @@
 # validated config; facts read from the package (never copied here); each section's file lists, under the name of the
 # .smk file whose rules use them.
 #
-# Inputs are plain (no ancient()): a job re-runs when an input is newer than its outputs, and everything downstream of
-# a job that runs re-runs too. `dvc pull`/`dvc checkout` write files in arbitrary order, so their mtimes say nothing:
+# Inputs are plain (no ancient()): a job re-runs when an input is newer than its outputs (and, where this Snakemake
+# recorded the input's checksum, differs from it: touching alone is not a change), and everything downstream of a job
+# that runs re-runs too. `dvc pull`/`dvc checkout` write files in arbitrary order, so their mtimes say nothing:
 # after a pull, `snakemake --touch` (what `make pull` does) restores their order without re-running anything; see
 # docs/workflow.md. DVC's own stages restrict Snakemake to their rules (--allowed-rules), so `dvc repro` never re-runs
 # another stage's jobs because of such mtimes.
 
 import os
+import re
+import shlex
+from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
 from isoflow.models import STATIC_MODELS
+from isoflow.models.local import weight_files
 from isoflow.records import lambda_dir
 
 DATA = config.get("data_dir", "data")
@@ -33,6 +38,60 @@ wildcard_constraints:
     corpus=r"[a-z0-9-]+",
 
 
+# ----- Your own data, models (or vectors made elsewhere) and corpora: the `own` section -------------------------
+# Their files are declared inputs: edit the CSV, replace the weights or the vectors, and the jobs that read them re-run.
+
+OWN = config.get("own") or {}
+OWN_TASKS = OWN.get("tasks") or {}
+MODEL_FOLDERS = {name: entry for name, entry in (OWN.get("models") or {}).items() if "path" in entry}
+OWN_VECTORS = {name: entry["embeddings"] for name, entry in (OWN.get("models") or {}).items() if "embeddings" in entry}
+OWN_CORPORA = OWN.get("corpora") or {}
+
+
+def names_regex(names):
+    """A wildcard constraint matching exactly these names (nothing when there are none)."""
+    return "(?:" + "|".join(sorted(map(re.escape, names))) + ")" if names else "(?!)"
+
+
+def own_task_file(wildcards):
+    entry = OWN_TASKS.get(wildcards.task)
+    return [entry["file"]] if entry else []
+
+
+def model_files(wildcards):
+    """An own model folder's weight files (its config.json while the folder is not there yet)."""
+    entry = MODEL_FOLDERS.get(wildcards.model)
+    if not entry:
+        return []
+    folder = Path(entry["path"])
+    return sorted(str(p) for p in weight_files(folder)) if folder.is_dir() and weight_files(folder) else [str(folder / "config.json")]
+
+
+def model_option(wildcards):
+    """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path)."""
+    entry = MODEL_FOLDERS.get(wildcards.model)
+    if not entry:
+        return f"--model {wildcards.model}"
+    return f"--model {shlex.quote(entry['path'])} --model-name {wildcards.model}"
+
+
+def pooling_option(wildcards):
+    entry = MODEL_FOLDERS.get(wildcards.model)
+    return f"--pooling {entry['pooling']}" if entry and entry.get("pooling") else ""
+
+
+def own_vectors_file(wildcards):
+    return OWN_VECTORS[wildcards.model][wildcards.task]
+
+
+def corpus_files(wildcards):
+    return [OWN_CORPORA[wildcards.corpus]] if wildcards.corpus in OWN_CORPORA else []
+
+
+def corpus_option(wildcards):
+    return shlex.quote(OWN_CORPORA.get(wildcards.corpus, wildcards.corpus))
+
+
 def vocab_of(task):
     """A word task's words come from its (single) static model's vocabulary."""
     models = sorted({m for t, m in paper_pairs() + istar_pairs() if t == task})
@@ -46,6 +105,17 @@ def vocab_of(task):
 
 
 def prepare_options(wildcards):
+    """A word task's vocabulary, or an own task's file and columns (`isoflow prepare NAME --from-file`)."""
+    entry = OWN_TASKS.get(wildcards.task)
+    if entry:
+        columns = {
+            "from-file": entry["file"],
+            "text": entry["text"],
+            "text-b": entry.get("text_b"),
+            "label": entry["label"],
+            "label-sep": entry.get("label_sep"),
+        }
+        return " ".join(f"--{k} {shlex.quote(v)}" for k, v in columns.items() if v is not None)
     return f"--vocab {vocab_of(wildcards.task)}" if wildcards.task in WORD_TASKS else ""
 
 

@@ -68,9 +68,61 @@ def check_task_lambdas(config):
         )
 
 
+def check_own_names(config):
+    """Every task, model and corpus a section names is a built-in one or declared under `own` (the schema checks only
+    the spelling); an own name never shadows a built-in one, and vectors made elsewhere exist for every task they are
+    used with and are never fine-tuned or analysed across layers."""
+    from isoflow.corpora import CORPORA
+    from isoflow.datasets import DATASETS, WORD_TASKS
+    from isoflow.models import MODELS, SENTENCE_MODELS
+
+    own = config.get("own") or {}
+    tasks, models, corpora = (own.get(k) or {} for k in ("tasks", "models", "corpora"))
+    for kind, names, builtin in (("tasks", tasks, DATASETS), ("models", models, MODELS), ("corpora", corpora, CORPORA)):
+        taken = sorted(set(names) & set(builtin))
+        if taken:
+            raise WorkflowError(f"config: own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})")
+    vectors = {m: set(entry["embeddings"]) for m, entry in models.items() if "embeddings" in entry}
+    encoders = {m for m, entry in models.items() if "path" in entry}
+
+    def check(field, values, allowed, hint):
+        for value in values:
+            if value not in allowed:
+                raise WorkflowError(
+                    f"config: {field} names {value!r}, which is neither {hint} nor declared under own; add it to own or fix the name"
+                )
+
+    sentence_tasks = [t for t in DATASETS if t not in WORD_TASKS]
+    paper, istar, finetune, layers = (config.get(k) or {} for k in ("paper", "istar", "finetune", "layers"))
+    check("paper[].task", [e["task"] for e in config.get("paper", [])], [*DATASETS, *tasks], "a built-in task")
+    check("paper[].model", [e["model"] for e in config.get("paper", [])], [*MODELS, *models], "a built-in model")
+    check("glue.models", config["glue"]["models"], [*SENTENCE_MODELS, *models], "a sentence encoder")
+    check("istar.tasks", istar.get("tasks", []), [*DATASETS, *tasks], "a built-in task")
+    check("istar.models", istar.get("models", []), [*MODELS, *models], "a built-in model")
+    for field, names in (("finetune.models", finetune.get("models", [])), ("layers.models", layers.get("models", []))):
+        for model in names:
+            if model in vectors:
+                raise WorkflowError(
+                    f"config: {field} names {model!r}, vectors made elsewhere (no encoder to run); give a model folder "
+                    f"instead (own.models.{model}.path)"
+                )
+    check("finetune.tasks", finetune.get("tasks", []), [*sentence_tasks, *tasks], "a built-in sentence task")
+    check("finetune.models", finetune.get("models", []), [*SENTENCE_MODELS, *encoders], "a sentence encoder or an own model folder")
+    check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
+    pairs = [(e["task"], e["model"]) for e in config.get("paper", [])]
+    pairs += [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
+    pairs += [(t, m) for t in istar.get("tasks", []) for m in istar.get("models", [])]
+    for task, model in pairs:
+        if model in vectors and task not in vectors[model]:
+            raise WorkflowError(
+                f"config: own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
+            )
+
+
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
 numbers_from_command_line(config)
 
 
 validate(config, SCHEMA)
 check_task_lambdas(config)
+check_own_names(config)

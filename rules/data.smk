@@ -1,4 +1,5 @@
-# Datasets: fetched through the cache, the mirror, or the canonical URL (login nodes have internet).
+# Datasets: fetched through the cache, the mirror, or the canonical URL (login nodes have internet); an own task
+# (`own.tasks`) from its file, a declared input.
 
 
 localrules:
@@ -6,6 +7,8 @@ localrules:
 
 
 rule prepare:
+    input:
+        own_task_file,
     output:
         multiext(f"{DATA}/tasks/{{task}}/", "items.parquet", "examples.parquet", "meta.json"),
     log:

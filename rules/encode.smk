@@ -1,13 +1,17 @@
-# Embeddings: one float32 table per (model, task); SBERT models use the GPU when there is one.
+# Embeddings: one float32 table per (model, task); SBERT models and own model folders use the GPU when there is one.
+# Vectors made elsewhere (`own.models.<name>.embeddings`) are imported into the same table instead.
 
 
 rule encode:
     input:
         f"{DATA}/tasks/{{task}}/items.parquet",
+        model_files,
     output:
         multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
     log:
         "logs/encode/{model}/{task}.log",
+    wildcard_constraints:
+        model=f"(?!{names_regex(OWN_VECTORS)}/)[a-z0-9-]+",
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -22,7 +26,29 @@ rule encode:
         mirror=MIRROR,
         device=DEVICE,
         batch_size=config.get("batch_size", 64),
+        model=model_option,
+        pooling=pooling_option,
     shell:
-        "isoflow encode --model {wildcards.model} --dataset {wildcards.task} --task-dir {params.task_dir} "
+        "isoflow encode {params.model} {params.pooling} --dataset {wildcards.task} --task-dir {params.task_dir} "
         "--out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
         "--batch-size {params.batch_size} --force --quiet > {log} 2>&1"
+
+
+rule import_embeddings:
+    input:
+        task=f"{DATA}/tasks/{{task}}/items.parquet",
+        vectors=own_vectors_file,
+    output:
+        multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
+    log:
+        "logs/import_embeddings/{model}/{task}.log",
+    wildcard_constraints:
+        model=names_regex(OWN_VECTORS),
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        task_dir=lambda wildcards, input: os.path.dirname(input.task),
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    shell:
+        "isoflow import-embeddings {input.vectors:q} --task {wildcards.task} --model {wildcards.model} "
+        "--task-dir {params.task_dir} --out {params.out} --force > {log} 2>&1"

@@ -16,6 +16,7 @@ rule finetune_runs:
 rule finetune_run:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
+        model=model_files,
     output:
         parquet=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet",
         steps=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet",
@@ -47,8 +48,9 @@ rule finetune_run:
         max_train=FINETUNE.get("max_train", 0),
         max_heldout=FINETUNE.get("max_heldout", 0),
         heldout_fraction=FINETUNE.get("heldout_fraction", 0.1),
+        model=model_option,
     shell:
-        "isoflow finetune --task {wildcards.task} --model {wildcards.model} {params.weight} --seed {wildcards.seed} "
+        "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} "
         "--zeta {params.zeta} --points {params.points} --shrinkage-points {params.shrinkage_points} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
         "--max-train {params.max_train} --max-heldout {params.max_heldout} --heldout-fraction {params.heldout_fraction} "
         "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "

@@ -12,6 +12,9 @@ rule layer_runs:
 
 
 rule layers_run:
+    input:
+        model_files,
+        corpus_files,
     output:
         multiext(f"{RESULTS}/layers/{{model}}/{{corpus}}/", "layers.parquet", "layers.csv", "pca.parquet", "meta.json"),
     log:
@@ -33,8 +36,10 @@ rule layers_run:
         max_tokens=LAYERS.get("max_tokens", 100000),
         seed=LAYERS.get("seed", 0),
         k_lid=LAYERS.get("k_lid", 100),
+        model=model_option,
+        corpus=corpus_option,
     shell:
-        "isoflow layers --model {wildcards.model} --corpus {wildcards.corpus} --max-tokens {params.max_tokens} "
+        "isoflow layers {params.model} --corpus {params.corpus} --max-tokens {params.max_tokens} "
         "--seed {params.seed} --k-lid {params.k_lid} --device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -67,6 +68,11 @@ def sh(cmd: list[str], cwd: Path, *, timeout: float = 1800, env: dict | None = N
 
 
 GIT = ["git", "-c", "user.name=isoflow tests", "-c", "user.email=tests@localhost"]
+
+
+def job_counts(text: str) -> dict[str, int]:
+    """The job table of `snakemake -n`: rule -> jobs (and `total`)."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", text, re.M)}
 
 
 def checkout_copy(dest: Path) -> Path:

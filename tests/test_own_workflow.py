@@ -1,0 +1,133 @@
+"""Your own data, model folder, vectors and corpus through the workflow: examples/own/config.yaml as shipped (a CSV,
+a tiny BERT built by examples/own/make_inputs.py, hashed bags of words, a text file), end to end; the files are
+declared inputs (editing one re-runs exactly what read it); a config naming what it does not declare is refused in
+one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, checkout_copy, job_counts, sh
+
+CONFIG = "examples/own/config.yaml"
+
+
+def snakemake(*args, cwd, check=True):
+    return sh(["snakemake", *args, "--configfile", CONFIG], cwd, check=check, timeout=1800)
+
+
+def planned(repo) -> dict[str, int]:
+    """The jobs a dry run plans, by rule."""
+    jobs = job_counts(snakemake("-n", "--quiet", "rules", cwd=repo).stdout)
+    jobs.pop("total", None)
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def own_checkout(tmp_path_factory):
+    """A checkout in which `make example-own` has run (its two commands, as the Makefile gives them)."""
+    repo = checkout_copy(tmp_path_factory.mktemp("own") / "isoflow")
+    sh([sys.executable, "examples/own/make_inputs.py", "data/own-example"], repo)
+    snakemake("--cores", "2", cwd=repo)
+    return repo
+
+
+@pytest.mark.slow
+def test_the_example_runs_every_section_on_own_inputs(own_checkout):
+    repo, results, data = own_checkout, own_checkout / "results/own-example", own_checkout / "data/own-example"
+    task = json.loads((data / "tasks/reviews/meta.json").read_text())
+    assert task["n_examples"] == 120 and task["label_names"] == ["negative", "positive"]
+    assert task["sources"][0]["path"] == str((repo / "examples/own/reviews.csv").resolve())
+    encoded = json.loads((data / "embeddings/tiny-bert/reviews/meta.json").read_text())
+    assert encoded["model"] == "tiny-bert" and encoded["source"]["path"] == str((data / "models/tiny-bert").resolve())
+    assert list(encoded["source"]["weights_sha256"]) == ["model.safetensors"]
+    imported = json.loads((data / "embeddings/bag-of-words/reviews/meta.json").read_text())
+    assert imported["source"]["path"] == str((data / "vectors/reviews.npy").resolve()) and imported["dim"] == 32
+
+    correlations = pd.read_csv(results / "tables/correlations.csv")
+    assert sorted(zip(correlations["task"], correlations["model"])) == [("reviews", "bag-of-words"), ("reviews", "tiny-bert")]
+    assert (correlations["seeds"] == 2).all() and (correlations["setup"].str.startswith("not in the paper")).all()
+    istar = pd.read_csv(results / "tables/istar.csv")
+    assert sorted(istar["lambda"]) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
+    layers = json.loads((results / "layers/tiny-bert/notes/meta.json").read_text())
+    assert layers["n_layers"] == 3 and layers["model"] == "tiny-bert"  # the embeddings and 2 transformer layers
+    assert pd.read_csv(results / "tables/layers.csv")["model"].unique().tolist() == ["tiny-bert"]
+    finetune = pd.read_csv(results / "tables/finetune.csv")
+    assert sorted(zip(finetune["reg"], finetune["lambda"])) == [("cosreg", 0.0), ("istar", -1.0), ("istar", 0.0), ("istar", 1.0)]
+    run = json.loads((results / "finetune/reviews/tiny-bert/istar-1/seed0.json").read_text())
+    assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24 and run["n_train"] == 96
+    for name in ("silhouette_vs_isoscore", "istar_performance", "layers_isoscore", "finetune_baselines"):
+        assert (results / f"figures/{name}.png").stat().st_size > 10_000
+
+
+@pytest.mark.slow
+def test_own_files_are_declared_inputs(own_checkout, tmp_path):
+    """Editing a file re-runs exactly the jobs that read it (Snakemake compares contents: touching alone re-runs nothing)."""
+    repo = tmp_path / "isoflow"
+    shutil.copytree(own_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
+    assert "Nothing to be done" in snakemake("-n", cwd=repo).stdout
+
+    def append(rel, data: bytes):
+        with open(repo / rel, "ab") as fh:
+            fh.write(data)
+
+    append("examples/own/corpus.txt", b"i think the cast was warm .\n")
+    assert planned(repo) == {"layers_run": 1, "layers_report": 1, "all": 1}
+    vectors = repo / "data/own-example/vectors/reviews.npy"
+    np.save(vectors, np.load(vectors) + 1.0)
+    jobs = planned(repo)
+    assert jobs["import_embeddings"] == 1 and jobs["optimize"] == 1 and "encode" not in jobs and "finetune_run" not in jobs
+    append("examples/own/reviews.csv", b"121,the plot was warm .,positive\n")
+    jobs = planned(repo)
+    assert jobs["prepare"] == 1 and jobs["encode"] == 1 and jobs["finetune_run"] == 4 and jobs["optimize_istar"] == 2
+
+
+def _config(tmp_path, changes: dict) -> str:
+    """The example's config with some entries replaced (keys: dotted paths)."""
+    config = yaml.safe_load((ROOT / CONFIG).read_text())
+    for dotted, value in changes.items():
+        *parents, key = dotted.split(".")
+        node = config
+        for p in parents:
+            node = node[p]
+        node[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"paper": [{"task": "my-reviews", "model": "tiny-bert"}]},
+     "config: paper[].task names 'my-reviews', which is neither a built-in task nor declared under own"),
+    ({"own.tasks.polarity": {"file": "x.csv", "text": "t", "label": "l"}},
+     "config: own.tasks.polarity is the name of a built-in one; rename it (e.g. my-polarity)"),
+    ({"finetune.models": ["bag-of-words"]},
+     "config: finetune.models names 'bag-of-words', vectors made elsewhere (no encoder to run)"),
+    ({"istar.tasks": ["reviews", "polarity"], "istar.models": ["bag-of-words"]},
+     "config: own.models.bag-of-words.embeddings has no file for task 'polarity'"),
+    ({"layers.corpora": ["diary"]}, "config: layers.corpora names 'diary', which is neither a built-in corpus nor declared under own"),
+])
+def test_a_config_naming_what_it_does_not_declare_is_refused(tmp_path, changes, message):
+    p = sh(["snakemake", "-n", "--configfile", _config(tmp_path, changes)], ROOT, check=False)
+    assert p.returncode != 0 and message in p.stderr + p.stdout, p.stderr[-2000:]
+
+
+def test_a_model_folder_not_there_is_named(tmp_path):
+    config = _config(tmp_path, {"own.models.mine": {"path": str(tmp_path / "nowhere")}, "layers.models": ["mine"],
+                                "data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results")})
+    p = sh(["snakemake", "layers", "-n", "--configfile", config], ROOT, check=False)
+    assert p.returncode != 0 and "Missing input files for rule layers_run" in p.stdout + p.stderr
+    assert str(tmp_path / "nowhere" / "config.json") in p.stdout + p.stderr
+
+
+def test_make_example_own_runs_what_the_tests_run():
+    """`make example-own` is the fixture's two commands (the tests run them without the install step)."""
+    lines = sh(["make", "-n", "example-own"], ROOT).stdout.splitlines()
+    assert any(line.endswith("examples/own/make_inputs.py data/own-example") for line in lines)
+    assert "snakemake --cores 2 --configfile examples/own/config.yaml" in lines
