@@ -42,10 +42,15 @@ wildcard_constraints:
 # Their files are declared inputs: edit the CSV, replace the weights or the vectors, and the jobs that read them re-run.
 
 OWN = config.get("own") or {}
-OWN_TASKS = OWN.get("tasks") or {}
-MODEL_FOLDERS = {name: entry for name, entry in (OWN.get("models") or {}).items() if "path" in entry}
-OWN_VECTORS = {name: entry["embeddings"] for name, entry in (OWN.get("models") or {}).items() if "embeddings" in entry}
-OWN_CORPORA = OWN.get("corpora") or {}
+home = os.path.expanduser  # ~/models/my-bert works in the config as on the command line
+OWN_TASKS = {name: {**entry, "file": home(entry["file"])} for name, entry in (OWN.get("tasks") or {}).items()}
+MODEL_FOLDERS = {name: {**entry, "path": home(entry["path"])} for name, entry in (OWN.get("models") or {}).items() if "path" in entry}
+OWN_VECTORS = {
+    name: {task: home(path) for task, path in entry["embeddings"].items()}
+    for name, entry in (OWN.get("models") or {}).items()
+    if "embeddings" in entry
+}
+OWN_CORPORA = {name: home(path) for name, path in (OWN.get("corpora") or {}).items()}
 
 
 def names_regex(names):
