@@ -67,6 +67,16 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
 
 
 @pytest.mark.slow
+def test_the_html_report_holds_the_own_tables_and_figures(own_checkout, tmp_path):
+    report = tmp_path / "report.html"
+    snakemake("--report", str(report), cwd=own_checkout)
+    html = report.read_text()
+    results = own_checkout / "results/own-example"
+    for f in sorted((results / "figures").glob("*.png")) + sorted((results / "tables").glob("*.csv")):
+        assert f.name in html, f"{f.name} is not in the report"
+
+
+@pytest.mark.slow
 def test_own_files_are_declared_inputs(own_checkout, tmp_path):
     """Editing a file re-runs exactly the jobs that read it (Snakemake compares contents: touching alone re-runs nothing)."""
     repo = tmp_path / "isoflow"

@@ -249,7 +249,9 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         for section in ("istar", "layers", "finetune", "stability"):
             del config[section]
         (tmp_path / "slurm-test.yaml").write_text(yaml.safe_dump(config))
-        conf = ["--configfile", str(tmp_path / "slurm-test.yaml")]
+        # Status checks every 2 s, not the profile's 10 s: the jobs here take seconds, not hours.
+        conf = ["--configfile", str(tmp_path / "slurm-test.yaml"), "--seconds-between-status-checks", "2",
+                "--slurm-init-seconds-before-status-checks", "1"]
         p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600)
         out = p.stdout + p.stderr
         # Every job but the 2 local `prepare` jobs and `all`: 2 encode, 2 optimize, aggregate, tables, figures.
