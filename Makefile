@@ -91,7 +91,7 @@ diagnose-istar: install
 redraw: install
 	$(PYTHON) scripts/redraw_published.py
 
-# Your own data, model folder, vectors and corpus through every section (examples/own/config.yaml, about 4 minutes on
+# Your own data, model folder, vectors and corpus through every section (examples/own/config.yaml, about 75 s on
 # 2 CPU cores): make_inputs.py stands in for what you bring (a tiny BERT folder, vectors made elsewhere).
 example-own: install
 	$(PYTHON) examples/own/make_inputs.py data/own-example
