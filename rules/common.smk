@@ -69,7 +69,8 @@ def model_files(wildcards):
     if not entry:
         return []
     folder = Path(entry["path"])
-    return sorted(str(p) for p in weight_files(folder)) if folder.is_dir() and weight_files(folder) else [str(folder / "config.json")]
+    found = weight_files(folder) if folder.is_dir() else []
+    return sorted(str(p) for p in found) or [str(folder / "config.json")]
 
 
 def model_option(wildcards):
