@@ -367,6 +367,18 @@ def all_task_model_pairs():
     return sorted(set(all_pairs() + istar_pairs()))
 
 
+def check_vectors_cover_their_tasks():
+    """Vectors made elsewhere come with a file for every task they are paired with (config.smk checked the names)."""
+    for task, model in all_task_model_pairs():
+        if model in OWN_VECTORS and task not in OWN_VECTORS[model]:
+            raise WorkflowError(
+                f"config: own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
+            )
+
+
+check_vectors_cover_their_tasks()
+
+
 def all_tasks():
     """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
     return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})

@@ -70,8 +70,8 @@ def check_task_lambdas(config):
 
 def check_own_names(config):
     """Every task, model and corpus a section names is a built-in one or declared under `own` (the schema checks only
-    the spelling); an own name never shadows a built-in one, and vectors made elsewhere exist for every task they are
-    used with and are never fine-tuned or analysed across layers."""
+    the spelling); an own name never shadows a built-in one; vectors made elsewhere are never fine-tuned or analysed
+    across layers. (That they come with a file for every task they are paired with: common.smk, where the pairs are.)"""
     from isoflow.corpora import CORPORA
     from isoflow.datasets import DATASETS, WORD_TASKS
     from isoflow.models import MODELS, SENTENCE_MODELS
@@ -109,14 +109,6 @@ def check_own_names(config):
     check("finetune.tasks", finetune.get("tasks", []), [*sentence_tasks, *tasks], "a built-in sentence task")
     check("finetune.models", finetune.get("models", []), [*SENTENCE_MODELS, *encoders], "a sentence encoder or an own model folder")
     check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
-    pairs = [(e["task"], e["model"]) for e in config.get("paper", [])]
-    pairs += [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
-    pairs += [(t, m) for t in istar.get("tasks", []) for m in istar.get("models", [])]
-    for task, model in pairs:
-        if model in vectors and task not in vectors[model]:
-            raise WorkflowError(
-                f"config: own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
-            )
 
 
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
