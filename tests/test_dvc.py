@@ -129,15 +129,22 @@ def fresh_clone(origin: Path, name: str) -> Path:
     return clone
 
 
+def pulled_clone(origin: Path, name: str) -> Path:
+    """A fresh clone with the results pulled from the default remote, pushed to it first: each test that pulls stands
+    alone, in any order (none relies on another's push)."""
+    sh(["dvc", "push", "-q"], origin)
+    clone = fresh_clone(origin, name)
+    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
+    return clone
+
+
 @pytest.mark.slow
 def test_round_trip_through_the_default_local_remote(committed):
     sums = out_checksums(committed)
     assert len(sums) > 40
-    sh(["dvc", "push", "-q"], committed)
+    clone = pulled_clone(committed, "clone-local")
     store = committed.parent / "isoflow-dvc-store"  # the default remote: beside the checkout
     assert (store / "files" / "md5").is_dir()
-    clone = fresh_clone(committed, "clone-local")
-    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
     assert out_checksums(clone) == sums
     assert_nothing_to_do(clone)
 
@@ -173,9 +180,7 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
 @pytest.mark.slow
 def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
     """A change to the corpus reader concerns the layer analysis and what is made from it, nothing else."""
-    sh(["dvc", "push", "-q"], committed)  # its own push: in another order, the round trip has not pushed yet
-    clone = fresh_clone(committed, "clone-status")
-    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
+    clone = pulled_clone(committed, "clone-status")
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
     status = sh(["dvc", "status"], clone).stdout
@@ -184,9 +189,7 @@ def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
 
 @pytest.mark.slow
 def test_repro_reruns_only_the_changed_stage(committed):
-    sh(["dvc", "push", "-q"], committed)  # to the default remote (a no-op after the local round trip)
-    clone = fresh_clone(committed, "clone-repro")
-    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
+    clone = pulled_clone(committed, "clone-repro")
     before = out_checksums(clone)
     analysis = clone / "src/isoflow/optimization/report.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
