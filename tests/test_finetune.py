@@ -267,6 +267,8 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     assert set(table["seeds"]) == {2} and set(table["metric_name"]) == {"accuracy"}
     last = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[:2])
     assert table.loc[1, "isoscore_star_mean"] == pytest.approx(last["isoscore_star"].mean(), abs=1e-12)
+    peaks = [np.max(a) / np.median(a) for a in last["mean_abs_activation"]]  # outlier dimensions: max over median
+    assert table.loc[1, "activation_peak_ratio_mean"] == pytest.approx(np.mean(peaks), rel=1e-12) and min(peaks) > 1
     paired = pd.read_csv(tmp_path / "tables/finetune_paired.csv")
     plain = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[2:4]).set_index("seed")
     mine = last.set_index("seed")

@@ -2,8 +2,8 @@
 
 Tables: ``finetune`` — per task × model × regulariser × weight, after the last epoch, mean and std over the seeds
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
-accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN
-and LID of the pooled outputs. ``finetune_paired`` — every weight against the plain run (λ = 0) of the same seed:
+accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
+LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight against the plain run (λ = 0) of the same seed:
 the mean paired difference of the held-out metric and of IsoScore*, with a 95 % t-interval over seeds.
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
@@ -27,18 +27,34 @@ from ..reporting.figures import grid, lambda_colours, lambda_curves_figure, lamb
 from ..reporting.sweeps import finals
 
 FINAL = ("metric", "accuracy", "isoscore_star", "isoscore_points", "cosine_points", "isoscore", "cosine_anisotropy", "silhouette",
-         "twonn", "lid_mle")
+         "twonn", "lid_mle", "activation_peak_ratio")
 KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 PAIRED = ("metric", "isoscore_star")
 
 
+def peak_ratio(mean_abs_activation) -> float:
+    """How far the largest dimension stands out: max_k a_k / median_k a_k of the per-dimension mean |activation|
+    a_k = mean_i |x_ik| of the held-out pooled outputs. Outlier dimensions (the spikes of the I-STAR poster's Figure 1;
+    Kovaleva et al., 2021) raise it; a space without them stays near 1–2. Threshold-free, unlike counting dimensions
+    beyond kσ, whose σ the outliers themselves inflate.
+
+    >>> peak_ratio([1.0, 1.0, 2.0, 8.0])
+    5.333333333333333
+    """
+    a = np.asarray(mean_abs_activation, dtype=np.float64)
+    return float(a.max() / np.median(a))
+
+
 def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Records made before CosReg existed hold no ``reg``/``cosreg_weight``: they are I-STAR runs."""
+    """Records made before CosReg existed hold no ``reg``/``cosreg_weight``: they are I-STAR runs. The activation peak
+    ratio is derived from each epoch's per-dimension mean |activation|."""
     for frame in (epochs, info):
         if "reg" not in frame:
             frame["reg"] = "istar"
         if "cosreg_weight" not in frame:
             frame["cosreg_weight"] = 0.0
+    if "mean_abs_activation" in epochs and "activation_peak_ratio" not in epochs:
+        epochs["activation_peak_ratio"] = [peak_ratio(a) for a in epochs["mean_abs_activation"]]
     return epochs, info
 
 
@@ -85,7 +101,8 @@ def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
 
 CAPTION = ("Fine-tuning with a regulariser (I-STAR: loss + λ·(1 − IsoScore*); CosReg: loss + w·mean cosine), held-out "
            "measurements after the last epoch (mean and std over seeds; diverged runs counted, not averaged). metric: MCC for "
-           "CoLA, F1 for MRPC, accuracy otherwise; *_points: the regulariser's points (token states); the rest: pooled outputs.")
+           "CoLA, F1 for MRPC, accuracy otherwise; *_points: the regulariser's points (token states); the rest: pooled outputs; "
+           "activation_peak_ratio: max over median of the per-dimension mean |activation| (outlier dimensions raise it).")
 PAIRED_CAPTION = ("Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
                   "and a 95 % t-interval. A positive metric_diff means the regulariser helped on the held-out data.")
 
