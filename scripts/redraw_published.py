@@ -6,7 +6,7 @@ figures are remade from the committed runs without rerunning hours of training.
 
 paper, supersense-ablation: `isoflow aggregate` of the runs in runs.csv, then `isoflow tables` and `isoflow figures`;
 istar: `isoflow aggregate` + `isoflow istar-report`; layers: `isoflow layers-report` over layers/<model>/<corpus>;
-finetune: `isoflow finetune-report` over finetune/**/seed*.json; stability: `isoflow istar-stability` with the settings in
+finetune, finetune-longer: `isoflow finetune-report` over finetune/**/seed*.json; stability: `isoflow istar-stability` with the settings in
 stability/meta.json (seeded: the same estimates). Each section's PUBLISHED.json then records the
 redraw (command, code commit) beside how the runs were made; its paths are relative to the repository.
 """
@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = Path("docs/results")
 # How each section's runs were made (the Makefile's targets; each run's own record names its code commit).
 MADE_BY = {"paper": "make reproduce-paper", "istar": "make reproduce-istar", "layers": "make reproduce-layers",
-           "finetune": "make reproduce-finetune", "supersense-ablation": "make reproduce-ablation", "stability": "make reproduce-stability"}
+           "finetune": "make reproduce-finetune", "supersense-ablation": "make reproduce-ablation", "stability": "make reproduce-stability",
+           "finetune-longer": "make reproduce-finetune-longer"}
 
 
 def _isoflow(*args: str) -> None:
@@ -60,7 +61,7 @@ def redraw(name: str) -> list[str]:
             settings = json.loads((ROOT / section / "stability" / "meta.json").read_text())["settings"]
             opts = [x for k, v in settings.items() for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))]
             commands.append(["istar-stability", *opts, "--runs", str(section / "stability"), "--tables", tables, "--figures", figures, "--quiet"])
-        elif name == "finetune":
+        elif name in ("finetune", "finetune-longer"):
             runs = sorted(str(p.relative_to(ROOT)) for p in (ROOT / section / "finetune").rglob("seed*.json"))
             commands.append(["finetune-report", *runs, "--tables", tables, "--figures", figures])
         else:

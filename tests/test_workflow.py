@@ -45,12 +45,13 @@ def test_full_paper_config_plans_completely(tmp_path):
     ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 14, "optimize": 28, "optimize_istar": (4 * 7 + 2 * 4) * 2, "layers_run": 3,
                                        "finetune_run": 2 * 6 * 3, "istar_stability": 1}),
     ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize": 12}),
+    ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
-    # + aggregate, tables, figures, all; + the sweep's aggregate and report; + the layers report; + the finetune report
-    extra = 8 if "finetune_run" in jobs else 7 if "optimize_istar" in jobs else 4
+    # + all; + aggregate, tables, figures; + the sweep's aggregate and report; + the layers report; + the finetune report
+    extra = 1 + 3 * ("optimize" in jobs) + 2 * ("optimize_istar" in jobs) + ("layers_run" in jobs) + ("finetune_run" in jobs)
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
