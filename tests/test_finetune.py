@@ -278,7 +278,8 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     half = 12.706204736174707 * diffs.std() / np.sqrt(2)  # t(0.975, 1 degree of freedom)
     assert row["metric_diff_ci_high"] == pytest.approx(diffs.mean() + half, abs=1e-9)
     assert {p.name for p in written} >= {"finetune_performance.png", "finetune_twonn.pdf", "finetune_silhouette_vs_isoscore.png",
-                                          "finetune_baselines.png", "finetune_activations.png", "finetune_paired.md"}
+                                          "finetune_baselines.png", "finetune_activations.png", "finetune_paired.md",
+                                          "finetune_epochs.png"}
 
 
 # ----- the workflow section ------------------------------------------------------------------------------------------------

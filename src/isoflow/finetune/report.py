@@ -10,7 +10,8 @@ Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per d
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
 ``finetune_baselines`` (held-out metric of I-STAR at each λ < 0, no regularisation and CosReg, per task and on
 average: Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
-against IsoScore of the pooled outputs across epochs, one curve per λ).
+against IsoScore of the pooled outputs across epochs, one curve per λ) and ``finetune_epochs`` (the held-out metric
+after every epoch, one curve per regulariser and weight: is training still improving it?).
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
                                     "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
                                     figures_dir / "finetune_silhouette_vs_isoscore")
     written += _baselines_figure(table, figures_dir / "finetune_baselines")
+    written += _epochs_figure(epochs.merge(finished, on=list(KEY) + ["seed"]), figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
         written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
     return written
@@ -210,4 +212,35 @@ def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
             ax.set_ylabel("mean |activation|", fontsize=7)
             ax.tick_params(labelsize=6)
     suptitle(fig, "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means)")
+    return save(fig, stem)
+
+
+def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
+    """Held-out metric (mean ± std over the seeds that did not diverge) after every epoch, one panel per task × model,
+    one curve per regulariser and weight (I-STAR in λ's colours, CosReg grey and dashed). Epoch 0 (an untrained head,
+    near chance) is left out: it would squeeze the differences that matter into a few pixels."""
+    from matplotlib.lines import Line2D
+
+    colour = lambda_colours(sorted(epochs.loc[epochs.reg == "istar", "istar_lambda"].unique()) or [0.0])
+    pairs = sorted({(t, m) for t, m in zip(epochs.task, epochs.model)})
+    fig, axes = panels(len(pairs), height=3.3)
+    configs = sorted({(r, lam, w) for r, lam, w in zip(epochs.reg, epochs.istar_lambda, epochs.cosreg_weight)},
+                     key=lambda c: (c[0] != "istar", c[1], c[2]))
+    greys = iter(("0.55", "0.3", "0.75", "0.1"))
+    style = {c: (colour[c[1]], "-") if c[0] == "istar" else (next(greys, "0.55"), "--") for c in configs}
+    for ax, (task, model) in zip(axes, pairs):
+        mine = epochs[(epochs.task == task) & (epochs.model == model) & (epochs.epoch > 0)]
+        for (reg, lam, w), runs in mine.groupby(["reg", "istar_lambda", "cosreg_weight"]):
+            m = runs.groupby("epoch")["metric"].agg(["mean", "std"]).reset_index()
+            c, ls = style[(reg, lam, w)]
+            ax.errorbar(m["epoch"], m["mean"], yerr=m["std"].fillna(0), color=c, ls=ls, marker="o", ms=3, capsize=2, lw=1.2)
+        ax.set_title(f"{task} x {model}", fontsize=9)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel(f"held-out {next(iter(mine['metric_name']), 'metric')}")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.grid(alpha=0.3)
+    handles = [Line2D([], [], color=style[c][0], ls=style[c][1], marker="o", ms=3, label=_label(c[0], c[1] if c[0] == "istar" else c[2]))
+               for c in configs]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize=7, frameon=False)
+    suptitle(fig, "Fine-tuning: held-out performance after every epoch (mean ± std over seeds)")
     return save(fig, stem)
