@@ -298,6 +298,7 @@ FINETUNE_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "fi
         "finetune_silhouette_vs_isoscore",
         "finetune_baselines",
         "finetune_activations",
+        "finetune_epochs",
     )
     for ext in ("png", "pdf")
 ]

@@ -153,7 +153,8 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert list(zip(tuned["reg"], tuned["lambda"])) == [("cosreg", 0), ("istar", -1), ("istar", 0), ("istar", 1)] and set(tuned["seeds"]) == {1}
     assert len(pd.read_csv(results / "tables/finetune_paired.csv")) == 3 and (results / "tables/istar_stability.csv").is_file()
     for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca",
-                 "finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "istar_stability"):
+                 "finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "finetune_epochs",
+                 "istar_stability"):
         assert (results / f"figures/{name}.png").stat().st_size > 5000
     for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
         assert (results / f"figures/{name}.pdf").stat().st_size > 1000
