@@ -3,8 +3,8 @@
 Tables: ``finetune`` — per task × model × regulariser × weight, after the last epoch, mean and std over the seeds
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
 accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
-LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight against the plain run (λ = 0) of the same seed:
-the mean paired difference of the held-out metric and of IsoScore*, with a 95 % t-interval over seeds.
+LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight
+against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric and of IsoScore*, with a 95 % t-interval over seeds.
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
@@ -125,13 +125,13 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
                                     "(mean ± std over seeds)", figures_dir / "finetune_performance")
     written += _twonn_figure(istar, figures_dir / "finetune_twonn")
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
-    mean = epochs.merge(finished, on=list(KEY) + ["seed"])
-    mean = mean[mean.reg == "istar"].groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
+    kept = epochs.merge(finished, on=list(KEY) + ["seed"])
+    mean = kept[kept.reg == "istar"].groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
     written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out pooled outputs)", "silhouette (held-out)",
                                     "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
                                     figures_dir / "finetune_silhouette_vs_isoscore")
     written += _baselines_figure(table, figures_dir / "finetune_baselines")
-    written += _epochs_figure(epochs.merge(finished, on=list(KEY) + ["seed"]), figures_dir / "finetune_epochs")
+    written += _epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
         written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
     return written
