@@ -36,6 +36,7 @@ wildcard_constraints:
     lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     reg=r"istar|cosreg",
     corpus=r"[a-z0-9-]+",
+    pretrained=r"[a-z0-9-]+",
 
 
 # ----- Your own data, models (or vectors made elsewhere) and corpora: the `own` section -------------------------
@@ -53,6 +54,40 @@ OWN_VECTORS = {
 OWN_CORPORA = {name: home(path) for name, path in (OWN.get("corpora") or {}).items()}
 
 
+# ----- Plain language models of our own (pretrain.smk): every other section uses them like own model folders ---
+
+PRETRAIN = config.get("pretrain") or {}
+PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
+PRETRAINED = {name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()}
+PRETRAIN_REPORT = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md")] + [
+    f"{RESULTS}/pretrain/figures/pretrain_curves.{ext}" for ext in ("png", "pdf")
+]
+
+
+def pretrained_folder(name):
+    return f"{DATA}/pretrained/{name}"
+
+
+MODEL_FOLDERS.update({name: {"path": pretrained_folder(name)} for name in PRETRAINED})
+
+
+def pretrain_options(wildcards):
+    """The model's settings (the section's shared `training` ones, overridden by its own entry) as options."""
+    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in PRETRAINED[wildcards.pretrained].items())
+
+
+def pretrain_corpus_options(wildcards):
+    corpus = PRETRAIN.get("corpus") or {}
+    sources = " ".join(f"--source {shlex.quote(home(s))}" for s in corpus.get("sources", ["brown", "wordnet"]))
+    excluded = " ".join(f"--exclude-task {t}" for t in corpus.get("exclude_tasks", []))
+    settings = " ".join(f"--{k.replace('_', '-')} {corpus[k]}" for k in ("heldout_fraction", "seed") if k in corpus)
+    return " ".join(part for part in (sources, excluded, settings) if part)
+
+
+def pretrain_files():
+    return PRETRAIN_REPORT if PRETRAINED else []
+
+
 def names_regex(names):
     """A wildcard constraint matching exactly these names (nothing when there are none)."""
     return "(?:" + "|".join(sorted(map(re.escape, names))) + ")" if names else "(?!)"
@@ -65,6 +100,8 @@ def own_task_file(wildcards):
 
 def model_files(wildcards):
     """An own model folder's weight files (its config.json while the folder is not there yet)."""
+    if wildcards.model in PRETRAINED:  # the pretraining job's output folder
+        return [pretrained_folder(wildcards.model)]
     entry = MODEL_FOLDERS.get(wildcards.model)
     if not entry:
         return []
@@ -391,4 +428,4 @@ def all_trajectories():
 
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`."""
-    return paper_files() + istar_files() + layers_files() + finetune_files() + stability_files()
+    return paper_files() + istar_files() + layers_files() + finetune_files() + stability_files() + pretrain_files()

@@ -78,12 +78,18 @@ def check_own_names(config):
 
     own = config.get("own") or {}
     tasks, models, corpora = (own.get(k) or {} for k in ("tasks", "models", "corpora"))
+    pretrained = (config.get("pretrain") or {}).get("models") or {}
     for kind, names, builtin in (("tasks", tasks, DATASETS), ("models", models, MODELS), ("corpora", corpora, CORPORA)):
         taken = sorted(set(names) & set(builtin))
         if taken:
             raise WorkflowError(f"config: own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})")
+    for name in sorted(pretrained):
+        if name in MODELS or name in models:
+            where = "a built-in model" if name in MODELS else f"own.models.{name}"
+            raise WorkflowError(f"config: pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})")
     vectors = {m: set(entry["embeddings"]) for m, entry in models.items() if "embeddings" in entry}
-    encoders = {m for m, entry in models.items() if "path" in entry}
+    encoders = {m for m, entry in models.items() if "path" in entry} | set(pretrained)
+    models = {**models, **pretrained}
 
     def check(field, values, allowed, hint):
         for value in values:

@@ -57,7 +57,8 @@ def _text(data: bytes, origin: str) -> str:
         raise DataFormatError(f"{origin}: is not UTF-8 text (byte {exc.start}: {exc.reason}); convert it to UTF-8") from exc
 
 
-def read_brown(path: Path) -> list[list[str]]:
+def read_brown_documents(path: Path) -> list[tuple[str, list[list[str]]]]:
+    """Brown's 500 files in order, each as (file name, its sentences as lists of words)."""
     try:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
@@ -66,13 +67,19 @@ def read_brown(path: Path) -> list[list[str]]:
         names = sorted(n for n in zf.namelist() if _BROWN_FILE.search(n))
         if not names:
             raise DataFormatError(f"{path}: holds no Brown corpus files (brown/ca01 ...); is this NLTK's brown.zip?")
-        sentences = []
+        documents = []
         for name in names:
+            sentences = []
             for line in _text(zf.read(name), f"{path}:{name}").splitlines():
                 words = [tok.rsplit("/", 1)[0] for tok in line.split()]
                 if words:
                     sentences.append(words)
-    return sentences
+            documents.append((name.rsplit("/", 1)[-1], sentences))
+    return documents
+
+
+def read_brown(path: Path) -> list[list[str]]:
+    return [sentence for _, sentences in read_brown_documents(path) for sentence in sentences]
 
 
 def read_wikitext(path: Path) -> list[list[str]]:

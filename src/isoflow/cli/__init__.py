@@ -25,13 +25,14 @@ from . import (
     layers_report,
     optimize,
     prepare,
+    pretrain,
     sources,
     tables,
 )
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
 COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
-            finetune_report, istar_stability, sources)
+            finetune_report, istar_stability, pretrain, sources)
 
 
 def build_parser() -> argparse.ArgumentParser:

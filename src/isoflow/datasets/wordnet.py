@@ -21,8 +21,9 @@ numbers are WordNet's fixed list, documented in ``lexnames(5WN)``.
 from __future__ import annotations
 
 import os
+import re
 import zipfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..fetch import Resource, fetch
@@ -37,6 +38,7 @@ NLTK_ZIP = Resource(
     note="hash not pinned; the version is checked from the files' header",
 )
 POS = ("noun", "verb", "adj", "adv")
+_QUOTED = re.compile(r'"([^"]*)"')
 # lexnames(5WN): lexicographer file number -> name.
 LEXNAMES = (
     "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute noun.body noun.cognition "
@@ -55,6 +57,7 @@ class WordNet:
 
     def __init__(self, read: callable, origin: str):
         self.origin = origin
+        self._read = read
         header = read("data.noun")[:2000].decode("utf-8", "replace")
         if "WordNet 3.0" not in header:
             raise DataFormatError(f"{origin}: data.noun is not WordNet 3.0 (its header does not say so)")
@@ -105,6 +108,18 @@ class WordNet:
             if (d / "index.noun").is_file():
                 return cls.from_dir(d)
         return cls.from_zip(fetch(NLTK_ZIP, cache, mirror=mirror))
+
+    def glosses(self) -> Iterator[tuple[str, str, list[str]]]:
+        """Every synset's (``pos:offset``, definition, example sentences), in file order (``data.noun``, ``data.verb``,
+        ``data.adj``, ``data.adv``): the text after a synset line's ``|``, the examples being its quoted parts."""
+        for pos in POS:
+            for line in self._read(f"data.{pos}").decode("utf-8").splitlines():
+                if not line or line.startswith(" ") or " | " not in line:
+                    continue
+                gloss = line.split(" | ", 1)[1].strip()
+                examples = [e.strip() for e in _QUOTED.findall(gloss) if e.strip()]
+                definition = gloss.split('"', 1)[0].strip().rstrip(";").strip()
+                yield f"{pos}:{line.split(' ', 1)[0]}", definition, examples
 
     def parts_of_speech(self, word: str) -> set[str]:
         return {pos for pos in POS if word in self._index[pos]}

@@ -1,0 +1,68 @@
+# Plain language models of our own: the pretraining corpus (no task's text), one model per entry of pretrain.models
+# (a GPU job; hours on a CPU, resumed from its checkpoint if stopped), then their curves and held-out scores.
+
+
+rule pretrain:
+    input:
+        pretrain_files(),
+
+
+rule pretrain_models:
+    input:
+        [pretrained_folder(name) for name in PRETRAINED],
+
+
+rule pretrain_corpus:
+    output:
+        directory(PRETRAIN_CORPUS),
+    log:
+        "logs/pretrain/corpus.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        options=pretrain_corpus_options,
+        data=DATA,
+        raw=RAW,
+        mirror=MIRROR,
+    shell:
+        "isoflow pretrain-corpus {params.options} --data-dir {params.data} --raw-dir {params.raw} {params.mirror} "
+        "--out {output} > {log} 2>&1"
+
+
+rule pretrain_model:
+    input:
+        PRETRAIN_CORPUS,
+    output:
+        directory(f"{DATA}/pretrained/{{pretrained}}"),
+    log:
+        "logs/pretrain/{pretrained}.log",
+    benchmark:
+        f"{RESULTS}/pretrain/benchmarks/{{pretrained}}.tsv"
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=360,
+    params:
+        options=pretrain_options,
+        device=DEVICE,
+    shell:
+        "isoflow pretrain --corpus {input} --out {output} {params.options} --device {params.device} > {log} 2>&1"
+
+
+rule pretrain_report:
+    input:
+        [pretrained_folder(name) for name in PRETRAINED],
+    output:
+        reported(PRETRAIN_REPORT, "Plain language models of our own"),
+    log:
+        "logs/pretrain_report.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        tables=f"{RESULTS}/pretrain/tables",
+        figures=f"{RESULTS}/pretrain/figures",
+    shell:
+        "isoflow pretrain-report {input} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -1,0 +1,332 @@
+"""Pretraining a plain language model: a BERT-style masked LM or a GPT-2-style causal LM of the same size, from
+scratch, with the standard objective and nothing else.
+
+* **masked** (Devlin et al. 2019, without next-sentence prediction, as RoBERTa): text packed into sequences
+  ``[CLS] ... [SEP]`` of ``seq_len`` tokens, documents separated by ``[SEP]``; 15 % of the tokens chosen anew at
+  every step, of which 80 % become ``[MASK]``, 10 % a random token and 10 % stay; cross-entropy on the chosen ones.
+* **causal** (Radford et al. 2019): text packed into sequences of ``seq_len`` tokens, documents separated by
+  ``<|endoftext|>``; learned absolute positions; cross-entropy of every next token.
+
+AdamW (β = 0.9, 0.98; ε = 1e-6; weight decay on matrices only), a linear warm-up then linear decay to 0, gradients
+clipped at norm 1. Every quantity that is random is drawn from generators seeded by (seed, step), so a run resumed
+from a checkpoint takes exactly the steps the uninterrupted run would have taken.
+
+The held-out set is scored with fixed masks (the same for every seed) every ``eval_every`` steps: cross-entropy,
+perplexity = exp(cross-entropy) and the accuracy of the most likely token; beside them the same numbers for a
+unigram model of the training tokens (add-one smoothed), the baseline any language model must beat.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .settings import PretrainSettings
+
+EVAL_MASK_SEED = 20_210_101  # the held-out masks: one fixed draw, whatever the training seed
+MASK_TOKEN_SHARE, RANDOM_TOKEN_SHARE = 0.8, 0.1
+
+
+# --- data ------------------------------------------------------------------------------------------------------------
+
+
+def pack(documents: Sequence[Sequence[str]], tokenizer, objective: str, seq_len: int) -> np.ndarray:
+    """(n, seq_len) int64 training sequences: the documents' tokens in order with a separator after each document,
+    cut into consecutive chunks (the last, incomplete one dropped); a masked model's chunks wrapped in [CLS] ... [SEP]."""
+    from .tokenizer import document_separator
+
+    sep = document_separator(tokenizer)
+    encodings = tokenizer.backend_tokenizer.encode_batch([" ".join(doc) for doc in documents], add_special_tokens=False)
+    stream = np.fromiter((t for enc in encodings for t in (*enc.ids, sep)), dtype=np.int64)
+    width = seq_len - 2 if objective == "masked" else seq_len
+    n = len(stream) // width
+    if n == 0:
+        raise ValueError(f"the text gives {len(stream)} tokens, fewer than one sequence of {seq_len}; give more text or a shorter --seq-len")
+    chunks = stream[: n * width].reshape(n, width)
+    if objective == "masked":
+        cls = np.full((n, 1), tokenizer.cls_token_id, dtype=np.int64)
+        chunks = np.concatenate([cls, chunks, np.full((n, 1), tokenizer.sep_token_id, dtype=np.int64)], axis=1)
+    return np.ascontiguousarray(chunks)
+
+
+def mask_tokens(ids: torch.Tensor, tokenizer, probability: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT's masking: (inputs, labels) where labels are -100 except at the chosen positions (never a special token);
+    of those, 80 % become [MASK], 10 % a random non-special token, 10 % stay as they are."""
+    special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
+    chosen = (torch.rand(ids.shape, generator=generator) < probability) & ~special
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    draw = torch.rand(ids.shape, generator=generator)
+    to_mask = chosen & (draw < MASK_TOKEN_SHARE)
+    to_random = chosen & (draw >= MASK_TOKEN_SHARE) & (draw < MASK_TOKEN_SHARE + RANDOM_TOKEN_SHARE)
+    low = max(tokenizer.all_special_ids) + 1  # specials come first in the trained vocabulary
+    random_ids = torch.randint(low, len(tokenizer), ids.shape, generator=generator)
+    inputs = torch.where(to_mask, torch.full_like(ids, tokenizer.mask_token_id), ids)
+    return torch.where(to_random, random_ids, inputs), labels
+
+
+def targets_of(ids: torch.Tensor, objective: str, tokenizer, probability: float, generator: torch.Generator | None):
+    """(inputs, labels) for a batch: masked as BERT, or the next token (labels aligned with the inputs' positions; the
+    last position has none)."""
+    if objective == "masked":
+        return mask_tokens(ids, tokenizer, probability, generator)
+    labels = torch.full_like(ids, -100)
+    labels[:, :-1] = ids[:, 1:]
+    return ids, labels
+
+
+# --- model -----------------------------------------------------------------------------------------------------------
+
+
+def build_model(settings: PretrainSettings, tokenizer):
+    """A freshly initialised BertForMaskedLM or GPT2LMHeadModel of the settings' size (input and output embeddings
+    tied, as in both originals)."""
+    torch.manual_seed(settings.seed)
+    if settings.objective == "masked":
+        from transformers import BertConfig, BertForMaskedLM
+
+        config = BertConfig(vocab_size=len(tokenizer), hidden_size=settings.hidden, num_hidden_layers=settings.layers,
+                            num_attention_heads=settings.heads, intermediate_size=settings.ffn, max_position_embeddings=settings.seq_len,
+                            hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout,
+                            pad_token_id=tokenizer.pad_token_id)
+        return BertForMaskedLM(config)
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    eot = tokenizer.eos_token_id
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=settings.seq_len, n_embd=settings.hidden, n_layer=settings.layers,
+                        n_head=settings.heads, n_inner=settings.ffn, resid_pdrop=settings.dropout, embd_pdrop=settings.dropout,
+                        attn_pdrop=settings.dropout, bos_token_id=eot, eos_token_id=eot)
+    return GPT2LMHeadModel(config)
+
+
+def logits_at(model, objective: str, inputs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(logits, targets) at the positions that have a label only: the output layer (a vocabulary-wide product) is
+    applied to the ~15 % masked positions rather than to all of them — the same numbers as the models' own forward."""
+    keep = labels != -100
+    if objective == "masked":
+        hidden = model.bert(input_ids=inputs, return_dict=True).last_hidden_state
+        return model.cls(hidden[keep]), labels[keep]
+    hidden = model.transformer(input_ids=inputs, return_dict=True).last_hidden_state
+    return model.lm_head(hidden[keep]), labels[keep]
+
+
+def parameter_count(model) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+# --- evaluation ------------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class HeldOut:
+    """The held-out sequences with their fixed inputs and labels, and the unigram baseline on the same targets."""
+
+    inputs: torch.Tensor
+    labels: torch.Tensor
+    unigram: dict
+
+    @classmethod
+    def build(cls, sequences: np.ndarray, train: np.ndarray, settings: PretrainSettings, tokenizer) -> HeldOut:
+        ids = torch.from_numpy(sequences[: settings.eval_sequences])
+        inputs, labels = targets_of(ids, settings.objective, tokenizer, settings.mask_probability,
+                                    torch.Generator().manual_seed(EVAL_MASK_SEED))
+        return cls(inputs, labels, unigram_baseline(train, labels, settings.objective, tokenizer))
+
+
+def unigram_baseline(train: np.ndarray, labels: torch.Tensor, objective: str, tokenizer) -> dict:
+    """Cross-entropy, perplexity and accuracy (always the most frequent token) of the training tokens' add-one
+    smoothed unigram distribution on the held-out targets."""
+    tokens = train[:, 1:] if objective == "causal" else train[~np.isin(train, tokenizer.all_special_ids)]
+    counts = np.bincount(tokens.ravel(), minlength=len(tokenizer)).astype(np.float64) + 1.0
+    log_p = np.log(counts / counts.sum())
+    targets = labels[labels != -100].numpy()
+    ce = float(-log_p[targets].mean())
+    return {"loss": ce, "perplexity": math.exp(ce), "accuracy": float((targets == int(np.argmax(counts))).mean())}
+
+
+def evaluate(model, objective: str, held: HeldOut, device, batch_size: int = 32) -> dict:
+    """Held-out cross-entropy (mean over the targets), perplexity and top-1 accuracy."""
+    was_training = model.training
+    model.eval()
+    total, correct, count = 0.0, 0, 0
+    with torch.no_grad():
+        for i in range(0, len(held.inputs), batch_size):
+            logits, targets = logits_at(model, objective, held.inputs[i : i + batch_size].to(device), held.labels[i : i + batch_size].to(device))
+            total += float(torch.nn.functional.cross_entropy(logits.double(), targets, reduction="sum"))
+            correct += int((logits.argmax(-1) == targets).sum())
+            count += int(targets.numel())
+    model.train(was_training)
+    loss = total / count
+    return {"loss": loss, "perplexity": math.exp(loss), "accuracy": correct / count, "targets": count}
+
+
+# --- the loop --------------------------------------------------------------------------------------------------------
+
+
+def learning_rate(step: int, settings: PretrainSettings) -> float:
+    """Linear warm-up over the first ``warmup`` share of the steps, then linear decay to 0 (step counts from 0)."""
+    warm = max(1, round(settings.warmup * settings.steps))
+    if step < warm:
+        return settings.lr * (step + 1) / warm
+    return settings.lr * max(0.0, (settings.steps - step) / max(1, settings.steps - warm))
+
+
+def make_optimizer(model, settings: PretrainSettings) -> torch.optim.Optimizer:
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    rest = [p for n, p in model.named_parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": settings.weight_decay}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=settings.lr, betas=(0.9, 0.98), eps=1e-6)
+
+
+def batch_indices(step: int, n_sequences: int, settings: PretrainSettings) -> np.ndarray:
+    """The sequences of ``step``: each epoch a new seeded permutation, consumed in order (a partial batch at an epoch's
+    end wraps into the next epoch's permutation)."""
+    start = step * settings.batch_size
+    out = []
+    while len(out) < settings.batch_size:
+        epoch, offset = divmod(start + len(out), n_sequences)
+        order = np.random.default_rng([settings.seed, epoch]).permutation(n_sequences)
+        out.extend(order[offset : offset + settings.batch_size - len(out)].tolist())
+    return np.asarray(out)
+
+
+@dataclass
+class Checkpoint:
+    """Where a run's state lives while it trains (beside, never inside, the final model folder)."""
+
+    folder: Path
+
+    @property
+    def state(self) -> Path:
+        return self.folder / "state.pt"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.folder / "tokenizer"
+
+    def save(self, payload: dict) -> None:
+        from ..atomic import atomic_file
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with atomic_file(self.state) as tmp:
+            torch.save(payload, tmp)
+
+    def load(self) -> dict | None:
+        return torch.load(self.state, weights_only=False) if self.state.is_file() else None
+
+
+def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tokenizer, checkpoint: Checkpoint, *, device="cpu",
+          corpus_sha256: str = "", log: Callable[[str], None] = print, progress: bool | None = None, stop_after: int | None = None,
+          on_step: Callable[[int], None] | None = None):
+    """Train (or resume) to ``settings.steps``; returns (model, curve rows, seconds spent training, over every resume).
+
+    ``stop_after``: leave after that many steps in total (a checkpoint written), as an interrupted run would — the
+    tests' way to interrupt a run at a known step. ``on_step(step)`` is called after every step."""
+    from .. import interrupt
+    from ..progress import progress_bar
+
+    device = torch.device(device)
+    model = build_model(settings, tokenizer).to(device)
+    optimizer = make_optimizer(model, settings)
+    state = checkpoint.load()
+    step, curve, spent_before = 0, [], 0.0
+    if state is not None:
+        if state["settings"] != settings.training_fields() or state["corpus_sha256"] != corpus_sha256:
+            theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
+            ours = {**settings.training_fields(), "corpus": corpus_sha256[:12]}
+            differ = ", ".join(f"{k} {theirs[k]} (checkpoint) vs {ours[k]}" for k in ours if theirs.get(k) != ours[k])
+            raise ValueError(f"{checkpoint.folder}: a checkpoint of another run ({differ}); delete that folder to start over, "
+                             "or resume with the checkpoint's settings")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, curve, spent_before = state["step"], state["curve"], state["seconds"]
+        log(f"resuming from step {step} of {settings.steps} ({checkpoint.state})")
+
+    def save() -> None:
+        checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "curve": curve,
+                         "settings": settings.training_fields(), "corpus_sha256": corpus_sha256, "seconds": spent()})
+
+    def spent() -> float:
+        return spent_before + time.perf_counter() - started
+
+    def record_eval() -> None:
+        result = evaluate(model, settings.objective, held, device)
+        curve.append({"step": step, "heldout_loss": result["loss"], "heldout_perplexity": result["perplexity"],
+                      "heldout_accuracy": result["accuracy"]})
+        log(f"step {step}/{settings.steps}: held-out loss {result['loss']:.3f}, perplexity {result['perplexity']:.1f}, "
+            f"accuracy {result['accuracy']:.3f} (unigram: {held.unigram['loss']:.3f}, {held.unigram['perplexity']:.1f}, "
+            f"{held.unigram['accuracy']:.3f})")
+
+    started = time.perf_counter()
+    if step == 0 and not curve:
+        record_eval()
+    bar = progress_bar(progress, settings.steps, f"pretrain {settings.objective}", "steps")
+    if bar is not None and step:
+        bar.update(step)
+    window = []
+    model.train()
+    try:
+        while step < settings.steps and (stop_after is None or step < stop_after):
+            interrupt.check()
+            ids = torch.from_numpy(train_seqs[batch_indices(step, len(train_seqs), settings)])
+            generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + step)
+            inputs, labels = targets_of(ids, settings.objective, tokenizer, settings.mask_probability, generator)
+            torch.manual_seed(settings.seed * 1_000_003 + step)  # dropout
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate(step, settings)
+            logits, targets = logits_at(model, settings.objective, inputs.to(device), labels.to(device))
+            loss = torch.nn.functional.cross_entropy(logits, targets)
+            if not torch.isfinite(loss):
+                raise RuntimeError(f"the training loss became {float(loss)} at step {step}; lower --lr (now {settings.lr:g})")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            step += 1
+            window.append(float(loss))
+            if bar is not None:
+                bar.update(1)
+            if step % settings.log_every == 0 or step == settings.steps:
+                curve.append({"step": step, "train_loss": float(np.mean(window)), "lr": learning_rate(step - 1, settings),
+                              "seconds": spent()})
+                if bar is not None:
+                    bar.set_postfix(loss=f"{np.mean(window):.3f}")
+                window = []
+            if step % settings.eval_every == 0 or step == settings.steps:
+                record_eval()
+            if step % settings.checkpoint_every == 0 or step == settings.steps:
+                save()
+            if on_step is not None:
+                on_step(step)
+    except KeyboardInterrupt:
+        save()  # the last finished step is kept: the next run resumes there
+        log(f"interrupted: checkpoint at step {step} in {checkpoint.folder}; run the same command again to resume")
+        raise
+    finally:
+        if bar is not None:
+            bar.close()
+    if step < settings.steps:
+        save()
+    return model, curve, spent()
+
+
+def remove_checkpoint(checkpoint: Checkpoint) -> None:
+    shutil.rmtree(checkpoint.folder, ignore_errors=True)
+
+
+def write_curve(curve: list[dict], path: str | os.PathLike) -> None:
+    import pandas as pd
+
+    pd.DataFrame(curve).sort_values("step", kind="stable").to_csv(path, index=False)
+
+
+def dump(record: dict, path: str | os.PathLike) -> None:
+    Path(path).write_text(json.dumps(record, indent=2) + "\n")

@@ -1,0 +1,124 @@
+"""Settings declared once: a dataclass field carries its default, its range and its help, and the command line, the
+config schema and the checks are derived from it.
+
+>>> from dataclasses import dataclass
+>>> @dataclass(frozen=True)
+... class Toy:
+...     steps: int = setting(100, "optimisation steps", minimum=1)
+>>> check(Toy(steps=0))
+Traceback (most recent call last):
+...
+ValueError: steps must be at least 1; got 0
+>>> schema_properties(Toy)["steps"]
+{'type': 'integer', 'default': 100, 'minimum': 1, 'description': 'optimisation steps'}
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import typing
+from typing import Any
+
+_JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
+
+
+def setting(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None, exclusive_minimum: float | None = None,
+            exclusive_maximum: float | None = None, choices: tuple | None = None, cli: bool = True) -> Any:
+    """A dataclass field with its default, help and allowed values (``cli=False``: not a command-line option)."""
+    meta = {"help": help, "minimum": minimum, "maximum": maximum, "exclusiveMinimum": exclusive_minimum, "exclusiveMaximum": exclusive_maximum,
+            "choices": choices, "cli": cli}
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def _fields(cls) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if "help" in f.metadata]
+
+
+def _type_of(cls, f: dataclasses.Field) -> type:
+    hint = typing.get_type_hints(cls)[f.name]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def check_value(name: str, value: Any, meta: dict) -> None:
+    """Raise ValueError naming ``name``, the allowed range and the value, unless ``value`` is allowed."""
+    if meta.get("choices") is not None:
+        if value not in meta["choices"]:
+            raise ValueError(f"{name} must be one of {', '.join(map(str, meta['choices']))}; got {value!r}")
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value}")
+    bounds = (("minimum", "at least", lambda v, b: v >= b), ("maximum", "at most", lambda v, b: v <= b),
+              ("exclusiveMinimum", "greater than", lambda v, b: v > b), ("exclusiveMaximum", "less than", lambda v, b: v < b))
+    for key, words, ok in bounds:
+        bound = meta.get(key)
+        if bound is not None and value is not None and not ok(value, bound):
+            raise ValueError(f"{name} must be {words} {bound:g}; got {value}")
+
+
+def check(settings) -> None:
+    """Check every field of a settings object against its declared range; the first violation raises."""
+    for f in _fields(type(settings)):
+        check_value(f.name, getattr(settings, f.name), f.metadata)
+
+
+def _parser_type(name: str, kind: type, meta: dict):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+        try:
+            check_value("the value", value, meta)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).replace("the value ", "")) from None
+        return value
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...] = ()) -> None:
+    """One ``--name`` option per field of ``cls`` (underscores become hyphens), typed and range-checked, its help
+    ending with the default."""
+    for f in _fields(cls):
+        if f.name in skip or not f.metadata["cli"]:
+            continue
+        kind, meta = _type_of(cls, f), f.metadata
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f"{meta['help']} (default {f.default})"
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+        elif meta["choices"] is not None:
+            parser.add_argument(flag, choices=meta["choices"], default=f.default, help=help_text)
+        else:
+            parser.add_argument(flag, type=_parser_type(f.name, kind, meta), default=f.default, help=help_text)
+
+
+def from_namespace(cls, args: argparse.Namespace, **overrides):
+    """The settings object of ``cls`` from parsed options (fields without an option keep their default)."""
+    values = {f.name: getattr(args, f.name) for f in _fields(cls) if hasattr(args, f.name)}
+    return cls(**{**values, **overrides})
+
+
+def schema_properties(cls, *, skip: tuple[str, ...] = ()) -> dict[str, dict]:
+    """JSON-schema properties of the fields of ``cls``: type, default, range or enum, description."""
+    out = {}
+    for f in _fields(cls):
+        if f.name in skip:
+            continue
+        meta, kind = f.metadata, _type_of(cls, f)
+        prop: dict[str, Any] = {"type": _JSON_TYPES[kind], "default": f.default}
+        if meta["choices"] is not None:
+            prop["enum"] = list(meta["choices"])
+        for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if meta[key] is not None:
+                prop[key] = meta[key]
+        prop["description"] = meta["help"]
+        out[f.name] = prop
+    return out
+
+
+def as_dict(settings) -> dict:
+    return dataclasses.asdict(settings)
