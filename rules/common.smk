@@ -59,7 +59,7 @@ OWN_CORPORA = {name: home(path) for name, path in (OWN.get("corpora") or {}).ite
 PRETRAIN = config.get("pretrain") or {}
 PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
 PRETRAINED = {name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()}
-PRETRAIN_REPORT = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md")] + [
+PRETRAIN_REPORT = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md", "tex")] + [
     f"{RESULTS}/pretrain/figures/pretrain_curves.{ext}" for ext in ("png", "pdf")
 ]
 
@@ -76,10 +76,24 @@ def pretrain_options(wildcards):
     return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in PRETRAINED[wildcards.pretrained].items())
 
 
+PRETRAIN_SOURCES = [s if s in ("brown", "wordnet") else home(s) for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])]
+
+
+def pretrain_excluded():
+    """The tasks kept out of the corpus: built-in ones by name, own ones by their prepared folder."""
+    return [f"{DATA}/tasks/{t}" if t in OWN_TASKS else t for t in (PRETRAIN.get("corpus") or {}).get("exclude_tasks", [])]
+
+
+def pretrain_corpus_inputs(wildcards):
+    """Text files among the sources, and the own tasks whose text is excluded."""
+    own = [f"{path}/meta.json" for path in pretrain_excluded() if path.startswith(f"{DATA}/tasks/")]
+    return [s for s in PRETRAIN_SOURCES if s not in ("brown", "wordnet")] + own
+
+
 def pretrain_corpus_options(wildcards):
     corpus = PRETRAIN.get("corpus") or {}
-    sources = " ".join(f"--source {shlex.quote(home(s))}" for s in corpus.get("sources", ["brown", "wordnet"]))
-    excluded = " ".join(f"--exclude-task {t}" for t in corpus.get("exclude_tasks", []))
+    sources = " ".join(f"--source {shlex.quote(s)}" for s in PRETRAIN_SOURCES)
+    excluded = " ".join(f"--exclude-task {shlex.quote(t)}" for t in pretrain_excluded())
     settings = " ".join(f"--{k.replace('_', '-')} {corpus[k]}" for k in ("heldout_fraction", "seed") if k in corpus)
     return " ".join(part for part in (sources, excluded, settings) if part)
 

@@ -115,6 +115,8 @@ def check_own_names(config):
     check("finetune.tasks", finetune.get("tasks", []), [*sentence_tasks, *tasks], "a built-in sentence task")
     check("finetune.models", finetune.get("models", []), [*SENTENCE_MODELS, *encoders], "a sentence encoder or an own model folder")
     check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
+    excluded = ((config.get("pretrain") or {}).get("corpus") or {}).get("exclude_tasks", [])
+    check("pretrain.corpus.exclude_tasks", excluded, [*sentence_tasks, *tasks], "a built-in sentence task")
 
 
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])

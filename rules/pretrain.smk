@@ -13,6 +13,8 @@ rule pretrain_models:
 
 
 rule pretrain_corpus:
+    input:
+        pretrain_corpus_inputs,
     output:
         directory(PRETRAIN_CORPUS),
     log:

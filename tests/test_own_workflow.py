@@ -57,13 +57,23 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     assert sorted(istar["lambda"]) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
     layers = json.loads((results / "layers/tiny-bert/notes/meta.json").read_text())
     assert layers["n_layers"] == 3 and layers["model"] == "tiny-bert"  # the embeddings and 2 transformer layers
-    assert pd.read_csv(results / "tables/layers.csv")["model"].unique().tolist() == ["tiny-bert"]
+    assert sorted(pd.read_csv(results / "tables/layers.csv")["model"].unique()) == ["plain-notes-bert", "plain-notes-gpt2", "tiny-bert"]
+    corpus = json.loads((data / "pretrain/corpus/corpus.json").read_text())
+    assert corpus["excluded_tasks"][str(data / "tasks/reviews")] == {"texts": 120, "splits": ["prepared"]}
+    assert corpus["sources"]["examples/own/corpus.txt"]["read"]["documents"] == 80  # one document per line
+    pretrained = pd.read_csv(results / "pretrain/tables/pretrain.csv").set_index("model")
+    assert pretrained.loc["plain-notes-bert", "architecture"] == "BertForMaskedLM"
+    assert pretrained.loc["plain-notes-gpt2", "architecture"] == "GPT2LMHeadModel"
+    assert (pretrained["steps"] == 20).all() and (pretrained["unigram_perplexity"] > 1).all()
+    plain = json.loads((results / "layers/plain-notes-gpt2/notes/meta.json").read_text())
+    assert plain["n_layers"] == 3 and plain["model"] == "plain-notes-gpt2"
     finetune = pd.read_csv(results / "tables/finetune.csv")
     assert sorted(zip(finetune["reg"], finetune["lambda"])) == [("cosreg", 0.0), ("istar", -1.0), ("istar", 0.0), ("istar", 1.0)]
     run = json.loads((results / "finetune/reviews/tiny-bert/istar-1/seed0.json").read_text())
     assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24 and run["n_train"] == 96
     for name in ("silhouette_vs_isoscore", "istar_performance", "layers_isoscore", "finetune_baselines"):
         assert (results / f"figures/{name}.png").stat().st_size > 10_000
+    assert (results / "pretrain/figures/pretrain_curves.png").stat().st_size > 10_000
 
 
 @pytest.mark.slow
@@ -88,7 +98,8 @@ def test_own_files_are_declared_inputs(own_checkout, tmp_path):
             fh.write(data)
 
     append("examples/own/corpus.txt", b"i think the cast was warm .\n")
-    assert planned(repo) == {"layers_run": 1, "layers_report": 1, "all": 1}
+    # the corpus is both the layer analysis' and the pretraining's: the plain models are trained again and analysed again
+    assert planned(repo) == {"layers_run": 3, "layers_report": 1, "pretrain_corpus": 1, "pretrain_model": 2, "pretrain_report": 1, "all": 1}
     vectors = repo / "data/own-example/vectors/reviews.npy"
     np.save(vectors, np.load(vectors) + 1.0)
     jobs = planned(repo)
@@ -122,6 +133,9 @@ def _config(tmp_path, changes: dict) -> str:
     ({"istar.tasks": ["reviews", "polarity"], "istar.models": ["bag-of-words"]},
      "config: own.models.bag-of-words.embeddings has no file for task 'polarity'"),
     ({"layers.corpora": ["diary"]}, "config: layers.corpora names 'diary', which is neither a built-in corpus nor declared under own"),
+    ({"pretrain.corpus.exclude_tasks": ["diary"]},
+     "config: pretrain.corpus.exclude_tasks names 'diary', which is neither a built-in sentence task nor declared under own"),
+    ({"pretrain.models.minilm": {"objective": "masked"}}, "config: pretrain.models.minilm has the name of a built-in model"),
 ])
 def test_a_config_naming_what_it_does_not_declare_is_refused(tmp_path, changes, message):
     p = sh(["snakemake", "-n", "--configfile", _config(tmp_path, changes)], ROOT, check=False)

@@ -26,13 +26,14 @@ from . import (
     optimize,
     prepare,
     pretrain,
+    pretrain_report,
     sources,
     tables,
 )
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
 COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
-            finetune_report, istar_stability, pretrain, sources)
+            finetune_report, istar_stability, pretrain, pretrain_report, sources)
 
 
 def build_parser() -> argparse.ArgumentParser:

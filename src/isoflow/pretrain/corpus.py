@@ -6,7 +6,8 @@ Sources (``sources``, in order):
 * ``brown``: NLTK's Brown corpus, one document per file (500 files, 1.16 M words; already split into words and
   punctuation);
 * ``wordnet``: WordNet 3.0's glosses, one document per synset: its definition and its example sentences;
-* any other entry is a path to a UTF-8 text file: one sentence per line, documents separated by empty lines.
+* any other entry is a path to a UTF-8 text file: one sentence per line, documents separated by empty lines (a file
+  without empty lines: every line a document).
 
 **No task's text.** Every sentence that shares a word 8-gram with a text of the excluded tasks (their training and,
 where there is one, validation split), or contains a whole task text of 5-7 words, is dropped — the decontamination
@@ -72,27 +73,38 @@ class TaskText:
 
 
 def task_texts(tasks: Sequence[str], *, data_dir, raw_dir=None, mirror=None, allow_download: bool = True) -> tuple[list[str], dict]:
-    """The texts of ``tasks`` (training split, and validation split where there is one), and per task what was read
-    (``{"texts": n}``) or why it could not be (``{"unavailable": reason}``)."""
+    """The texts of ``tasks`` — built-in tasks by name (training split, and validation split where there is one), or
+    prepared task folders (``data/tasks/<task>``: your own) — and per task what was read (``{"texts": n}``) or why it
+    could not be (``{"unavailable": reason}``)."""
     from .. import datasets
     from ..fetch import FetchError
 
     texts, report = [], {}
     for name in tasks:
+        if (Path(name) / "items.parquet").is_file():  # a prepared task (your own): its items
+            from ..datasets import read_task
+
+            found = read_task(name).items["text"].tolist()
+            texts += found
+            report[name] = {"texts": len(found), "splits": ["prepared"]}
+            continue
+        dev_missing = None
         try:
             splits = [datasets.build(name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download, progress=False)]
             if datasets.has_dev_split(name):
                 try:
                     splits.append(datasets.build(name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download,
                                                  progress=False, split="dev"))
-                except FetchError:
-                    pass
+                except FetchError as exc:  # the training split is still excluded; the record says what was not
+                    dev_missing = str(exc).splitlines()[0][:300]
         except FetchError as exc:
             report[name] = {"unavailable": str(exc).splitlines()[0][:300]}
             continue
         found = [t for task in splits for t in task.items["text"].tolist()]
         texts += found
         report[name] = {"texts": len(found), "splits": ["train", "dev"][: len(splits)]}
+        if dev_missing:
+            report[name]["dev_unavailable"] = dev_missing
     return texts, report
 
 
@@ -112,21 +124,23 @@ def wordnet_documents(*, cache, mirror=None, wordnet_dir=None) -> list[Document]
 
 
 def text_file_documents(path: str | os.PathLike) -> list[Document]:
-    """A text file's documents: sentences one per line, documents separated by empty lines."""
+    """A text file's documents: sentences one per line, documents separated by empty lines (a file without empty lines:
+    every line a document, as a layer-analysis corpus is written)."""
     from ..corpora import _text
 
+    lines = [line.strip() for line in _text(Path(path).read_bytes(), str(path)).splitlines()]
+    if not any(lines):
+        raise DataFormatError(f"{path}: the corpus is empty (no text)")
+    if all(lines):
+        return [[line] for line in lines]
     documents, current = [], []
-    for line in _text(Path(path).read_bytes(), str(path)).splitlines():
-        if line.strip():
-            current.append(line.strip())
+    for line in lines:
+        if line:
+            current.append(line)
         elif current:
             documents.append(current)
             current = []
-    if current:
-        documents.append(current)
-    if not documents:
-        raise DataFormatError(f"{path}: the corpus is empty (no text)")
-    return documents
+    return documents + ([current] if current else [])
 
 
 def source_documents(source: str, *, cache, mirror=None, allow_download: bool = True, wordnet_dir=None) -> list[Document]:

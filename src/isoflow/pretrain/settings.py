@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..settings import setting
+from ..settings import check, setting
 
 OBJECTIVES = ("masked", "causal")
 TOKENIZER_OF = {"masked": "wordpiece", "causal": "bpe"}
@@ -19,6 +19,9 @@ class CorpusSettings:
     heldout_fraction: float = setting(0.02, "fraction of each source's documents held out for evaluation",
                                       exclusive_minimum=0.0, exclusive_maximum=0.5)
     seed: int = setting(0, "seed of the held-out documents' choice", minimum=0)
+
+    def __post_init__(self):
+        check(self)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class PretrainSettings:
     log_every: int = setting(50, "steps per point of the training-loss curve", minimum=1)
 
     def __post_init__(self):
+        check(self)
         if self.hidden % self.heads:
             raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
 

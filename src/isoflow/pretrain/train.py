@@ -237,7 +237,7 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
     model = build_model(settings, tokenizer).to(device)
     optimizer = make_optimizer(model, settings)
     state = checkpoint.load()
-    step, curve, spent_before = 0, [], 0.0
+    step, curve, spent_before, window = 0, [], 0.0, []  # window: the losses of the curve's current point
     if state is not None:
         if state["settings"] != settings.training_fields() or state["corpus_sha256"] != corpus_sha256:
             theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
@@ -247,12 +247,13 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
                              "or resume with the checkpoint's settings")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        step, curve, spent_before = state["step"], state["curve"], state["seconds"]
+        step, curve, spent_before, window = state["step"], state["curve"], state["seconds"], state["window"]
         log(f"resuming from step {step} of {settings.steps} ({checkpoint.state})")
 
     def save() -> None:
         checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "curve": curve,
-                         "settings": settings.training_fields(), "corpus_sha256": corpus_sha256, "seconds": spent()})
+                         "settings": settings.training_fields(), "corpus_sha256": corpus_sha256, "seconds": spent(),
+                         "window": window})
 
     def spent() -> float:
         return spent_before + time.perf_counter() - started
@@ -271,7 +272,6 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
     bar = progress_bar(progress, settings.steps, f"pretrain {settings.objective}", "steps")
     if bar is not None and step:
         bar.update(step)
-    window = []
     model.train()
     try:
         while step < settings.steps and (stop_after is None or step < stop_after):
@@ -291,7 +291,7 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             step += 1
-            window.append(float(loss))
+            window.append(loss.item())
             if bar is not None:
                 bar.update(1)
             if step % settings.log_every == 0 or step == settings.steps:
@@ -299,7 +299,7 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
                               "seconds": spent()})
                 if bar is not None:
                     bar.set_postfix(loss=f"{np.mean(window):.3f}")
-                window = []
+                window.clear()
             if step % settings.eval_every == 0 or step == settings.steps:
                 record_eval()
             if step % settings.checkpoint_every == 0 or step == settings.steps:

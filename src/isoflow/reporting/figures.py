@@ -54,6 +54,20 @@ def save(fig, stem: Path) -> list[Path]:
     return paths
 
 
+# One colour per model, fixed by its name in every figure (the built-in models and the project's own pretrained ones);
+# any other name gets a colour of the rest of the palette picked by a stable hash of the name.
+MODEL_COLOURS = {"minilm": "#1f77b4", "mpnet": "#ff7f0e", "glove-50d": "#2ca02c", "word2vec-222": "#8c564b", "distilroberta": "#9467bd",
+                 "plain-bert": "#d62728", "plain-gpt2": "#17becf", "minilm-words": "#aec7e8", "mpnet-words": "#ffbb78"}
+_OTHER_COLOURS = ("#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
+
+
+def model_colour(name: str) -> str:
+    """A model's colour: the same in every figure, whatever else a figure shows."""
+    import zlib
+
+    return MODEL_COLOURS.get(name) or _OTHER_COLOURS[zlib.crc32(name.encode()) % len(_OTHER_COLOURS)]
+
+
 def lambda_colours(lams) -> dict:
     """λ → colour: blue where isotropy is pushed down (λ < 0), red where pushed up, black for the plain run (λ = 0)."""
     import matplotlib
