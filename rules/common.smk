@@ -46,6 +46,8 @@ OWN = config.get("own") or {}
 home = os.path.expanduser  # ~/models/my-bert works in the config as on the command line
 OWN_TASKS = {name: {**entry, "file": home(entry["file"])} for name, entry in (OWN.get("tasks") or {}).items()}
 MODEL_FOLDERS = {name: {**entry, "path": home(entry["path"])} for name, entry in (OWN.get("models") or {}).items() if "path" in entry}
+# Hugging Face hub ids: loaded from the Hugging Face cache (offline) or downloaded by the job; no file to declare.
+HUB_MODELS = {name: entry["hub"] for name, entry in (OWN.get("models") or {}).items() if "hub" in entry}
 OWN_VECTORS = {
     name: {task: home(path) for task, path in entry["embeddings"].items()}
     for name, entry in (OWN.get("models") or {}).items()
@@ -126,6 +128,8 @@ def model_files(wildcards):
 
 def model_option(wildcards):
     """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path)."""
+    if wildcards.model in HUB_MODELS:
+        return f"--model {HUB_MODELS[wildcards.model]} --model-name {wildcards.model}"
     entry = MODEL_FOLDERS.get(wildcards.model)
     if not entry:
         return f"--model {wildcards.model}"

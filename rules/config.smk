@@ -88,7 +88,7 @@ def check_own_names(config):
             where = "a built-in model" if name in MODELS else f"own.models.{name}"
             raise WorkflowError(f"config: pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})")
     vectors = {m: set(entry["embeddings"]) for m, entry in models.items() if "embeddings" in entry}
-    encoders = {m for m, entry in models.items() if "path" in entry} | set(pretrained)
+    encoders = {m for m, entry in models.items() if "path" in entry or "hub" in entry} | set(pretrained)
     models = {**models, **pretrained}
 
     def check(field, values, allowed, hint):

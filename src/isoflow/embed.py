@@ -121,9 +121,11 @@ def encode(
     :mod:`isoflow.models.local`; its outputs go under ``model_name`` or the folder's name); returns the output
     directory."""
     from .devices import resolve_device
+    from .models.hub import resolve
     from .models.local import is_local, local_name
 
     progress = sys.stderr.isatty() if progress is None else progress
+    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
     local = is_local(model)
     name = local_name(model, model_name) if local else model
     static = False if local else is_static(model)

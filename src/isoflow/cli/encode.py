@@ -11,10 +11,7 @@ HELP = "embed the items of a prepared task (float32 .npy + index), cached by (mo
 
 def add_parser(sub) -> None:
     e = sub.add_parser("encode", help=HELP)
-    e.add_argument("--model", required=True,
-                   help="minilm, mpnet, distilroberta (SBERT), glove-50d, word2vec-222 (static), or a local model directory "
-                        "(sentence-transformers or Hugging Face)")
-    e.add_argument("--model-name", default=None, help="a local model's name in output paths (default: its folder's name)")
+    options.model(e)
     e.add_argument("--pooling", choices=("mean", "cls"), default="mean",
                    help="a plain Hugging Face model's pooling over its tokens (default mean; sentence-transformers folders keep theirs)")
     e.add_argument("--dataset", required=True, help="a prepared task, e.g. polarity or glue/sst2")

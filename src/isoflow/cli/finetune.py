@@ -16,10 +16,7 @@ HELP = "fine-tune a sentence encoder (+ classification head) with I-STAR or CosR
 def add_parser(sub) -> None:
     f = sub.add_parser("finetune", help=HELP)
     f.add_argument("--task", required=True, help="a prepared single-label task, e.g. polarity, glue/sst2, glue/mrpc")
-    f.add_argument("--model", required=True,
-                   help="minilm, mpnet (or distilroberta where the hub is reachable), or a local model directory (sentence-transformers "
-                        "with mean pooling, or a Hugging Face encoder: mean pooling is added)")
-    f.add_argument("--model-name", default=None, help="a local model's name in output paths (default: its folder's name)")
+    options.model(f, static=False, extra=": mean pooling is added")
     options.istar(f)
     f.add_argument("--cosreg", type=options.finite_float, default=None, metavar="WEIGHT",
                    help="CosReg instead of I-STAR: add WEIGHT * mean pairwise cosine of the points to the loss (the poster's baseline)")

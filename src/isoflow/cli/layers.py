@@ -12,10 +12,7 @@ HELP = "Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters
 
 def add_parser(sub) -> None:
     y = sub.add_parser("layers", help=HELP)
-    y.add_argument("--model", required=True,
-                   help="minilm, mpnet, a local model directory (encoders and decoder-only models such as GPT-2), a hub model id "
-                        "(bert-base-uncased, gpt2, ...; needs the hub) or static vectors (glove-50d, word2vec-222)")
-    y.add_argument("--model-name", default=None, help="a local model's name in output paths (default: its folder's name)")
+    options.model(y, extra="; encoders and decoder-only models such as GPT-2")
     y.add_argument("--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)")
     y.add_argument("--max-tokens", type=options.int_at_least(1), default=100_000,
                    help="points to analyse: whole sentences in a seeded order until this many tokens (default 100000)")

@@ -59,6 +59,16 @@ def seed_list(text: str) -> list[int]:
     return seeds
 
 
+def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
+    """--model (a built-in name, a local folder or a Hugging Face hub id) and --model-name."""
+    built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
+    p.add_argument("--model", required=True,
+                   help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), or a "
+                        "Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else downloaded)")
+    p.add_argument("--model-name", default=None,
+                   help="the name outputs go under, for a folder or a hub id (default: the folder's name, or the id's last part)")
+
+
 def device(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
 

@@ -41,8 +41,10 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     """Fine-tune ``model`` on ``task`` (see :mod:`isoflow.finetune.train`) and write its records; returns (parquet, json)."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
+    from ..models.hub import resolve
     from ..models.local import describe, is_local, is_sentence_transformers, local_name
 
+    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
     local = is_local(model)
     model_id = local_name(model, model_name) if local else model  # what outputs are named by
     spec = None if local else sentence_model(model)  # unknown or static models: a clear error before any work

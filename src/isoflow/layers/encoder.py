@@ -1,8 +1,8 @@
 """Hidden states of every layer of a transformer, per token, special tokens and padding excluded.
 
 Models: the SBERT encoders isoflow ships offline (``minilm``, ``mpnet``: their underlying transformer, i.e. the
-states sentence-transformers pools), or any model id of the Hugging Face hub where the hub is reachable (the
-paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``). Layer 0 is the embedding layer's output,
+states sentence-transformers pools), a local model folder, or any Hugging Face hub id that is cached or reachable (the
+paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). Layer 0 is the embedding layer's output,
 layers 1..L the transformer blocks' (``output_hidden_states``).
 
 Points and their types:
@@ -65,14 +65,9 @@ def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str |
         module = st[0]
         model, tokenizer = module.auto_model, module.tokenizer
     else:
-        from ..models.sbert import hub_reachable
+        from ..models.hub import hub_folder
 
-        if not hub_reachable():
-            raise ModelUnavailableError(
-                f"{name!r} is not one of isoflow's models ({', '.join(SENTENCE_MODELS)}) and the model hub cannot be "
-                "reached to fetch it (offline, or HF_HUB_OFFLINE is set)"
-            )
-        model, tokenizer = _from_pretrained(name, device)
+        model, tokenizer = _from_pretrained(str(hub_folder(name)), device)
     if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "is_fast", False):

@@ -65,8 +65,10 @@ def run_layers(
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a local
     model folder (outputs then go under ``model_name`` or the folder's name)."""
+    from ..models.hub import resolve
     from ..models.local import describe, is_local, local_name
 
+    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
     local = is_local(model)
     name = local_name(model, model_name) if local else model
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:

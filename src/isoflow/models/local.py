@@ -6,7 +6,8 @@ Two kinds of folder are read, without any model hub:
 * a plain Hugging Face model (``config.json`` and weights, written by ``save_pretrained``): its transformer with
   pooling over the non-padding tokens — the mean by default, or the first token's state (``pooling="cls"``).
 
-Outputs are named by ``--model-name`` or the folder's name (never by the path). What a run records of the model:
+Outputs are named by ``--model-name`` or the folder's name (never by the path). A Hugging Face hub id is turned into
+such a folder first (:mod:`isoflow.models.hub`). What a run records of the model:
 its path and the sha256 of its weight files.
 """
 
@@ -64,11 +65,14 @@ def weight_files(folder: Path) -> list[Path]:
 
 
 def describe(path: str | os.PathLike) -> dict:
-    """What a record says about a local model: its path and the sha256 of every weight file (relative names)."""
+    """What a record says about a local model: its path, the hub id and revision it is a snapshot of (if it is), and
+    the sha256 of every weight file (relative names)."""
     from ..fetch import sha256_of
+    from .hub import hub_origin
 
     folder = check_local(path)
-    return {"path": str(folder), "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)}}
+    return {"path": str(folder), **hub_origin(folder),
+            "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)}}
 
 
 def load_hf(path: str | os.PathLike, device: str = "cpu"):

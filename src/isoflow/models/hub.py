@@ -1,0 +1,89 @@
+"""A Hugging Face hub id wherever a model is taken (``--model bert-base-uncased``, ``own.models.<name>.hub: gpt2``).
+
+The id becomes a local folder, after which it is used exactly like your own model folder:
+
+1. the Hugging Face cache (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``) when it holds a snapshot of the id
+   — this works with the hub switched off (``HF_HUB_OFFLINE=1``), so a cluster node without internet uses what a login
+   node downloaded;
+2. otherwise a download into that cache, when the hub can be reached (configuration, tokenizer and safetensors files
+   only; ``pytorch_model.bin`` where a model has no safetensors);
+3. otherwise one line saying that the id is neither cached nor reachable, and what to do.
+
+Outputs are named by ``--model-name`` or the id's last part, lower-cased (``bert-base-uncased``,
+``all-minilm-l6-v2``); a record names the id and the snapshot's revision beside the weights' sha256.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .sbert import ModelUnavailableError
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+_SNAPSHOT = re.compile(r"models--(?P<id>[^/]+)/snapshots/(?P<rev>[^/]+)/?$")
+PATTERNS = ("*.json", "*.txt", "*.model", "*.safetensors", "tokenizer*", "vocab*", "merges*", "spiece*", "sentencepiece*")
+
+
+def is_hub_id(model: str) -> bool:
+    """Whether ``model`` reads as a hub id (``name`` or ``org/name``) rather than a path on this machine."""
+    return not Path(model).expanduser().exists() and bool(HUB_ID.match(str(model))) and not str(model).startswith(".")
+
+
+def hub_name(model_id: str) -> str:
+    """The name outputs go under: the id's last part, lower-cased."""
+    return model_id.rsplit("/", 1)[-1].lower()
+
+
+def cache_dir() -> str:
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
+def hub_folder(model_id: str) -> Path:
+    """The local snapshot folder of ``model_id``: cached, else downloaded; else :class:`ModelUnavailableError`."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from .sbert import hub_reachable
+
+    try:
+        return Path(snapshot_download(model_id, local_files_only=True))
+    except LocalEntryNotFoundError:
+        pass
+    if not hub_reachable():
+        from . import MODELS
+
+        raise ModelUnavailableError(
+            f"{model_id!r} is not one of isoflow's models ({', '.join(MODELS)}), not a folder, not in the Hugging Face cache "
+            f"({cache_dir()}), and the hub cannot be reached (offline, or HF_HUB_OFFLINE is set): download it where the hub "
+            f"is reachable (`hf download {model_id}`, the same HF_HUB_CACHE) or give a local model folder")
+    try:
+        folder = Path(snapshot_download(model_id, allow_patterns=list(PATTERNS)))
+        if not any(folder.glob("*.safetensors")):
+            folder = Path(snapshot_download(model_id, allow_patterns=[*PATTERNS, "pytorch_model.bin"]))
+    except Exception as exc:  # an unknown id, a gated model, a dropped connection: one line
+        raise ModelUnavailableError(f"{model_id!r} could not be downloaded from the hub ({type(exc).__name__}: "
+                                    f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
+    return folder
+
+
+def resolve(model: str, model_name: str | None = None) -> tuple[str, str | None]:
+    """(what to load, the name to give outputs): a hub id becomes its local folder, named by ``model_name`` or
+    :func:`hub_name`; anything else (a built-in name, a local folder) is returned as it is."""
+    from . import MODELS
+
+    model = str(model)
+    if model in MODELS or not is_hub_id(model):
+        return model, model_name
+    return str(hub_folder(model)), model_name or hub_name(model)
+
+
+def hub_origin(folder: str | os.PathLike) -> dict:
+    """``{"hub_id", "revision"}`` when ``folder`` is a snapshot in a Hugging Face cache, else ``{}``."""
+    match = _SNAPSHOT.search(Path(folder).resolve().as_posix())
+    if not match:
+        return {}
+    return {"hub_id": match.group("id").replace("--", "/"), "revision": match.group("rev")}

@@ -1,0 +1,99 @@
+"""A Hugging Face hub id wherever a model is taken: tiny models placed in a Hugging Face cache layout under hub ids and
+loaded by those ids with the hub switched off (HF_HUB_OFFLINE=1), as a cluster node uses what a login node downloaded;
+an id that is not cached gets one line. The commands run as a user runs them (a subprocess with its environment)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, WORDS, sh
+
+REVISION = "0123456789abcdef0123456789abcdef01234567"
+
+
+def place_in_cache(cache, model_id: str, folder) -> None:
+    """``folder`` as the snapshot of ``model_id`` in a Hugging Face hub cache (``models--org--name``, ``refs/main``)."""
+    repo = cache / f"models--{model_id.replace('/', '--')}"
+    shutil.copytree(folder, repo / "snapshots" / REVISION)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(REVISION)
+
+
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory, tiny_bert, tiny_gpt2):
+    cache = tmp_path_factory.mktemp("hf") / "hub"
+    place_in_cache(cache, "isoflow-test/tiny-bert", tiny_bert)
+    place_in_cache(cache, "tiny-gpt2", tiny_gpt2)  # an id without an organisation, as gpt2
+    return cache
+
+
+def isoflow(args, cache, cwd):
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
+    return subprocess.run([sys.executable, "-m", "isoflow.cli", *args], cwd=cwd, capture_output=True, text=True,
+                          env={**__import__("os").environ, **env})
+
+
+@pytest.fixture
+def reviews(tmp_path):
+    rows = [(f"{' '.join(WORDS[i % 7 : i % 7 + 5])} {i}", "pos" if i % 2 else "neg") for i in range(40)]
+    pd.DataFrame(rows, columns=["sentence", "label"]).to_csv(tmp_path / "reviews.csv", index=False)
+    p = subprocess.run([sys.executable, "-m", "isoflow.cli", "prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence",
+                        "--label", "label"], cwd=tmp_path, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return tmp_path
+
+
+def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
+    p = isoflow(["encode", "--model", "isoflow-test/tiny-bert", "--dataset", "reviews", "--device", "cpu", "--quiet"], hub_cache, reviews)
+    assert p.returncode == 0, p.stderr
+    meta = json.loads((reviews / "data/embeddings/tiny-bert/reviews/meta.json").read_text())
+    assert meta["model"] == "tiny-bert" and meta["dim"] == 32
+    assert meta["source"]["hub_id"] == "isoflow-test/tiny-bert" and meta["source"]["revision"] == REVISION
+    assert list(meta["source"]["weights_sha256"]) == ["model.safetensors"]
+    p = isoflow(["finetune", "--task", "reviews", "--model", "isoflow-test/tiny-bert", "--model-name", "hub-bert", "--epochs", "1",
+                 "--batch-size", "8", "--heldout-fraction", "0.25", "--shrinkage-points", "100", "--device", "cpu", "--quiet"],
+                hub_cache, reviews)
+    assert p.returncode == 0, p.stderr
+    record = json.loads((reviews / "results/finetune/reviews/hub-bert/istar0/seed0.json").read_text())
+    assert record["source"]["hub_id"] == "isoflow-test/tiny-bert" and record["settings"]["model"] == "hub-bert"
+
+
+def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(80)) + "\n")
+    p = isoflow(["layers", "--model", "tiny-gpt2", "--corpus", str(corpus), "--max-tokens", "200", "--k-lid", "5", "--sample-cap", "200",
+                 "--device", "cpu", "--quiet"], hub_cache, tmp_path)
+    assert p.returncode == 0, p.stderr
+    meta = json.loads((tmp_path / "results/layers/tiny-gpt2/notes/meta.json").read_text())
+    assert meta["model"] == "tiny-gpt2" and meta["source"]["hub_id"] == "tiny-gpt2" and meta["n_layers"] == 3
+
+
+def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
+    p = isoflow(["encode", "--model", "bert-base-uncased", "--dataset", "reviews", "--quiet"], hub_cache, reviews)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "'bert-base-uncased' is not one of isoflow's models" in lines[0]
+    assert f"not in the Hugging Face cache ({hub_cache})" in lines[0] and "`hf download bert-base-uncased`" in lines[0]
+
+
+def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path):
+    """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
+    config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())
+    config["own"]["models"]["hub-bert"] = {"hub": "isoflow-test/tiny-bert"}
+    config["layers"]["models"] = ["hub-bert"]
+    config["finetune"]["models"] = ["hub-bert"]
+    config["paper"] = [{"task": "reviews", "model": "hub-bert"}]
+    config["istar"]["models"] = ["hub-bert"]
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    p = sh(["snakemake", "-n", "-p", "--configfile", str(path)], ROOT, env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)})
+    commands = p.stdout
+    assert "isoflow encode --model isoflow-test/tiny-bert --model-name hub-bert" in commands
+    assert "isoflow layers --model isoflow-test/tiny-bert --model-name hub-bert" in commands
+    assert "isoflow finetune --task reviews --model isoflow-test/tiny-bert --model-name hub-bert" in commands
