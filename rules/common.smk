@@ -309,10 +309,10 @@ def layer_runs():
 
 def layer_run_files():
     """Every file of every analysis: what the report reads."""
-    return [p.replace("layers.parquet", name) for p in layer_runs() for name in ("layers.parquet", "pca.parquet", "meta.json")]
+    return [p.replace("layers.parquet", name) for p in layer_runs() for name in ("layers.parquet", "pca.parquet", "clusters.parquet", "meta.json")]
 
 
-LAYERS_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid") for ext in ("csv", "md", "tex")] + [
+LAYERS_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid", "layers_clusters") for ext in ("csv", "md", "tex")] + [
     f"{RESULTS}/figures/{name}.{ext}"
     for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca")
     for ext in ("png", "pdf")

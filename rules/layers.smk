@@ -16,7 +16,7 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        multiext(f"{RESULTS}/layers/{{model}}/{{corpus}}/", "layers.parquet", "layers.csv", "pca.parquet", "meta.json"),
+        multiext(f"{RESULTS}/layers/{{model}}/{{corpus}}/", "layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet", "meta.json"),
     log:
         "logs/layers/{model}/{corpus}.log",
     benchmark:

@@ -140,19 +140,21 @@ SENTENCES = [["The", "jury", "praised", "the", "administration", "."], ["Unbelie
 
 def test_special_tokens_are_excluded_and_counted(minilm):
     assert minilm.n_states == 7 and minilm.dim == 384
-    (layers, types, n_special), = list(batches(minilm, SENTENCES, batch_size=8))
+    (layers, types, n_special, positions), = list(batches(minilm, SENTENCES, batch_size=8))
     pieces = [minilm.tokenizer(s, is_split_into_words=True, add_special_tokens=False)["input_ids"] for s in SENTENCES]
     assert len(types) == sum(map(len, pieces)) == sum(count_points(minilm, s) for s in SENTENCES)
     assert n_special == 2 * len(SENTENCES)  # [CLS] and [SEP] of each sentence; padding is not counted either
     assert "[CLS]" not in types and "[SEP]" not in types and "[PAD]" not in types
     assert types == minilm.tokenizer.convert_ids_to_tokens([i for p in pieces for i in p])
     assert all(layer.shape == (len(types), 384) for layer in layers) and len(layers) == 7
+    assert positions.tolist() == [i for p in pieces for i in range(len(p))]  # 0 = a sentence's first piece, [CLS] excluded
     # Padding does not change a sentence's states: alone or in a batch, the same numbers.
-    (alone, _, _), = list(batches(minilm, SENTENCES[2:], batch_size=8))
+    (alone, _, _, _), = list(batches(minilm, SENTENCES[2:], batch_size=8))
     np.testing.assert_allclose(alone[6], layers[6][-len(pieces[2]):], atol=1e-5)
     # Words: one point per word, the mean of its pieces.
-    (wl, wtypes, _), = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
+    (wl, wtypes, _, wpositions), = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
     assert wtypes == [w for s in SENTENCES for w in s] and wl[3].shape == (13, 384)
+    assert wpositions.tolist() == [i for s in SENTENCES for i in range(len(s))]
     n_first = len(minilm.tokenizer(["Unbelievably"], is_split_into_words=True, add_special_tokens=False)["input_ids"])
     start = len(pieces[0])
     np.testing.assert_allclose(wl[3][6], layers[3][start : start + n_first].mean(axis=0), atol=1e-5)
@@ -211,6 +213,20 @@ def test_wikitext_through_its_canonical_zip(tmp_path, monkeypatch):
     assert (tmp_path / "cache/wikitext-2/wiki.train.raw").is_file()
 
 
+def test_ptb_through_its_canonical_url(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ptb.train.txt").write_text(" aer banknote berlitz <unk> calloway \n pierre <unk> N years old will join the board \n")
+    from dataclasses import replace
+
+    monkeypatch.setitem(corpora.CORPORA, "ptb", replace(corpora.PTB, urls=((site / "ptb.train.txt").as_uri(),)))
+    sentences = corpora.load("ptb", tmp_path / "cache")
+    assert sentences == [["aer", "banknote", "berlitz", "<unk>", "calloway"], ["pierre", "<unk>", "N", "years", "old", "will", "join", "the", "board"]]
+    (site / "ptb.train.txt").write_text("This is not PTB.\n")
+    with pytest.raises(Exception, match="no <unk> token"):
+        corpora.load("ptb", tmp_path / "other-cache")
+
+
 # ----- bad input ---------------------------------------------------------------------------------------------------------
 
 def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
@@ -261,5 +277,5 @@ def test_workflow_layers_section_plans(tmp_path):
     out = sh(["snakemake", "-n", "layers", *where], ROOT).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     assert counts["layers_run"] == (2 + 1) * 2 and counts["layers_report"] == 1  # (minilm, mpnet, glove) x (brown, wikitext-2)
-    bad = sh(["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['ptb']}"], ROOT, check=False)
-    assert bad.returncode != 0 and "ptb" in bad.stdout + bad.stderr
+    bad = sh(["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"], ROOT, check=False)
+    assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr

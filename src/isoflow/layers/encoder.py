@@ -98,8 +98,9 @@ def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> in
 
 
 def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
-            ) -> Iterator[tuple[list[np.ndarray], list[str], int]]:
-    """Per batch: (one float32 (points, dim) array per layer, the points' types, special tokens excluded)."""
+            ) -> Iterator[tuple[list[np.ndarray], list[str], int, np.ndarray]]:
+    """Per batch: (one float32 (points, dim) array per layer, the points' types, special tokens excluded, the points'
+    positions in their sentence: 0 for its first analysed token or word)."""
     if mode not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {mode!r}")
     for b0 in range(0, len(sentences), batch_size):
@@ -117,9 +118,10 @@ def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int
             types = encoder.tokenizer.convert_ids_to_tokens(ids)
             mask = keep.to(encoder.device)
             layers = [s[mask].float().cpu().numpy() for s in states]
+            positions = (torch.cumsum(keep.int(), dim=1) - 1)[keep].numpy()
         else:
             # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
-            rows, cols, types = [], [], []
+            rows, cols, types, word_positions = [], [], [], []
             flat = 0
             for i, wids in enumerate(word_ids):
                 seen: dict[int, int] = {}
@@ -129,6 +131,7 @@ def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int
                     if w not in seen:
                         seen[w] = flat + len(seen)
                         types.append(chunk[i][w])
+                        word_positions.append(w)
                     rows.append(seen[w])
                     cols.append(i * keep.shape[1] + j)
                 flat += len(seen)
@@ -137,4 +140,5 @@ def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int
             weight /= weight.sum(dim=1, keepdim=True)
             weight = weight.to(encoder.device)
             layers = [(weight @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
-        yield layers, types, n_special
+            positions = np.asarray(word_positions, dtype=np.int64)
+        yield layers, types, n_special, positions

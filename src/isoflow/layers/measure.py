@@ -24,6 +24,7 @@ and is left out of the cosines).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -153,10 +154,40 @@ def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> t
     return row, {"sample": idx, "clusters": sample_labels}
 
 
-def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, frequency: np.ndarray, *, max_points: int = 5000,
-             seed: int = 0) -> dict[str, np.ndarray]:
-    """Three principal components of (a seeded sample of) the points, with cluster, type and type frequency: the
-    data of the 2-D and 3-D views (Cai et al.'s cluster and "Swiss roll" pictures)."""
+_PIECE_MARKS = ("##", "Ġ", "▁", "Ċ")
+
+
+def is_symbol(token: str) -> bool:
+    """Whether a type is a symbol (punctuation, brackets, quotes: no letter or digit once the tokenizer's word-piece
+    marks ``##``, ``Ġ``, ``▁`` are removed), as Cai et al. split "symbol" from "word" tokens."""
+    core = str(token)
+    for mark in _PIECE_MARKS:
+        core = core.replace(mark, "")
+    return bool(core) and not any(ch.isalnum() for ch in core)
+
+
+def cluster_composition(clusters: torch.Tensor, types: np.ndarray, positions: np.ndarray | None, *, top: int = 8) -> list[dict]:
+    """What each cluster of a sample holds: its size and share of the sample, the share of symbol tokens and of
+    first tokens (position 0) in it, its mean position (NaN without positions: static vectors), and its most frequent
+    types (``top`` of them, with counts)."""
+    labels = clusters.cpu().numpy()
+    symbols = np.array([is_symbol(t) for t in types])
+    rows = []
+    for c in np.unique(labels):
+        members = labels == c
+        counts = Counter(np.asarray(types, dtype=object)[members].tolist()).most_common(top)
+        rows.append({"cluster": int(c), "size": int(members.sum()), "share": float(members.mean()), "share_symbols": float(symbols[members].mean()),
+                     "share_first_position": float((positions[members] == 0).mean()) if positions is not None else float("nan"),
+                     "mean_position": float(positions[members].mean()) if positions is not None else float("nan"),
+                     "top_types": " ".join(f"{t}({n})" for t, n in counts)})
+    return rows
+
+
+def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, frequency: np.ndarray, positions: np.ndarray | None = None, *,
+             max_points: int = 5000, seed: int = 0) -> dict[str, np.ndarray]:
+    """Three principal components of (a seeded sample of) the points, with cluster, type, type frequency, whether the
+    type is a symbol and the point's position in its sentence: the data of the 2-D and 3-D views (Cai et al.'s
+    cluster, "Swiss roll", frequency and symbol/word pictures)."""
     n = points.shape[0]
     idx = sample_rows(n, max_points, seed + 1)
     idx = torch.arange(n) if idx is None else idx.cpu()
@@ -164,5 +195,9 @@ def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, fr
     x = x - x.mean(dim=0, keepdim=True)
     _, _, vt = torch.linalg.svd(x, full_matrices=False)
     pcs = (x @ vt[:3].T).cpu().numpy()
-    return {"pc1": pcs[:, 0], "pc2": pcs[:, 1], "pc3": pcs[:, 2], "cluster": clusters.cpu().numpy()[idx.numpy()],
-            "type": np.asarray(types)[idx.numpy()], "frequency": np.asarray(frequency)[idx.numpy()]}
+    chosen = np.asarray(types)[idx.numpy()]
+    view = {"pc1": pcs[:, 0], "pc2": pcs[:, 1], "pc3": pcs[:, 2], "cluster": clusters.cpu().numpy()[idx.numpy()], "type": chosen,
+            "frequency": np.asarray(frequency)[idx.numpy()], "symbol": np.array([is_symbol(t) for t in chosen])}
+    if positions is not None:
+        view["position"] = np.asarray(positions)[idx.numpy()]
+    return view

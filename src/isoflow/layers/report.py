@@ -18,15 +18,16 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import write_table
-from ..reporting.figures import pyplot, save, suptitle
+from ..reporting.figures import model_colour, pyplot, save, suptitle
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {"BERT": 5.6, "D-BERT": 7.3, "GPT": 6.8, "GPT2": 7.0, "ELMo": 9.1, "GloVe": 18.0, "GloVe-2M": 26.1, "GNEWS": 21.1}
 
 
-def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
-    """(per-layer table, PCA view points, meta by "model/corpus") of the given analysis directories."""
-    tables, views, metas = [], [], {}
+def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame]:
+    """(per-layer table, PCA view points, meta by "model/corpus", what each layer's clusters hold) of the given
+    analysis directories."""
+    tables, views, metas, clusters = [], [], {}, []
     for d in map(Path, dirs):
         files = [d / f for f in ("layers.parquet", "pca.parquet", "meta.json")]
         missing = [str(f) for f in files if not f.is_file()]
@@ -40,9 +41,12 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict]]:
         view["model"], view["corpus"] = meta["model"], meta["corpus"]
         views.append(view)
         metas[f"{meta['model']}/{meta['corpus']}"] = meta
+        if (d / "clusters.parquet").is_file():
+            clusters.append(pd.read_parquet(d / "clusters.parquet"))
     if not tables:
         raise ValueError("no layer analyses given")
-    return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas
+    composition = pd.concat(clusters, ignore_index=True) if clusters else pd.DataFrame(columns=["model", "corpus", "layer", "cluster"])
+    return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition
 
 
 def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
@@ -57,7 +61,14 @@ def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["kind", "model", "corpus"]).reset_index(drop=True)
 
 
-def tables(layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathLike) -> list[Path]:
+def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
+    """The clusters of every layer where K-means found more than one (K > 1), with what they hold."""
+    chosen = layers.loc[layers["cluster_k"] > 1, ["model", "corpus", "layer"]]
+    table = clusters.merge(chosen, on=["model", "corpus", "layer"])
+    return table.sort_values(["model", "corpus", "layer", "size"], ascending=[True, True, True, False]).reset_index(drop=True)
+
+
+def tables(layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathLike, clusters: pd.DataFrame | None = None) -> list[Path]:
     out_dir = Path(out_dir)
     cols = [c for c in layers.columns if c != "static"]
     written = write_table(layers[cols], out_dir / "layers", caption=(
@@ -68,19 +79,19 @@ def tables(layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathL
     written += write_table(lid_table(layers, metas), out_dir / "layers_lid", caption=(
         "Table 3 analogue: average LID (cosine) of contextual layers against static vectors, same corpus. "
         f"Cai et al.'s Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."), floatfmt="%.2f")
+    if clusters is not None:
+        written += write_table(cluster_table(clusters, layers), out_dir / "layers_clusters", caption=(
+            "What K-means' clusters hold, in every layer where it found more than one (K > 1; the sample of at most "
+            "20,000 points): size, share of the sample, share of symbol tokens (no letter or digit) and of first tokens "
+            "(position 0 in the sentence), mean position, most frequent types (count)."), floatfmt="%.3f")
     return written
-
-
-def _styles(layers: pd.DataFrame):
-    models = sorted(layers["model"].unique())
-    return {m: f"C{i}" for i, m in enumerate(models)}
 
 
 def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    colour = _styles(layers)
+    colour = {m: model_colour(m) for m in layers["model"].unique()}
     corpora = sorted(layers["corpus"].unique())
     ctx, static = layers[~layers["static"]], layers[layers["static"]]
     written = []
@@ -104,7 +115,11 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
                 ax.set_xlabel("layer (0 = embeddings)")
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 ax.grid(alpha=0.3)
-                ax.legend(fontsize=6)
+        handles = {}
+        for ax in axes.flat:  # one legend below the panels, each series once
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+        fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(len(handles), 4), fontsize=7, frameon=False)
         suptitle(fig, title)
         return save(fig, out_dir / name)
 
@@ -114,23 +129,64 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
     written += per_layer("layers_lid", [("lid_euclidean", "LID (Euclidean)"), ("lid_cosine", "LID (cosine)")],
                          "Local intrinsic dimension per layer (k-NN MLE); dotted: static vectors", "LID")
 
-    # PCA views: one row per model x corpus; 2-D by cluster, 2-D by frequency, 3-D by frequency.
+    written += pca_figure(views, out_dir)
+    return written
+
+
+POSITION_CAP = 40  # positions beyond this share the last colour (long sentences are few)
+
+
+def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """One row per model × corpus, its view layer's PCA (PC1, PC2): K-means clusters; the position in the sentence (the
+    "Swiss roll" of Cai et al.'s GPT/GPT-2); the same in 3-D; word tokens and symbol tokens apart, coloured by their
+    frequency. Frequencies and positions share one colour scale in every row."""
+    import matplotlib
+
+    plt = pyplot()
     keys = sorted({(m, c) for m, c in zip(views["model"], views["corpus"])})
-    fig = plt.figure(figsize=(13, 3.8 * len(keys)), constrained_layout=True)
+    logf = np.log10(views["frequency"].to_numpy(dtype=float))
+    fnorm = matplotlib.colors.Normalize(vmin=float(logf.min()), vmax=float(logf.max()))
+    pnorm = matplotlib.colors.Normalize(vmin=0, vmax=POSITION_CAP)
+    fig = plt.figure(figsize=(17, 3.3 * len(keys) + 0.8), constrained_layout=True)
+    cols = 5
     for i, (model, corpus) in enumerate(keys):
         v = views[(views.model == model) & (views.corpus == corpus)]
         layer = int(v["layer"].iloc[0])
-        logf = np.log10(v["frequency"].to_numpy(dtype=float))
-        ax = fig.add_subplot(len(keys), 3, 3 * i + 1)
-        ax.scatter(v["pc1"], v["pc2"], c=v["cluster"], cmap="tab20", s=3)
-        ax.set_title(f"{model} layer {layer} ({corpus}): K-means clusters", fontsize=8)
-        ax = fig.add_subplot(len(keys), 3, 3 * i + 2)
-        sc = ax.scatter(v["pc1"], v["pc2"], c=logf, cmap="viridis", s=3)
-        fig.colorbar(sc, ax=ax, label="log10 frequency")
-        ax.set_title("coloured by token frequency", fontsize=8)
-        ax = fig.add_subplot(len(keys), 3, 3 * i + 3, projection="3d")
-        ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=logf, cmap="viridis", s=2)
-        ax.set_title("3-D view (PC1-3)", fontsize=8)
-    suptitle(fig, "PCA of one layer's points (≤ 5,000 of the analysed sample)")
-    written += save(fig, out_dir / "layers_pca")
-    return written
+        symbol = v["symbol"].to_numpy(dtype=bool) if "symbol" in v else np.zeros(len(v), dtype=bool)
+        has_position = "position" in v and v["position"].notna().all() and (v["position"] >= 0).all()
+
+        def panel(j, title, projection=None, row=i):
+            ax = fig.add_subplot(len(keys), cols, cols * row + j, projection=projection)
+            ax.set_title(title, fontsize=8)
+            ax.set_xlabel("PC1", fontsize=7)
+            ax.set_ylabel("PC2", fontsize=7)
+            ax.tick_params(labelsize=6)
+            return ax
+
+        k = int(v["cluster"].nunique())
+        ax = panel(1, f"{model}, layer {layer} ({corpus}):\nK-means, K = {k}" + (" (one cluster)" if k == 1 else ""))
+        for c, g in v.groupby("cluster"):
+            ax.scatter(g["pc1"], g["pc2"], s=2, color=matplotlib.colormaps["tab20"](int(c) % 20), label=f"cluster {c}")
+        if k > 1:
+            ax.legend(fontsize=6, markerscale=3, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        if has_position:
+            pos = np.minimum(v["position"].to_numpy(), POSITION_CAP)
+            ax = panel(2, "by position in the sentence")
+            sc = ax.scatter(v["pc1"], v["pc2"], c=pos, cmap="plasma", norm=pnorm, s=2)
+            ax = panel(3, "3-D (PC1-3), by position", projection="3d")
+            ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
+            ax.set_zlabel("PC3", fontsize=7)
+            fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8)
+        else:
+            for j in (2, 3):
+                ax = fig.add_subplot(len(keys), cols, cols * i + j)
+                ax.axis("off")
+                ax.text(0.5, 0.5, "no positions\n(static vectors)", ha="center", va="center", fontsize=8)
+        lf = np.log10(v["frequency"].to_numpy(dtype=float))
+        for j, (mask, what) in enumerate(((~symbol, "word tokens"), (symbol, "symbol tokens")), start=4):
+            ax = panel(j, f"{what} ({int(mask.sum())}), by frequency")
+            ax.scatter(v["pc1"], v["pc2"], s=1, color="0.85")  # every point in grey: the same frame in both panels
+            sc = ax.scatter(v["pc1"][mask], v["pc2"][mask], c=lf[mask], cmap="viridis", norm=fnorm, s=2)
+        fig.colorbar(sc, ax=ax, label="log10 frequency in the sample", shrink=0.8)
+    suptitle(fig, "PCA of one layer's points (≤ 5,000 of the analysed sample): clusters, position, and word vs symbol tokens by frequency")
+    return save(fig, out_dir / "layers_pca")

@@ -1,5 +1,6 @@
-"""One layer analysis from corpus to files: ``<out>/layers.parquet`` (+ ``layers.csv``), ``pca.parquet`` and
-``meta.json``, written together through a temp directory (an interrupted run leaves nothing).
+"""One layer analysis from corpus to files: ``<out>/layers.parquet`` (+ ``layers.csv``), ``pca.parquet`` (the view
+layer's PCA), ``clusters.parquet`` (what each layer's K-means clusters hold) and ``meta.json``, written together
+through a temp directory (an interrupted run leaves nothing).
 
 Contextual models: every layer's token states, streamed through :class:`~isoflow.layers.store.LayerStore`.
 Static vectors (``glove-50d``, ``word2vec-222``): one "layer", one point per distinct corpus word the vectors know
@@ -27,10 +28,10 @@ from ..models import STATIC_MODELS
 from ..progress import progress_bar
 from ..records import run_provenance
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
-from .measure import LayerSettings, layer_metrics, pca_view
+from .measure import LayerSettings, cluster_composition, layer_metrics, pca_view
 from .store import LayerStore
 
-LAYER_FILES = ("layers.parquet", "layers.csv", "pca.parquet", "meta.json")
+LAYER_FILES = ("layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet", "meta.json")
 
 
 def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") -> Path:
@@ -89,10 +90,10 @@ def run_layers(
             "types": types, "settings": settings.dict(), "device": str(dev)}
 
     if model in STATIC_MODELS:
-        rows, view, info = _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
+        rows, view, clusters, info = _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
     else:
-        rows, view, info = _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size,
-                                       stream, out, timings, progress)
+        rows, view, clusters, info = _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size,
+                                                 stream, out, timings, progress)
     meta.update(info)
     meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1), **run_provenance(), complete=True)
     interrupt.check()
@@ -103,6 +104,10 @@ def run_layers(
         table.to_parquet(tmp / "layers.parquet", index=False)
         table.to_csv(tmp / "layers.csv", index=False)
         pd.DataFrame(view).to_parquet(tmp / "pca.parquet", index=False)
+        composition = pd.DataFrame(clusters)
+        composition.insert(0, "corpus", meta["corpus"])
+        composition.insert(0, "model", name)
+        composition.to_parquet(tmp / "clusters.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=float) + "\n")
     return out
 
@@ -123,12 +128,14 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
     timings["sample"] = time.perf_counter() - t
     t = time.perf_counter()
     type_list: list[str] = []
+    position_parts: list[np.ndarray] = []
     n_special = 0
     bar = progress_bar(progress, len(chosen), f"{model}: encoding", "sent")
     with LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None) as store:
-        for layers, point_types, specials in batches(encoder, chosen, batch_size=batch_size, mode=types):
+        for layers, point_types, specials, positions in batches(encoder, chosen, batch_size=batch_size, mode=types):
             store.append(layers)
             type_list += point_types
+            position_parts.append(positions)
             n_special += specials
             interrupt.check()
             if bar is not None:
@@ -137,20 +144,23 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
             bar.close()
         timings["encode"] = time.perf_counter() - t
         type_arr = np.asarray(type_list, dtype=object)
+        position_arr = np.concatenate(position_parts)
         freq = Counter(type_list)
-        rows, view = [], {}
+        rows, view, clusters = [], {}, []
         bar = progress_bar(progress, n_layers, f"{model}: measuring", "layer")
         for layer in range(n_layers):
             t = time.perf_counter()
             points = torch.from_numpy(store.layer(layer)).to(dev)
             row, extra = layer_metrics(points, type_arr, settings)
             rows.append({"layer": layer, **row})
+            idx = extra["sample"]
+            sample_types = type_arr if idx is None else type_arr[idx.cpu().numpy()]
+            sample_positions = position_arr if idx is None else position_arr[idx.cpu().numpy()]
+            clusters += [{"layer": layer, **c} for c in cluster_composition(extra["clusters"], sample_types, sample_positions)]
             if layer == view_layer:
-                idx = extra["sample"]
                 sample_points = points if idx is None else points[idx]
-                sample_types = type_arr if idx is None else type_arr[idx.cpu().numpy()]
                 view = {"layer": layer, **pca_view(sample_points, extra["clusters"], sample_types,
-                                                   np.array([freq[x] for x in sample_types]), seed=settings.seed)}
+                                                   np.array([freq[x] for x in sample_types]), sample_positions, seed=settings.seed)}
             timings[f"layer{layer}"] = time.perf_counter() - t
             del points
             interrupt.check()
@@ -161,7 +171,7 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
         streamed = store.on_disk
     info = {"n_layers": n_layers, "dim": encoder.dim, "n_points": n_points, "sentences_used": len(chosen),
             "special_tokens_excluded": n_special, "view_layer": view_layer, "streamed": streamed, "hidden_states": "0 = embeddings, 1..L = blocks"}
-    return rows, view, info
+    return rows, view, clusters, info
 
 
 def _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings):
@@ -182,6 +192,7 @@ def _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
     sample_words = np.asarray(words, dtype=object) if idx is None else np.asarray(words, dtype=object)[idx.cpu().numpy()]
     view = {"layer": 0, **pca_view(points if idx is None else points[idx], extra["clusters"], sample_words,
                                    np.array([counts[w] for w in sample_words]), seed=settings.seed)}
+    clusters = [{"layer": 0, **c} for c in cluster_composition(extra["clusters"], sample_words, None)]
     info = {"n_layers": 1, "dim": int(points.shape[1]), "n_points": len(words), "sentences_used": len(chosen),
             "corpus_words": int(sum(counts.values())), "words_not_in_vocabulary": len(counts) - len(words), "static": True}
-    return [{"layer": 0, **row}], view, info
+    return [{"layer": 0, **row}], view, clusters, info
