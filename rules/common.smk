@@ -15,9 +15,11 @@ import shlex
 from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
+from isoflow.finetune.settings import FinetuneSettings
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.records import lambda_dir
+from isoflow.settings import command_line
 
 DATA = config.get("data_dir", "data")
 RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
@@ -326,6 +328,13 @@ def layers_files():
 # ----- Fine-tuning with I-STAR (finetune.smk) -----------------------------------------------------------------
 
 FINETUNE = config.get("finetune") or {}
+
+
+def finetune_options(wildcards):
+    """The section's settings as `isoflow finetune` options (isoflow.finetune.settings declares them and their defaults,
+    which the schema filled in); CosReg runs take cosreg_points."""
+    values = {**FINETUNE, "points": FINETUNE["cosreg_points"] if wildcards.reg == "cosreg" else FINETUNE["points"]}
+    return command_line(FinetuneSettings, values)
 
 
 def finetune_pairs():

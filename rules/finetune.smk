@@ -39,20 +39,10 @@ rule finetune_run:
         mirror=MIRROR,
         device=DEVICE,
         weight=lambda wildcards: f"--{wildcards.reg} {wildcards.lam}",
-        points=FINETUNE.get("points", "tokens-all-layers"),
-        shrinkage_points=FINETUNE.get("shrinkage_points", 100000),
-        epochs=FINETUNE.get("epochs", 3),
-        batch_size=FINETUNE.get("batch_size", 32),
-        lr=FINETUNE.get("lr", 1e-5),
-        zeta=FINETUNE.get("zeta", 0.2),
-        max_train=FINETUNE.get("max_train", 0),
-        max_heldout=FINETUNE.get("max_heldout", 0),
-        heldout_fraction=FINETUNE.get("heldout_fraction", 0.1),
+        settings=finetune_options,
         model=model_option,
     shell:
-        "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} "
-        "--zeta {params.zeta} --points {params.points} --shrinkage-points {params.shrinkage_points} --epochs {params.epochs} --batch-size {params.batch_size} --lr {params.lr} "
-        "--max-train {params.max_train} --max-heldout {params.max_heldout} --heldout-fraction {params.heldout_fraction} "
+        "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
         "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
         "> {log} 2>&1"
 

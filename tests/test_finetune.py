@@ -17,7 +17,7 @@ from conftest import ROOT, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
-from isoflow.finetune import run_finetune
+from isoflow.finetune import FinetuneSettings, run_finetune
 from isoflow.finetune import train as train_module
 from isoflow.finetune.data import examples_of, held_out, maximal_phrases, phrase_disjoint_split, stratified_split
 from isoflow.finetune.model import POINTS, SentenceEncoder, penalty_points
@@ -68,6 +68,41 @@ def test_token_points_leave_padding_out(st_minilm):
     assert torch.allclose(points, torch.cat(per_layer), atol=1e-4)
     assert torch.allclose(last, per_layer[-1], atol=1e-4) and penalty_points("pooled", pooled, states, mask) is pooled
     assert POINTS == ("tokens-all-layers", "tokens-last-layer", "pooled")
+
+
+def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
+    """The per-layer measurements read every layer's token states of the held-out texts, padding and special tokens left
+    out, the first sample_cap of them: checked against states gathered one sentence at a time by transformers itself."""
+    from IsoScore.IsoScore import IsoScore
+    from transformers import AutoModel, AutoTokenizer
+
+    from isoflow.finetune.data import Examples
+    from isoflow.finetune.train import layer_geometry
+    from isoflow.metrics import s_inter, twonn
+
+    words = "the film was very good i hated plot a long and dull story about cast it fine not funny".split()
+    rng = np.random.default_rng(0)
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(3, 9)))) for _ in range(40)]
+    ex = Examples(texts, None, np.zeros(len(texts), dtype=int), ["x"])
+    model, tokenizer = AutoModel.from_pretrained(tiny_bert).eval(), AutoTokenizer.from_pretrained(tiny_bert)
+    enc = SentenceEncoder.from_transformer(model, tokenizer).eval()  # dropout off before and after the measurement
+    s = FinetuneSettings(task="t", model="m", seed=0, sample_cap=150, eval_batch_size=7)
+    got = layer_geometry(enc, ex, s, "cpu")
+    layers, ids = [[] for _ in range(3)], []
+    with torch.no_grad():
+        for text in texts:  # one sentence at a time: no padding at all
+            inputs = tokenizer(text, return_tensors="pt")
+            states = model(**inputs, output_hidden_states=True).hidden_states
+            for k, h in enumerate(states):
+                layers[k].append(h[0, 1:-1])  # [CLS] and [SEP] left out
+            ids.append(inputs["input_ids"][0, 1:-1])
+    types = torch.cat(ids)[:150]
+    for k in range(3):
+        x = torch.cat(layers[k])[:150]
+        assert got["layer_isoscore"][k] == pytest.approx(float(IsoScore(x.double())), abs=1e-5)
+        assert got["layer_s_inter"][k] == pytest.approx(s_inter(x, types), abs=1e-5)
+        assert got["layer_twonn"][k] == pytest.approx(twonn(x), rel=1e-3)
+    assert len(got["layer_isoscore"]) == 3  # the embedding layer and both blocks
 
 
 def test_pairs_are_one_sequence(st_minilm):
@@ -235,13 +270,14 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(model="bert"), "unknown model 'bert'"),
+    (dict(model="bert"), "'bert' is not one of isoflow's models"),
     (dict(model="glove-50d"), "glove-50d is a static word-vector model"),
     (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
-    (dict(zeta=2.0), r"zeta must be a number in \[0, 1\]"),
-    (dict(lr=0.0), "lr must be a finite number > 0"),
-    (dict(epochs=0), "epochs must be an integer >= 1"),
-    (dict(heldout_fraction=0.0), r"heldout_fraction must be in \(0, 1\)"),
+    (dict(zeta=2.0), "zeta must be at most 1; got 2.0"),
+    (dict(lr=0.0), "lr must be greater than 0; got 0.0"),
+    (dict(epochs=0), "epochs must be at least 1; got 0"),
+    (dict(epochs=2.5), "epochs must be an integer; got 2.5"),
+    (dict(heldout_fraction=0.0), "heldout_fraction must be greater than 0; got 0.0"),
     (dict(points="layers"), "points must be one of tokens-all-layers, tokens-last-layer, pooled"),
     (dict(reg="l2"), "reg must be one of istar, cosreg"),
     (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
@@ -251,7 +287,7 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
 def test_bad_input_fails_before_training(polarity_small, tmp_path, kwargs, message):
     write_task(build_task("one-class", [f"s{i}" for i in range(30)], ["pos"] * 29 + ["neg"]), polarity_small / "tasks/one-class")
     args = {"task": "polarity-120", "model": "minilm", **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises((ValueError, RuntimeError), match=message):  # bad input, or a model not to be had
         run_finetune(args.pop("task"), args.pop("model"), 0, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, **args)
     assert not (tmp_path / "finetune").exists()
 

@@ -25,11 +25,18 @@ _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
 
 
 def setting(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None, exclusive_minimum: float | None = None,
-            exclusive_maximum: float | None = None, choices: tuple | None = None, cli: bool = True) -> Any:
-    """A dataclass field with its default, help and allowed values (``cli=False``: not a command-line option)."""
+            exclusive_maximum: float | None = None, choices: tuple | None = None, cli: bool = True, schema: bool = True,
+            flag: str | None = None, metavar: str | None = None) -> Any:
+    """A dataclass field with its default, help and allowed values. ``cli=False``: not a command-line option;
+    ``schema=False``: not a key of the config schema (a run's identity, e.g. its seed, which the config lists);
+    ``flag``: the option's name when it is not ``--<field-name>``."""
     meta = {"help": help, "minimum": minimum, "maximum": maximum, "exclusiveMinimum": exclusive_minimum, "exclusiveMaximum": exclusive_maximum,
-            "choices": choices, "cli": cli}
+            "choices": choices, "cli": cli, "schema": schema, "flag": flag, "metavar": metavar}
     return dataclasses.field(default=default, metadata=meta)
+
+
+def flag_of(f: dataclasses.Field) -> str:
+    return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
 def _fields(cls) -> list[dataclasses.Field]:
@@ -59,9 +66,16 @@ def check_value(name: str, value: Any, meta: dict) -> None:
 
 
 def check(settings) -> None:
-    """Check every field of a settings object against its declared range; the first violation raises."""
+    """Check every field of a settings object against its declared type and range; the first violation raises."""
+    import numbers
+
     for f in _fields(type(settings)):
-        check_value(f.name, getattr(settings, f.name), f.metadata)
+        value, kind = getattr(settings, f.name), _type_of(type(settings), f)
+        wrong = (isinstance(value, bool) and kind is not bool) or (kind is int and not isinstance(value, numbers.Integral)) or (
+            kind is float and not isinstance(value, numbers.Real)) or (kind is bool and not isinstance(value, bool))
+        if wrong:
+            raise ValueError(f"{f.name} must be {'an integer' if kind is int else 'a number' if kind is float else kind.__name__}; got {value!r}")
+        check_value(f.name, value, f.metadata)
 
 
 def _parser_type(name: str, kind: type, meta: dict):
@@ -86,14 +100,14 @@ def add_arguments(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...]
         if f.name in skip or not f.metadata["cli"]:
             continue
         kind, meta = _type_of(cls, f), f.metadata
-        flag = "--" + f.name.replace("_", "-")
         help_text = f"{meta['help']} (default {f.default})"
         if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+            parser.add_argument(flag_of(f), dest=f.name, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
         elif meta["choices"] is not None:
-            parser.add_argument(flag, choices=meta["choices"], default=f.default, help=help_text)
+            parser.add_argument(flag_of(f), dest=f.name, choices=meta["choices"], default=f.default, help=help_text)
         else:
-            parser.add_argument(flag, type=_parser_type(f.name, kind, meta), default=f.default, help=help_text)
+            parser.add_argument(flag_of(f), dest=f.name, type=_parser_type(f.name, kind, meta), default=f.default, help=help_text,
+                                metavar=meta.get("metavar"))
 
 
 def from_namespace(cls, args: argparse.Namespace, **overrides):
@@ -106,7 +120,7 @@ def schema_properties(cls, *, skip: tuple[str, ...] = ()) -> dict[str, dict]:
     """JSON-schema properties of the fields of ``cls``: type, default, range or enum, description."""
     out = {}
     for f in _fields(cls):
-        if f.name in skip:
+        if f.name in skip or not f.metadata.get("schema", True):
             continue
         meta, kind = f.metadata, _type_of(cls, f)
         prop: dict[str, Any] = {"type": _JSON_TYPES[kind], "default": f.default}
@@ -122,3 +136,18 @@ def schema_properties(cls, *, skip: tuple[str, ...] = ()) -> dict[str, dict]:
 
 def as_dict(settings) -> dict:
     return dataclasses.asdict(settings)
+
+
+def command_line(cls, values: dict) -> str:
+    """The options that give ``values`` (setting name -> value; keys that are not command-line settings of ``cls``
+    are left out): how a workflow rule passes a config section to a command."""
+    parts = []
+    for f in _fields(cls):
+        if f.name not in values or not f.metadata["cli"]:
+            continue
+        value = values[f.name]
+        if _type_of(cls, f) is bool:
+            parts.append(flag_of(f) if value else "--no-" + flag_of(f)[2:])
+        else:
+            parts.append(f"{flag_of(f)} {value}")
+    return " ".join(parts)

@@ -94,11 +94,16 @@ def results(p: argparse.ArgumentParser, what: str = "") -> None:
     p.add_argument("--results", default="results", help=f"results root (default: results{what})")
 
 
-def istar(p: argparse.ArgumentParser) -> None:
-    """The I-STAR weight and shrinkage, as every training command takes them."""
+def istar(p: argparse.ArgumentParser, *, zeta: bool = True) -> None:
+    """The I-STAR weight (and, unless a settings class declares it, the shrinkage ζ), as every training command takes
+    them."""
+    from ..istar_settings import zeta_setting
+
     p.add_argument("--istar", type=finite_float, default=0.0, metavar="LAMBDA",
                    help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain run)")
-    p.add_argument("--zeta", type=unit_interval, default=0.2, help="IsoScore* shrinkage weight in [0, 1] (default 0.2, I-STAR's)")
+    if zeta:
+        field = zeta_setting()
+        p.add_argument("--zeta", type=unit_interval, default=field.default, help=f"{field.metadata['help']} (default {field.default})")
 
 
 def force(p: argparse.ArgumentParser, what: str = "replace what stands at --out even if isoflow did not write it") -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
+from .settings import POINTS
 
 
 class SentenceEncoder(torch.nn.Module):

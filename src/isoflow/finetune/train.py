@@ -18,11 +18,14 @@ At epoch 0 (before training) and after every epoch, on the held-out examples: lo
 for CoLA, F1 for MRPC and QQP); on the penalty's points, IsoScore* (``isoscore_star``), IsoScore
 (``isoscore_points``) and their mean pairwise cosine (``cosine_points``); on the pooled outputs (what the head
 classifies), IsoScore, mean cosine, silhouette w.r.t. the labels, TwoNN, LID, and the mean |activation| of every
-dimension (the poster's Figure 1). Every training step records its loss and penalty.
+dimension (the poster's Figure 1); with ``layer_geometry``, per layer of the encoder (0 = embeddings), IsoScore,
+S_inter and TwoNN of the held-out token states (does a classification objective's anisotropy reach the bottom
+layers? Mickus et al.'s conjecture). Every training step records its loss and penalty.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -31,69 +34,14 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..istar import DEFAULT_ZETA, CosineRegLoss, IStarLoss, RunningCovariance, check_istar
+from ..istar import CosineRegLoss, IStarLoss, RunningCovariance
 from ..metrics import cosine_anisotropy, encode_labels, isoscore, isoscore_of_covariance, lid_mle, sample_rows, silhouette_tensor, twonn
 from ..progress import progress_bar
 from .data import Examples
-from .model import POINTS, ClassificationHead, SentenceEncoder, penalty_points
+from .model import ClassificationHead, SentenceEncoder, penalty_points
+from .settings import TASK_METRICS, FinetuneSettings
 
-REGULARISERS = ("istar", "cosreg")
-TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
-
-
-@dataclass
-class FinetuneSettings:
-    task: str
-    model: str
-    seed: int
-    reg: str = "istar"  # which regulariser the weight belongs to: istar (istar_lambda) or cosreg (cosreg_weight)
-    istar_lambda: float = 0.0
-    cosreg_weight: float = 0.0
-    zeta: float = DEFAULT_ZETA
-    points: str = "tokens-all-layers"
-    epochs: int = 3  # BERT's GLUE recipe; the poster: "a few epochs"
-    batch_size: int = 32
-    lr: float = 1e-5
-    weight_decay: float = 0.0
-    dropout: float = 0.1
-    max_train: int = 0  # 0: every training example; else a fixed stratified subset
-    heldout_fraction: float = 0.1  # when the task has no validation split at hand
-    max_heldout: int = 0  # 0: every held-out example
-    shrinkage_points: int = 100_000  # training points Σ_S is estimated from, every epoch
-    eval_batch_size: int = 64
-    sample_cap: int = 20_000
-    k_lid: int = 20
-
-    def __post_init__(self):
-        def bad(name, want):
-            raise ValueError(f"{name} must be {want}; got {getattr(self, name)!r}")
-
-        for name, low in (("seed", 0), ("epochs", 1), ("batch_size", 2), ("max_train", 0), ("max_heldout", 0),
-                          ("shrinkage_points", 2), ("eval_batch_size", 1), ("sample_cap", 3), ("k_lid", 2)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
-                bad(name, f"an integer >= {low}")
-        for name in ("lr", "weight_decay"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or (name == "lr" and v == 0):
-                bad(name, "a finite number > 0" if name == "lr" else "a finite number >= 0")
-        if not 0.0 <= self.dropout < 1.0:
-            bad("dropout", "in [0, 1)")
-        if not 0.0 < self.heldout_fraction < 1.0:
-            bad("heldout_fraction", "in (0, 1)")
-        if self.points not in POINTS:
-            bad("points", f"one of {', '.join(POINTS)}")
-        if self.reg not in REGULARISERS:
-            bad("reg", f"one of {', '.join(REGULARISERS)}")
-        check_istar(self.istar_lambda, self.zeta)
-        CosineRegLoss(self.cosreg_weight)  # checks the weight
-        other = "cosreg_weight" if self.reg == "istar" else "istar_lambda"
-        if getattr(self, other):
-            bad(other, f"0 with reg={self.reg} (one regulariser per run)")
-
-    @property
-    def weight(self) -> float:
-        return self.istar_lambda if self.reg == "istar" else self.cosreg_weight
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -163,6 +111,43 @@ def estimate_reference(encoder: SentenceEncoder, train: Examples, s: FinetuneSet
     return running.covariance(), running.n
 
 
+def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, device) -> dict:
+    """Per layer (0 = the embedding layer's output), on the held-out examples' token states (padding and special tokens
+    left out; the first ``sample_cap`` tokens in held-out order, so every epoch sees the same tokens): IsoScore, S_inter
+    (types: the token ids) and TwoNN. Lists indexed by layer."""
+    from ..metrics import s_inter
+
+    tok = encoder.tokenizer  # [UNK] stands for a word: kept, as the layer analysis keeps it
+    special = torch.tensor([i for i in tok.all_special_ids if i != tok.unk_token_id], device=device)
+    layers, ids, n = None, [], 0
+    with _Eval(encoder):
+        for i in range(0, len(ex), s.eval_batch_size):
+            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
+            inputs = encoder.tokenize(a, b, device)
+            _, states, mask = encoder(inputs, hidden_states=True)
+            keep = mask.bool() & ~torch.isin(inputs["input_ids"], special)
+            if layers is None:
+                layers = [[] for _ in states]
+            for parts, h in zip(layers, states):
+                parts.append(h[keep].float())
+            ids.append(inputs["input_ids"][keep])
+            n += int(keep.sum())
+            if n >= s.sample_cap:
+                break
+    points = [torch.cat(parts)[: s.sample_cap] for parts in layers]
+    types = torch.cat(ids)[: s.sample_cap]
+
+    def measured(metric, x, *args):  # a measurement the points do not allow (too few distinct ones) is NaN, not a failed run
+        try:
+            return metric(x, *args)
+        except ValueError as exc:
+            logger.warning("layer geometry: %s", exc)
+            return float("nan")
+
+    return {"layer_isoscore": [measured(isoscore, x) for x in points], "layer_s_inter": [measured(s_inter, x, types) for x in points],
+            "layer_twonn": [measured(twonn, x) for x in points]}
+
+
 def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, reference, device) -> dict:
     """Held-out measurements of the current encoder and head (see the module docstring)."""
     pooled_parts, logit_parts = [], []
@@ -186,7 +171,9 @@ def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s
     C = running.covariance()
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
+    per_layer = layer_geometry(encoder, ex, s, device) if s.layer_geometry else {}
     return {
+        **per_layer,
         "loss": float(torch.nn.functional.cross_entropy(logits, y)),
         "accuracy": float((pred == ex.y).mean()),
         "metric_name": name,
