@@ -63,9 +63,9 @@ OWN_CORPORA = {name: home(path) for name, path in (OWN.get("corpora") or {}).ite
 PRETRAIN = config.get("pretrain") or {}
 PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
 PRETRAINED = {name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()}
-PRETRAIN_REPORT = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/pretrain/figures/pretrain_curves.{ext}" for ext in ("png", "pdf")
-]
+PRETRAIN_TABLES = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md", "tex")]
+PRETRAIN_FIGURES = [f"{RESULTS}/pretrain/figures/pretrain_curves.{ext}" for ext in ("png", "pdf")]
+PRETRAIN_REPORT = PRETRAIN_TABLES + PRETRAIN_FIGURES
 
 
 def pretrained_folder(name):
@@ -80,7 +80,9 @@ def pretrain_options(wildcards):
     return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in PRETRAINED[wildcards.pretrained].items())
 
 
-PRETRAIN_SOURCES = [s if s in ("brown", "wordnet") else home(s) for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])]
+PRETRAIN_SOURCES = [
+    s if s in ("brown", "wordnet") else home(s) for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])
+]
 
 
 def pretrain_excluded():
@@ -311,10 +313,16 @@ def layer_runs():
 
 def layer_run_files():
     """Every file of every analysis: what the report reads."""
-    return [p.replace("layers.parquet", name) for p in layer_runs() for name in ("layers.parquet", "pca.parquet", "clusters.parquet", "meta.json")]
+    return [
+        p.replace("layers.parquet", name)
+        for p in layer_runs()
+        for name in ("layers.parquet", "pca.parquet", "clusters.parquet", "meta.json")
+    ]
 
 
-LAYERS_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid", "layers_clusters") for ext in ("csv", "md", "tex")] + [
+LAYERS_REPORT = [
+    f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid", "layers_clusters") for ext in ("csv", "md", "tex")
+] + [
     f"{RESULTS}/figures/{name}.{ext}"
     for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca")
     for ext in ("png", "pdf")
@@ -354,7 +362,11 @@ def finetune_run_files():
     return [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
 
 
-FINETUNE_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "finetune_paired") for ext in ("csv", "md", "tex")] + [
+# Runs measured per layer (layer_geometry) add finetune_layers, a table and a figure.
+_FINETUNE_LAYERS = ("finetune_layers",) if FINETUNE.get("layer_geometry") else ()
+FINETUNE_REPORT = [
+    f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "finetune_paired", *_FINETUNE_LAYERS) for ext in ("csv", "md", "tex")
+] + [
     f"{RESULTS}/figures/{name}.{ext}"
     for name in (
         "finetune_performance",
@@ -363,6 +375,7 @@ FINETUNE_REPORT = [f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "fi
         "finetune_baselines",
         "finetune_activations",
         "finetune_epochs",
+        *_FINETUNE_LAYERS,
     )
     for ext in ("png", "pdf")
 ]

@@ -23,12 +23,10 @@ rule pretrain_corpus:
         "../envs/isoflow.yaml"
     params:
         options=pretrain_corpus_options,
-        data=DATA,
         raw=RAW,
         mirror=MIRROR,
     shell:
-        "isoflow pretrain-corpus {params.options} --data-dir {params.data} --raw-dir {params.raw} {params.mirror} "
-        "--out {output} > {log} 2>&1"
+        "isoflow pretrain-corpus {params.options} --raw-dir {params.raw} {params.mirror} --out {output} > {log} 2>&1"
 
 
 rule pretrain_model:
@@ -58,13 +56,14 @@ rule pretrain_report:
     input:
         [pretrained_folder(name) for name in PRETRAINED],
     output:
-        reported(PRETRAIN_REPORT, "Plain language models of our own"),
+        tables=reported(PRETRAIN_TABLES, "Plain language models of our own"),
+        figures=reported(PRETRAIN_FIGURES, "Plain language models of our own"),
     log:
         "logs/pretrain_report.log",
     conda:
         "../envs/isoflow.yaml"
     params:
-        tables=f"{RESULTS}/pretrain/tables",
-        figures=f"{RESULTS}/pretrain/figures",
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
         "isoflow pretrain-report {input} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from .istar_settings import DEFAULT_ZETA
 from .metrics import check_shrinkage, covariance_tensor, isoscore_star_tensor
 
 SHRINKAGE_KINDS = ("pretrained", "isotropic")
-DEFAULT_ZETA = 0.2
 PENALTY_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 

@@ -11,7 +11,9 @@ outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*,
 ``finetune_baselines`` (held-out metric of I-STAR at each λ < 0, no regularisation and CosReg, per task and on
 average: Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
 against IsoScore of the pooled outputs across epochs, one curve per λ) and ``finetune_epochs`` (the held-out metric
-after every epoch, one curve per regulariser and weight: is training still improving it?).
+after every epoch, one curve per regulariser and weight: is training still improving it?). Runs measured per layer
+(``layer_geometry``) add the table and figure ``finetune_layers``: every layer's IsoScore, S_inter and TwoNN before
+and after fine-tuning.
 """
 
 from __future__ import annotations
@@ -112,6 +114,83 @@ def _label(reg: str, weight: float) -> str:
     return "none" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
 
 
+LAYER_METRICS = {"layer_isoscore": "IsoScore", "layer_s_inter": "S_inter", "layer_twonn": "TwoNN"}
+
+
+def _long_layers(epochs: pd.DataFrame) -> pd.DataFrame:
+    """The per-layer measurements (lists per epoch) as one row per run × epoch × layer."""
+    rows = []
+    cols = [c for c in LAYER_METRICS if c in epochs]
+    for _, r in epochs.dropna(subset=cols[:1]).iterrows():
+        for layer in range(len(r[cols[0]])):
+            rows.append({**{k: r[k] for k in (*KEY, "seed", "epoch")}, "layer": layer, **{c: r[c][layer] for c in cols}})
+    return pd.DataFrame(rows)
+
+
+def layers_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """Per task × model × regulariser × weight × layer and measurement: its value before training (epoch 0) and after
+    the last epoch (means over the seeds that finished), and the change within a seed with a 95 % t-interval over seeds
+    — does the classification objective's anisotropy reach the bottom layers?"""
+    from scipy.stats import t as student
+
+    epochs, info = _complete(epochs, info)
+    long = _long_layers(epochs)
+    last_epoch = finals(epochs, info, "epoch", KEY)[[*KEY, "seed", "epoch"]]
+    end = long.merge(last_epoch, on=[*KEY, "seed", "epoch"])
+    start = long[long.epoch == 0]
+    both = end.merge(start.drop(columns="epoch"), on=[*KEY, "seed", "layer"], suffixes=("", "_before"))
+    rows = []
+    for (task, model, reg, lam, w, layer), g in both.groupby([*KEY, "layer"], sort=True):
+        for col, name in LAYER_METRICS.items():
+            if col not in g:
+                continue
+            d = g[col] - g[f"{col}_before"]
+            n = int(d.notna().sum())
+            half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
+            rows.append({"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "layer": layer,
+                         "measure": name, "seeds": n, "before": g[f"{col}_before"].mean(), "after": g[col].mean(),
+                         "change": d.mean(), "change_ci_low": d.mean() - half, "change_ci_high": d.mean() + half})
+    return pd.DataFrame(rows)
+
+
+LAYERS_CAPTION = ("Per layer of the fine-tuned encoder (0 = embedding layer), on the held-out token states: IsoScore, S_inter "
+                  "and TwoNN before training (epoch 0) and after the last epoch (means over seeds), and the change within a "
+                  "seed with a 95 % t-interval over seeds.")
+
+
+def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """One row per task × model, one panel per measurement against the layer: before training (black, dashed) and
+    after the last epoch for every regulariser and weight (I-STAR in λ's colours, CosReg grey dashed)."""
+    from matplotlib.lines import Line2D
+
+    pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
+    measures = [m for m in LAYER_METRICS.values() if m in set(table.measure)]
+    colour = lambda_colours(sorted(table.loc[table.reg == "istar", "weight"].unique()) or [0.0])
+    fig, axes = grid(len(pairs), len(measures), 3.0 * len(pairs) + 0.8, width=4.0)
+    handles = {"before training": Line2D([], [], color="black", ls="--", label="before training")}
+    for i, (task, model) in enumerate(pairs):
+        mine = table[(table.task == task) & (table.model == model)]
+        for j, measure in enumerate(measures):
+            ax = axes[i, j]
+            rows = mine[mine.measure == measure]
+            before = rows.groupby("layer")["before"].mean()
+            ax.plot(before.index, before.values, "k--", lw=1.4)
+            for (reg, weight), g in rows.groupby(["reg", "weight"]):
+                g = g.sort_values("layer")
+                c, ls = (colour[weight], "-") if reg == "istar" else ("0.55", ":")
+                label = _label(reg, weight) if weight != 0 else "none (λ = 0)"
+                ax.plot(g["layer"], g["after"], color=c, ls=ls, marker="o", ms=3, lw=1.1)
+                handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
+            ax.set_title(f"{task} x {model}: {measure}", fontsize=9)
+            ax.set_xlabel("layer (0 = embeddings)")
+            ax.set_ylabel(f"{measure} (held-out tokens)")
+            ax.xaxis.get_major_locator().set_params(integer=True)
+            ax.grid(alpha=0.3)
+    fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=min(len(handles), 6), fontsize=7, frameon=False)
+    suptitle(fig, "Fine-tuning: geometry of every layer's held-out token states before training and after the last epoch (seed means)")
+    return save(fig, stem)
+
+
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
@@ -134,6 +213,10 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     written += _epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
         written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
+    if "layer_isoscore" in epochs and epochs["layer_isoscore"].notna().any():
+        per_layer = layers_table(epochs, info)
+        written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=LAYERS_CAPTION, floatfmt="%.4f")
+        written += _layers_figure(per_layer, figures_dir / "finetune_layers")
     return written
 
 
