@@ -338,3 +338,18 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
                "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}"], ROOT).stdout
     assert re.search(r"^finetune_run\s+8$", good, re.M)  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
     assert "minilm/cosreg2/seed1.json" in good and "--cosreg 2 " in good and "--istar -1 " in good and "--points pooled" in good
+
+
+def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
+    common = dict(data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, batch_size=50, max_heldout=20, epochs=1,
+                  shrinkage_points=1000, max_train=60, layer_geometry=True, sample_cap=300)
+    records = [run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1] for lam in (-1.0, 0.0) for seed in (0, 1)]
+    written = report(records, tmp_path / "tables", tmp_path / "figures")
+    table = pd.read_csv(tmp_path / "tables/finetune_layers.csv")
+    assert len(table) == 2 * 3 * 3  # weights x layers (embeddings + 2 blocks) x measures
+    runs = {seed: pd.read_parquet(r.with_suffix(".parquet")).set_index("epoch") for seed, r in zip((0, 1), records[:2])}
+    row = table[(table.weight == -1) & (table.layer == 2) & (table.measure == "IsoScore")].iloc[0]
+    changes = [runs[s].loc[1, "layer_isoscore"][2] - runs[s].loc[0, "layer_isoscore"][2] for s in (0, 1)]
+    assert row["change"] == pytest.approx(np.mean(changes), abs=1e-12) and row["seeds"] == 2
+    assert row["before"] == pytest.approx(np.mean([runs[s].loc[0, "layer_isoscore"][2] for s in (0, 1)]), abs=1e-12)
+    assert {"finetune_layers.png", "finetune_layers.md"} <= {p.name for p in written}
