@@ -19,6 +19,23 @@ def test_lint():
     assert "Congratulations, your workflow is in a good condition!" in out.stdout + out.stderr
 
 
+def test_posters_config_plans_on_the_slurm_profile(tmp_path):
+    """config/posters.yaml (the posters' models from the hub, on GPUs): its dry run through the SLURM profile, the job
+    count docs/workflow.md gives, and the authors' settings reaching the commands."""
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    out = snakemake("-n", "-p", "--profile", "slurm", "--configfile", "config/posters.yaml", *where, env={"HF_HUB_OFFLINE": "1"})
+    counts = job_counts(out.stdout + out.stderr)
+    # 5 GLUE tasks x (BERT, ALBERT, DistilBERT) x (8 lambdas + CosReg) x 5 seeds; (BERT, DistilBERT, GPT-2) x (WikiText-2, PTB)
+    assert counts["finetune_run"] == 5 * 3 * 9 * 5 and counts["layers_run"] == 3 * 2 and counts["prepare"] == 5
+    assert counts["total"] == 689
+    commands = out.stdout
+    assert "isoflow layers --model gpt2 --model-name gpt2 --corpus ptb" in commands
+    cosreg = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--cosreg 1" in line)
+    plain = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--istar 0 " in line)
+    assert "--points tokens-last-layer" in cosreg and "--points tokens-all-layers" in plain
+    assert "--shrinkage-points 250000" in plain and "--lr 1e-05" in plain and "--layer-geometry" in plain
+
+
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
     counts = job_counts(out.stdout + out.stderr)
