@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast lint benchmark pull reproduce reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation reproduce-finetune-longer report redraw diagnose-istar example-own
+.PHONY: install wordnet run test test-fast lint benchmark pull reproduce report redraw diagnose-istar example-own
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -48,24 +48,16 @@ pull:
 	dvc pull $(DVC_PULL_ARGS)
 	for cfg in $(CONFIGS); do snakemake --touch --cores 1 --configfile $$cfg --quiet || exit 1; done
 
-# docs/results/<section>: config/reproduce-offline.yaml through the workflow, one section at a time (several hours on
-# 2 CPU cores in all; far less on a GPU), then that section's tables, figures and the runs they were made from copied
-# to docs/results/<section> by scripts/publish_results.py (replaced as a whole, only on success; other sections are
-# left as they are). `make reproduce` does every section and the supersense ablation.
-REPRO = results/reproduce-offline
-REPRO_CONFIG = config/reproduce-offline.yaml
-TARGET_paper = correlations
-TARGET_istar = istar
-TARGET_layers = layers
-TARGET_finetune = finetune
-TARGET_stability = stability
-reproduce: reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability reproduce-ablation reproduce-finetune-longer
+# docs/results/<publication>: a section of the workflow under its config (isoflow.sections.PUBLICATIONS: optimize,
+# supersense-ablation, istar, layers, finetune, finetune-longer, stability, pretrain), then its tables, figures and the
+# runs they were made from copied to docs/results/<publication> (replaced as a whole, only on success; other
+# publications are left as they are), by scripts/publish_results.py, which records the command in PUBLISHED.json.
+# Hours on 2 CPU cores in all (far less on a GPU); resumable. `make reproduce` does every publication.
+PUBLICATIONS = $(shell $(PYTHON) -c "from isoflow.sections import PUBLICATIONS; print(' '.join(PUBLICATIONS))" 2>/dev/null)
+reproduce: $(addprefix reproduce-,$(PUBLICATIONS))
 
-# One command string, run and recorded as is (PUBLISHED.json), so the record cannot drift from what ran.
-REPRO_RUN = $(strip snakemake $(TARGET_$*) --cores 2 --configfile $(REPRO_CONFIG) --rerun-incomplete $(SNAKEMAKE_ARGS))
-reproduce-paper reproduce-istar reproduce-layers reproduce-finetune reproduce-stability: reproduce-%: install
-	HF_HUB_OFFLINE=1 $(REPRO_RUN)
-	$(PYTHON) scripts/publish_results.py $* $(REPRO) docs/results/$* --made-by "$(REPRO_RUN)"
+reproduce-%: install
+	$(PYTHON) scripts/publish_results.py $* --reproduce --snakemake-args "$(SNAKEMAKE_ARGS)"
 
 # The HTML report of a finished workflow: every figure and table with its caption. By default that of what `make run`
 # made; REPORT_CONFIG=config.yaml for the paper's.
@@ -74,26 +66,12 @@ REPORT_DIR = $(shell $(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REP
 report:
 	snakemake --configfile $(REPORT_CONFIG) --report $(REPORT_DIR)/report.html
 
-# docs/results/supersense-ablation: config/supersense-ablation.yaml (dimension x word list of the supersense task).
-ABLATION = results/supersense-ablation
-ABLATION_RUN = $(strip snakemake correlations --cores 2 --configfile config/supersense-ablation.yaml --rerun-incomplete $(SNAKEMAKE_ARGS))
-reproduce-ablation: install
-	HF_HUB_OFFLINE=1 $(ABLATION_RUN)
-	$(PYTHON) scripts/publish_results.py paper $(ABLATION) docs/results/supersense-ablation --made-by "$(ABLATION_RUN)"
-
-# docs/results/finetune-longer: config/finetune-longer.yaml (SST-2, lambda in {-1, 0}, 4 epochs instead of 2).
-LONGER = results/finetune-longer
-LONGER_RUN = $(strip snakemake finetune --cores 2 --configfile config/finetune-longer.yaml --rerun-incomplete $(SNAKEMAKE_ARGS))
-reproduce-finetune-longer: install
-	HF_HUB_OFFLINE=1 $(LONGER_RUN)
-	$(PYTHON) scripts/publish_results.py finetune $(LONGER) docs/results/finetune-longer --made-by "$(LONGER_RUN)"
-
 # docs/results/finetune-diagnosis: the I-STAR penalty's gradient against the task loss's, and lambda = -1 under
 # I-STAR's fine-tuning setup (scripts/istar_diagnosis.py; 20 minutes on 2 busy CPU cores).
 diagnose-istar: install
 	$(PYTHON) scripts/istar_diagnosis.py --data-dir data/reproduce-offline --raw-dir data/raw --mirror ../shared/data --out docs/results/finetune-diagnosis
 
-# After a change to the report code only: the committed sections' tables and figures remade from their committed runs
+# After a change to the report code only: the publications' tables and figures remade from their committed runs
 # (the same `isoflow` report commands the workflow runs; minutes, not the hours of `make reproduce`).
 redraw: install
 	$(PYTHON) scripts/redraw_published.py

@@ -19,16 +19,17 @@ report: "report/workflow.rst"
 
 
 include: "rules/common.smk"
-include: "rules/paper.smk"
-include: "rules/istar.smk"
-include: "rules/layers.smk"
-include: "rules/finetune.smk"
-include: "rules/stability.smk"
-include: "rules/pretrain.smk"
+
+
+# One rule file per section of the registry (isoflow.sections), in its order.
+for name in SECTIONS:
+
+    include: f"rules/{name}.smk"
+
+
 include: "rules/targets.smk"
 include: "rules/data.smk"
 include: "rules/encode.smk"
-include: "rules/optimize.smk"
 
 
 # Every table and figure the config enables.

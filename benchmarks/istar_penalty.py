@@ -32,7 +32,7 @@ def main() -> int:
 
     from paper_case import polarity_minilm
 
-    from isoflow.optimization import Settings, optimize
+    from isoflow.optimize import Settings, optimize
 
     task, emb = polarity_minilm(args.data_dir)
 

@@ -3,7 +3,7 @@
 Not a test. At the paper's size (polarity × all-MiniLM-L6-v2: 10,662 × 384, 2
 labels), one update = forward + backward + Adam step + the per-update metrics.
 
-* isoflow: :func:`isoflow.optimization.optimize` (metrics on the device, one host
+* isoflow: :func:`isoflow.optimize.optimize` (metrics on the device, one host
   transfer per update);
 * reference: the same model and optimiser (``torch.optim.Adam`` defaults, lr
   1e-3), with ``sklearn.metrics.silhouette_score`` and ``IsoScore.IsoScore`` on
@@ -61,7 +61,7 @@ def main() -> int:
 
     from paper_case import polarity_minilm
 
-    from isoflow.optimization import Settings, optimize
+    from isoflow.optimize import Settings, optimize
 
     task, emb = polarity_minilm(args.data_dir)
     y = np.searchsorted(np.asarray(task.label_names), task.examples["label"].to_numpy())

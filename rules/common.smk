@@ -16,9 +16,11 @@ from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
+from isoflow.istar_settings import DEFAULT_ZETA
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.records import lambda_dir
+from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
 
 DATA = config.get("data_dir", "data")
@@ -58,13 +60,44 @@ OWN_VECTORS = {
 OWN_CORPORA = {name: home(path) for name, path in (OWN.get("corpora") or {}).items()}
 
 
+# ----- Sections: each writes under <results_dir>/<name>/ (runs/, tables/, figures/; isoflow.sections) ----------
+
+
+def section_dir(name):
+    return f"{RESULTS}/{SECTIONS[name].name}"
+
+
+def tables_of(name, stems):
+    return [f"{section_dir(name)}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
+
+
+def figures_of(name, stems):
+    return [f"{section_dir(name)}/figures/{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
+
+
+def reported(paths, name):
+    """The section's tables (CSV) and figures (PNG) in the HTML report, under the section's title (the GLUE rows of the
+    optimize section in a category of their own), with a caption each: report/<stem>_table.rst for a table,
+    report/<stem>.rst for a figure."""
+    out = []
+    for path in paths:
+        stem, ext = os.path.splitext(os.path.basename(path))
+        if ext in (".png", ".csv"):
+            where = f"{SECTIONS[name].title}: GLUE (Appendix A)" if "glue" in stem else SECTIONS[name].title
+            caption = f"../report/{stem}_table.rst" if ext == ".csv" else f"../report/{stem}.rst"  # a table and a figure may share a stem
+            out.append(report(path, caption=caption, category=where))
+        else:
+            out.append(path)
+    return out
+
+
 # ----- Plain language models of our own (pretrain.smk): every other section uses them like own model folders ---
 
 PRETRAIN = config.get("pretrain") or {}
 PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
 PRETRAINED = {name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()}
-PRETRAIN_TABLES = [f"{RESULTS}/pretrain/tables/pretrain.{ext}" for ext in ("csv", "md", "tex")]
-PRETRAIN_FIGURES = [f"{RESULTS}/pretrain/figures/pretrain_curves.{ext}" for ext in ("png", "pdf")]
+PRETRAIN_TABLES = tables_of("pretrain", ["pretrain"])
+PRETRAIN_FIGURES = figures_of("pretrain", ["pretrain_curves"])
 PRETRAIN_REPORT = PRETRAIN_TABLES + PRETRAIN_FIGURES
 
 
@@ -201,29 +234,7 @@ def embedding_files(pairs):
     return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
 
 
-# The HTML report (`snakemake --report results/report.html`): every figure (PNG) and table (CSV) with a caption
-# (report/*.rst: what is shown, from which runs, the paper's value) in a category.
-CAPTIONS = {
-    "istar": "istar_table",
-    "layers": "layers_table",
-    "layers_lid": "layers_lid_table",
-    "finetune": "finetune_table",
-}
-
-
-def reported(paths, category):
-    out = []
-    for path in paths:
-        stem, ext = os.path.splitext(os.path.basename(path))
-        if ext in (".png", ".csv"):
-            where = "GLUE (Appendix A)" if "glue" in stem else category
-            out.append(report(path, caption=f"../report/{CAPTIONS.get(stem, stem)}.rst", category=where))
-        else:
-            out.append(path)
-    return out
-
-
-# ----- Mickus et al.: the main tasks and GLUE (paper.smk) -----------------------------------------------------
+# ----- The optimize section: Mickus et al.'s main tasks (config `paper`) and GLUE (`glue`) (optimize.smk) -------
 
 
 def paper_pairs():
@@ -239,17 +250,19 @@ def all_pairs():
 
 
 def trajectories(pairs):
-    return [f"{RESULTS}/trajectories/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+    return [f"{section_dir('optimize')}/runs/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
 
 
 LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
-AGGREGATE = [f"{RESULTS}/aggregate/trajectories.parquet", f"{RESULTS}/aggregate/runs.csv"]
-FIGURE_NAMES = ["silhouette", "log_isoscore", "silhouette_vs_isoscore"] + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else [])
-FIGURES = [f"{RESULTS}/figures/{name}.{ext}" for name in FIGURE_NAMES for ext in ("png", "pdf")]
+OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
+OPTIMIZE_FIGURES = figures_of(
+    "optimize", ["silhouette", "log_isoscore", "silhouette_vs_isoscore"] + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else [])
+)
 
 
-def table_files():
-    """What `isoflow tables` writes for this config: per-run correlations always; main-task and GLUE tables if enabled."""
+def optimize_tables():
+    """What `isoflow optimize-report` writes for this config: per-run correlations always; main-task and GLUE tables
+    if enabled."""
     stems = ["correlations_per_run"]
     if paper_pairs():
         stems += ["correlations", "table1_sizes"]
@@ -257,11 +270,11 @@ def table_files():
         stems += ["correlations_glue", "table2_sizes_glue"]
     if LABEL_CENTRED_EVERY and all_pairs():
         stems += ["label_centred"]
-    return [f"{RESULTS}/tables/{stem}.{ext}" for stem in stems for ext in ("csv", "md", "tex")]
+    return tables_of("optimize", stems)
 
 
-def paper_files():
-    return table_files() + FIGURES if all_pairs() else []
+def optimize_files():
+    return optimize_tables() + OPTIMIZE_FIGURES if all_pairs() else []
 
 
 # ----- The I-STAR sweep (istar.smk) ---------------------------------------------------------------------------
@@ -284,16 +297,15 @@ def istar_trajectories():
     for t, m in istar_pairs():
         for lam in istar_lambdas(t):
             sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
-            out += [f"{RESULTS}/trajectories/{t}/{m}/{sub}seed{s}.parquet" for s in config["seeds"]]
+            where = f"{section_dir('istar')}/runs/{t}/{m}/{sub}" if sub else f"{section_dir('optimize')}/runs/{t}/{m}/"
+            out += [f"{where}seed{s}.parquet" for s in config["seeds"]]
     return out
 
 
-ISTAR_AGGREGATE = [f"{RESULTS}/aggregate/istar/{name}" for name in ("trajectories.parquet", "runs.csv")]
-ISTAR_REPORT = [f"{RESULTS}/tables/istar.{ext}" for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/figures/{name}.{ext}"
-    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore")
-    for ext in ("png", "pdf")
-]
+ISTAR_AGGREGATE = [f"{section_dir('istar')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
+ISTAR_TABLES = tables_of("istar", ["istar"])
+ISTAR_FIGURES = figures_of("istar", ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"])
+ISTAR_REPORT = ISTAR_TABLES + ISTAR_FIGURES
 
 
 def istar_files():
@@ -308,7 +320,7 @@ LAYERS = config.get("layers") or {}
 def layer_runs():
     """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
     models = LAYERS.get("models", []) + LAYERS.get("static", [])
-    return [f"{RESULTS}/layers/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
+    return [f"{section_dir('layers')}/runs/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
 
 
 def layer_run_files():
@@ -320,13 +332,9 @@ def layer_run_files():
     ]
 
 
-LAYERS_REPORT = [
-    f"{RESULTS}/tables/{name}.{ext}" for name in ("layers", "layers_lid", "layers_clusters") for ext in ("csv", "md", "tex")
-] + [
-    f"{RESULTS}/figures/{name}.{ext}"
-    for name in ("layers_similarity", "layers_isoscore", "layers_lid", "layers_pca")
-    for ext in ("png", "pdf")
-]
+LAYERS_TABLES = tables_of("layers", ["layers", "layers_lid", "layers_clusters"])
+LAYERS_FIGURES = figures_of("layers", ["layers_similarity", "layers_isoscore", "layers_lid", "layers_pca"])
+LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 
 
 def layers_files():
@@ -354,7 +362,10 @@ def finetune_records():
     runs = [lambda_dir(float(lam)) for lam in FINETUNE.get("lambdas", [])]
     runs += [f"cosreg{float(w):g}" for w in FINETUNE.get("cosreg", []) if float(w) != 0]
     return [
-        f"{RESULTS}/finetune/{t}/{m}/{run}/seed{s}.json" for t, m in finetune_pairs() for run in runs for s in FINETUNE.get("seeds", [])
+        f"{section_dir('finetune')}/runs/{t}/{m}/{run}/seed{s}.json"
+        for t, m in finetune_pairs()
+        for run in runs
+        for s in FINETUNE.get("seeds", [])
     ]
 
 
@@ -363,12 +374,11 @@ def finetune_run_files():
 
 
 # Runs measured per layer (layer_geometry) add finetune_layers, a table and a figure.
-_FINETUNE_LAYERS = ("finetune_layers",) if FINETUNE.get("layer_geometry") else ()
-FINETUNE_REPORT = [
-    f"{RESULTS}/tables/{name}.{ext}" for name in ("finetune", "finetune_paired", *_FINETUNE_LAYERS) for ext in ("csv", "md", "tex")
-] + [
-    f"{RESULTS}/figures/{name}.{ext}"
-    for name in (
+_FINETUNE_LAYERS = ["finetune_layers"] if FINETUNE.get("layer_geometry") else []
+FINETUNE_TABLES = tables_of("finetune", ["finetune", "finetune_paired", *_FINETUNE_LAYERS])
+FINETUNE_FIGURES = figures_of(
+    "finetune",
+    [
         "finetune_performance",
         "finetune_twonn",
         "finetune_silhouette_vs_isoscore",
@@ -376,9 +386,9 @@ FINETUNE_REPORT = [
         "finetune_activations",
         "finetune_epochs",
         *_FINETUNE_LAYERS,
-    )
-    for ext in ("png", "pdf")
-]
+    ],
+)
+FINETUNE_REPORT = FINETUNE_TABLES + FINETUNE_FIGURES
 
 
 def finetune_files():
@@ -388,17 +398,17 @@ def finetune_files():
 # ----- IsoScore* on mini-batches (stability.smk) --------------------------------------------------------------
 
 STABILITY = config.get("stability") or {}
-STABILITY_REPORT = [f"{RESULTS}/tables/istar_stability.{ext}" for ext in ("csv", "md", "tex")] + [
-    f"{RESULTS}/figures/istar_stability.{ext}" for ext in ("png", "pdf")
-]
+STABILITY_TABLES = tables_of("stability", ["stability"])
+STABILITY_FIGURES = figures_of("stability", ["stability"])
+STABILITY_RUNS = [f"{section_dir('stability')}/runs/{name}" for name in ("runs.parquet", "meta.json")]
 
 
 def stability_files():
-    return STABILITY_REPORT + [f"{RESULTS}/stability/runs.parquet"] if STABILITY else []
+    return STABILITY_TABLES + STABILITY_FIGURES + STABILITY_RUNS if STABILITY else []
 
 
 def stability_options(wildcards):
-    """The section's keys as `isoflow istar-stability` options (lists comma-separated)."""
+    """The section's keys as `isoflow stability` options (lists comma-separated)."""
     out = []
     for key, value in STABILITY.items():
         text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
@@ -432,7 +442,7 @@ OPTIMIZE_PARAMS = dict(
     device=DEVICE,
     steps=steps_for,
     sample_cap=config.get("sample_cap", 20000),
-    zeta=ISTAR.get("zeta", 0.2),
+    zeta=ISTAR.get("zeta", DEFAULT_ZETA),
     label_centred_every=config.get("label_centred_every", 0),
     seeds=seed_option,
 )
@@ -467,5 +477,6 @@ def all_trajectories():
 
 
 def report_files():
-    """Every table and figure: the default target `all` and its alias `report`."""
-    return paper_files() + istar_files() + layers_files() + finetune_files() + stability_files() + pretrain_files()
+    """Every table and figure: the default target `all` and its alias `report`; each section's `<name>_files()` (the
+    files its config enables), in the registry's order (isoflow.sections)."""
+    return [path for name in SECTIONS for path in globals()[f"{name}_files"]()]

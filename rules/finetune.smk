@@ -1,4 +1,4 @@
-# Fine-tuning the encoder with I-STAR and CosReg: one run per task x model x (regulariser, weight) x seed (a GPU job;
+# The finetune section: the encoder fine-tuned with I-STAR and CosReg, one run per task x model x (regulariser, weight) x seed (a GPU job;
 # the CPU when there is none), then the sweep's tables and figures. Held-out data: the task's validation split when it
 # is in the cache or the mirror, else a fixed split of the training data, the same for every run (in each run's JSON).
 
@@ -18,13 +18,13 @@ rule finetune_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
     output:
-        parquet=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet",
-        steps=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet",
-        record=f"{RESULTS}/finetune/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json",
+        parquet=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet",
+        steps=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet",
+        record=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json",
     log:
         "logs/finetune/{task}/{model}/{reg}{lam}/seed{seed}.log",
     benchmark:
-        f"{RESULTS}/finetune/benchmarks/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.tsv"
+        f"{section_dir('finetune')}/benchmarks/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -51,14 +51,15 @@ rule finetune_report:
     input:
         finetune_run_files(),
     output:
-        reported(FINETUNE_REPORT, "Fine-tuning the encoder with I-STAR and CosReg"),
+        tables=reported(FINETUNE_TABLES, "finetune"),
+        figures=reported(FINETUNE_FIGURES, "finetune"),
     log:
         "logs/finetune_report.log",
     conda:
         "../envs/isoflow.yaml"
     params:
         records=lambda wildcards, input: " ".join(p for p in input if p.endswith(".json")),
-        tables=lambda wildcards, output: os.path.dirname(output[0]),
-        figures=lambda wildcards, output: os.path.dirname(output[-1]),
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
         "isoflow finetune-report {params.records} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

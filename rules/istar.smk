@@ -1,5 +1,6 @@
-# The I-STAR sweep (Rudman & Eickhoff 2024) in the optimisation experiment: task x model x lambda x seed (the runs:
-# optimize.smk), its aggregate, table and figures.
+# The istar section (Rudman & Eickhoff 2024 in the optimisation experiment): task x model x lambda x seed with
+# lambda * (1 - IsoScore*) added to the loss; lambda = 0 rows are the optimize section's runs. A run that diverges at
+# a large |lambda| is recorded as diverged (--keep-diverged) and reported as such.
 
 
 rule istar:
@@ -7,34 +8,53 @@ rule istar:
         istar_files(),
 
 
-rule aggregate_istar:
+rule istar_runs:
+    input:
+        istar_trajectories(),
+
+
+use rule optimize_run as istar_run with:
+    output:
+        parquet=run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".parquet"),
+        record=run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".json"),
+    log:
+        f"logs/istar/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.log",
+    benchmark:
+        f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.tsv"
+    params:
+        **OPTIMIZE_PARAMS,
+        istar=lambda wildcards: f"--istar {wildcards.lam} --keep-diverged",
+
+
+rule istar_aggregate:
     input:
         records=records_of(istar_trajectories()),
         trajectories=istar_trajectories(),
     output:
         ISTAR_AGGREGATE,
     log:
-        "logs/aggregate_istar.log",
+        "logs/istar_aggregate.log",
     conda:
         "../envs/isoflow.yaml"
     params:
         out=lambda wildcards, output: os.path.dirname(output[0]),
     shell:
-        "isoflow aggregate --out {params.out} {input.records} > {log} 2>&1"
+        "isoflow optimize-aggregate --out {params.out} {input.records} > {log} 2>&1"
 
 
 rule istar_report:
     input:
         ISTAR_AGGREGATE,
     output:
-        reported(ISTAR_REPORT, "I-STAR in the optimisation experiment"),
+        tables=reported(ISTAR_TABLES, "istar"),
+        figures=reported(ISTAR_FIGURES, "istar"),
     log:
         "logs/istar_report.log",
     conda:
         "../envs/isoflow.yaml"
     params:
         aggregate=lambda wildcards, input: os.path.dirname(input[0]),
-        tables=lambda wildcards, output: os.path.dirname(output[0]),  # tables/istar.csv
-        figures=lambda wildcards, output: os.path.dirname(output[-1]),  # figures/istar_*.pdf
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
         "isoflow istar-report --aggregate {params.aggregate} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -1,4 +1,4 @@
-# Cai et al. (2021) across layers: one analysis per model (or static vectors) x corpus, then tables and figures.
+# The layers section (Cai et al. 2021): one analysis per model (or static vectors) x corpus, then tables and figures.
 
 
 rule layers:
@@ -6,7 +6,7 @@ rule layers:
         layers_files(),
 
 
-rule layer_runs:
+rule layers_runs:
     input:
         layer_runs(),
 
@@ -16,11 +16,18 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        multiext(f"{RESULTS}/layers/{{model}}/{{corpus}}/", "layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet", "meta.json"),
+        multiext(
+            f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/",
+            "layers.parquet",
+            "layers.csv",
+            "pca.parquet",
+            "clusters.parquet",
+            "meta.json",
+        ),
     log:
         "logs/layers/{model}/{corpus}.log",
     benchmark:
-        f"{RESULTS}/layers/benchmarks/{{model}}/{{corpus}}.tsv"  # inside the layers output (its own DVC stage)
+        f"{section_dir('layers')}/benchmarks/{{model}}/{{corpus}}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -48,14 +55,15 @@ rule layers_report:
     input:
         layer_run_files(),
     output:
-        reported(LAYERS_REPORT, "Clusters and manifolds across layers (Cai et al. 2021)"),
+        tables=reported(LAYERS_TABLES, "layers"),
+        figures=reported(LAYERS_FIGURES, "layers"),
     log:
         "logs/layers_report.log",
     conda:
         "../envs/isoflow.yaml"
     params:
         runs=lambda wildcards, input: " ".join(sorted({os.path.dirname(p) for p in input})),
-        tables=lambda wildcards, output: os.path.dirname(output[0]),
-        figures=lambda wildcards, output: os.path.dirname(output[-1]),
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
         "isoflow layers-report {params.runs} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -1,21 +1,32 @@
-# Optimisation runs (the paper's and the I-STAR sweep's): one job per task x model (x lambda) x seed, or, with
-# `group_seeds: true` (the GPU configs), one job per task x model (x lambda) running every seed in one process (a GPU
-# job's start-up costs more than its seeds); the records are the same files either way, written only when each run
-# completes. lambda = 0 is the plain run (rule optimize); other weights go under istar<lambda>/ (rule optimize_istar).
-# A run that diverges at a large |lambda| is recorded as diverged (--keep-diverged) and reported as such.
+# The optimize section (Mickus et al. 2024): an embedding table trained with a linear classifier on the main tasks
+# (config `paper`) and GLUE (`glue`, Appendix A); its runs, their aggregate, the tables and figures.
+#
+# Runs: one job per task x model x seed, or, with `group_seeds: true` (the GPU configs), one job per task x model
+# running every seed in one process (a GPU job's start-up costs more than its seeds); the records are the same files
+# either way, written only when each run completes.
 
 
 rule optimize:
     input:
+        optimize_files(),
+
+
+rule optimize_runs:
+    input:
+        trajectories(all_pairs()),
+
+
+rule optimize_run:
+    input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
     output:
-        parquet=run_files(f"{RESULTS}/trajectories/{{task}}/{{model}}", ".parquet"),
-        record=run_files(f"{RESULTS}/trajectories/{{task}}/{{model}}", ".json"),
+        parquet=run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".parquet"),
+        record=run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".json"),
     log:
         f"logs/optimize/{{task}}/{{model}}/{RUN_LOG}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/optimize/{{task}}/{{model}}/{RUN_LOG}.tsv"
+        f"{section_dir('optimize')}/benchmarks/{{task}}/{{model}}/{RUN_LOG}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -35,14 +46,36 @@ rule optimize:
         "--embeddings {params.embeddings} {params.istar} {params.seeds} > {log} 2>&1"
 
 
-use rule optimize as optimize_istar with:
+# Aggregate exactly the runs of the config (passed on the command line), then the tables and figures.
+rule optimize_aggregate:
+    input:
+        records=records_of(trajectories(all_pairs())),
+        trajectories=trajectories(all_pairs()),
     output:
-        parquet=run_files(f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}", ".parquet"),
-        record=run_files(f"{RESULTS}/trajectories/{{task}}/{{model}}/istar{{lam}}", ".json"),
+        OPTIMIZE_AGGREGATE,
     log:
-        f"logs/optimize/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/optimize/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.tsv"
+        "logs/optimize_aggregate.log",
+    conda:
+        "../envs/isoflow.yaml"
     params:
-        **OPTIMIZE_PARAMS,
-        istar=lambda wildcards: f"--istar {wildcards.lam} --keep-diverged",
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    shell:
+        "isoflow optimize-aggregate --out {params.out} {input.records} > {log} 2>&1"
+
+
+rule optimize_report:
+    input:
+        OPTIMIZE_AGGREGATE,
+    output:
+        tables=reported(optimize_tables(), "optimize"),
+        figures=reported(OPTIMIZE_FIGURES, "optimize"),
+    log:
+        "logs/optimize_report.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        aggregate=lambda wildcards, input: os.path.dirname(input[0]),
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
+    shell:
+        "isoflow optimize-report --aggregate {params.aggregate} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

@@ -1,4 +1,4 @@
-# Plain language models of our own: the pretraining corpus (no task's text), one model per entry of pretrain.models
+# The pretrain section: plain language models of our own; the pretraining corpus (no task's text), one model per entry of pretrain.models
 # (a GPU job; hours on a CPU, resumed from its checkpoint if stopped), then their curves and held-out scores.
 
 
@@ -7,7 +7,7 @@ rule pretrain:
         pretrain_files(),
 
 
-rule pretrain_models:
+rule pretrain_runs:
     input:
         [pretrained_folder(name) for name in PRETRAINED],
 
@@ -37,7 +37,7 @@ rule pretrain_model:
     log:
         "logs/pretrain/{pretrained}.log",
     benchmark:
-        f"{RESULTS}/pretrain/benchmarks/{{pretrained}}.tsv"
+        f"{section_dir('pretrain')}/benchmarks/{{pretrained}}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -56,8 +56,9 @@ rule pretrain_report:
     input:
         [pretrained_folder(name) for name in PRETRAINED],
     output:
-        tables=reported(PRETRAIN_TABLES, "Plain language models of our own"),
-        figures=reported(PRETRAIN_FIGURES, "Plain language models of our own"),
+        tables=reported(PRETRAIN_TABLES, "pretrain"),
+        figures=reported(PRETRAIN_FIGURES, "pretrain"),
+        runs=directory(f"{section_dir('pretrain')}/runs"),
     log:
         "logs/pretrain_report.log",
     conda:
@@ -66,4 +67,4 @@ rule pretrain_report:
         tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
-        "isoflow pretrain-report {input} --tables {params.tables} --figures {params.figures} > {log} 2>&1"
+        "isoflow pretrain-report {input} --tables {params.tables} --figures {params.figures} --runs {output.runs} > {log} 2>&1"

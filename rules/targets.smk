@@ -11,9 +11,13 @@ rule embeddings:
         embedding_files(all_task_model_pairs()),
 
 
+# Every section's runs (each section's alone: <section>_runs).
 rule runs:
     input:
         all_trajectories(),
+        layer_runs(),
+        finetune_records(),
+        [pretrained_folder(name) for name in PRETRAINED],
 
 
 rule report:

@@ -1,21 +1,23 @@
-"""Copy one section of a finished workflow's results into docs/results/<section>, replacing that section only.
+"""Copy one section of a finished workflow's results into docs/results/<publication>, replacing that publication only;
+or run the workflow for a publication first (what `make reproduce-<publication>` does).
 
-    python scripts/publish_results.py paper results/reproduce-offline docs/results/paper
+    python scripts/publish_results.py optimize results/reproduce-offline docs/results/optimize   # publish what is there
+    python scripts/publish_results.py --reproduce optimize                                       # run, then publish
 
-Sections (what `make reproduce-<section>` publishes):
-  paper     tables/correlations*, tables/table*_sizes*, tables/label_centred*, the paper figures, aggregate/runs.csv and every run it lists
-  istar     tables/istar*, figures/istar_*, aggregate/istar/runs.csv and every run it lists (the lambda = 0 runs too)
-  layers    tables/layers*, figures/layers_*, layers/<model>/<corpus>/ (the per-layer tables, PCA, meta)
-  finetune  tables/finetune*, figures/finetune_*, finetune/<task>/<model>/<istar|cosreg><weight>/seed<s>.* (records, steps)
-  stability tables/istar_stability*, figures/istar_stability*, stability/ (every batch's estimate, meta.json)
+A publication (isoflow.sections.PUBLICATIONS) is a section's results under one config. A section's results are
+``<results_dir>/<section>/``: its ``tables/`` and ``figures/`` are copied whole; its runs as the registry says:
 
-Runs are copied from the run list the tables were made from (`record` column), not by globbing, so the published
-directory holds exactly what its tables report; the list's `record` paths are rewritten to the published copies.
-`PUBLISHED.json` in the section says how it was made: the workflow command (`--made-by`, which `make reproduce-*`
-passes), the results directory and the git commit of the workflow checkout it ran in (each run's own commit is in
-its record and the tables); paths in it are relative to the repository. The section's README.md (the discussion of
-its numbers, written by hand) is carried over. The section is assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination
-that is not an earlier publication is refused without --force); nothing else under docs/results is touched.
+* ``listed`` (optimize, istar): exactly the runs its aggregate's ``runs.csv`` lists (``record`` column), not a glob,
+  so the published folder holds what its tables report; they go to ``runs/`` (paths inside their section's
+  ``runs/`` folder kept; the istar section's λ = 0 rows are optimize runs) and the list's paths are rewritten to the
+  published copies;
+* ``tree`` (the others): the section's ``runs/`` folder (only the registry's file patterns, where it names some).
+
+``PUBLISHED.json`` says how the publication was made: the workflow command (``--made-by``), the results directory
+and the git commit of the workflow checkout (each run's own commit is in its record); paths relative to the
+repository. The publication's README.md (the discussion of its numbers, written by hand) is carried over. It is
+assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination that is not an
+earlier publication is refused without --force); nothing else under docs/results is touched.
 """
 
 from __future__ import annotations
@@ -24,29 +26,19 @@ import argparse
 import csv
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 from isoflow.provenance import code_version
+from isoflow.sections import PUBLICATIONS, SECTIONS
 
-FIGURE_PREFIXES = ("istar_", "layers_", "finetune_")  # istar_stability too: every section but the paper's has a prefix
-
-
-def _paper_figure(path: Path) -> bool:
-    return not path.name.startswith(FIGURE_PREFIXES)
-
-
-SECTIONS = {
-    "paper": {"tables": ("correlations*", "table*_sizes*", "label_centred*"), "figures": _paper_figure, "runs": "aggregate/runs.csv"},
-    "istar": {"tables": ("istar.*",), "figures": lambda p: p.name.startswith("istar_") and not p.name.startswith("istar_stability"),
-              "runs": "aggregate/istar/runs.csv"},
-    "layers": {"tables": ("layers*",), "figures": lambda p: p.name.startswith("layers_"), "tree": "layers"},
-    "finetune": {"tables": ("finetune*",), "figures": lambda p: p.name.startswith("finetune_"), "tree": "finetune"},
-    "stability": {"tables": ("istar_stability*",), "figures": lambda p: p.name.startswith("istar_stability"), "tree": "stability"},
-}
+ROOT = Path(__file__).resolve().parents[1]
+TOP_LEVEL = {"tables", "figures", "runs", "runs.csv", "PUBLISHED.json", "README.md"}  # what a publication consists of
 
 
 class PublishError(RuntimeError):
@@ -58,9 +50,17 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
-def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> None:
-    """Every run of the list (its .json record and .parquet trajectory) under staging/trajectories/..., and the list.
-    Relative `record` paths are relative to the workflow's working directory `root`."""
+def _inside_runs(record: Path, results: Path) -> Path:
+    """A run's path inside its section's runs/ folder (``<results>/<section>/runs/<path>``)."""
+    rel = record.relative_to(results.resolve())
+    if len(rel.parts) < 3 or rel.parts[1] != "runs":
+        raise ValueError(f"{record} is not in a section's runs/ folder under {results}")
+    return Path(*rel.parts[2:])
+
+
+def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> None:
+    """Every run of the list (its .json record and .parquet trajectory) under staging/runs/, and the list. Relative
+    ``record`` paths are relative to the workflow's working directory ``root``."""
     with open(runs_csv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     if not rows or "record" not in rows[0]:
@@ -68,66 +68,89 @@ def _copy_runs(results: Path, runs_csv: Path, staging: Path, published: Path, ro
     for row in rows:
         record = (root / row["record"]).resolve()
         try:
-            inside = record.relative_to(results.resolve())
+            inside = _inside_runs(record, results)
         except ValueError:
-            raise PublishError(f"{runs_csv}: run {record} is not under {results}; publish from the results directory "
-                               "the aggregate was made in") from None
+            raise PublishError(f"{runs_csv}: run {record} is not in a section's runs/ folder under {results}; publish from the "
+                               "results directory the aggregate was made in") from None
         for suffix in (".json", ".parquet"):
             src = record.with_suffix(suffix)
             if not src.is_file():
                 raise PublishError(f"{runs_csv}: listed run {src} is missing; rerun the workflow")
-            _copy(src, staging / inside.with_suffix(suffix))
-        row["record"] = str(published / inside)
+            _copy(src, staging / "runs" / inside.with_suffix(suffix))
+        row["record"] = str(published / "runs" / inside)
     with open(staging / "runs.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
 
 
-def _top_level(section: str) -> set[str]:
-    """The names a published section consists of (how a section published before the marker file is recognised)."""
-    spec = SECTIONS[section]
-    return {"tables", "figures"} | ({"trajectories", "runs.csv"} if "runs" in spec else {spec["tree"]})
+def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
+    if not runs.is_dir():
+        raise PublishError(f"{runs}: no runs; run the section's workflow target first")
+    if not patterns:
+        shutil.copytree(runs, staging / "runs", ignore=shutil.ignore_patterns(".*"))
+        return
+    for pattern in patterns:
+        for path in sorted(runs.glob(pattern)):
+            if path.is_file():
+                _copy(path, staging / "runs" / path.relative_to(runs))
 
 
-def _provenance(section: str, results: Path, root: Path, made_by: str | None) -> dict:
-    return {"section": section, "made_by": made_by, "results_dir": os.path.relpath(results.resolve(), root.resolve()),
-            "workflow_checkout": code_version(root), "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+def _provenance(publication: str, results: Path, root: Path, made_by: str | None) -> dict:
+    return {"publication": publication, "section": PUBLICATIONS[publication].section, "made_by": made_by,
+            "results_dir": os.path.relpath(results.resolve(), root.resolve()), "workflow_checkout": code_version(root),
+            "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
-def publish(section: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False,
+def publish(publication: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False,
             made_by: str | None = None) -> list[Path]:
-    """Assemble `section` of `results` beside dest, then rename it into dest's place; return the published files.
-
-    dest is replaced only if it is an earlier publication (isoflow's marker file, or exactly a section's names) or
-    `force` is given (isoflow.atomic.atomic_dir); on any failure it stays as it was and nothing is left beside it."""
-    spec = SECTIONS[section]
-    tables = sorted({p for pattern in spec["tables"] for p in (results / "tables").glob(pattern)})
-    figures = sorted(p for p in (results / "figures").glob("*") if p.is_file() and spec["figures"](p))
+    """Assemble ``publication``'s section of ``results`` beside dest, then rename it into dest's place; return the
+    published files. dest is replaced only if it is an earlier publication (isoflow's marker file) or ``force`` is
+    given; on any failure it stays as it was and nothing is left beside it."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    where = results / section.name
+    tables = sorted(p for p in (where / "tables").glob("*") if p.is_file())
+    figures = sorted(p for p in (where / "figures").glob("*") if p.is_file())
     if not tables or not figures:
-        raise PublishError(f"{results}: no {section} tables or figures; run `snakemake {section}` with its config first")
+        raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
     try:
-        with atomic_dir(dest, expected=_top_level(section), force=force, kind=f"published {section} results") as staging:
-            (staging / "PUBLISHED.json").write_text(json.dumps(_provenance(section, results, root, made_by), indent=2) + "\n")
-            if (dest / "README.md").is_file():  # the section's discussion is written by hand: carried over
+        with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
+            (staging / "PUBLISHED.json").write_text(json.dumps(_provenance(publication, results, root, made_by), indent=2) + "\n")
+            if (dest / "README.md").is_file():  # the discussion is written by hand: carried over
                 shutil.copy2(dest / "README.md", staging / "README.md")
             for path in tables + figures:
                 _copy(path, staging / path.parent.name / path.name)
-            if "runs" in spec:
-                _copy_runs(results, results / spec["runs"], staging, dest, root)
+            if section.published_runs == "listed":
+                _copy_listed(results, where / "aggregate" / "runs.csv", staging, dest, root)
             else:
-                shutil.copytree(results / spec["tree"], staging / spec["tree"],
-                                ignore=shutil.ignore_patterns("benchmarks", ".*"))
+                _copy_tree(where / "runs", staging, section.run_files)
     except OutputExistsError as err:
         raise PublishError(str(err).replace("--out", "another destination")) from None
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
 
 
+def reproduce(publication: str, snakemake_args: str = "", cores: int = 2) -> Path:
+    """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
+    publish it; the command run is what PUBLISHED.json records."""
+    import yaml
+
+    pub = PUBLICATIONS[publication]
+    command = ["snakemake", pub.section, "--cores", str(cores), "--configfile", pub.config, "--rerun-incomplete", *shlex.split(snakemake_args)]
+    print("+ " + " ".join(command), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    results = ROOT / yaml.safe_load((ROOT / pub.config).read_text())["results_dir"]
+    dest = ROOT / "docs" / "results" / publication
+    publish(publication, results, dest, root=ROOT, made_by=" ".join(command))
+    return dest
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("section", choices=sorted(SECTIONS))
-    parser.add_argument("results", type=Path, help="the workflow's results_dir, e.g. results/reproduce-offline")
-    parser.add_argument("dest", type=Path, help="e.g. docs/results/paper")
+    parser.add_argument("publication", choices=sorted(PUBLICATIONS))
+    parser.add_argument("results", type=Path, nargs="?", help="the workflow's results_dir, e.g. results/reproduce-offline")
+    parser.add_argument("dest", type=Path, nargs="?", help="e.g. docs/results/optimize")
+    parser.add_argument("--reproduce", action="store_true", help="run the workflow for the publication first (its config), then publish")
+    parser.add_argument("--snakemake-args", default="", help="with --reproduce: more options for snakemake")
     parser.add_argument("--root", type=Path, default=Path("."),
                         help="the workflow's working directory, which the run list's paths are relative to")
     parser.add_argument("--force", action="store_true",
@@ -135,8 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--made-by", default=None, help="the workflow command that made the results (recorded in PUBLISHED.json)")
     args = parser.parse_args(argv)
     try:
-        files = publish(args.section, args.results, args.dest, args.root, force=args.force, made_by=args.made_by)
-    except PublishError as err:
+        if args.reproduce:
+            dest = reproduce(args.publication, args.snakemake_args)
+            print(f"{dest}: published")
+            return 0
+        if args.results is None or args.dest is None:
+            parser.error("give RESULTS and DEST, or --reproduce")
+        files = publish(args.publication, args.results, args.dest, args.root, force=args.force, made_by=args.made_by)
+    except (PublishError, subprocess.CalledProcessError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"{args.dest}: {len(files)} files")

@@ -16,15 +16,18 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "isoflow"
 
-# DVC stage -> the `isoflow` subcommands its rules run (dvc.yaml: each stage's --allowed-rules).
-STAGE_COMMANDS = {
-    "prepare": ["prepare"],
-    "encode": ["encode"],
-    "optimize": ["optimize"],
-    "layers": ["layers"],
-    "finetune": ["finetune"],
-    "report": ["aggregate", "tables", "figures", "istar-report", "layers-report", "finetune-report", "istar-stability"],
-}
+# DVC stage -> the `isoflow` subcommands its rules run: the shared data stages, one per section that makes runs (its
+# run commands) and the report (every section's report commands); isoflow.sections is the registry.
+from isoflow.sections import SECTIONS  # noqa: E402
+
+def stage_commands() -> dict[str, list[str]]:
+    """DVC stage -> its `isoflow` commands, from the registry as it is now."""
+    return {
+        "prepare": ["prepare"],
+        "encode": ["encode"],
+        **{s.name: list(s.run_commands) for s in SECTIONS.values() if s.run_rules},
+        "report": sorted({c for s in SECTIONS.values() for c in s.report_commands}),
+    }
 
 
 def _module_file(name: str) -> Path | None:
@@ -89,7 +92,7 @@ def command_module(command: str) -> str:
 def stage_files(stage: str) -> set[Path]:
     """The stage's commands' modules and everything they import, the CLI package (which only builds the parser from
     every command's module: those of other commands are not followed) and its shared options."""
-    return closure({command_module(c) for c in STAGE_COMMANDS[stage]} | {"isoflow", "isoflow.cli", "isoflow.cli.options"})
+    return closure({command_module(c) for c in stage_commands()[stage]} | {"isoflow", "isoflow.cli", "isoflow.cli.options"})
 
 
 def dep_entries(stage: str) -> list[str]:
@@ -111,7 +114,7 @@ def covered(path: Path, deps: list[str]) -> bool:
 
 
 def main() -> int:
-    for stage in STAGE_COMMANDS:
+    for stage in stage_commands():
         print(f"{stage}:")
         for entry in dep_entries(stage):
             print(f"  - {entry}")

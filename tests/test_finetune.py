@@ -233,7 +233,7 @@ def test_reference_covariance_is_the_covariance_of_the_points(polarity_small, st
 def test_records_epochs_and_settings(polarity_small, tmp_path, tiny_bert):
     parquet, record = run_finetune("polarity-120", str(tiny_bert), 1, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
                                    istar_lambda=-1.0, epochs=2, batch_size=16, heldout_fraction=0.2, lr=1e-4, shrinkage_points=2000)
-    assert parquet == tmp_path / "finetune/polarity-120/tiny-bert/istar-1/seed1.parquet"
+    assert parquet == tmp_path / "finetune/runs/polarity-120/tiny-bert/istar-1/seed1.parquet"
     epochs = pd.read_parquet(parquet)
     info = json.loads(record.read_text())
     assert list(epochs["epoch"]) == [0, 1, 2] and info["complete"] and not info.get("diverged")

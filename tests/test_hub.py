@@ -50,7 +50,7 @@ def reviews(tmp_path):
 
 
 def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
-    p = isoflow(["encode", "--model", "isoflow-test/tiny-bert", "--dataset", "reviews", "--device", "cpu", "--quiet"], hub_cache, reviews)
+    p = isoflow(["encode", "--model", "isoflow-test/tiny-bert", "--task", "reviews", "--device", "cpu", "--quiet"], hub_cache, reviews)
     assert p.returncode == 0, p.stderr
     meta = json.loads((reviews / "data/embeddings/tiny-bert/reviews/meta.json").read_text())
     assert meta["model"] == "tiny-bert" and meta["dim"] == 32
@@ -60,7 +60,7 @@ def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
                  "--batch-size", "8", "--heldout-fraction", "0.25", "--shrinkage-points", "100", "--device", "cpu", "--quiet"],
                 hub_cache, reviews)
     assert p.returncode == 0, p.stderr
-    record = json.loads((reviews / "results/finetune/reviews/hub-bert/istar0/seed0.json").read_text())
+    record = json.loads((reviews / "results/finetune/runs/reviews/hub-bert/istar0/seed0.json").read_text())
     assert record["source"]["hub_id"] == "isoflow-test/tiny-bert" and record["settings"]["model"] == "hub-bert"
 
 
@@ -70,12 +70,12 @@ def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
     p = isoflow(["layers", "--model", "tiny-gpt2", "--corpus", str(corpus), "--max-tokens", "200", "--k-lid", "5", "--sample-cap", "200",
                  "--device", "cpu", "--quiet"], hub_cache, tmp_path)
     assert p.returncode == 0, p.stderr
-    meta = json.loads((tmp_path / "results/layers/tiny-gpt2/notes/meta.json").read_text())
+    meta = json.loads((tmp_path / "results/layers/runs/tiny-gpt2/notes/meta.json").read_text())
     assert meta["model"] == "tiny-gpt2" and meta["source"]["hub_id"] == "tiny-gpt2" and meta["n_layers"] == 3
 
 
 def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
-    p = isoflow(["encode", "--model", "bert-base-uncased", "--dataset", "reviews", "--quiet"], hub_cache, reviews)
+    p = isoflow(["encode", "--model", "bert-base-uncased", "--task", "reviews", "--quiet"], hub_cache, reviews)
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "'bert-base-uncased' is not one of isoflow's models" in lines[0]

@@ -18,7 +18,7 @@ from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import items_digest, load_embeddings, write_embeddings
 from isoflow.istar import IStar
 from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
-from isoflow.optimization import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
+from isoflow.optimize import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
 from isoflow.records import load_runs
 
 
@@ -158,9 +158,9 @@ def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
     plain = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False)
     neg = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5)
     half = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5)
-    base = tmp_path / "trajectories/blobs/m"
-    assert [p[0] for p in (plain, neg, half)] == [base / "seed0.parquet", base / "istar-5/seed0.parquet", base / "istar0.5/seed0.parquet"]
-    assert trajectory_path("blobs", "m", 0, tmp_path, -5) == base / "istar-5/seed0"
+    base, sweep = tmp_path / "optimize/runs/blobs/m", tmp_path / "istar/runs/blobs/m"  # the optimize and istar sections' runs
+    assert [p[0] for p in (plain, neg, half)] == [base / "seed0.parquet", sweep / "istar-5/seed0.parquet", sweep / "istar0.5/seed0.parquet"]
+    assert trajectory_path("blobs", "m", 0, tmp_path, -5) == sweep / "istar-5/seed0"
     settings = json.loads(neg[1].read_text())["settings"]
     assert settings["istar_lambda"] == -5 and settings["zeta"] == 0.2 and settings["shrinkage"] == "pretrained"
     assert list(pd.read_parquet(neg[0]).columns)[-2:] == ["isoscore_star", "istar_penalty"]
@@ -224,7 +224,7 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
     with pytest.raises(ValueError, match="differ in lr"):  # the diverged run has another lr: not a seed of the others
         load_runs(records)
     records.pop()
-    assert main(["aggregate", "--out", str(tmp_path / "agg"), *map(str, records)]) == 0
+    assert main(["optimize-aggregate", "--out", str(tmp_path / "agg"), *map(str, records)]) == 0
     assert main(["istar-report", "--aggregate", str(tmp_path / "agg"), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
     table = pd.read_csv(tmp_path / "t/istar.csv")
     assert list(table["lambda"]) == [-5.0, 0.0, 5.0] and set(table["seeds"]) == {2} and set(table["diverged"]) == {0}
@@ -253,11 +253,11 @@ def test_workflow_istar_section_plans(tmp_path):
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds; config.yaml
     # groups the seeds (one job per task, model and lambda), --config group_seeds=false gives one job per seed.
-    assert counts["optimize_istar"] == 7 * 7 and counts["optimize"] == 7
+    assert counts["istar_run"] == 7 * 7 and counts["optimize_run"] == 7
     per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], ROOT).stdout
     counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
-    assert counts_per_seed["optimize_istar"] == 7 * 7 * 5 and counts_per_seed["optimize"] == 7 * 5
-    assert counts["aggregate_istar"] == counts["istar_report"] == 1
+    assert counts_per_seed["istar_run"] == 7 * 7 * 5 and counts_per_seed["optimize_run"] == 7 * 5
+    assert counts["istar_aggregate"] == counts["istar_report"] == 1
     bad = sh(["snakemake", "-n", *where, "--config", "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}"], ROOT, check=False)
     assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
 
@@ -267,7 +267,7 @@ def test_workflow_istar_task_lambdas(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results", "group_seeds=false", "seeds=[0,1]"]
     sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'lambdas': [-5, 0, 1, 5]"
     out = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"], ROOT).stdout
-    planned = sorted(re.findall(r"trajectories/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
+    planned = sorted(re.findall(r"istar/runs/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
     assert sorted(set(planned)) == sorted([("glue/wnli", lam, s) for lam in ("-5", "1", "5") for s in "01"]
                                           + [("glue/rte", "3", s) for s in "01"])
     bad = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"], ROOT, check=False)

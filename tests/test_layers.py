@@ -276,6 +276,6 @@ def test_workflow_layers_section_plans(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     out = sh(["snakemake", "-n", "layers", *where], ROOT).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
-    assert counts["layers_run"] == (2 + 1) * 2 and counts["layers_report"] == 1  # (minilm, mpnet, glove) x (brown, wikitext-2)
+    assert counts["layers_run"] == (4 + 1) * 2 and counts["layers_report"] == 1  # (minilm, mpnet, 2 plain LMs, glove) x 2 corpora
     bad = sh(["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"], ROOT, check=False)
     assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr

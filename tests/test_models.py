@@ -188,13 +188,13 @@ def test_cli_prepare_and_encode(tmp_path, shared_mirror):
     p = run("prepare", "wnli", "--quiet")
     assert p.returncode == 0, p.stderr
     assert "glue/wnli: 635 examples, 925 distinct items" in p.stdout
-    e = run("encode", "--model", "minilm", "--dataset", "glue/wnli", "--device", "cpu")
+    e = run("encode", "--model", "minilm", "--task", "glue/wnli", "--device", "cpu")
     assert e.returncode == 0, e.stderr
     assert "minilm x glue/wnli: 925 x 384 float32" in e.stdout and "[" not in e.stderr  # no progress bar in a log
     assert np.load(tmp_path / "embeddings/minilm/glue/wnli/embeddings.npy").shape == (925, 384)
-    bad = run("encode", "--model", "bert", "--dataset", "glue/wnli")
+    bad = run("encode", "--model", "bert", "--task", "glue/wnli")
     assert bad.returncode == 2 and "unknown model 'bert'" in bad.stderr
-    missing = run("encode", "--model", "minilm", "--dataset", "glue/rte")
+    missing = run("encode", "--model", "minilm", "--task", "glue/rte")
     assert missing.returncode == 2 and "run `isoflow prepare` first" in missing.stderr
 
 

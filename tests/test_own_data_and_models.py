@@ -126,7 +126,7 @@ def test_layers_of_a_local_model(kind, states, request, tmp_path):
     rc = main(["layers", "--model", str(folder), "--corpus", str(corpus), "--max-tokens", "300", "--results", str(tmp_path / "results"),
                "--k-lid", "5", "--sample-cap", "300", "--device", "cpu", "--quiet"])
     assert rc == 0
-    out = tmp_path / "results/layers" / folder.name / "corpus"
+    out = tmp_path / "results/layers/runs" / folder.name / "corpus"
     table = pd.read_parquet(out / "layers.parquet")
     meta = json.loads((out / "meta.json").read_text())
     assert list(table["layer"]) == list(range(states)) and set(table["model"]) == {folder.name}
@@ -142,7 +142,7 @@ def test_finetune_a_local_model(tiny_sentence_transformer, reviews_csv, tmp_path
                                    progress=False, istar_lambda=-1.0, epochs=1, batch_size=8, heldout_fraction=0.25, shrinkage_points=200,
                                    model_name="tiny")
     info = json.loads(record.read_text())
-    assert parquet == tmp_path / "results/finetune/reviews/tiny/istar-1/seed0.parquet" and info["settings"]["model"] == "tiny"
+    assert parquet == tmp_path / "results/finetune/runs/reviews/tiny/istar-1/seed0.parquet" and info["settings"]["model"] == "tiny"
     assert info["source"]["path"] == str(tiny_sentence_transformer) and len(pd.read_parquet(parquet)) == 2
 
 
@@ -157,7 +157,7 @@ def test_embeddings_made_elsewhere_are_imported_and_optimised(reviews_csv, tmp_p
     assert np.array_equal(emb, rows.astype(np.float32)) and meta["source"]["path"] == str((tmp_path / "mine.npz").resolve())
     assert main(["optimize", "--task", "reviews", "--model", "my-encoder", "--data-dir", str(data), "--steps", "3", "--results",
                  str(tmp_path / "results"), "--quiet", "--istar", "-1"]) == 0
-    assert (tmp_path / "results/trajectories/reviews/my-encoder/istar-1/seed0.json").is_file()
+    assert (tmp_path / "results/istar/runs/reviews/my-encoder/istar-1/seed0.json").is_file()
     capsys.readouterr()
     np.save(tmp_path / "nan.npy", np.where(np.arange(len(ROWS) * 12).reshape(len(ROWS), 12) == 30, np.nan, rows))
     assert main(["import-embeddings", str(tmp_path / "nan.npy"), "--task", "reviews", "--model", "x", "--data-dir", str(data)]) == 2

@@ -50,14 +50,14 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     imported = json.loads((data / "embeddings/bag-of-words/reviews/meta.json").read_text())
     assert imported["source"]["path"] == str((data / "vectors/reviews.npy").resolve()) and imported["dim"] == 32
 
-    correlations = pd.read_csv(results / "tables/correlations.csv")
+    correlations = pd.read_csv(results / "optimize/tables/correlations.csv")
     assert sorted(zip(correlations["task"], correlations["model"])) == [("reviews", "bag-of-words"), ("reviews", "tiny-bert")]
     assert (correlations["seeds"] == 2).all() and (correlations["setup"].str.startswith("not in the paper")).all()
-    istar = pd.read_csv(results / "tables/istar.csv")
+    istar = pd.read_csv(results / "istar/tables/istar.csv")
     assert sorted(istar["lambda"]) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
-    layers = json.loads((results / "layers/tiny-bert/notes/meta.json").read_text())
+    layers = json.loads((results / "layers/runs/tiny-bert/notes/meta.json").read_text())
     assert layers["n_layers"] == 3 and layers["model"] == "tiny-bert"  # the embeddings and 2 transformer layers
-    assert sorted(pd.read_csv(results / "tables/layers.csv")["model"].unique()) == ["plain-notes-bert", "plain-notes-gpt2", "tiny-bert"]
+    assert sorted(pd.read_csv(results / "layers/tables/layers.csv")["model"].unique()) == ["plain-notes-bert", "plain-notes-gpt2", "tiny-bert"]
     corpus = json.loads((data / "pretrain/corpus/corpus.json").read_text())
     assert corpus["excluded_tasks"][str(data / "tasks/reviews")] == {"texts": 120, "splits": ["prepared"]}
     assert corpus["sources"]["examples/own/corpus.txt"]["read"]["documents"] == 80  # one document per line
@@ -65,14 +65,15 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     assert pretrained.loc["plain-notes-bert", "architecture"] == "BertForMaskedLM"
     assert pretrained.loc["plain-notes-gpt2", "architecture"] == "GPT2LMHeadModel"
     assert (pretrained["steps"] == 20).all() and (pretrained["unigram_perplexity"] > 1).all()
-    plain = json.loads((results / "layers/plain-notes-gpt2/notes/meta.json").read_text())
+    plain = json.loads((results / "layers/runs/plain-notes-gpt2/notes/meta.json").read_text())
     assert plain["n_layers"] == 3 and plain["model"] == "plain-notes-gpt2"
-    finetune = pd.read_csv(results / "tables/finetune.csv")
+    finetune = pd.read_csv(results / "finetune/tables/finetune.csv")
     assert sorted(zip(finetune["reg"], finetune["lambda"])) == [("cosreg", 0.0), ("istar", -1.0), ("istar", 0.0), ("istar", 1.0)]
-    run = json.loads((results / "finetune/reviews/tiny-bert/istar-1/seed0.json").read_text())
+    run = json.loads((results / "finetune/runs/reviews/tiny-bert/istar-1/seed0.json").read_text())
     assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24 and run["n_train"] == 96
-    for name in ("silhouette_vs_isoscore", "istar_performance", "layers_isoscore", "finetune_baselines"):
-        assert (results / f"figures/{name}.png").stat().st_size > 10_000
+    for section, name in (("optimize", "silhouette_vs_isoscore"), ("istar", "istar_performance"), ("layers", "layers_isoscore"),
+                          ("finetune", "finetune_baselines")):
+        assert (results / section / f"figures/{name}.png").stat().st_size > 10_000
     assert (results / "pretrain/figures/pretrain_curves.png").stat().st_size > 10_000
 
 
@@ -82,7 +83,7 @@ def test_the_html_report_holds_the_own_tables_and_figures(own_checkout, tmp_path
     snakemake("--report", str(report), cwd=own_checkout)
     html = report.read_text()
     results = own_checkout / "results/own-example"
-    for f in sorted((results / "figures").glob("*.png")) + sorted((results / "tables").glob("*.csv")):
+    for f in sorted(results.glob("*/figures/*.png")) + sorted(results.glob("*/tables/*.csv")):
         assert f.name in html, f"{f.name} is not in the report"
 
 
@@ -103,10 +104,10 @@ def test_own_files_are_declared_inputs(own_checkout, tmp_path):
     vectors = repo / "data/own-example/vectors/reviews.npy"
     np.save(vectors, np.load(vectors) + 1.0)
     jobs = planned(repo)
-    assert jobs["import_embeddings"] == 1 and jobs["optimize"] == 1 and "encode" not in jobs and "finetune_run" not in jobs
+    assert jobs["import_embeddings"] == 1 and jobs["optimize_run"] == 1 and "encode" not in jobs and "finetune_run" not in jobs
     append("examples/own/reviews.csv", b"121,the plot was warm .,positive\n")
     jobs = planned(repo)
-    assert jobs["prepare"] == 1 and jobs["encode"] == 1 and jobs["finetune_run"] == 4 and jobs["optimize_istar"] == 2
+    assert jobs["prepare"] == 1 and jobs["encode"] == 1 and jobs["finetune_run"] == 4 and jobs["istar_run"] == 2
 
 
 def _config(tmp_path, changes: dict) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from isoflow.optimization import paper
-from isoflow.optimization.report import paper_columns, sizes
+from isoflow.optimize import paper
+from isoflow.optimize.report import paper_columns, sizes
 
 
 def test_every_glue_row_of_table_3_and_table_2():

@@ -1,5 +1,6 @@
-"""scripts/publish_results.py: a section of docs/results holds exactly what its tables were made from, and publishing
-one section leaves the others (and, on failure, itself) as they were."""
+"""scripts/publish_results.py and scripts/redraw_published.py, driven by the section registry: a publication holds
+exactly what its tables were made from, publishing one leaves the others (and, on failure, itself) as they were; a
+section registered with its code is published and redrawn without touching the scripts."""
 
 import csv
 import json
@@ -13,91 +14,125 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from publish_results import PublishError, main, publish  # noqa: E402
 
 
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 def _results(root: Path) -> Path:
+    """A results directory as the workflow leaves it: each section under its own folder."""
     results = root / "results" / "repro"
-    for name in ("correlations.csv", "correlations.md", "table1_sizes.csv", "istar.csv", "layers.csv"):
-        (results / "tables").mkdir(parents=True, exist_ok=True)
-        (results / "tables" / name).write_text(name)
-    for name in ("silhouette.png", "istar_curves.png", "layers_lid.png"):
-        (results / "figures").mkdir(parents=True, exist_ok=True)
-        (results / "figures" / name).write_text(name)
+    for section, files in {"optimize": ("tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv", "figures/silhouette.png"),
+                           "istar": ("tables/istar.csv", "figures/istar_curves.png"),
+                           "layers": ("tables/layers.csv", "figures/layers_lid.png", "runs/minilm/brown/layers.csv",
+                                      "benchmarks/minilm/brown.tsv")}.items():
+        for f in files:
+            _write(results / section / f, f)
     runs = []
     for run in ("polarity/minilm/seed0", "polarity/minilm/seed1", "stray/minilm/seed0"):
-        base = results / "trajectories" / run
-        base.parent.mkdir(parents=True, exist_ok=True)
-        base.with_suffix(".json").write_text("{}")
-        base.with_suffix(".parquet").write_text("p")
-        runs.append(f"results/repro/trajectories/{run}.json")
-    (results / "aggregate").mkdir()
-    with open(results / "aggregate" / "runs.csv", "w", newline="") as fh:
+        base = results / "optimize" / "runs" / run
+        _write(base.with_suffix(".json"), "{}")
+        _write(base.with_suffix(".parquet"), "p")
+        runs.append(f"results/repro/optimize/runs/{run}.json")
+    (results / "optimize" / "aggregate").mkdir()
+    with open(results / "optimize" / "aggregate" / "runs.csv", "w", newline="") as fh:
         writer = csv.writer(fh)
         writer.writerow(["task", "seed", "record"])
         writer.writerows([["polarity", 0, runs[0]], ["polarity", 1, runs[1]]])  # not the stray run
-    (results / "layers" / "minilm" / "brown").mkdir(parents=True)
-    (results / "layers" / "minilm" / "brown" / "layers.csv").write_text("l")
-    (results / "layers" / "benchmarks").mkdir()
-    (results / "layers" / "benchmarks" / "x.tsv").write_text("b")
     return results
 
 
-def test_a_section_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path):
+def test_a_publication_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_path):
     results = _results(tmp_path)
     other = tmp_path / "docs" / "results" / "finetune"
-    other.mkdir(parents=True)
-    (other / "keep.txt").write_text("mine")
-    dest = tmp_path / "docs" / "results" / "paper"
-    files = {p.relative_to(dest).as_posix() for p in publish("paper", results, dest, root=tmp_path, made_by="snakemake correlations")}
+    _write(other / "keep.txt", "mine")
+    dest = tmp_path / "docs" / "results" / "optimize"
+    files = {p.relative_to(dest).as_posix() for p in publish("optimize", results, dest, root=tmp_path, made_by="snakemake optimize")}
     assert files == {"PUBLISHED.json", "tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv",
                      "figures/silhouette.png", "runs.csv",
-                     "trajectories/polarity/minilm/seed0.json", "trajectories/polarity/minilm/seed0.parquet",
-                     "trajectories/polarity/minilm/seed1.json", "trajectories/polarity/minilm/seed1.parquet"}
+                     "runs/polarity/minilm/seed0.json", "runs/polarity/minilm/seed0.parquet",
+                     "runs/polarity/minilm/seed1.json", "runs/polarity/minilm/seed1.parquet"}
     with open(dest / "runs.csv", newline="") as fh:
         records = [row["record"] for row in csv.DictReader(fh)]
-    assert records == [str(dest / "trajectories/polarity/minilm/seed0.json"),
-                       str(dest / "trajectories/polarity/minilm/seed1.json")]
-    assert (other / "keep.txt").read_text() == "mine"  # another section is not touched
+    assert records == [str(dest / "runs/polarity/minilm/seed0.json"), str(dest / "runs/polarity/minilm/seed1.json")]
+    assert (other / "keep.txt").read_text() == "mine"  # another publication is not touched
     made = json.loads((dest / "PUBLISHED.json").read_text())
-    assert made["made_by"] == "snakemake correlations" and made["results_dir"] == "results/repro"  # relative to the checkout
-    assert made["workflow_checkout"] == {"git_commit": None, "git_dirty": None}  # tmp_path is no git checkout
+    assert made["made_by"] == "snakemake optimize" and made["results_dir"] == "results/repro"  # relative to the checkout
+    assert made["section"] == "optimize" and made["workflow_checkout"] == {"git_commit": None, "git_dirty": None}
 
     layers_dest = tmp_path / "docs" / "results" / "layers"
     layers = {p.relative_to(layers_dest).as_posix() for p in publish("layers", results, layers_dest, root=tmp_path)}
-    assert layers == {"PUBLISHED.json", "tables/layers.csv", "figures/layers_lid.png", "layers/minilm/brown/layers.csv"}  # no benchmarks
-    assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "paper"]  # no temp dirs left
+    assert layers == {"PUBLISHED.json", "tables/layers.csv", "figures/layers_lid.png", "runs/minilm/brown/layers.csv"}  # no benchmarks
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "optimize"]  # no temp dirs left
     (dest / "README.md").write_text("the discussion of these numbers")
-    publish("paper", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
+    publish("optimize", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
     assert (dest / "runs.csv").is_file()
     assert (dest / "README.md").read_text() == "the discussion of these numbers"  # written by hand: carried over
 
 
 def test_a_destination_that_is_not_a_publication_is_refused_without_force(tmp_path, capsys):
     results = _results(tmp_path)
-    dest = tmp_path / "docs" / "results" / "paper"
-    dest.mkdir(parents=True)
-    (dest / "notes.txt").write_text("mine")
-    assert main(["paper", str(results), str(dest), "--root", str(tmp_path)]) == 1
+    dest = tmp_path / "docs" / "results" / "optimize"
+    _write(dest / "notes.txt", "mine")
+    assert main(["optimize", str(results), str(dest), "--root", str(tmp_path)]) == 1
     assert "holds files isoflow did not write (notes.txt)" in capsys.readouterr().err
     assert [p.name for p in dest.iterdir()] == ["notes.txt"]
-    assert main(["paper", str(results), str(dest), "--root", str(tmp_path), "--force"]) == 0
-    assert not (dest / "notes.txt").exists() and (dest / "runs.csv").is_file()
-    # A section published before the marker file existed (exactly a section's names) is recognised.
-    old = tmp_path / "docs" / "results" / "layers"
-    for name in ("tables", "figures", "layers"):
-        (old / name).mkdir(parents=True)
-    publish("layers", results, old, root=tmp_path)
-    assert (old / "layers" / "minilm" / "brown" / "layers.csv").is_file()
 
 
-def test_a_missing_run_fails_and_leaves_the_published_section_as_it_was(tmp_path, capsys):
+def test_a_missing_run_fails_and_leaves_the_publication_as_it_was(tmp_path, capsys):
     results = _results(tmp_path)
-    dest = tmp_path / "docs" / "results" / "paper"
-    publish("paper", results, dest, root=tmp_path)
+    dest = tmp_path / "docs" / "results" / "optimize"
+    publish("optimize", results, dest, root=tmp_path)
     before = {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()}
-    (results / "trajectories" / "polarity" / "minilm" / "seed1.parquet").unlink()
+    (results / "optimize" / "runs" / "polarity" / "minilm" / "seed1.parquet").unlink()
     with pytest.raises(PublishError, match="seed1.parquet is missing; rerun the workflow"):
-        publish("paper", results, dest, root=tmp_path)
+        publish("optimize", results, dest, root=tmp_path)
     assert {p: p.read_bytes() for p in dest.rglob("*") if p.is_file()} == before
-    assert sorted(p.name for p in dest.parent.iterdir()) == ["paper"]
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["optimize"]
     assert main(["istar", str(tmp_path / "nothing"), str(tmp_path / "out")]) == 1
-    assert "no istar tables or figures; run `snakemake istar`" in capsys.readouterr().err
+    assert "no tables or figures; run `snakemake istar`" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, monkeypatch):
+    """Adding a section is one registry entry plus its code: a toy section (its own report command, here the pretrain
+    section's) is published and redrawn by the unchanged scripts, and gets its DVC stage and make target from the
+    registry."""
+    import redraw_published
+
+    from isoflow import sections
+    from isoflow.sections import PUBLICATIONS, SECTIONS, Publication, Section
+
+    def redraw_toy(folder, tmp):
+        return [["pretrain-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")),
+                 "--tables", str(folder / "tables"), "--figures", str(folder / "figures")]]
+
+    toy = Section("toy", "A toy section", ("pretrain",), ("pretrain-report",), run_rules=("toy_run",), report_rules=("toy_report",),
+                  redraw=redraw_toy, config_keys=("toy",))
+    monkeypatch.setitem(SECTIONS, "toy", toy)
+    monkeypatch.setitem(PUBLICATIONS, "toy", Publication("toy", "toy", "config/toy.yaml"))
+    # Its results, as its rules would leave them: a run's record (a tiny pretraining record), a table and a figure.
+    results = tmp_path / "results"
+    run = results / "toy" / "runs" / "m"
+    record = {"objective": "causal", "architecture": "GPT2LMHeadModel", "parameters": 10, "tokenizer": {"vocabulary": 50},
+              "settings": {"layers": 1, "hidden": 8, "steps": 2, "seed": 0}, "train_tokens": 100, "epochs": 1.0,
+              "heldout": {"loss": 3.0, "perplexity": 20.1, "accuracy": 0.1}, "unigram_baseline": {"loss": 3.5, "perplexity": 33.1, "accuracy": 0.05},
+              "heldout_targets": 9, "seconds": 1.0}
+    _write(run / "pretrain.json", json.dumps(record))
+    _write(run / "curve.csv", "step,train_loss,heldout_loss,heldout_accuracy\n0,,3.9,0.0\n2,3.2,3.0,0.1\n")
+    _write(results / "toy" / "tables" / "pretrain.csv", "stale")
+    _write(results / "toy" / "figures" / "pretrain_curves.png", "stale")
+    docs = tmp_path / "docs" / "results"
+    publish("toy", results, docs / "toy", root=tmp_path)
+    assert (docs / "toy" / "runs" / "m" / "pretrain.json").is_file()
+    monkeypatch.setattr(redraw_published, "ROOT", tmp_path)
+    monkeypatch.setattr(redraw_published, "PUBLISHED", docs)
+    monkeypatch.setattr(redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args)))
+    assert redraw_published.main(["toy"]) == 0
+    assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
+    assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
+    # Its DVC stage and its make target come from the registry too.
+    import dvc_stages
+
+    assert dvc_stages.stages()["toy"]["do"]["cmd"].startswith("snakemake toy_runs --cores all --configfile ${item.config} --allowed-rules toy_runs toy_run")
+    assert sections.section("toy") is toy

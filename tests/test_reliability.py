@@ -24,7 +24,7 @@ from isoflow.datasets import glue, prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, items_digest, load_embeddings, write_embeddings
 from isoflow.metrics import geometry, isoscore, lid_mle, silhouette, twonn
-from isoflow.optimization import OptimizationError, Settings, optimize, run
+from isoflow.optimize import OptimizationError, Settings, optimize, run
 
 WNLI = "glue/WNLI/train.tsv"
 
@@ -116,7 +116,7 @@ def test_encode_refuses_a_foreign_directory_before_encoding(tiny, capsys):
     foreign = tiny / "foreign"
     foreign.mkdir()
     (foreign / "embeddings.npy").write_bytes(b"someone else's")
-    rc, err = cli(capsys, "encode", "--model", "glove-50d", "--dataset", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet")
+    rc, err = cli(capsys, "encode", "--model", "glove-50d", "--task", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet")
     assert rc == 2 and "holds files isoflow did not write (embeddings.npy)" in one_line_error(err)
     assert (foreign / "embeddings.npy").read_bytes() == b"someone else's"
 
@@ -137,21 +137,25 @@ def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path
     results = tmp_path / "results"
     for seed, lr in ((0, 1e-3), (1, 1e-2)):
         run("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, lr=lr)
-    rc, err = cli(capsys, "aggregate", "--results", results)
+    rc, err = cli(capsys, "optimize-aggregate", "--results", results)
     line = one_line_error(err)
     assert rc == 2 and "runs of tiny x m differ in lr, not only in their seed" in line and "seed1.json" in line
-    assert not (results / "aggregate").exists()
+    assert not (results / "optimize/aggregate").exists()
 
 
 def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     """Stale runs of another config in the same results directory change no table."""
     results = tmp_path / "results"
     given = [run("tiny", "m", seed, steps=4, data_dir=tiny, results=results, progress=False)[1] for seed in (0, 1)]
-    assert cli(capsys, "analyze", "--results", results, "--out", tmp_path / "a", *given)[0] == 0
+    def aggregate_and_report(out, *runs):
+        assert cli(capsys, "optimize-aggregate", "--results", results, "--out", out / "aggregate", *runs)[0] == 0
+        assert cli(capsys, "optimize-report", "--aggregate", out / "aggregate", "--tables", out / "tables", "--figures", out / "figures")[0] == 0
+
+    aggregate_and_report(tmp_path / "a", *given)
     run("tiny", "m", 2, steps=4, data_dir=tiny, results=results, progress=False, lr=0.5)  # a stale, different run
     manifest = tmp_path / "runs.txt"
     manifest.write_text("\n".join(map(str, given)) + "\n")
-    assert cli(capsys, "analyze", "--results", results, "--out", tmp_path / "b", "--manifest", manifest)[0] == 0
+    aggregate_and_report(tmp_path / "b", "--manifest", manifest)
     for name in ("tables/correlations.csv", "tables/correlations_per_run.csv", "aggregate/runs.csv"):
         a, b = (tmp_path / d / name for d in "ab")
         if name.endswith("runs.csv"):
@@ -165,10 +169,10 @@ def test_corrupt_or_incomplete_run_records_are_named(tiny, tmp_path, capsys):
     results = tmp_path / "results"
     parquet, record = run("tiny", "m", 0, steps=2, data_dir=tiny, results=results, progress=False)
     record.write_text("{not json")
-    rc, err = cli(capsys, "aggregate", "--out", tmp_path / "agg", record)
+    rc, err = cli(capsys, "optimize-aggregate", "--out", tmp_path / "agg", record)
     assert rc == 2 and f"{record} is not a valid run record" in one_line_error(err) and "run it again" in err
     record.unlink()
-    rc, err = cli(capsys, "aggregate", "--out", tmp_path / "agg", parquet)
+    rc, err = cli(capsys, "optimize-aggregate", "--out", tmp_path / "agg", parquet)
     assert rc == 2 and f"{record} is missing: that run did not complete" in one_line_error(err)
 
 
@@ -276,7 +280,7 @@ def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, capsys, damag
     npy.write_bytes(bytes(raw))
     rc, err = cli(capsys, "optimize", "--task", "tiny", "--model", "m", "--data-dir", tiny, "--results", tmp_path / "r", "--steps", "2", "--quiet")
     line = one_line_error(err)
-    assert rc == 2 and str(npy) in line and "does not match the sha256" in line and "isoflow encode --model m --dataset tiny" in line
+    assert rc == 2 and str(npy) in line and "does not match the sha256" in line and "isoflow encode --model m --task tiny" in line
     assert "--force" in line and not (tmp_path / "r").exists()
 
 
@@ -302,7 +306,7 @@ def test_encode_re_encodes_a_damaged_cached_table(tmp_path):
     (["optimize", "--task", "t", "--model", "m", "--lr", "nan"], "--lr: must be a finite number"),
     (["optimize", "--task", "t", "--model", "m", "--lr=-1e-3"], "--lr: must be a finite number > 0"),
     (["optimize", "--task", "t", "--model", "m", "--sample-cap", "1"], "--sample-cap: must be at least 2"),
-    (["encode", "--model", "m", "--dataset", "t", "--batch-size", "0"], "--batch-size: must be at least 1"),
+    (["encode", "--model", "m", "--task", "t", "--batch-size", "0"], "--batch-size: must be at least 1"),
     (["prepare", "supersense", "--n-words", "0"], "--n-words: must be at least 2"),
 ])
 def test_cli_numbers_out_of_range(capsys, argv, message):

@@ -40,53 +40,60 @@ def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
     counts = job_counts(out.stdout + out.stderr)
     # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each, grouped (group_seeds: one GPU job per pair).
-    # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the paper's own).
-    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize"] == 4 + 24
-    assert counts["optimize_istar"] == 7 * 7
-    assert counts["aggregate"] == counts["tables"] == counts["figures"] == counts["all"] == 1
-    assert counts["aggregate_istar"] == counts["istar_report"] == 1
-    # Cai et al. across layers: (MiniLM, mpnet, GloVe) x (Brown, WikiText-2), one report.
-    assert counts["layers_run"] == 6 and counts["layers_report"] == 1
+    # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the optimize section's).
+    assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize_run"] == 4 + 24
+    assert counts["istar_run"] == 7 * 7
+    assert counts["optimize_aggregate"] == counts["optimize_report"] == counts["all"] == 1
+    assert counts["istar_aggregate"] == counts["istar_report"] == 1
+    # Cai et al. across layers: (MiniLM, mpnet, the two plain LMs, GloVe) x (Brown, WikiText-2), one report.
+    assert counts["layers_run"] == 5 * 2 and counts["layers_report"] == 1
     # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x (8 I-STAR weights + CosReg) x 5 seeds, one report; the stability study.
-    assert counts["finetune_run"] == 4 * 2 * 9 * 5 and counts["finetune_report"] == 1 and counts["istar_stability"] == 1
-    assert counts["total"] == 12 + 28 + 28 + 49 + 6 + 7 + 361 + 1
+    assert counts["finetune_run"] == 4 * 2 * 9 * 5 and counts["finetune_report"] == 1 and counts["stability_run"] == 1
+    # The plain LMs: their corpus, two models, their report.
+    assert counts["pretrain_corpus"] == 1 and counts["pretrain_model"] == 2 and counts["pretrain_report"] == 1
+    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 1 + 4  # + 6 reports: 2 optimize, 2 istar, layers, stability
     # Ungrouped, the same runs are one job per seed.
     ungrouped = job_counts(snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results",
                                      "group_seeds=False").stdout)
-    assert ungrouped["optimize"] == 28 * 5 and ungrouped["optimize_istar"] == 49 * 5
+    assert ungrouped["optimize_run"] == 28 * 5 and ungrouped["istar_run"] == 49 * 5
 
 
 @pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize": 5, "optimize_istar": 2, "layers_run": 2, "finetune_run": 4,
-                             "istar_stability": 1}),
-    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 14, "optimize": 28, "optimize_istar": (4 * 7 + 2 * 4) * 2, "layers_run": 3,
-                                       "finetune_run": 2 * 6 * 3, "istar_stability": 1}),
-    ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize": 12}),
+    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize_run": 5, "istar_run": 2, "layers_run": 3, "finetune_run": 4,
+                             "stability_run": 1, "pretrain_model": 1}),
+    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 14, "optimize_run": 28, "istar_run": (4 * 7 + 2 * 4) * 2, "layers_run": 5,
+                                       "finetune_run": 2 * 6 * 3, "stability_run": 1, "pretrain_model": 2}),
+    ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize_run": 12}),
     ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3}),
 ])
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
-    # + all; + aggregate, tables, figures; + the sweep's aggregate and report; + the layers report; + the finetune report
-    extra = 1 + 3 * ("optimize" in jobs) + 2 * ("optimize_istar" in jobs) + ("layers_run" in jobs) + ("finetune_run" in jobs)
+    # + all; + aggregate, report; + the sweep's aggregate and report; + the layers report; + the finetune report;
+    # + the pretraining corpus and report
+    extra = 1 + 2 * ("optimize_run" in jobs) + 2 * ("istar_run" in jobs) + ("layers_run" in jobs) + ("finetune_run" in jobs) + 2 * (
+        "pretrain_model" in jobs)
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
 def test_named_targets(tmp_path):
+    """Every section's target (its tables and figures) and runs target (its runs) by its registered name; the shared
+    data's targets; `runs` and `all`."""
+    from isoflow.sections import SECTIONS
+
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28}, "istar": {"prepare": 7, "encode": 7, "optimize": 7},
-              "paper": {"prepare": 4, "encode": 4, "optimize": 4}, "glue": {"prepare": 8, "encode": 24, "optimize": 24},
-              "correlations": {"prepare": 12, "encode": 28, "optimize": 28}}
+    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28},
+              "istar_runs": {"prepare": 7, "encode": 7, "istar_run": 49, "optimize_run": 7}, "optimize_runs": {"prepare": 12, "encode": 28, "optimize_run": 28},
+              "optimize": {"prepare": 12, "encode": 28, "optimize_run": 28}}
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
-        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize")} == jobs, target
+        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_run", "istar_run")} == jobs, target
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "paper", "glue", "correlations", "report", "istar", "layers", "layer_runs", "finetune",
-             "finetune_runs", "stability"}
+    named = {"all", "datasets", "embeddings", "runs", "report"} | set(SECTIONS) | {s.runs_target for s in SECTIONS.values() if s.run_rules}
     assert named <= listed
-    assert listed - named == {"aggregate", "tables", "figures", "aggregate_istar", "istar_report", "layers_report", "finetune_report",
-                              "istar_stability"}
+    reports = {r for s in SECTIONS.values() for r in s.report_rules}
+    assert reports <= listed and listed - named - reports == {"pretrain_corpus"}  # the only run rule without wildcards
 
 
 def test_a_config_file_is_complete_on_its_own(tmp_path):
@@ -97,7 +104,7 @@ def test_a_config_file_is_complete_on_its_own(tmp_path):
     assert bad.returncode != 0 and "missing key(s) paper" in bad.stdout + bad.stderr
     mine.write_text(mine.read_text() + f"paper: []\ndata_dir: {tmp_path}/data\nresults_dir: {tmp_path}/results\n")
     counts = job_counts(snakemake("-n", "--configfile", str(mine)).stdout)
-    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize")} == {"prepare": 1, "encode": 1, "optimize": 1}
+    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize_run")} == {"prepare": 1, "encode": 1, "optimize_run": 1}
 
 
 def test_names_and_defaults_agree_everywhere():
@@ -110,7 +117,7 @@ def test_names_and_defaults_agree_everywhere():
     from isoflow.istar import DEFAULT_ZETA
     from isoflow.layers import LayerSettings
     from isoflow.models import MODELS, SENTENCE_MODELS, STATIC_MODELS
-    from isoflow.optimization import Settings, default_steps
+    from isoflow.optimize import Settings, default_steps
 
     schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())["properties"]
     enum = lambda *path: set(_walk(schema, path)["enum"])  # noqa: E731
@@ -152,29 +159,35 @@ def test_invalid_config_is_refused(tmp_path):
 @pytest.mark.slow
 def test_offline_config_runs_for_real(offline_checkout):
     """The README's quick start (`make run`) in a fresh checkout: real tables and figures, then nothing to do."""
-    results = offline_checkout / "results/offline"
-    corr = pd.read_csv(results / "tables/correlations.csv")
+    results = offline_checkout / "results/offline"  # each section under its own folder
+    corr = pd.read_csv(results / "optimize/tables/correlations.csv")
     assert set(corr["task"]) == {"polarity", "pos-wordnet", "supersense"}
-    glue = pd.read_csv(results / "tables/correlations_glue.csv")
+    glue = pd.read_csv(results / "optimize/tables/correlations_glue.csv")
     assert (corr["pearson_r"].abs() <= 1).all() and set(glue["model"]) == {"minilm", "mpnet"}
-    traj = pd.read_parquet(results / "trajectories/glue/wnli/minilm/seed0.parquet")
+    traj = pd.read_parquet(results / "optimize/runs/glue/wnli/minilm/seed0.parquet")
     assert traj["step"].max() == 10 and traj["isoscore"].iloc[-1] < traj["isoscore"].iloc[0]
-    runs = pd.read_csv(results / "aggregate/runs.csv")
+    runs = pd.read_csv(results / "optimize/aggregate/runs.csv")
     assert len(runs) == 5 and set(runs["steps"]) == {20, 10}
-    # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM and GloVe x Brown).
-    sweep = pd.read_csv(results / "tables/istar.csv")
+    # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM, a plain GPT-2 of our own and
+    # GloVe x Brown).
+    sweep = pd.read_csv(results / "istar/tables/istar.csv")
     assert list(sweep["lambda"]) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
-    layers = pd.read_csv(results / "tables/layers.csv")
-    assert sorted(set(layers["model"])) == ["glove-50d", "minilm"] and len(layers) == 7 + 1
-    tuned = pd.read_csv(results / "tables/finetune.csv")
+    layers = pd.read_csv(results / "layers/tables/layers.csv")
+    assert sorted(set(layers["model"])) == ["glove-50d", "minilm", "plain-tiny-gpt2"] and len(layers) == 7 + 3 + 1
+    tuned = pd.read_csv(results / "finetune/tables/finetune.csv")
     assert list(zip(tuned["reg"], tuned["lambda"])) == [("cosreg", 0), ("istar", -1), ("istar", 0), ("istar", 1)] and set(tuned["seeds"]) == {1}
-    assert len(pd.read_csv(results / "tables/finetune_paired.csv")) == 3 and (results / "tables/istar_stability.csv").is_file()
-    for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", "layers_similarity", "layers_lid", "layers_pca",
-                 "finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "finetune_epochs",
-                 "istar_stability"):
-        assert (results / f"figures/{name}.png").stat().st_size > 5000
+    assert len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 3 and (results / "stability/tables/stability.csv").is_file()
+    pretrained = pd.read_csv(results / "pretrain/tables/pretrain.csv")
+    assert list(pretrained["model"]) == ["plain-tiny-gpt2"] and pretrained.loc[0, "heldout_loss"] < pretrained.loc[0, "unigram_loss"] + 1
+    figures = {"istar": ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"),
+               "layers": ("layers_similarity", "layers_lid", "layers_pca"),
+               "finetune": ("finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "finetune_epochs"),
+               "stability": ("stability",), "pretrain": ("pretrain_curves",)}
+    for section, names in figures.items():
+        for name in names:
+            assert (results / section / f"figures/{name}.png").stat().st_size > 5000
     for name in ("silhouette", "log_isoscore", "silhouette_vs_isoscore"):
-        assert (results / f"figures/{name}.pdf").stat().st_size > 1000
+        assert (results / f"optimize/figures/{name}.pdf").stat().st_size > 1000
     # The jobs' logs say how far each run got: a line per tenth of the updates (here 10 updates: a line each).
     log = (offline_checkout / "logs/optimize/glue/wnli/minilm/seed0.log").read_text().splitlines()
     progress = [line for line in log if re.match(r"glue/wnli x minilm seed 0: (started, 10 upd$|\d+/10 upd \()", line)]
@@ -192,14 +205,16 @@ def test_html_report_holds_every_figure_and_table(offline_checkout):
     p = sh(["make", "report", "REPORT_CONFIG=config/offline.yaml"], offline_checkout)
     html = (offline_checkout / "results/offline/report.html").read_text()
     assert len(html) > 100_000, p.stdout[-2000:]
-    figures = sorted((offline_checkout / "results/offline/figures").glob("*.png"))
-    tables = sorted((offline_checkout / "results/offline/tables").glob("*.csv"))
-    assert len(figures) >= 11 and len(tables) >= 9
+    from isoflow.sections import SECTIONS
+
+    figures = sorted((offline_checkout / "results/offline").glob("*/figures/*.png"))
+    tables = sorted((offline_checkout / "results/offline").glob("*/tables/*.csv"))
+    assert len(figures) >= 13 and len(tables) >= 11
     for f in figures + tables:
         assert f.name in html, f"{f.name} is not in the report"
-    for category in ("Main tasks", "GLUE (Appendix A)", "I-STAR in the optimisation experiment",
-                     "Clusters and manifolds across layers (Cai et al. 2021)", "Fine-tuning the encoder with I-STAR"):
+    for category in [s.title for s in SECTIONS.values()] + ["Optimisation (Mickus et al. 2024): GLUE (Appendix A)"]:
         assert category in html, category
+    assert "docutils" not in html and "Undefined substitution" not in html  # every caption is valid reStructuredText
 
 
 @pytest.mark.slow
@@ -216,17 +231,19 @@ def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     (repo / OFFLINE_CONFIG).write_text(config.replace("\nseeds: [0]\n", "\nseeds: [0, 1]\n"))  # as a user extends it
     two = ["--configfile", OFFLINE_CONFIG]
     counts = job_counts(snakemake("-n", *two, cwd=repo).stdout)
-    assert {k: counts.get(k) for k in ("optimize", "aggregate", "tables", "figures")} == {"optimize": 5, "aggregate": 1, "tables": 1, "figures": 1}
-    before = (repo / "results/offline/figures/silhouette.pdf").stat().st_mtime_ns
+    steps = ("optimize_run", "optimize_aggregate", "optimize_report")
+    assert {k: counts.get(k) for k in steps} == {"optimize_run": 5, "optimize_aggregate": 1, "optimize_report": 1}
+    section = repo / "results/offline/optimize"
+    before = (section / "figures/silhouette.pdf").stat().st_mtime_ns
     snakemake("--cores", "2", *two, cwd=repo)
-    corr = pd.read_csv(repo / "results/offline/tables/correlations.csv")
-    glue = pd.read_csv(repo / "results/offline/tables/correlations_glue.csv")
+    corr = pd.read_csv(section / "tables/correlations.csv")
+    glue = pd.read_csv(section / "tables/correlations_glue.csv")
     assert set(corr["seeds"]) == set(glue["seeds"]) == {2}
-    assert len(pd.read_csv(repo / "results/offline/tables/correlations_per_run.csv")) == 10
-    assert (repo / "results/offline/figures/silhouette.pdf").stat().st_mtime_ns > before
+    assert len(pd.read_csv(section / "tables/correlations_per_run.csv")) == 10
+    assert (section / "figures/silhouette.pdf").stat().st_mtime_ns > before
     assert "Nothing to be done" in snakemake("-n", *two, cwd=repo).stdout
-    forced = job_counts(snakemake("-n", *two, "--forcerun", "aggregate", cwd=repo).stdout)
-    assert {k: forced.get(k) for k in ("optimize", "aggregate", "tables", "figures")} == {"optimize": None, "aggregate": 1, "tables": 1, "figures": 1}
+    forced = job_counts(snakemake("-n", *two, "--forcerun", "optimize_aggregate", cwd=repo).stdout)
+    assert {k: forced.get(k) for k in steps} == {"optimize_run": None, "optimize_aggregate": 1, "optimize_report": 1}
 
 
 @pytest.mark.slow
@@ -238,12 +255,14 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     repo = tmp_path / "isoflow"
     shutil.copytree(offline_checkout, repo, symlinks=True)
     (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
-    shutil.rmtree(repo / "results/offline/trajectories")
+    for section in ("optimize", "istar"):
+        shutil.rmtree(repo / f"results/offline/{section}/runs")
     grouped = ["--configfile", OFFLINE_CONFIG, "--config", "group_seeds=True"]
     counts = job_counts(snakemake("-n", "runs", *grouped, cwd=repo).stdout)
-    assert counts["optimize"] == 5 and counts["optimize_istar"] == 2  # one job per task x model (x lambda), not per seed
+    assert counts["optimize_run"] == 5 and counts["istar_run"] == 2  # one job per task x model (x lambda), not per seed
     # Run two of them (a plain run and an I-STAR one) and compare with the per-seed jobs' records.
-    refs = [offline_checkout / "results/offline/trajectories/glue/wnli/minilm" / sub / "seed0.parquet" for sub in ("", "istar-5")]
+    results = offline_checkout / "results/offline"
+    refs = [results / "optimize/runs/glue/wnli/minilm/seed0.parquet", results / "istar/runs/glue/wnli/minilm/istar-5/seed0.parquet"]
     snakemake(*(str(ref.relative_to(offline_checkout)) for ref in refs), "--cores", "2", *grouped, cwd=repo)
     for ref in refs:
         rel = ref.relative_to(offline_checkout)
@@ -265,7 +284,7 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         config = yaml.safe_load((ROOT / OFFLINE_CONFIG).read_text())
         config.update(data_dir=f"{tmp_path}/data", raw_dir=f"{tmp_path}/raw", results_dir=f"{tmp_path}/results", mirror=str(shared_mirror),
                       paper=[{"task": "supersense", "model": "glove-50d"}], glue={"tasks": ["wnli"], "models": ["minilm"]})
-        for section in ("istar", "layers", "finetune", "stability"):
+        for section in ("istar", "layers", "finetune", "stability", "pretrain"):
             del config[section]
         (tmp_path / "slurm-test.yaml").write_text(yaml.safe_dump(config))
         # Status checks every 2 s, not the profile's 10 s: the jobs here take seconds, not hours.
@@ -273,14 +292,15 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
                 "--slurm-init-seconds-before-status-checks", "1"]
         p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600)
         out = p.stdout + p.stderr
-        # Every job but the 2 local `prepare` jobs and `all`: 2 encode, 2 optimize, aggregate, tables, figures.
-        assert len(re.findall(r"submitted with SLURM jobid", out)) == 7
+        # Every job but the 2 local `prepare` jobs and `all`: 2 encode, 2 optimize runs, the aggregate and the report.
+        assert len(re.findall(r"submitted with SLURM jobid", out)) == 6
         local = offline_checkout / "results/offline"
-        refs = [local / "trajectories" / pair / "seed0.parquet" for pair in ("glue/wnli/minilm", "supersense/glove-50d")]
+        refs = [local / "optimize/runs" / pair / "seed0.parquet" for pair in ("glue/wnli/minilm", "supersense/glove-50d")]
         for ref in refs:
             got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local))
             pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
-        assert all((tmp_path / "results" / f).is_file() for f in ("tables/correlations.csv", "tables/correlations_glue.csv", "figures/silhouette.png"))
+        done = ("optimize/tables/correlations.csv", "optimize/tables/correlations_glue.csv", "optimize/figures/silhouette.png")
+        assert all((tmp_path / "results" / f).is_file() for f in done)
     finally:
         sh(["bash", str(ROOT / "ci/slurm/stop.sh")], ROOT, env=cluster, timeout=60, check=False)
 

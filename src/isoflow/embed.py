@@ -54,7 +54,7 @@ _VERIFIED: set[tuple[str, int, int, str]] = set()  # (path, size, mtime_ns, sha2
 
 def _fix(meta: dict, d: Path) -> str:
     model, task = meta.get("model", "<model>"), meta.get("task", "<task>")
-    return f"re-encode it: `isoflow encode --model {model} --dataset {task} --out {d} --force`"
+    return f"re-encode it: `isoflow encode --model {model} --task {task} --out {d} --force`"
 
 
 def verify_embeddings(path: str | os.PathLike) -> dict:

@@ -66,10 +66,14 @@ def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
     return stem.with_suffix(".parquet"), stem.with_suffix(".json")
 
 
+RUN_FOLDERS = ("optimize/runs", "istar/runs")  # where optimisation runs are (isoflow.sections: the optimize and istar sections)
+
+
 def discover(results: str | os.PathLike) -> list[Path]:
-    """The JSON records of every complete run under ``results/trajectories`` (sorted)."""
+    """The JSON records of every complete optimisation run under ``results/optimize/runs`` and
+    ``results/istar/runs`` (sorted)."""
     found = []
-    for meta in sorted(Path(results, "trajectories").rglob("seed*.json")):
+    for meta in sorted(m for folder in RUN_FOLDERS for m in Path(results, folder).rglob("seed*.json")):
         try:
             complete = json.loads(meta.read_text(encoding="utf-8")).get("complete")
         except (ValueError, UnicodeDecodeError):
@@ -77,7 +81,8 @@ def discover(results: str | os.PathLike) -> list[Path]:
         if complete and meta.with_suffix(".parquet").is_file():
             found.append(meta)
     if not found:
-        raise FileNotFoundError(f"no complete trajectories under {Path(results, 'trajectories')}; run `isoflow optimize` first")
+        raise FileNotFoundError(f"no complete optimisation runs under {Path(results, RUN_FOLDERS[0])} or {Path(results, RUN_FOLDERS[1])}; "
+                                "run `isoflow optimize` first")
     return found
 
 
@@ -185,5 +190,5 @@ def load_aggregate(path: str | os.PathLike) -> tuple[pd.DataFrame, pd.DataFrame]
     files = [path / name for name in AGGREGATE_FILES]
     for f in files:
         if not f.is_file():
-            raise FileNotFoundError(f"{f} is missing; run `isoflow aggregate --out {path}` first")
+            raise FileNotFoundError(f"{f} is missing; run `isoflow optimize-aggregate --out {path}` first")
     return pd.read_parquet(files[0]), pd.read_csv(files[1])

@@ -11,29 +11,28 @@ import errno
 import sys
 
 from . import (
-    aggregate,
-    analyze,
     encode,
-    figures,
     finetune,
     finetune_report,
     geometry,
     import_embeddings,
     istar_report,
-    istar_stability,
     layers,
     layers_report,
     optimize,
+    optimize_aggregate,
+    optimize_report,
     prepare,
     pretrain,
+    pretrain_corpus,
     pretrain_report,
     sources,
-    tables,
+    stability,
 )
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
-COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, analyze, aggregate, tables, figures, istar_report, layers, layers_report, finetune,
-            finetune_report, istar_stability, pretrain, pretrain_report, sources)
+COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, optimize_aggregate, optimize_report, istar_report, layers,
+            layers_report, finetune, finetune_report, stability, pretrain_corpus, pretrain, pretrain_report, sources)
 
 
 def build_parser() -> argparse.ArgumentParser:

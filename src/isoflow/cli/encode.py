@@ -14,9 +14,9 @@ def add_parser(sub) -> None:
     options.model(e)
     e.add_argument("--pooling", choices=("mean", "cls"), default="mean",
                    help="a plain Hugging Face model's pooling over its tokens (default mean; sentence-transformers folders keep theirs)")
-    e.add_argument("--dataset", required=True, help="a prepared task, e.g. polarity or glue/sst2")
+    e.add_argument("--task", required=True, help="a prepared task, e.g. polarity or glue/sst2")
     options.data(e)
-    options.task_dir(e, "dataset")
+    options.task_dir(e)
     e.add_argument("--batch-size", type=options.int_at_least(1), default=64)
     options.device(e)
     options.force(e, "encode again even if a matching table exists, replacing what stands at --out")
@@ -26,7 +26,7 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..embed import encode, load_embeddings
 
-    out = encode(args.model, args.dataset, data_dir=args.data_dir, task_path=args.task_dir, out=args.out, batch_size=args.batch_size,
+    out = encode(args.model, args.task, data_dir=args.data_dir, task_path=args.task_dir, out=args.out, batch_size=args.batch_size,
                  device=args.device, mirror=args.mirror, force=args.force, progress=None if not args.quiet else False, raw_dir=args.raw_dir,
                  model_name=args.model_name, pooling=args.pooling)
     emb, meta = load_embeddings(out)

@@ -11,13 +11,13 @@ HELP = "the I-STAR sweep's table (istar.csv/md/tex) and figures, from an aggrega
 
 def add_parser(sub) -> None:
     r = sub.add_parser("istar-report", help=HELP)
-    r.add_argument("--aggregate", default="results/aggregate/istar", help="the output of `isoflow aggregate` over the sweep's runs")
+    options.aggregate_input(r, "istar")
     options.report_outputs(r, "istar")
     r.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..optimization import istar_report
+    from ..optimize import istar_report
     from ..records import load_aggregate
 
     traj, info = load_aggregate(args.aggregate)

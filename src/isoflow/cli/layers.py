@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
     y.add_argument("--view-layer", type=options.int_at_least(0), default=None, help="layer of the PCA view (default: the middle one)")
     y.add_argument("--batch-size", type=options.int_at_least(1), default=32)
     options.device(y)
-    options.results(y, "; output results/layers/<model>/<corpus>")
+    options.results(y, "; output results/layers/runs/<model>/<corpus>")
     options.force(y)
     options.data(y)
     y.set_defaults(func=run)

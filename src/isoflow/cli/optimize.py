@@ -35,13 +35,13 @@ def add_parser(sub) -> None:
     options.task_dir(o)
     o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
     options.results(o)
-    o.add_argument("--out", default=None, help="output path without suffix (default results/trajectories/<task>/<model>/[istar<LAMBDA>/]seed<S>)")
+    o.add_argument("--out", default=None, help="output path without suffix (default results/optimize/runs/<task>/<model>/seed<S>, with --istar results/istar/runs/<task>/<model>/istar<LAMBDA>/seed<S>)")
     options.quiet(o)
     o.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..optimization import run_seeds
+    from ..optimize import run_seeds
 
     seeds = args.seeds or [0 if args.seed is None else args.seed]
     written = run_seeds(args.task, args.model, seeds, steps=args.steps, data_dir=args.data_dir, task_path=args.task_dir,

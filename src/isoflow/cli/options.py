@@ -69,6 +69,13 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
                    help="the name outputs go under, for a folder or a hub id (default: the folder's name, or the id's last part)")
 
 
+def say(quiet: bool):
+    """A function writing one line of progress to stderr, or nothing under --quiet."""
+    import sys
+
+    return (lambda line: None) if quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+
+
 def device(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help=DEVICE_HELP)
 
@@ -114,7 +121,7 @@ def run_list(p: argparse.ArgumentParser) -> None:
     """Run records given on the command line or in manifests (default: every complete run under --results)."""
     p.add_argument("runs", nargs="*", help="run records (<stem>.json or .parquet) to use; default: every complete run under --results")
     p.add_argument("--manifest", action="append", help="a file listing run records, one per line (repeatable)")
-    p.add_argument("--results", default="results", help="results root holding trajectories/ (default: results)")
+    p.add_argument("--results", default="results", help="results root holding optimize/runs and istar/runs (default: results)")
 
 
 def runs_of(args: argparse.Namespace) -> list[str] | None:
@@ -129,10 +136,13 @@ def runs_of(args: argparse.Namespace) -> list[str] | None:
     return runs or None
 
 
-def aggregate_input(p: argparse.ArgumentParser, default: str = "results/aggregate") -> None:
-    p.add_argument("--aggregate", default=default, help=f"the output of `isoflow aggregate` (default: {default})")
+def aggregate_input(p: argparse.ArgumentParser, section: str) -> None:
+    default = f"results/{section}/aggregate"
+    p.add_argument("--aggregate", default=default, help=f"the output of `isoflow optimize-aggregate` (default: {default})")
 
 
-def report_outputs(p: argparse.ArgumentParser, name: str) -> None:
-    p.add_argument("--tables", default="results/tables", help=f"where the {name} tables go (default: results/tables)")
-    p.add_argument("--figures", default="results/figures", help=f"where the {name}_* figures go (default: results/figures)")
+def report_outputs(p: argparse.ArgumentParser, section: str) -> None:
+    """--tables and --figures, by default the section's results folder's (isoflow.sections)."""
+    p.add_argument("--tables", default=f"results/{section}/tables", help=f"where the {section} tables go (default: results/{section}/tables)")
+    p.add_argument("--figures", default=f"results/{section}/figures",
+                   help=f"where the {section} figures go (default: results/{section}/figures)")

@@ -11,7 +11,7 @@ HELP = "fetch a dataset (cache, mirror, canonical URL), verify it and write its 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("prepare", help=HELP)
-    p.add_argument("dataset", help="polarity, snli, glue/<task> (cola sst2 mrpc qqp mnli qnli rte wnli), pos, pos-wordnet, supersense; "
+    p.add_argument("task", help="polarity, snli, glue/<task> (cola sst2 mrpc qqp mnli qnli rte wnli), pos, pos-wordnet, supersense; "
                                    "or, with --from-file, the name of your own task")
     options.data(p)
     p.add_argument("--vocab", default="glove-50d",
@@ -39,12 +39,12 @@ def run(args: argparse.Namespace) -> int:
         if not (args.from_file and args.text and args.label):
             raise ValueError("your own data needs --from-file FILE, --text COLUMN and --label COLUMN (pairs also --text-b COLUMN)")
         columns = {"path": args.from_file, "text": args.text, "text_b": args.text_b, "label": args.label, "label_sep": args.label_sep}
-        out = prepare(args.dataset, data_dir=args.data_dir, out=args.out, force=args.force, from_file=columns)
+        out = prepare(args.task, data_dir=args.data_dir, out=args.out, force=args.force, from_file=columns)
         return _summary(out)
     wordlist = None
     if args.wordlist:
         wordlist = [w.strip() for w in open(args.wordlist, encoding="utf-8") if w.strip()]
-    out = prepare(args.dataset, data_dir=args.data_dir, out=args.out, mirror=args.mirror, vocab=args.vocab, n_words=args.n_words,
+    out = prepare(args.task, data_dir=args.data_dir, out=args.out, mirror=args.mirror, vocab=args.vocab, n_words=args.n_words,
                   wordlist=wordlist, source_file=args.source_file, wordnet_dir=args.wordnet_dir, allow_download=not args.offline,
                   progress=not args.quiet, raw_dir=args.raw_dir, force=args.force)
     return _summary(out)

@@ -29,9 +29,9 @@ from .train import FinetuneSettings, finetune, settings_dict
 
 def finetune_path(task: str, model: str, seed: int, istar_lambda: float = 0.0, results: str | os.PathLike = "results", *,
                   cosreg_weight: float | None = None) -> Path:
-    """``results/finetune/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
+    """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
     sub = lambda_dir(istar_lambda) if cosreg_weight is None else f"cosreg{cosreg_weight:g}"
-    return Path(results) / "finetune" / resolve_name(task) / model / sub / f"seed{seed}"
+    return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
 def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLike = "data", task_path: str | os.PathLike | None = None,

@@ -35,7 +35,8 @@ LAYER_FILES = ("layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet"
 
 
 def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") -> Path:
-    return Path(results) / "layers" / model / corpora.corpus_name(corpus)
+    """``results/layers/runs/<model>/<corpus>`` (the layers section's runs)."""
+    return Path(results) / "layers" / "runs" / model / corpora.corpus_name(corpus)
 
 
 

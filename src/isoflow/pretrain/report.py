@@ -68,10 +68,35 @@ def curves_figure(table: pd.DataFrame, curves: pd.DataFrame, stem: Path) -> list
     return save(fig, stem)
 
 
-def pretrain_report(folders: Sequence[str | os.PathLike], tables: str | os.PathLike, figures: str | os.PathLike) -> list[Path]:
+RECORD_FILES = ("pretrain.json", "curve.csv", "config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+def copy_records(folders: Sequence[str | os.PathLike], runs: str | os.PathLike) -> list[Path]:
+    """The models' records, without their weights, under ``runs/<model>/``: what the tables and figures were made from,
+    and what a publication keeps (the weights are shared through DVC, not git)."""
+    import shutil
+
+    from ..atomic import atomic_dir
+
+    written = []
+    with atomic_dir(runs, kind="pretrained models' records") as tmp:
+        for folder in map(Path, folders):
+            for name in RECORD_FILES:
+                if (folder / name).is_file():
+                    (tmp / folder.name).mkdir(exist_ok=True)
+                    shutil.copy2(folder / name, tmp / folder.name / name)
+                    written.append(Path(runs) / folder.name / name)
+    return written
+
+
+def pretrain_report(folders: Sequence[str | os.PathLike], tables: str | os.PathLike, figures: str | os.PathLike,
+                    runs: str | os.PathLike | None = None) -> list[Path]:
+    """The table and the figure of the models in ``folders`` (model folders, or their records copied by
+    :func:`copy_records`), and, with ``runs``, their records copied there."""
     table, curves = read_models(folders)
     caption = ("Pretrained models: held-out cross-entropy (nats per predicted token), perplexity and accuracy of the most "
                "likely token, beside the unigram baseline on the same targets (a masked model's targets are its masked "
                "tokens; a causal model's every next token)")
     out = write_table(table, Path(tables) / "pretrain", caption=caption)
-    return out + curves_figure(table, curves, Path(figures) / "pretrain_curves")
+    out += curves_figure(table, curves, Path(figures) / "pretrain_curves")
+    return out + (copy_records(folders, runs) if runs is not None else [])

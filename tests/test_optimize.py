@@ -17,8 +17,8 @@ from isoflow.cli import main
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
-from isoflow.optimization import OptimizationError, Settings, optimize, run, trajectory_path
-from isoflow.optimization.report import LABEL_CENTRED, analyze, correlations, label_centred_summary, load_trajectories, log_normalised_isoscore
+from isoflow.optimize import OptimizationError, Settings, optimize, run, trajectory_path
+from isoflow.optimize.report import LABEL_CENTRED, analyze, correlations, label_centred_summary, load_trajectories, log_normalised_isoscore
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ def test_run_writes_complete_records_only(small, tmp_path):
 
 INTERRUPT_AT_STEP = """
 import importlib, signal, sys
-run_module = importlib.import_module("isoflow.optimization.run")  # the module (the package exports a function `run`)
+run_module = importlib.import_module("isoflow.optimize.run")  # the module (the package exports a function `run`)
 
 MODE, STEP = sys.argv[1], int(sys.argv[2])
 
@@ -165,7 +165,7 @@ run_module.optimize = lambda *a, **k: original(*a, **{**k, "callback": at_step})
 if sys.argv[3] == "cli":
     from isoflow.cli import main
     raise SystemExit(main(sys.argv[4:]))
-from isoflow.optimization import run
+from isoflow.optimize import run
 run("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6], progress=False)
 """
 
@@ -211,19 +211,18 @@ def test_analysis_outputs(small, tmp_path, capsys):
     written = {p.name for p in analyze(tmp_path)}
     assert {"correlations.csv", "correlations.md", "correlations.tex", "correlations_glue.md", "table1_sizes.md", "table2_sizes_glue.tex",
             "silhouette.png", "log_isoscore.pdf", "silhouette_vs_isoscore.png"} <= written
-    sizes = pd.read_csv(tmp_path / "tables/table1_sizes.csv")
+    sizes = pd.read_csv(tmp_path / "optimize/tables/table1_sizes.csv")
     assert sizes.loc[0, "n_params"] == 300 * 384 + 384 * 2 + 2
-    # The workflow's three steps (aggregate -> tables, figures) give the same tables as `analyze`.
+    # The workflow's two steps (optimize-aggregate -> optimize-report) give the same tables as `analyze`.
     staged = tmp_path / "staged"
-    for argv in (["aggregate", "--results", str(tmp_path), "--out", str(staged / "agg")],
-                 ["tables", "--aggregate", str(staged / "agg"), "--out", str(staged / "tables")],
-                 ["figures", "--aggregate", str(staged / "agg"), "--out", str(staged / "figures")]):
+    for argv in (["optimize-aggregate", "--results", str(tmp_path), "--out", str(staged / "agg")],
+                 ["optimize-report", "--aggregate", str(staged / "agg"), "--tables", str(staged / "tables"), "--figures", str(staged / "figures")]):
         assert main(argv) == 0
     for name in ("correlations.csv", "correlations_glue.csv", "table2_sizes_glue.csv"):
-        assert (staged / "tables" / name).read_text() == (tmp_path / "tables" / name).read_text()
+        assert (staged / "tables" / name).read_text() == (tmp_path / "optimize/tables" / name).read_text()
     assert (staged / "figures/silhouette_vs_isoscore.pdf").is_file()
-    assert main(["tables", "--aggregate", str(staged / "missing"), "--out", str(staged / "t2")]) != 0
-    assert "run `isoflow aggregate" in capsys.readouterr().err and not (staged / "t2").exists()
+    assert main(["optimize-report", "--aggregate", str(staged / "missing"), "--tables", str(staged / "t2")]) != 0
+    assert "run `isoflow optimize-aggregate" in capsys.readouterr().err and not (staged / "t2").exists()
     # Runs of different lengths are not averaged together.
     run("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     with pytest.raises(ValueError, match=r"runs of glue/wnli x minilm differ in steps, not only in their seed"):
@@ -271,7 +270,7 @@ def test_label_centred_summary_takes_seed_means_at_the_first_and_last_measured_u
 
 
 def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):
-    from isoflow.optimization import run_seeds
+    from isoflow.optimize import run_seeds
 
     grouped = run_seeds("glue/wnli", "minilm", [0, 1], steps=4, data_dir=small, results=tmp_path / "grouped", progress=False, device="cpu")
     alone = run("glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu")

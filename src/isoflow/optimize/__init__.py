@@ -3,7 +3,7 @@ IsoScore and the silhouette recorded after every update. :mod:`.optimize` (the l
 record out), :mod:`.report` (the paper's tables and figures), :mod:`.istar_report` (the I-STAR sweep's),
 :mod:`.paper` (the paper's published numbers)."""
 
-from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize
+from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize
 from .run import default_steps, run, run_seeds, trajectory_path, write_trajectory
 
 __all__ = ["Diverged", "OptimizationError", "Settings", "Trajectory", "default_steps", "optimize", "run", "run_seeds",

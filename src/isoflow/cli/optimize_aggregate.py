@@ -1,4 +1,4 @@
-"""``isoflow aggregate``: runs in one table (runs that differ in more than the seed are refused)."""
+"""``isoflow optimize-aggregate``: optimisation runs in one table (runs that differ in more than the seed are refused)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import argparse
 
 from . import options
 
-HELP = "runs in one table: <out>/trajectories.parquet + runs.csv (runs differing in more than the seed are refused)"
+HELP = "optimisation runs in one table: <out>/trajectories.parquet + runs.csv (runs differing in more than the seed are refused)"
 
 
 def add_parser(sub) -> None:
-    g = sub.add_parser("aggregate", help=HELP)
+    g = sub.add_parser("optimize-aggregate", help=HELP)
     options.run_list(g)
-    g.add_argument("--out", default=None, help="output directory (default <results>/aggregate)")
+    g.add_argument("--out", default=None, help="output directory (default <results>/optimize/aggregate)")
     g.set_defaults(func=run)
 
 
@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from ..records import aggregate, discover
 
     runs = options.runs_of(args)
-    out = args.out or str(Path(args.results) / "aggregate")
+    out = args.out or str(Path(args.results) / "optimize" / "aggregate")
     written = aggregate(discover(args.results) if runs is None else runs, out)
     print(f"aggregated {'the complete runs under ' + args.results if runs is None else f'{len(runs)} runs'} -> {written[0].parent}")
     return 0

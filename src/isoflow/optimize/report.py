@@ -32,7 +32,7 @@ from . import paper
 
 
 def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Every complete run under ``results/trajectories`` (interactive use; the workflow names its runs):
+    """Every complete optimisation run under ``results`` (interactive use; the workflow names its runs):
     (tidy per-step frame, one row of run info per run). Runs that differ in anything but the seed are an error."""
     return load_runs(discover(results))
 
@@ -272,10 +272,11 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
 
 
 def analyze(results: str | os.PathLike = "results", out: str | os.PathLike | None = None, runs=None) -> list[Path]:
-    """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to ``results``).
+    """Aggregate, tables and figures in one go: ``out/{aggregate,tables,figures}`` (``out`` defaults to the optimize
+    section's folder, ``results/optimize``), as `isoflow optimize-aggregate` and `isoflow optimize-report` make them.
 
-    ``runs``: the run records to use (default: every complete run under ``results/trajectories``)."""
-    out = Path(out or Path(results))
+    ``runs``: the run records to use (default: every complete optimisation run under ``results``)."""
+    out = Path(out or Path(results) / "optimize")
     written = aggregate(discover(results) if runs is None else runs, out / "aggregate")
     # Read back what was written (not the in-memory frames): exactly the workflow's aggregate -> tables path.
     traj, info = load_aggregate(out / "aggregate")

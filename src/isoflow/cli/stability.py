@@ -1,4 +1,4 @@
-"""``isoflow istar-stability``: IsoScore and IsoScore* on mini-batches of point clouds of known isotropy."""
+"""``isoflow stability``: IsoScore and IsoScore* on mini-batches of point clouds of known isotropy."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def _numbers(cast, low, high=None):
 
 
 def add_parser(sub) -> None:
-    from ..istar_stability import DEFAULTS
+    from ..stability import DEFAULTS
 
-    s = sub.add_parser("istar-stability", help=HELP)
+    s = sub.add_parser("stability", help=HELP)
     s.add_argument("--dims", type=_numbers(int, 2), default=list(DEFAULTS["dims"]), metavar="D,D", help="default 384,768")
     s.add_argument("--true-isoscores", type=_numbers(float, 1e-9, 1.0), default=list(DEFAULTS["true_isoscores"]), metavar="T,T",
                    help="population IsoScores of the clouds (default 0.1,0.2,...,1.0)")
@@ -38,8 +38,8 @@ def add_parser(sub) -> None:
                    help="points of the fresh sample Sigma_S is estimated from (default 100000)")
     s.add_argument("--seed", type=options.int_at_least(0), default=DEFAULTS["seed"])
     options.device(s)
-    s.add_argument("--runs", default="results/stability", help="where every batch's estimate goes (runs.parquet, meta.json)")
-    options.report_outputs(s, "istar_stability")
+    s.add_argument("--runs", default="results/stability/runs", help="where every batch's estimate goes (runs.parquet, meta.json)")
+    options.report_outputs(s, "stability")
     options.quiet(s)
     s.set_defaults(func=run)
 
@@ -50,12 +50,12 @@ def run(args: argparse.Namespace) -> int:
 
     from ..atomic import atomic_file
     from ..devices import resolve_device
-    from ..istar_stability import figure, simulate, tables
     from ..records import run_provenance
+    from ..stability import figure, simulate, tables
 
     settings = {"dims": args.dims, "true_isoscores": args.true_isoscores, "batch_sizes": args.batch_sizes, "zetas": args.zetas,
                 "repeats": args.repeats, "reference_points": args.reference_points, "seed": args.seed}
-    report = None if args.quiet else (lambda k, n: print(f"istar-stability: {k}/{n} clouds", file=sys.stderr, flush=True))
+    report = None if args.quiet else (lambda k, n: print(f"stability: {k}/{n} clouds", file=sys.stderr, flush=True))
     runs = simulate(**settings, device=resolve_device(args.device), progress=report)
     out = Path(args.runs)
     with atomic_file(out / "runs.parquet") as tmp:

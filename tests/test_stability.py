@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from isoflow.cli import main
-from isoflow.istar_stability import population_isoscore, simulate, spectrum, summary
+from isoflow.stability import population_isoscore, simulate, spectrum, summary
 
 
 @pytest.mark.parametrize("dim, target", [(384, 0.1), (384, 0.55), (768, 0.9), (50, 1.0)])
@@ -45,14 +45,14 @@ def test_zeta_zero_is_isoscore_of_the_batch():
 
 
 def test_command_writes_table_figure_and_estimates(tmp_path, capsys):
-    rc = main(["istar-stability", "--dims", "32", "--true-isoscores", "0.2,1", "--batch-sizes", "8,64", "--zetas", "0,0.2", "--repeats", "2",
+    rc = main(["stability", "--dims", "32", "--true-isoscores", "0.2,1", "--batch-sizes", "8,64", "--zetas", "0,0.2", "--repeats", "2",
                "--reference-points", "2000", "--runs", str(tmp_path / "runs"), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f"),
                "--quiet"])
     assert rc == 0
-    table = pd.read_csv(tmp_path / "t/istar_stability.csv")
+    table = pd.read_csv(tmp_path / "t/stability.csv")
     assert len(table) == 2 * 2 * 2 and list(table.columns[:4]) == ["dim", "true_isoscore", "batch", "zeta"]
     assert len(pd.read_parquet(tmp_path / "runs/runs.parquet")) == 2 * 2 * 2 * 2
-    assert (tmp_path / "f/istar_stability.png").stat().st_size > 5000 and (tmp_path / "runs/meta.json").is_file()
+    assert (tmp_path / "f/stability.png").stat().st_size > 5000 and (tmp_path / "runs/meta.json").is_file()
     with pytest.raises(SystemExit):
-        main(["istar-stability", "--zetas", "0,2"])
+        main(["stability", "--zetas", "0,2"])
     assert "expected numbers in [0.0, 1.0]" in capsys.readouterr().err

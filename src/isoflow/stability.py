@@ -102,7 +102,7 @@ CAPTION = ("IsoScore (ζ = 0) and IsoScore*_ζ of mini-batches drawn from Gaussi
 def tables(runs, out_dir: str | os.PathLike) -> list[Path]:
     from .reporting import write_table
 
-    return write_table(summary(runs), Path(out_dir) / "istar_stability", caption=CAPTION, floatfmt="%.4f")
+    return write_table(summary(runs), Path(out_dir) / "stability", caption=CAPTION, floatfmt="%.4f")
 
 
 def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
@@ -136,4 +136,4 @@ def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
     suptitle(fig, "IsoScore and IsoScore* on mini-batches of Gaussian point clouds of known isotropy (dashed: the true value)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return save(fig, out / "istar_stability")
+    return save(fig, out / "stability")

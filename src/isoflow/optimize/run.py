@@ -23,7 +23,7 @@ from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..models import MODELS
 from ..records import lambda_dir, run_provenance
-from .optimize import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
+from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 
 logger = logging.getLogger(__name__)
 
@@ -36,10 +36,12 @@ def default_steps(task: str) -> int:
 
 
 def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0) -> Path:
-    """``results/trajectories/<task>/<model>/seed<S>``, or ``.../<model>/istar<λ>/seed<S>`` for I-STAR runs with
-    λ ≠ 0 (add .parquet / .json); plain runs (λ = 0) stay where they always were."""
-    base = Path(results) / "trajectories" / resolve_name(task) / model
-    return (base / lambda_dir(istar_lambda) if istar_lambda else base) / f"seed{seed}"
+    """``results/optimize/runs/<task>/<model>/seed<S>`` (the optimize section's), or
+    ``results/istar/runs/<task>/<model>/istar<λ>/seed<S>`` for I-STAR runs with λ ≠ 0 (the istar section's; its λ = 0
+    rows are the optimize runs); add .parquet / .json."""
+    if istar_lambda:
+        return Path(results) / "istar" / "runs" / resolve_name(task) / model / lambda_dir(istar_lambda) / f"seed{seed}"
+    return Path(results) / "optimize" / "runs" / resolve_name(task) / model / f"seed{seed}"
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
@@ -88,7 +90,7 @@ def run_seeds(
     saves a GPU job most of its time), writing each seed's record exactly as a run of its own would; returns their
     (parquet, json) paths. ``out`` (optional) must contain ``{seed}`` when there are several seeds.
 
-    A run that diverges raises :class:`~isoflow.optimization.optimize.Diverged` and writes nothing, unless
+    A run that diverges raises :class:`~isoflow.optimize.optimize.Diverged` and writes nothing, unless
     ``keep_diverged``: then its record says ``"diverged": true`` and the step (the states before it are kept), so that
     a sweep's analysis can report it (an I-STAR sweep at large |λ| may diverge by design)."""
     if not seeds or len(set(seeds)) != len(seeds):
@@ -107,12 +109,12 @@ def run_seeds(
     if not (emb_dir / "embeddings.npy").is_file():
         if model not in MODELS:
             raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
-        raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --dataset {task}` first")
+        raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --task {task}` first")
     emb, emb_meta = load_embeddings(emb_dir)
     digest = items_digest(tdata.items["text"].astype(str).tolist())
     if emb_meta.get("items_sha256") not in (None, digest):
         raise ValueError(f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
-                         f"again since?); re-encode: `isoflow encode --model {model} --dataset {task} --force`")
+                         f"again since?); re-encode: `isoflow encode --model {model} --task {task} --force`")
     written = []
     for s in plan:
         s = replace(s, task=tdata.name)

@@ -1,0 +1,158 @@
+"""The experiments isoflow carries — the *sections* of its workflow and results — registered once.
+
+Each section has one name, used by its library package or module, its commands, its rule file, its Snakemake target,
+its config key, its results folder, its DVC stages and its report category (the glossary: docs/README.md):
+
+========== =================================================================== ==================================
+name       what                                                                library
+========== =================================================================== ==================================
+optimize   an embedding table trained with a linear classifier (Mickus et al.) :mod:`isoflow.optimize`
+istar      the same with I-STAR's penalty, swept over λ                        :mod:`isoflow.optimize`
+layers     Cai et al.'s measurements across a model's layers                   :mod:`isoflow.layers`
+finetune   the encoder itself fine-tuned with I-STAR or CosReg                 :mod:`isoflow.finetune`
+stability  IsoScore* on mini-batches of clouds of known isotropy (I-STAR AIM 1) :mod:`isoflow.stability`
+pretrain   plain language models of our own, trained from scratch             :mod:`isoflow.pretrain`
+========== =================================================================== ==================================
+
+A section writes everything under ``<results_dir>/<name>/``: ``runs/`` (one record per run), ``tables/``,
+``figures/`` (and ``aggregate/``, ``benchmarks/``). Its registration says how its runs are made and reported (the
+``isoflow`` commands: what its DVC stages depend on), which Snakemake rules make its runs and its report, how a
+publication copies its runs, and how its tables and figures are redrawn from published runs. The workflow
+(rules/*.smk), ``scripts/publish_results.py``, ``scripts/redraw_published.py``, ``scripts/dvc_stages.py`` (which
+writes dvc.yaml) and the Makefile's ``reproduce-*`` targets read this registry; adding a section is one entry here
+plus its code and rule file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+Commands = list[list[str]]
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str  # the HTML report's category
+    run_commands: tuple[str, ...]  # the `isoflow` commands that make its runs (its DVC runs stage)
+    report_commands: tuple[str, ...]  # those that make its tables and figures from the runs
+    run_rules: tuple[str, ...] = ()  # the Snakemake rules of its runs (their target: <name>_runs)
+    report_rules: tuple[str, ...] = ()  # the Snakemake rules of its report (the target <name> needs them all)
+    published_runs: str = "tree"  # "listed": the runs its aggregate's runs.csv lists; "tree": the whole runs/ folder
+    run_files: tuple[str, ...] = ()  # a "tree" publication copies only these file patterns (default: every file)
+    shares_runs_with: str | None = None  # a section whose runs some of its rows reuse (istar's λ = 0: optimize's)
+    # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) -> commands.
+    redraw: Callable[[Path, Path], Commands] | None = field(default=None, compare=False)
+    # For its DVC stages ({data}, {results}: a config's data_dir and results_dir): the config keys its runs depend on,
+    # the folders they read, the folders its runs and its report write.
+    config_keys: tuple[str, ...] = ()
+    run_inputs: tuple[str, ...] = ()
+    run_outputs: tuple[str, ...] = ("{results}/{name}/runs", "{results}/{name}/benchmarks")
+    report_outputs: tuple[str, ...] = ("{results}/{name}/tables", "{results}/{name}/figures")
+
+    def paths(self, templates: tuple[str, ...], data: str, results: str) -> list[str]:
+        return [t.format(data=data, results=results, name=self.name) for t in templates]
+
+    @property
+    def runs_target(self) -> str:
+        return f"{self.name}_runs"
+
+
+def _listed(folder: Path) -> list[str]:
+    with open(folder / "runs.csv", newline="", encoding="utf-8") as fh:
+        return [row["record"] for row in csv.DictReader(fh)]
+
+
+def _outputs(folder: Path) -> list[str]:
+    return ["--tables", str(folder / "tables"), "--figures", str(folder / "figures")]
+
+
+def _redraw_optimize(folder: Path, tmp: Path) -> Commands:
+    return [["optimize-aggregate", "--out", str(tmp), *_listed(folder)], ["optimize-report", "--aggregate", str(tmp), *_outputs(folder)]]
+
+
+def _redraw_istar(folder: Path, tmp: Path) -> Commands:
+    return [["optimize-aggregate", "--out", str(tmp), *_listed(folder)], ["istar-report", "--aggregate", str(tmp), *_outputs(folder)]]
+
+
+def _redraw_layers(folder: Path, tmp: Path) -> Commands:
+    return [["layers-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/*/meta.json")), *_outputs(folder)]]
+
+
+def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
+    return [["finetune-report", *sorted(str(p) for p in (folder / "runs").rglob("seed*.json")), *_outputs(folder)]]
+
+
+def _redraw_stability(folder: Path, tmp: Path) -> Commands:
+    """Recomputed from its recorded settings (seeded: the same estimates; a few minutes)."""
+    settings = json.loads((folder / "runs" / "meta.json").read_text())["settings"]
+    options = [x for k, v in settings.items() for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))]
+    return [["stability", *options, "--runs", str(folder / "runs"), *_outputs(folder), "--quiet"]]
+
+
+def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
+    return [["pretrain-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")), *_outputs(folder)]]
+
+
+OPTIMIZE_KEYS = ("seeds", "steps", "sample_cap", "label_centred_every")
+EMBEDDED = ("{data}/tasks", "{data}/embeddings")
+SECTIONS: dict[str, Section] = {s.name: s for s in (
+    Section("optimize", "Optimisation (Mickus et al. 2024)", ("optimize",), ("optimize-aggregate", "optimize-report"),
+            run_rules=("optimize_run",), report_rules=("optimize_aggregate", "optimize_report"), published_runs="listed",
+            redraw=_redraw_optimize, config_keys=OPTIMIZE_KEYS + ("paper", "glue"), run_inputs=EMBEDDED,
+            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures")),
+    Section("istar", "I-STAR in the optimisation (Rudman & Eickhoff 2024)", ("optimize",), ("optimize-aggregate", "istar-report"),
+            run_rules=("istar_run",), report_rules=("istar_aggregate", "istar_report"), published_runs="listed",
+            shares_runs_with="optimize", redraw=_redraw_istar, config_keys=OPTIMIZE_KEYS + ("istar",), run_inputs=EMBEDDED,
+            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures")),
+    Section("layers", "Clusters and manifolds across layers (Cai et al. 2021)", ("layers",), ("layers-report",),
+            run_rules=("layers_run",), report_rules=("layers_report",), redraw=_redraw_layers, config_keys=("layers",),
+            run_inputs=("{data}/pretrained",)),
+    Section("finetune", "Fine-tuning the encoder with I-STAR and CosReg", ("finetune",), ("finetune-report",),
+            run_rules=("finetune_run",), report_rules=("finetune_report",), redraw=_redraw_finetune, config_keys=("finetune",),
+            run_inputs=("{data}/tasks", "{data}/pretrained")),
+    Section("stability", "IsoScore* on mini-batches (I-STAR's AIM 1)", (), ("stability",), report_rules=("stability_run",),
+            redraw=_redraw_stability, config_keys=("stability",), run_outputs=(),
+            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures")),
+    Section("pretrain", "Plain language models of our own", ("pretrain-corpus", "pretrain"), ("pretrain-report",),
+            run_rules=("pretrain_corpus", "pretrain_model"), report_rules=("pretrain_report",), redraw=_redraw_pretrain,
+            config_keys=("pretrain",), run_outputs=("{data}/pretrain", "{data}/pretrained", "{results}/{name}/benchmarks"),
+            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures")),
+)}
+
+
+@dataclass(frozen=True)
+class Publication:
+    """A folder of docs/results: a section's results under one config, made by ``make reproduce-<name>``."""
+
+    name: str
+    section: str
+    config: str
+    notes: tuple[str, ...] = field(default=())
+
+
+PUBLICATIONS: dict[str, Publication] = {p.name: p for p in (
+    Publication("optimize", "optimize", "config/reproduce-offline.yaml"),
+    Publication("supersense-ablation", "optimize", "config/supersense-ablation.yaml"),
+    Publication("istar", "istar", "config/reproduce-offline.yaml"),
+    Publication("layers", "layers", "config/reproduce-offline.yaml"),
+    Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
+    Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
+    Publication("stability", "stability", "config/reproduce-offline.yaml"),
+    Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
+)}
+
+
+def section(name: str) -> Section:
+    if name not in SECTIONS:
+        raise ValueError(f"unknown section {name!r}; known: {', '.join(SECTIONS)}")
+    return SECTIONS[name]
+
+
+def results_dir(results: str, name: str) -> str:
+    """A section's results folder: ``<results>/<name>``."""
+    return f"{results}/{section(name).name}"
