@@ -126,6 +126,25 @@ def test_tokenizers_save_and_load_as_berts_and_gpt2s(tmp_path, wordpiece, bpe):
     assert plain.decode(plain("The cat sat on the mat.")["input_ids"]) == "The cat sat on the mat."  # byte-level: lossless
 
 
+@pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
+def test_a_tokenizer_trained_twice_has_the_same_vocabulary(kind):
+    # tokenizers' own WordPieceTrainer numbers its ## tokens in hash-map order: another vocabulary on most calls
+    first, second = (train_tokenizer(kind, sentences(300, seed=4), 400, 32).get_vocab() for _ in range(2))
+    assert first == second and sorted(first.values()) == list(range(len(first)))
+
+
+def test_wordpiece_is_bpe_over_word_starts_and_continuations():
+    from isoflow.pretrain.tokenizer import wordpiece_vocabulary
+
+    vocab = wordpiece_vocabulary(["Abab abab abba ab"] * 3, 40)
+    # specials; the characters, sorted, as word starts then as continuations; then the merges by count: a + ##b (12
+    # times), ##a + ##b (6: "abab" twice a line), ab + ##ab, ##b + ##a ("abba"), ab + ##ba. No "b": no word starts so.
+    assert list(sorted(vocab, key=vocab.get)) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "##b", "ab", "##ab",
+                                                  "abab", "##ba", "abba"]
+    tokenizer = train_tokenizer("wordpiece", ["Abab abab abba ab"] * 3, 40, 32)
+    assert tokenizer.tokenize("ABBA abab ab ba") == ["abba", "abab", "ab", "[UNK]"]
+
+
 def test_masking_is_berts_80_10_10_and_never_a_special_token(wordpiece):
     from isoflow.pretrain.train import mask_tokens
 
