@@ -37,8 +37,8 @@ def main() -> int:
 
     from isoflow.datasets import prepare, read_task, task_dir
     from isoflow.finetune.data import examples_of
-    from isoflow.finetune.model import SentenceEncoder, token_points
-    from isoflow.istar import IStar
+    from isoflow.finetune.model import SentenceEncoder, penalty_points
+    from isoflow.istar import IStarLoss
     from isoflow.models import SENTENCE_MODELS
     from isoflow.models.sbert import load_sentence_model
 
@@ -50,18 +50,24 @@ def main() -> int:
     head = torch.nn.Linear(encoder.dim, 2).to(device)
     opt = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=2e-5)
     batch = 32
-    reference = encoder.encode(ex.a[:512], device).double()
+
+    def pooled(texts: list[str], size: int = 64) -> torch.Tensor:
+        """The encoder's pooled outputs of ``texts``, without gradients."""
+        with torch.no_grad():
+            return torch.cat([encoder(encoder.tokenize(texts[i : i + size], None, device))[0] for i in range(0, len(texts), size)])
+
+    reference = pooled(ex.a[:512]).double()
 
     def train_steps(points: str | None) -> float:
-        istar = IStar.build(1.0, 0.2, reference) if points else None
+        istar = IStarLoss.from_points(1.0, 0.2, reference) if points else None
         encoder.train()
         t = time.perf_counter()
         for i in range(args.steps):
             j = (i * batch) % (len(ex) - batch)
-            emb, states, mask = encoder(encoder.tokenize(ex.a[j : j + batch], device), hidden_states=points == "tokens")
+            emb, states, mask = encoder(encoder.tokenize(ex.a[j : j + batch], None, device), hidden_states=points == "tokens")
             loss = torch.nn.functional.cross_entropy(head(emb), torch.as_tensor(ex.y[j : j + batch], device=device))
             if istar is not None:
-                loss = loss + istar.penalty(emb if points == "pooled" else token_points(states, mask))
+                loss = loss + istar(penalty_points("pooled" if points == "pooled" else "tokens-all-layers", emb, states, mask))
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -79,7 +85,7 @@ def main() -> int:
             times[name].append(train_steps(variants[name]))
     per_step = {name: statistics.median(t) for name, t in times.items()}
     t = time.perf_counter()
-    encoder.encode(ex.a[:1024], device, batch_size=64)
+    pooled(ex.a[:1024])
     eval_rate = 1024 / (time.perf_counter() - t)
     plain = per_step["plain (lambda 0)"]
     steps_paper = sum(math.ceil(0.9 * n / batch) for n in PAPER_TRAIN.values()) * PAPER_RUNS_PER_TASK * PAPER_EPOCHS

@@ -19,7 +19,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-from stage_modules import dep_entries, stage_commands  # noqa: E402
+from stage_modules import dep_entries  # noqa: E402
 
 from isoflow.sections import SECTIONS  # noqa: E402
 

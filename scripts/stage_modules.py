@@ -20,6 +20,7 @@ PACKAGE = SRC / "isoflow"
 # run commands) and the report (every section's report commands); isoflow.sections is the registry.
 from isoflow.sections import SECTIONS  # noqa: E402
 
+
 def stage_commands() -> dict[str, list[str]]:
     """DVC stage -> its `isoflow` commands, from the registry as it is now."""
     return {

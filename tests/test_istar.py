@@ -16,7 +16,7 @@ from isoflow.cli import main
 from isoflow.datasets import read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import items_digest, load_embeddings, write_embeddings
-from isoflow.istar import IStar
+from isoflow.istar import IStarLoss
 from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
 from isoflow.optimize import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
 from isoflow.records import load_runs
@@ -46,16 +46,16 @@ def test_penalty_value_and_gradcheck():
     rng = np.random.default_rng(1)
     X = torch.tensor(rng.normal(size=(15, 4)) * [1.0, 2.0, 0.5, 3.0], dtype=torch.float64, requires_grad=True)
     C0 = covariance(rng.normal(size=(200, 4)))
-    pen = IStar.with_matrix(2.5, 0.2, C0, 4, dtype="float64")
+    pen = IStarLoss.from_matrix(2.5, 0.2, C0, 4, dtype="float64")
     expected = 2.5 * (1.0 - float(isoscore_star(X.detach(), C0, 0.2)))  # the public, checked IsoScore*
     assert float(pen.penalty(X)) == pytest.approx(expected, abs=1e-12)
     assert torch.autograd.gradcheck(lambda x: pen.penalty(x), (X,), eps=1e-6, atol=1e-7)
     # ζ = 0: the plain IsoScore, no target needed.
-    plain = IStar.with_matrix(1.0, 0.0, None, 4, dtype="float64")
+    plain = IStarLoss.from_matrix(1.0, 0.0, None, 4, dtype="float64")
     assert float(plain.penalty(X)) == pytest.approx(1.0 - isoscore(X.detach()), abs=1e-12)
 
 
-def objective(table: torch.Tensor, head: torch.nn.Linear, y: torch.Tensor, pen: IStar) -> torch.Tensor:
+def objective(table: torch.Tensor, head: torch.nn.Linear, y: torch.Tensor, pen: IStarLoss) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(head(table), y) + pen.penalty(table)
 
 
@@ -66,7 +66,7 @@ def test_loss_gradient_matches_finite_differences():
     y = torch.arange(30) % 3
     head = torch.nn.Linear(5, 3).double()
     for lam in (-3.0, 4.0):
-        pen = IStar.build(lam, 0.2, table * 1.5, dtype="float64")
+        pen = IStarLoss.from_points(lam, 0.2, table * 1.5, dtype="float64")
         t = table.clone().requires_grad_(True)
         objective(t, head, y, pen).backward()
         eps = 1e-6
@@ -83,7 +83,7 @@ def test_sign_convention_one_step():
     """A small gradient step on the penalty alone raises IsoScore* for λ > 0 and lowers it for λ < 0."""
     X = torch.randn(100, 6, dtype=torch.float64) * torch.tensor([3.0, 1.0, 1.0, 0.5, 0.5, 0.2], dtype=torch.float64)
     for lam, direction in ((1.0, 1), (-1.0, -1)):
-        pen = IStar.build(lam, 0.2, X, dtype="float64")
+        pen = IStarLoss.from_points(lam, 0.2, X, dtype="float64")
         x = X.clone().requires_grad_(True)
         pen.penalty(x).backward()
         after = X - 0.02 * X.norm() * x.grad / x.grad.norm()  # a small step down the penalty's gradient
@@ -148,8 +148,8 @@ def test_recorded_isoscore_star_matches_the_public_function(clusters_task):
     # At step 0 the table is the pretrained one, whose own covariance is Σ_S.
     assert rec["isoscore_star"][0] == pytest.approx(float(isoscore_star(emb, covariance(emb), 0.3)), abs=1e-10)
     assert rec["isoscore"][0] == pytest.approx(isoscore(emb), abs=1e-12)
-    iso = IStar.build(1.0, 0.3, torch.as_tensor(emb), kind="isotropic")
-    assert torch.allclose(iso.shrinkage, torch.eye(12, dtype=torch.float64) * torch.trace(covariance(emb)) / 12)
+    iso = IStarLoss.from_points(1.0, 0.3, torch.as_tensor(emb), kind="isotropic")
+    assert torch.allclose(iso.reference, torch.eye(12, dtype=torch.float64) * torch.trace(covariance(emb)) / 12)
 
 
 # ----- layout, divergence, bad input -------------------------------------------------------------------------------
@@ -282,9 +282,9 @@ def test_penalty_from_a_known_covariance_matches_autograd(dtype, tol):
 
     X = torch.randn(80, 7, dtype=torch.float64) * torch.linspace(0.2, 3.0, 7, dtype=torch.float64) + 1.5
     for zeta in (0.0, 0.2, 1.0):
-        pen = IStar.build(-3.0, zeta, X.flip(1), dtype=dtype)
+        pen = IStarLoss.from_points(-3.0, zeta, X.flip(1), dtype=dtype)
         a = X.clone().requires_grad_(True)
-        pen_autograd = IStar.build(-3.0, zeta, X.flip(1), dtype="float64").penalty(a)
+        pen_autograd = IStarLoss.from_points(-3.0, zeta, X.flip(1), dtype="float64").penalty(a)
         pen_autograd.backward()
         b = X.clone().requires_grad_(True)
         fast = pen.penalty_given_covariance(b, covariance_tensor(X))

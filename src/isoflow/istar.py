@@ -7,21 +7,22 @@ with IsoScore* the IsoScore of the shrunk covariance C_ζ = (1 − ζ)·C(points
 up), λ < 0 rewards anisotropy (pushes it down), λ = 0 is no penalty at all (nothing is computed, so the run is the
 plain run bit for bit).
 
-The shrinkage target Σ_S is ours to choose where the points are a fixed table (the optimisation experiment):
+One API, :class:`IStarLoss`, and one rule for Σ_S, the shrinkage target: the covariance of reference points of the
+same kind as the penalised ones, from a large sample (I-STAR: the training set's token states).
 
-* ``"pretrained"`` (default): the covariance of the points before training (the pretrained embedding table), i.e.
-  a fixed, large-sample estimate of where the space started, as I-STAR's Σ_S is a large-sample estimate;
-* ``"isotropic"``: (tr Σ_pre / d)·I, the isotropic covariance with the same total variance as the pretrained
-  points (the I-STAR code falls back to the identity when no large sample exists; scaling it keeps ζ meaningful).
+* Fine-tuning (and your own loop) re-estimates it every epoch from the training set's token states, as I-STAR's code
+  does: :meth:`IStarLoss.update_reference` (a running covariance) after :meth:`IStarLoss.reset_reference`.
+* The optimisation experiment trains a fixed table: its reference points are the table before training
+  (:meth:`IStarLoss.from_points`, ``kind="pretrained"``, the default), or ``kind="isotropic"``, (tr Σ_pre / d)·I, the
+  isotropic covariance with the same total variance (the I-STAR code falls back to the identity when no large
+  sample exists; scaling it keeps ζ meaningful).
 
-I-STAR's own code re-estimates Σ_S at every epoch from the training set's token states (the "running covariance"
-alternative); fine-tuning does that (:meth:`IStar.with_shrinkage_from`). ζ = 0.2 is the I-STAR code's default.
+ζ = 0.2 is the I-STAR code's default.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 import torch
 
@@ -51,51 +52,6 @@ def shrinkage_target(points: torch.Tensor, kind: str = "pretrained") -> torch.Te
         if kind == "isotropic":
             return torch.eye(C.shape[0], dtype=C.dtype, device=C.device) * (torch.trace(C) / C.shape[0])
         return C
-
-
-@dataclass(frozen=True)
-class IStar:
-    """The penalty λ·(1 − IsoScore*_ζ) with a fixed Σ_S; ``dtype`` is that of the covariance it differentiates."""
-
-    lam: float
-    zeta: float
-    shrinkage: torch.Tensor | None  # (d, d) float64; None when ζ = 0
-    dtype: torch.dtype = torch.float32
-
-    @classmethod
-    def build(cls, lam: float, zeta: float, reference: torch.Tensor, kind: str = "pretrained", dtype: str = "float32") -> IStar:
-        check_istar(lam, zeta, kind, dtype)
-        target = shrinkage_target(reference, kind) if zeta else None
-        return cls(float(lam), float(zeta), target, PENALTY_DTYPES[dtype])
-
-    @classmethod
-    def with_matrix(cls, lam: float, zeta: float, shrinkage, dim: int, dtype: str = "float32", device=None) -> IStar:
-        """An explicit Σ_S (checked: shape (dim, dim), finite, symmetric) instead of one estimated from points."""
-        check_istar(lam, zeta, "pretrained", dtype)
-        return cls(float(lam), float(zeta), check_shrinkage(shrinkage, dim, zeta, device=device), PENALTY_DTYPES[dtype])
-
-    def with_shrinkage_from(self, reference: torch.Tensor, kind: str = "pretrained") -> IStar:
-        """The same penalty with Σ_S re-estimated from ``reference`` (I-STAR re-estimates it every epoch)."""
-        return replace(self, shrinkage=shrinkage_target(reference, kind) if self.zeta else None)
-
-    @property
-    def active(self) -> bool:
-        return self.lam != 0.0
-
-    def isoscore_star(self, points: torch.Tensor, dtype: torch.dtype | None = None) -> torch.Tensor:
-        """IsoScore*_ζ of ``points`` (0-d tensor; differentiable)."""
-        return isoscore_star_tensor(points, self.shrinkage, self.zeta, dtype or self.dtype)
-
-    def penalty(self, points: torch.Tensor) -> torch.Tensor:
-        """λ·(1 − IsoScore*_ζ(points)), a 0-d tensor through which gradients flow into ``points``."""
-        return self.lam * (1.0 - self.isoscore_star(points))
-
-    def penalty_given_covariance(self, points: torch.Tensor, covariance: torch.Tensor) -> torch.Tensor:
-        """The same penalty when the (float64) covariance of ``points`` is already known, e.g. because the loop
-        measured it for IsoScore: the forward pass costs nothing more, and the backward pass is one n×d·d×d product
-        in the penalty's dtype (autograd through the covariance would cost two). Same value and gradient as
-        :meth:`penalty` (tested against autograd)."""
-        return _PenaltyFromCovariance.apply(points, covariance, self.shrinkage, self.zeta, self.lam, self.dtype)
 
 
 class _PenaltyFromCovariance(torch.autograd.Function):
@@ -213,12 +169,30 @@ class IStarLoss(torch.nn.Module):
     (torch.float32, torch.Size([4, 16, 8]))
     """
 
-    def __init__(self, lam: float, zeta: float = DEFAULT_ZETA, reference=None):
+    def __init__(self, lam: float, zeta: float = DEFAULT_ZETA, reference=None, dtype: str | None = None):
         super().__init__()
-        check_istar(lam, zeta)
+        check_istar(lam, zeta, dtype=dtype or "float32")
         self.lam, self.zeta = float(lam), float(zeta)
+        self.dtype = PENALTY_DTYPES[dtype] if dtype else None  # None: float64 for float64 points, else float32
         self._running = RunningCovariance()
         self.reference = None if reference is None else torch.as_tensor(reference, dtype=torch.float64)
+
+    @classmethod
+    def from_points(cls, lam: float, zeta: float, points: torch.Tensor, kind: str = "pretrained", dtype: str | None = None) -> IStarLoss:
+        """A fixed Σ_S from reference points: their covariance (``pretrained``) or its isotropic counterpart."""
+        check_istar(lam, zeta, kind, dtype or "float32")
+        return cls(lam, zeta, shrinkage_target(points, kind) if zeta else None, dtype)
+
+    @classmethod
+    def from_matrix(cls, lam: float, zeta: float, matrix, dim: int, dtype: str | None = None, device=None) -> IStarLoss:
+        """A fixed, given Σ_S (checked: shape (dim, dim), finite, symmetric)."""
+        check_istar(lam, zeta, dtype=dtype or "float32")
+        return cls(lam, zeta, check_shrinkage(matrix, dim, zeta, device=device), dtype)
+
+    @property
+    def active(self) -> bool:
+        """Whether the penalty computes anything (λ ≠ 0)."""
+        return self.lam != 0.0
 
     def reset_reference(self) -> None:
         self._running = RunningCovariance()
@@ -245,17 +219,31 @@ class IStarLoss(torch.nn.Module):
             raise ValueError(f"the reference covariance is {tuple(self.reference.shape)}, the points have dim {dim}")
         return self.reference.to(device)
 
+    def _dtype(self, x: torch.Tensor) -> torch.dtype:
+        return self.dtype or (torch.float64 if x.dtype == torch.float64 else torch.float32)
+
     def isoscore_star(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
         """IsoScore*_ζ of the points (0-d, differentiable)."""
         x = points_of(states, mask)
-        dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
-        return isoscore_star_tensor(x, self.shrinkage(x.shape[1], x.device), self.zeta, dtype)
+        return isoscore_star_tensor(x, self.shrinkage(x.shape[1], x.device), self.zeta, self._dtype(x))
+
+    def penalty_given_covariance(self, points: torch.Tensor, covariance: torch.Tensor) -> torch.Tensor:
+        """The penalty of ``points`` when their (float64) covariance is already known, e.g. because a loop measured it
+        for IsoScore: the forward pass costs nothing more, and the backward pass is one n×d·d×d product in the
+        penalty's dtype (autograd through the covariance would cost two). Same value and gradient as :meth:`forward`
+        (tested against autograd)."""
+        shrink = self.shrinkage(points.shape[1], points.device)
+        return _PenaltyFromCovariance.apply(points, covariance, shrink, self.zeta, self.lam, self._dtype(points))
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.lam == 0.0:
             return _zero_like(states)
         x = points_of(states, mask)
         return (self.lam * (1.0 - self.isoscore_star(x))).to(x.dtype)
+
+    def penalty(self, points: torch.Tensor) -> torch.Tensor:
+        """λ·(1 − IsoScore*_ζ(points)) in the penalty's dtype (``forward`` returns it in the points' dtype)."""
+        return self.lam * (1.0 - self.isoscore_star(points))
 
 
 class CosineRegLoss(torch.nn.Module):

@@ -44,7 +44,7 @@ import torch
 
 from .. import interrupt
 from ..datasets.table import TaskData
-from ..istar import DEFAULT_ZETA, IStar, check_istar
+from ..istar import DEFAULT_ZETA, IStarLoss, check_istar
 from ..metrics import device_policy, encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
@@ -226,9 +226,9 @@ def optimize(
     p = _Problem(task, embeddings, device)
     s = settings
     if shrinkage_matrix is None:
-        istar = IStar.build(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
+        istar = IStarLoss.from_points(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
     else:
-        istar = IStar.with_matrix(s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device)
+        istar = IStarLoss.from_matrix(s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device)
     torch.manual_seed(s.seed)
     table = torch.nn.Parameter(p.table0.clone())
     in_dim = table.shape[1] * (1 if p.b is None else 2)
@@ -288,7 +288,7 @@ def optimize(
     return trajectory()
 
 
-def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: IStar, device, t_setup: float, t_loop: float) -> Trajectory:
+def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: IStarLoss, device, t_setup: float, t_loop: float) -> Trajectory:
     loop_seconds = time.perf_counter() - t_loop
     arr = np.stack(rows) if rows else np.empty((0, len(RECORDED)))
     records = {name: arr[:, i].astype(np.float64) for i, name in enumerate(RECORDED)}
@@ -309,7 +309,7 @@ def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: ISt
         "measure_dtype": str(p.measure_dtype).replace("torch.", ""),
         **device_policy.describe(device),
         "n_params": int(n_params),
-        "shrinkage_trace": None if istar.shrinkage is None else float(torch.trace(istar.shrinkage)),
+        "shrinkage_trace": None if istar.reference is None else float(torch.trace(istar.reference)),
         "setup_seconds": round(t_loop - t_setup, 3),
         "loop_seconds": round(loop_seconds, 3),
         "seconds_per_update": round(loop_seconds / max(len(rows) - 1, 1), 5),
@@ -317,14 +317,15 @@ def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: ISt
     return Trajectory(s, records, info)
 
 
-def _geometry_now(reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar: IStar) -> tuple[torch.Tensor, ...]:
+def _geometry_now(reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar: IStarLoss) -> tuple[torch.Tensor, ...]:
     """Silhouette of the classified representations; IsoScore and IsoScore* of the table; each on ≤ sample_cap rows."""
     clusters = p.clusters
     reps = reps.to(p.measure_dtype)  # float64 only for tables whose row lengths span over 2**10 (see distance_dtype)
     if sil_pick is not None:
         reps, clusters = reps[sil_pick], clusters.subset(sil_pick)
     sil = silhouette_tensor(reps, clusters, block=s.block or None)
-    iso, iso_star, cov = isoscore_and_star_tensor(tab if iso_pick is None else tab[iso_pick], istar.shrinkage, istar.zeta)
+    iso, iso_star, cov = isoscore_and_star_tensor(tab if iso_pick is None else tab[iso_pick], istar.shrinkage(tab.shape[1], tab.device),
+                                                  istar.zeta)
     return sil, iso, iso_star, cov
 
 
