@@ -29,7 +29,7 @@ rule encode:
         model=model_option,
         pooling=pooling_option,
     shell:
-        "isoflow encode {params.model} {params.pooling} --dataset {wildcards.task} --task-dir {params.task_dir} "
+        "isoflow encode {params.model} {params.pooling} --task {wildcards.task} --task-dir {params.task_dir} "
         "--out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
         "--batch-size {params.batch_size} --force --quiet > {log} 2>&1"
 

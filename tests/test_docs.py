@@ -59,5 +59,92 @@ def test_readme_is_a_front_door():
     assert len(text.splitlines()) <= 150
     for command in ("make run", "make test"):
         assert f"{command}" in text
-    for page in ("docs/optimization.md", "docs/layers.md", "docs/finetune.md", "docs/workflow.md", "docs/metrics.md"):
+    for page in ("docs/optimize.md", "docs/layers.md", "docs/finetune.md", "docs/workflow.md", "docs/metrics.md"):
         assert f"]({page}" in text, page
+
+
+# ----- the names the docs use exist ------------------------------------------------------------------------------
+# Every `isoflow <command> --option`, `make <target>`, `snakemake <target>` and DVC stage `<stage>@<config>` written in
+# the docs (code spans and code blocks, README, docs/, results' READMEs, the HTML report's captions) names something
+# that exists, so a renamed command, option, target or stage cannot leave a stale instruction behind.
+DOC_PAGES = [*PAGES, *sorted((ROOT / "report").glob("*.rst"))]
+CODE = re.compile(r"```[^\n]*\n(.*?)```|``?([^`\n]+)``?", re.S)
+PLACEHOLDER = re.compile(r"<[^>]*>")
+
+
+def _code_lines(page: Path) -> list[str]:
+    """The lines of a page's code blocks and code spans (comments after `#` dropped)."""
+    lines = []
+    for block, span in CODE.findall(page.read_text(encoding="utf-8")):
+        for line in (block or span).splitlines():
+            lines.append(re.split(r"\s#\s|\s+#\s*|^#", line)[0])
+    return lines
+
+
+def _isoflow_options() -> dict[str, set[str]]:
+    import argparse
+
+    from isoflow.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: {o for action in p._actions for o in action.option_strings} for name, p in sub.choices.items()}
+
+
+def _make_targets() -> set[str]:
+    from isoflow.sections import PUBLICATIONS
+
+    text = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):(?!=)", text, re.M))
+    return targets | {f"reproduce-{name}" for name in PUBLICATIONS}
+
+
+def _snakemake_targets() -> set[str]:
+    files = [ROOT / "Snakefile", *(ROOT / "rules").glob("*.smk")]
+    return {m for f in files for m in re.findall(r"^(?:rule|checkpoint) (\w+):", f.read_text(), re.M)}
+
+
+def _dvc_names() -> tuple[set[str], set[str]]:
+    import yaml
+
+    stages = set(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"])
+    configs = set(yaml.safe_load((ROOT / "dvc-configs.yaml").read_text())["configs"]) | {"offline"}  # offline: the example in it
+    return stages, configs
+
+
+def _unknown_names(line: str, options, make, snake, stages, configs) -> list[str]:
+    bad = []
+    line = PLACEHOLDER.sub("X", line)
+    for m in re.finditer(r"(?<!from )(?<!import )\bisoflow ([a-z][a-z-]*)(.*?)(?=\||;|&&|$)", line):
+        command, rest = m.group(1), m.group(2)
+        if command not in options:
+            bad.append(f"isoflow {command}")
+            continue
+        bad += [f"isoflow {command} {o}" for o in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest) if o not in options[command]]
+    for m in re.finditer(r"(?:^|[\s(])make ((?:[a-z][\w-]*)(?: [a-z][\w-]*)*)", line):
+        bad += [f"make {t}" for t in m.group(1).split() if t not in make and t != "reproduce-X"]
+    for m in re.finditer(r"\bsnakemake ((?:[a-z]\w*\s*)+)", line):
+        bad += [f"snakemake {t}" for t in m.group(1).split() if t not in snake]
+    for stage, config in re.findall(r"\b([a-z]+)@([A-Za-z]\w*)\b", line):
+        if stage not in stages or (config != "X" and config not in configs):
+            bad.append(f"DVC stage {stage}@{config}")
+    return bad
+
+
+@pytest.mark.parametrize("page", DOC_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_docs_name_only_commands_options_targets_and_stages_that_exist(page):
+    options, make, snake = _isoflow_options(), _make_targets(), _snakemake_targets()
+    stages, configs = _dvc_names()
+    bad = sorted({b for line in _code_lines(page) for b in _unknown_names(line, options, make, snake, stages, configs)})
+    assert not bad, f"{page.relative_to(ROOT)} names what does not exist: {bad}"
+
+
+def test_the_names_check_catches_a_stale_name():
+    options, make, snake = _isoflow_options(), _make_targets(), _snakemake_targets()
+    stages, configs = _dvc_names()
+    check = lambda line: _unknown_names(line, options, make, snake, stages, configs)  # noqa: E731
+    assert check("isoflow optimize --task polarity --model minilm --istar -1") == []
+    assert check("isoflow analyze") == ["isoflow analyze"]
+    assert check("isoflow encode --model minilm --dataset polarity") == ["isoflow encode --dataset"]
+    assert check("make reproduce-optimize && make report") == [] and check("make reproduce-paper") == ["make reproduce-paper"]
+    assert check("snakemake correlations --cores 2") == ["snakemake correlations"]
+    assert check("dvc repro optimize@paper") == [] and check("dvc repro analysis@paper") == ["DVC stage analysis@paper"]

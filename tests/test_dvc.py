@@ -13,7 +13,7 @@ import pytest
 import yaml
 from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
 
-OFFLINE_STAGES = ["prepare@offline", "encode@offline", "optimize@offline", "layers@offline", "finetune@offline", "report@offline"]
+OFFLINE_STAGES = [f"{stage}@offline" for stage in ("prepare", "encode", "optimize", "istar", "layers", "finetune", "pretrain", "report")]
 # The line dvc-configs.yaml documents for sharing the quick start's results, as this CI does.
 OFFLINE_ENTRY = "  offline: {config: config/offline.yaml, data: data/offline, results: results/offline}\n"
 
@@ -34,12 +34,26 @@ def test_stage_paths_agree_with_the_configs():
     for key, item in {**shipped, **documented}.items():
         config = yaml.safe_load((ROOT / item["config"]).read_text())
         assert (config["data_dir"], config["results_dir"]) == (item["data"], item["results"]), key
-    # Every output of the workflow worth sharing is an out of some stage (logs and the raw-file cache are not).
+    # Every output of the workflow worth sharing is an out of some stage (logs and the raw-file cache are not): the
+    # shared data, and every section's folders.
     stages = dvc_stages()
     assert all(stage["foreach"] == "${configs}" for stage in stages.values())
     outs = {o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]}
-    assert outs == {"D/tasks", "D/embeddings", "R/trajectories", "R/benchmarks", "R/layers", "R/finetune", "R/aggregate", "R/tables", "R/figures",
-                    "R/stability"}
+    from isoflow.sections import SECTIONS
+
+    sections = {f"R/{name}/{part}" for name in SECTIONS for part in ("tables", "figures")} | {"R/optimize/aggregate", "R/istar/aggregate"}
+    sections |= {f"R/{name}/runs" for name in SECTIONS if name != "pretrain"} | {f"R/{name}/benchmarks" for name in SECTIONS if name != "stability"}
+    assert outs == {"D/tasks", "D/embeddings", "D/pretrain", "D/pretrained", "R/pretrain/runs"} | sections
+
+
+def test_dvc_yaml_is_written_from_the_registry():
+    """dvc.yaml is what scripts/dvc_stages.py writes from isoflow.sections (edit those, then run it)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import dvc_stages
+
+    assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), "dvc.yaml is stale: run `python scripts/dvc_stages.py`"
 
 
 def test_stage_dependencies_cover_every_imported_module():
@@ -48,10 +62,10 @@ def test_stage_dependencies_cover_every_imported_module():
     import sys
 
     sys.path.insert(0, str(ROOT / "scripts"))
-    from stage_modules import STAGE_COMMANDS, covered, stage_files
+    from stage_modules import covered, stage_commands, stage_files
 
     stages = dvc_stages()
-    assert set(stages) == set(STAGE_COMMANDS)
+    assert set(stages) == set(stage_commands())
     for name, stage in stages.items():
         deps = stage["do"]["deps"]
         missing = [str(f) for f in stage_files(name) if not covered(f, deps)]
@@ -59,28 +73,30 @@ def test_stage_dependencies_cover_every_imported_module():
         rules = {r for r in deps if r.startswith("rules/")}
         allowed = stage["do"]["cmd"].split("--allowed-rules ")[1].split(" $")[0].split()
         for rule in allowed:
-            defined = [f"rules/{f.name}" for f in (ROOT / "rules").glob("*.smk") if re.search(rf"^rule {rule}:", f.read_text(), re.M)]
+            defined = [f"rules/{f.name}" for f in (ROOT / "rules").glob("*.smk")
+                       if re.search(rf"^(rule {rule}:|use rule \w+ as {rule} )", f.read_text(), re.M)]
             assert set(defined) <= rules | {"rules/targets.smk"} or rule == "all", (name, rule, defined)
 
 
 def test_experiments_import_nothing_from_each_other():
-    """Shared code lives below the experiments: fine-tuning and the layer analysis import nothing from the table
-    experiment (optimization/), so their DVC stages do not depend on its loop, and the reverse."""
+    """Shared code lives below the experiments: fine-tuning, the layer analysis, the optimisation and pretraining import
+    nothing from each other, so a stage does not depend on another experiment's code."""
     import sys
 
     sys.path.insert(0, str(ROOT / "scripts"))
     from stage_modules import closure
 
     src = ROOT / "src" / "isoflow"
-    for package, others in (("finetune", ("optimization", "layers")), ("layers", ("optimization", "finetune")),
-                            ("optimization", ("finetune", "layers"))):
+    packages = ("finetune", "layers", "optimize", "pretrain")
+    for package in packages:
+        others = [p for p in packages if p != package]
         modules = {f"isoflow.{package}.{f.stem}" for f in (src / package).glob("*.py") if f.stem != "__init__"}
         reached = {str(f.relative_to(src)) for f in closure(modules | {f"isoflow.{package}"})}
         crossing = sorted(f for f in reached if f.split("/")[0] in others)
         assert not crossing, f"{package}/ imports {crossing}"
     stages = dvc_stages()
-    for stage in ("finetune", "layers"):
-        assert not [d for d in stages[stage]["do"]["deps"] if "optimization" in d], stage
+    for stage in ("finetune", "layers", "pretrain"):
+        assert not [d for d in stages[stage]["do"]["deps"] if "isoflow/optimize" in d], stage
 
 
 def test_default_remote_is_configured():
@@ -179,19 +195,20 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
 
 @pytest.mark.slow
 def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
-    """A change to the corpus reader concerns the layer analysis and what is made from it, nothing else."""
+    """A change to the corpus reader concerns the layer analysis, the pretraining corpus and what is made from them,
+    nothing else."""
     clone = pulled_clone(committed, "clone-status")
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
     status = sh(["dvc", "status"], clone).stdout
-    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == ["layers@offline", "report@offline"], status
+    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == ["layers@offline", "pretrain@offline", "report@offline"], status
 
 
 @pytest.mark.slow
 def test_repro_reruns_only_the_changed_stage(committed):
     clone = pulled_clone(committed, "clone-repro")
     before = out_checksums(clone)
-    analysis = clone / "src/isoflow/optimization/report.py"
+    analysis = clone / "src/isoflow/optimize/report.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
     status = sh(["dvc", "status"], clone).stdout
     assert re.findall(r"^(\S+@offline):", status, re.M) == ["report@offline"], status
