@@ -31,12 +31,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
 
-    from isoflow.layers import run_layers
+    from isoflow.layers import LayerSettings, run_layers
     from isoflow.metrics import device_policy as compute
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        out = run_layers(args.model, args.corpus, max_tokens=args.max_tokens, out=Path(tmp) / "layers", data_dir=args.data_dir,
+        out = run_layers(args.model, args.corpus, settings=LayerSettings(max_tokens=args.max_tokens), out=Path(tmp) / "layers", data_dir=args.data_dir,
                          device=args.device, progress=False)
         total = time.perf_counter() - t
         meta = json.loads((out / "meta.json").read_text())

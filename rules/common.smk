@@ -16,12 +16,15 @@ from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
-from isoflow.istar_settings import DEFAULT_ZETA
+from isoflow.layers.settings import LayerSettings
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
+from isoflow.optimize.settings import Settings as OptimizeSettings
+from isoflow.pretrain.settings import CorpusSettings
 from isoflow.records import lambda_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
+from isoflow.stability import StabilitySettings
 
 DATA = config.get("data_dir", "data")
 RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
@@ -133,7 +136,7 @@ def pretrain_corpus_options(wildcards):
     corpus = PRETRAIN.get("corpus") or {}
     sources = " ".join(f"--source {shlex.quote(s)}" for s in PRETRAIN_SOURCES)
     excluded = " ".join(f"--exclude-task {shlex.quote(t)}" for t in pretrain_excluded())
-    settings = " ".join(f"--{k.replace('_', '-')} {corpus[k]}" for k in ("heldout_fraction", "seed") if k in corpus)
+    settings = command_line(CorpusSettings, corpus)
     return " ".join(part for part in (sources, excluded, settings) if part)
 
 
@@ -408,12 +411,8 @@ def stability_files():
 
 
 def stability_options(wildcards):
-    """The section's keys as `isoflow stability` options (lists comma-separated)."""
-    out = []
-    for key, value in STABILITY.items():
-        text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
-        out.append(f"--{key.replace('_', '-')} {text}")
-    return " ".join(out)
+    """The section's keys as `isoflow stability` options (isoflow.stability.StabilitySettings declares them)."""
+    return command_line(StabilitySettings, STABILITY)
 
 
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
@@ -441,9 +440,8 @@ OPTIMIZE_PARAMS = dict(
     embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
     device=DEVICE,
     steps=steps_for,
-    sample_cap=config.get("sample_cap", 20000),
-    zeta=ISTAR.get("zeta", DEFAULT_ZETA),
-    label_centred_every=config.get("label_centred_every", 0),
+    # The run's settings the config declares (the schema filled in their defaults): optimize.settings.Settings'.
+    settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
     seeds=seed_option,
 )
 

@@ -40,14 +40,12 @@ rule layers_run:
         raw=RAW,
         mirror=MIRROR,
         device=DEVICE,
-        max_tokens=LAYERS.get("max_tokens", 100000),
-        seed=LAYERS.get("seed", 0),
-        k_lid=LAYERS.get("k_lid", 100),
+        settings=command_line(LayerSettings, LAYERS),
         model=model_option,
         corpus=corpus_option,
     shell:
-        "isoflow layers {params.model} --corpus {params.corpus} --max-tokens {params.max_tokens} "
-        "--seed {params.seed} --k-lid {params.k_lid} --device {params.device} --out {params.out} "
+        "isoflow layers {params.model} --corpus {params.corpus} {params.settings} "
+        "--device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 

@@ -41,8 +41,7 @@ rule optimize_run:
     # so a slow job can be told from a stuck one while it runs.
     shell:
         "isoflow optimize --task {wildcards.task} --model {wildcards.model} --steps {params.steps} "
-        "--sample-cap {params.sample_cap} --zeta {params.zeta} --device {params.device} "
-        "--label-centred-every {params.label_centred_every} --task-dir {params.task_dir} "
+        "{params.settings} --device {params.device} --task-dir {params.task_dir} "
         "--embeddings {params.embeddings} {params.istar} {params.seeds} > {log} 2>&1"
 
 

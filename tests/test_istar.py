@@ -18,7 +18,7 @@ from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import items_digest, load_embeddings, write_embeddings
 from isoflow.istar import IStarLoss
 from isoflow.metrics import covariance, encode_labels, isoscore, isoscore_star, isoscore_tensor, silhouette_tensor
-from isoflow.optimize import OptimizationError, Settings, istar_report, optimize, run, trajectory_path
+from isoflow.optimize import OptimizationError, Settings, istar_report, optimize, run_optimize, trajectory_path
 from isoflow.records import load_runs
 
 
@@ -155,9 +155,9 @@ def test_recorded_isoscore_star_matches_the_public_function(clusters_task):
 # ----- layout, divergence, bad input -------------------------------------------------------------------------------
 
 def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
-    plain = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False)
-    neg = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5)
-    half = run("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5)
+    plain = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False)
+    neg = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5)
+    half = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5)
     base, sweep = tmp_path / "optimize/runs/blobs/m", tmp_path / "istar/runs/blobs/m"  # the optimize and istar sections' runs
     assert [p[0] for p in (plain, neg, half)] == [base / "seed0.parquet", sweep / "istar-5/seed0.parquet", sweep / "istar0.5/seed0.parquet"]
     assert trajectory_path("blobs", "m", 0, tmp_path, -5) == sweep / "istar-5/seed0"
@@ -171,13 +171,13 @@ def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
 
 def test_divergence_is_recorded_only_when_asked(clusters_task, tmp_path):
     with pytest.raises(OptimizationError, match=r"loss.* became NaN/inf at step \d+ \(diverged\); no trajectory was written"):
-        run("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e37)
+        run_optimize("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e37)
     assert not list(tmp_path.rglob("*.json"))
-    parquet, record = run("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3,
+    parquet, record = run_optimize("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3,
                           lr=1e37, keep_diverged=True)
     info = json.loads(record.read_text())
     assert info["diverged"] and info["complete"] and info["diverged_at_step"] == len(pd.read_parquet(parquet))
-    ok = run("blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3)
+    ok = run_optimize("blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3)
     with pytest.raises(ValueError, match="differ in lr"):  # another setting: not a seed of the diverged run
         load_runs([record, ok[1]])
 
@@ -185,9 +185,9 @@ def test_divergence_is_recorded_only_when_asked(clusters_task, tmp_path):
 @pytest.mark.parametrize("bad, message", [
     (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
     (dict(istar_lambda=float("inf")), "lambda must be a finite number"),
-    (dict(zeta=1.5), r"zeta must be a number in \[0, 1\]"),
-    (dict(zeta=-0.1), r"zeta must be a number in \[0, 1\]"),
-    (dict(shrinkage="identity"), "unknown I-STAR shrinkage target 'identity'"),
+    (dict(zeta=1.5), "zeta must be at most 1; got 1.5"),
+    (dict(zeta=-0.1), "zeta must be at least 0; got -0.1"),
+    (dict(shrinkage="identity"), "shrinkage must be one of pretrained, isotropic; got 'identity'"),
 ])
 def test_bad_istar_settings_fail_before_any_work(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -202,7 +202,7 @@ def test_shrinkage_of_the_wrong_shape_fails_before_any_work(clusters_task):
 
 @pytest.mark.parametrize("argv, message", [
     (["--istar", "nan"], "--istar: must be a finite number"),
-    (["--zeta", "1.5"], r"--zeta: must lie in \[0, 1\]"),
+    (["--zeta", "1.5"], "--zeta: must be at most 1; got 1.5"),
     (["--istar-shrinkage", "identity"], "invalid choice: 'identity'"),
 ])
 def test_cli_refuses_bad_istar_options(capsys, argv, message):
@@ -217,9 +217,9 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
     records = []
     for lam in (-5.0, 0.0, 5.0):
         for seed in (0, 1):
-            records.append(run("blobs", "m", seed, steps=30, data_dir=clusters_task, results=tmp_path, progress=False,
+            records.append(run_optimize("blobs", "m", seed, steps=30, data_dir=clusters_task, results=tmp_path, progress=False,
                                istar_lambda=lam, lr=1e-2)[1])
-    records.append(run("blobs", "m", 2, steps=30, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=5.0,
+    records.append(run_optimize("blobs", "m", 2, steps=30, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=5.0,
                        lr=1e37, keep_diverged=True)[1])
     with pytest.raises(ValueError, match="differ in lr"):  # the diverged run has another lr: not a seed of the others
         load_runs(records)
@@ -238,7 +238,7 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
 
 
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
-    ok = [run("blobs", "m", s, steps=5, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=2.0, lr=1e37,
+    ok = [run_optimize("blobs", "m", s, steps=5, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=2.0, lr=1e37,
               keep_diverged=True)[1] for s in (0, 1)]
     traj, info = load_runs(ok)
     table = istar_report.summary(traj, info)

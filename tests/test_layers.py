@@ -161,7 +161,7 @@ def test_special_tokens_are_excluded_and_counted(minilm):
 
 
 def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirror):
-    kw = dict(max_tokens=400, settings=LayerSettings(k_lid=20, k_max=4), data_dir=tmp_path, mirror=shared_mirror, device="cpu",
+    kw = dict(settings=LayerSettings(max_tokens=400, k_lid=20, k_max=4), data_dir=tmp_path, mirror=shared_mirror, device="cpu",
               progress=False)
     streamed = run_layers("minilm", "brown", out=tmp_path / "disk", stream=True, **kw)
     in_memory = run_layers("minilm", "brown", out=tmp_path / "memory", stream=False, **kw)
@@ -262,7 +262,7 @@ def test_a_model_without_hidden_states_is_refused(minilm):
 
 
 def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
-    out = run_layers("glove-50d", "brown", max_tokens=2000, settings=LayerSettings(k_lid=20, k_max=4), data_dir=tmp_path,
+    out = run_layers("glove-50d", "brown", settings=LayerSettings(max_tokens=2000, k_lid=20, k_max=4), data_dir=tmp_path,
                      mirror=shared_mirror, device="cpu", progress=False)
     table = pd.read_parquet(out / "layers.parquet")
     meta = json.loads((out / "meta.json").read_text())

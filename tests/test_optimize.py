@@ -17,7 +17,7 @@ from isoflow.cli import main
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
-from isoflow.optimize import OptimizationError, Settings, optimize, run, trajectory_path
+from isoflow.optimize import OptimizationError, Settings, optimize, run_optimize, trajectory_path
 from isoflow.optimize.report import LABEL_CENTRED, analyze, correlations, label_centred_summary, load_trajectories, log_normalised_isoscore
 
 
@@ -114,7 +114,7 @@ def test_bad_input(small):
 
 
 def test_run_writes_complete_records_only(small, tmp_path):
-    parquet, meta = run("polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    parquet, meta = run_optimize("polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     assert parquet == trajectory_path("polarity-300", "minilm", 1, tmp_path).with_suffix(".parquet")
     df = pd.read_parquet(parquet)
     assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "istar_penalty"]
@@ -123,16 +123,16 @@ def test_run_writes_complete_records_only(small, tmp_path):
     assert info["versions"]["torch"] == torch.__version__ and info["device"] == "cpu"
     # A diverging run leaves nothing behind.
     with pytest.raises(OptimizationError):
-        run("polarity-300", "minilm", 2, steps=60, data_dir=small, results=tmp_path, progress=False, lr=1e37)
+        run_optimize("polarity-300", "minilm", 2, steps=60, data_dir=small, results=tmp_path, progress=False, lr=1e37)
     assert not trajectory_path("polarity-300", "minilm", 2, tmp_path).with_suffix(".parquet").exists()
     with pytest.raises(FileNotFoundError, match="run `isoflow encode --model mpnet"):
-        run("polarity-300", "mpnet", 0, steps=2, data_dir=small, results=tmp_path)
+        run_optimize("polarity-300", "mpnet", 0, steps=2, data_dir=small, results=tmp_path)
     with pytest.raises(ValueError, match="unknown model 'bert' .*known: minilm, mpnet"):
-        run("polarity-300", "bert", 0, steps=2, data_dir=small, results=tmp_path)
+        run_optimize("polarity-300", "bert", 0, steps=2, data_dir=small, results=tmp_path)
     with pytest.raises(ValueError, match="unknown task 'imdb' .*known: polarity, snli"):
-        run("imdb", "minilm", 0, steps=2, data_dir=small, results=tmp_path)
+        run_optimize("imdb", "minilm", 0, steps=2, data_dir=small, results=tmp_path)
     with pytest.raises(ValueError, match="CUDA is not available|unknown device"):
-        run("polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cuda:7" if not torch.cuda.is_available() else "tpu")
+        run_optimize("polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cuda:7" if not torch.cuda.is_available() else "tpu")
 
 
 INTERRUPT_AT_STEP = """
@@ -165,8 +165,8 @@ run_module.optimize = lambda *a, **k: original(*a, **{**k, "callback": at_step})
 if sys.argv[3] == "cli":
     from isoflow.cli import main
     raise SystemExit(main(sys.argv[4:]))
-from isoflow.optimize import run
-run("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6], progress=False)
+from isoflow.optimize import run_optimize
+run_optimize("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6], progress=False)
 """
 
 
@@ -196,8 +196,8 @@ def test_dropped_interrupt_is_lost_without_the_cli_handler(small, tmp_path):
 
 def test_analysis_outputs(small, tmp_path, capsys):
     for seed in (0, 1):
-        run("polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False)
-        run("glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False)
+        run_optimize("polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False)
+        run_optimize("glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False)
     traj, info = load_trajectories(tmp_path)
     runs, summary = correlations(traj)
     assert len(runs) == 4 and set(summary["seeds"]) == {2}
@@ -224,7 +224,7 @@ def test_analysis_outputs(small, tmp_path, capsys):
     assert main(["optimize-report", "--aggregate", str(staged / "missing"), "--tables", str(staged / "t2")]) != 0
     assert "run `isoflow optimize-aggregate" in capsys.readouterr().err and not (staged / "t2").exists()
     # Runs of different lengths are not averaged together.
-    run("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    run_optimize("glue/wnli", "minilm", 2, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
     with pytest.raises(ValueError, match=r"runs of glue/wnli x minilm differ in steps, not only in their seed"):
         load_trajectories(tmp_path)
 
@@ -273,7 +273,7 @@ def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_
     from isoflow.optimize import run_seeds
 
     grouped = run_seeds("glue/wnli", "minilm", [0, 1], steps=4, data_dir=small, results=tmp_path / "grouped", progress=False, device="cpu")
-    alone = run("glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu")
+    alone = run_optimize("glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu")
     assert grouped[1][0].read_bytes() == alone[0].read_bytes()  # the parquet, byte for byte
     a, b = (json.loads(p.read_text()) for p in (grouped[1][1], alone[1]))
     timing = {"setup_seconds", "loop_seconds", "seconds_per_update"}

@@ -24,7 +24,7 @@ from isoflow.datasets import glue, prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, items_digest, load_embeddings, write_embeddings
 from isoflow.metrics import geometry, isoscore, lid_mle, silhouette, twonn
-from isoflow.optimize import OptimizationError, Settings, optimize, run
+from isoflow.optimize import OptimizationError, Settings, optimize, run_optimize
 
 WNLI = "glue/WNLI/train.tsv"
 
@@ -136,7 +136,7 @@ def test_atomic_dir_refuses_what_appeared_during_the_work(tmp_path):
 def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path, capsys):
     results = tmp_path / "results"
     for seed, lr in ((0, 1e-3), (1, 1e-2)):
-        run("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, lr=lr)
+        run_optimize("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, lr=lr)
     rc, err = cli(capsys, "optimize-aggregate", "--results", results)
     line = one_line_error(err)
     assert rc == 2 and "runs of tiny x m differ in lr, not only in their seed" in line and "seed1.json" in line
@@ -146,13 +146,13 @@ def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path
 def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     """Stale runs of another config in the same results directory change no table."""
     results = tmp_path / "results"
-    given = [run("tiny", "m", seed, steps=4, data_dir=tiny, results=results, progress=False)[1] for seed in (0, 1)]
+    given = [run_optimize("tiny", "m", seed, steps=4, data_dir=tiny, results=results, progress=False)[1] for seed in (0, 1)]
     def aggregate_and_report(out, *runs):
         assert cli(capsys, "optimize-aggregate", "--results", results, "--out", out / "aggregate", *runs)[0] == 0
         assert cli(capsys, "optimize-report", "--aggregate", out / "aggregate", "--tables", out / "tables", "--figures", out / "figures")[0] == 0
 
     aggregate_and_report(tmp_path / "a", *given)
-    run("tiny", "m", 2, steps=4, data_dir=tiny, results=results, progress=False, lr=0.5)  # a stale, different run
+    run_optimize("tiny", "m", 2, steps=4, data_dir=tiny, results=results, progress=False, lr=0.5)  # a stale, different run
     manifest = tmp_path / "runs.txt"
     manifest.write_text("\n".join(map(str, given)) + "\n")
     aggregate_and_report(tmp_path / "b", "--manifest", manifest)
@@ -167,7 +167,7 @@ def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
 
 def test_corrupt_or_incomplete_run_records_are_named(tiny, tmp_path, capsys):
     results = tmp_path / "results"
-    parquet, record = run("tiny", "m", 0, steps=2, data_dir=tiny, results=results, progress=False)
+    parquet, record = run_optimize("tiny", "m", 0, steps=2, data_dir=tiny, results=results, progress=False)
     record.write_text("{not json")
     rc, err = cli(capsys, "optimize-aggregate", "--out", tmp_path / "agg", record)
     assert rc == 2 and f"{record} is not a valid run record" in one_line_error(err) and "run it again" in err
@@ -304,7 +304,7 @@ def test_encode_re_encodes_a_damaged_cached_table(tmp_path):
     (["optimize", "--task", "t", "--model", "m", "--extra-every", "-1"], "--extra-every: must be at least 0"),
     (["optimize", "--task", "t", "--model", "m", "--steps", "0"], "--steps: must be at least 1"),
     (["optimize", "--task", "t", "--model", "m", "--lr", "nan"], "--lr: must be a finite number"),
-    (["optimize", "--task", "t", "--model", "m", "--lr=-1e-3"], "--lr: must be a finite number > 0"),
+    (["optimize", "--task", "t", "--model", "m", "--lr=-1e-3"], "--lr: must be greater than 0; got -0.001"),
     (["optimize", "--task", "t", "--model", "m", "--sample-cap", "1"], "--sample-cap: must be at least 2"),
     (["encode", "--model", "m", "--task", "t", "--batch-size", "0"], "--batch-size: must be at least 1"),
     (["prepare", "supersense", "--n-words", "0"], "--n-words: must be at least 2"),
@@ -315,11 +315,11 @@ def test_cli_numbers_out_of_range(capsys, argv, message):
 
 
 def test_library_numbers_out_of_range():
-    for bad, message in ((dict(lr=-1.0), "lr must be a finite number > 0"), (dict(extra_every=-1), "extra_every must be 0"),
-                         (dict(sample_cap=0), "sample_cap must be at least 2"), (dict(lr=float("inf")), "lr must be")):
+    for bad, message in ((dict(lr=-1.0), "lr must be greater than 0; got -1.0"), (dict(extra_every=-1), "extra_every must be at least 0"),
+                         (dict(sample_cap=0), "sample_cap must be at least 2"), (dict(lr=float("inf")), "lr must be a finite number; got inf")):
         with pytest.raises(ValueError, match=message):
             Settings("t", "m", 0, 5, **bad)
-    with pytest.raises(ValueError, match="steps must be at least 1"):
+    with pytest.raises(ValueError, match="steps must be an integer of at least 1; got 0"):
         Settings("t", "m", 0, 0)
     X = np.random.default_rng(0).normal(size=(30, 4))
     with pytest.raises(ValueError, match="sample must be None"):
@@ -372,7 +372,7 @@ def test_paths_that_are_files_or_read_only(tiny, tmp_path, shared_mirror, capsys
 def test_outputs_honour_the_umask(tiny, tmp_path, umask, file_mode, dir_mode):
     old = os.umask(umask)
     try:
-        parquet, record = run("tiny", "m", 0, steps=2, data_dir=tiny, results=tmp_path / "r", progress=False)
+        parquet, record = run_optimize("tiny", "m", 0, steps=2, data_dir=tiny, results=tmp_path / "r", progress=False)
         out = write_task(build_task("t", ["a", "b"], ["x", "y"]), tmp_path / "task")
     finally:
         os.umask(old)

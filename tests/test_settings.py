@@ -1,30 +1,65 @@
-"""Settings declared once: the command line and the config schema agree with the settings dataclasses, defaults and
-ranges included."""
+"""Settings declared once: for every settings class, the real command line (its options, defaults and ranges) and the
+config schema (its keys, defaults and ranges) are what the class declares, and the library refuses what they refuse."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import io
 
 import pytest
 import yaml
 
 from isoflow import settings as declared
+from isoflow.cli import build_parser
 from isoflow.finetune.settings import FinetuneSettings
+from isoflow.layers.settings import LayerSettings
+from isoflow.optimize.settings import Settings as OptimizeSettings
 from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
+from isoflow.stability import StabilitySettings
 from tests.conftest import ROOT
 
 SCHEMA = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())["properties"]
-# Where each settings class lives in the config schema: (properties, with defaults?, the section's keys that are not
-# settings of one run: the lists of runs it makes)
 PRETRAIN = SCHEMA["pretrain"]["properties"]
+# Where each settings class lives in the config schema: (properties, with defaults?, the section's keys that are not
+# settings of one run: what runs it makes). The optimisation's three keys are spread over the config's top level and
+# its istar section.
 IN_SCHEMA = [
     (CorpusSettings, PRETRAIN["corpus"]["properties"], True, {"sources", "exclude_tasks"}),
     (PretrainSettings, PRETRAIN["training"]["properties"], True, set()),
     (PretrainSettings, PRETRAIN["models"]["additionalProperties"]["properties"], False, set()),
     (FinetuneSettings, SCHEMA["finetune"]["properties"], True, {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points"}),
+    (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora"}),
+    (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),
+    (OptimizeSettings, {"sample_cap": SCHEMA["sample_cap"], "label_centred_every": SCHEMA["label_centred_every"],
+                        "zeta": SCHEMA["istar"]["properties"]["zeta"]}, True, set()),
 ]
-SETTINGS = [CorpusSettings, PretrainSettings, FinetuneSettings]
+# Each class's command, and the arguments it requires besides the settings.
+COMMANDS = {
+    CorpusSettings: ("pretrain-corpus", ["--out", "o"]),
+    PretrainSettings: ("pretrain", ["--corpus", "c", "--out", "o"]),
+    FinetuneSettings: ("finetune", ["--task", "t", "--model", "m"]),
+    LayerSettings: ("layers", ["--model", "m", "--corpus", "c"]),
+    StabilitySettings: ("stability", []),
+    OptimizeSettings: ("optimize", ["--task", "t", "--model", "m"]),
+}
+IDENTITY = {FinetuneSettings: {"task": "t", "model": "m"}, OptimizeSettings: {"task": "t", "model": "m", "seed": 0, "steps": 1}}
+
+
+def _command(cls) -> tuple[argparse.ArgumentParser, list[str]]:
+    name, required = COMMANDS[cls]
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[name], required
+
+
+def _refused(parser: argparse.ArgumentParser, args: list[str]) -> str:
+    """The error argparse prints for ``args`` ('' when they parse)."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.suppress(SystemExit):
+        parser.parse_args(args)
+        return ""
+    return err.getvalue()
 
 
 @pytest.mark.parametrize("cls, properties, with_defaults, lists", IN_SCHEMA, ids=lambda v: getattr(v, "__name__", ""))
@@ -37,39 +72,54 @@ def test_config_schema_is_the_settings_class(cls, properties, with_defaults, lis
     assert not extra, f"schema keys without a setting: {extra}"
 
 
-def _parser(cls):
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    declared.add_arguments(parser, cls)
-    return parser
-
-
-def _default(cls):
-    return cls(task="t", model="m") if cls is FinetuneSettings else cls()
-
-
-@pytest.mark.parametrize("cls", SETTINGS)
-def test_command_line_defaults_and_ranges_are_the_settings_class(cls):
-    parser = _parser(cls)
-    identity = {"task": "t", "model": "m"} if cls is FinetuneSettings else {}
-    assert declared.from_namespace(cls, parser.parse_args([]), **identity) == _default(cls)
-    for f in dataclasses.fields(cls):
-        meta = f.metadata
-        if not meta.get("cli", False):
-            continue
-        flag = declared.flag_of(f)
-        for key, outside in (("minimum", -1), ("exclusiveMinimum", 0), ("maximum", 1), ("exclusiveMaximum", 0)):
-            bound = meta.get(key)
+@pytest.mark.parametrize("cls", list(COMMANDS), ids=lambda c: c.__name__)
+def test_the_command_line_has_every_setting_with_its_default_and_range(cls):
+    parser, required = _command(cls)
+    parsed = parser.parse_args(required)
+    defaults = cls(**IDENTITY.get(cls, {}))
+    fields = [f for f in dataclasses.fields(cls) if f.metadata.get("cli")]
+    assert fields, cls
+    for f in fields:
+        flag, meta = declared.flag_of(f), f.metadata
+        assert getattr(parsed, f.name) == getattr(defaults, f.name), (cls.__name__, f.name)
+        outside = [("minimum", meta.get("minimum"), -1), ("exclusiveMinimum", meta.get("exclusiveMinimum"), 0),
+                   ("maximum", meta.get("maximum"), 1), ("exclusiveMaximum", meta.get("exclusiveMaximum"), 0)]
+        for key, bound, step in outside:
             if bound is None:
                 continue
-            value = bound + outside if key in ("minimum", "maximum") else bound
-            value = bound - 1 if key == "minimum" else value
-            with pytest.raises(argparse.ArgumentError):
-                parser.parse_args([flag, str(value)])
+            value = bound + step
+            assert flag in _refused(parser, [*required, flag, str(value)]), (flag, value)
+            bad = (value,) if isinstance(getattr(defaults, f.name), tuple) else value
             with pytest.raises(ValueError, match=f.name):
-                declared.check(dataclasses.replace(_default(cls), **{f.name: value}))
-        if meta.get("choices") and meta.get("cli"):
-            with pytest.raises(argparse.ArgumentError):
-                parser.parse_args([flag, "not-a-choice"])
+                declared.check(dataclasses.replace(defaults, **{f.name: bad}))
+        if meta.get("choices"):
+            assert flag in _refused(parser, [*required, flag, "not-a-choice"])
+
+
+def test_every_settings_class_is_checked_here():
+    """A settings class added to the library must be added above (its schema place and its command)."""
+    import importlib
+    import pkgutil
+
+    import isoflow
+
+    found = set()
+    for info in pkgutil.walk_packages(isoflow.__path__, "isoflow."):
+        if info.name.endswith("settings") or info.name == "isoflow.stability":
+            module = importlib.import_module(info.name)
+            found |= {obj for obj in vars(module).values() if dataclasses.is_dataclass(obj) and isinstance(obj, type)
+                      and obj.__module__ == module.__name__ and any("help" in f.metadata for f in dataclasses.fields(obj))}
+    assert found == set(COMMANDS)
+
+
+def test_a_list_setting_is_comma_separated_and_each_value_checked():
+    parser, _ = _command(StabilitySettings)
+    assert parser.parse_args(["--zetas", "0,0.2"]).zetas == (0.0, 0.2)
+    assert "each value must be at most 1; got 2.0" in _refused(parser, ["--zetas", "0,2"])
+    assert "repeated" in _refused(parser, ["--dims", "8,8"])
+    with pytest.raises(ValueError, match="each of zetas must be at most 1; got 2"):
+        StabilitySettings(zetas=(0.0, 2.0))
+    assert declared.command_line(StabilitySettings, {"zetas": [0, 0.5], "repeats": 3}) == "--zetas 0,0.5 --repeats 3"
 
 
 def test_a_setting_outside_its_range_is_named():
@@ -77,3 +127,5 @@ def test_a_setting_outside_its_range_is_named():
         declared.check(CorpusSettings(heldout_fraction=0.5))
     with pytest.raises(ValueError, match="objective must be one of masked, causal; got 'denoising'"):
         declared.check(PretrainSettings(objective="denoising"))
+    with pytest.raises(ValueError, match="sample_cap must be at least 2; got 1"):
+        OptimizeSettings("t", "m", 0, 10, sample_cap=1)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from isoflow.cli import main
-from isoflow.stability import population_isoscore, simulate, spectrum, summary
+from isoflow.stability import StabilitySettings, population_isoscore, simulate, spectrum, summary
 
 
 @pytest.mark.parametrize("dim, target", [(384, 0.1), (384, 0.55), (768, 0.9), (50, 1.0)])
@@ -22,7 +22,8 @@ def test_population_isoscore_by_hand():
 
 
 def test_estimates_converge_to_the_truth_and_shrinkage_pulls_small_batches_up():
-    runs = simulate(dims=(64,), true_isoscores=(0.3, 1.0), batch_sizes=(8, 4096), zetas=(0.0, 0.5), repeats=3, reference_points=50_000)
+    runs = simulate(StabilitySettings(dims=(64,), true_isoscores=(0.3, 1.0), batch_sizes=(8, 4096), zetas=(0.0, 0.5), repeats=3,
+                                       reference_points=50_000))
     table = summary(runs).set_index(["true_isoscore", "batch", "zeta"])
     assert table.loc[(1.0, 4096, 0.0), "mean"] == pytest.approx(1.0, abs=0.03)
     assert table.loc[(0.3, 4096, 0.0), "mean"] == pytest.approx(0.3, abs=0.03)
@@ -36,7 +37,8 @@ def test_zeta_zero_is_isoscore_of_the_batch():
     import torch
     from IsoScore.IsoScore import IsoScore
 
-    runs = simulate(dims=(16,), true_isoscores=(0.5,), batch_sizes=(40,), zetas=(0.0,), repeats=1, reference_points=1000, seed=7)
+    runs = simulate(StabilitySettings(dims=(16,), true_isoscores=(0.5,), batch_sizes=(40,), zetas=(0.0,), repeats=1,
+                                       reference_points=1000, seed=7))
     gen = torch.Generator().manual_seed(7)
     std = torch.as_tensor(np.sqrt(spectrum(16, 0.5)), dtype=torch.float64)
     torch.randn(1000, 16, generator=gen, dtype=torch.float64)  # the reference sample comes first
@@ -55,4 +57,4 @@ def test_command_writes_table_figure_and_estimates(tmp_path, capsys):
     assert (tmp_path / "f/stability.png").stat().st_size > 5000 and (tmp_path / "runs/meta.json").is_file()
     with pytest.raises(SystemExit):
         main(["stability", "--zetas", "0,2"])
-    assert "expected numbers in [0.0, 1.0]" in capsys.readouterr().err
+    assert "argument --zetas: each value must be at most 1; got 2.0" in capsys.readouterr().err

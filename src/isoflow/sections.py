@@ -142,6 +142,7 @@ PUBLICATIONS: dict[str, Publication] = {p.name: p for p in (
     Publication("layers", "layers", "config/reproduce-offline.yaml"),
     Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
     Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
+    Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
     Publication("stability", "stability", "config/reproduce-offline.yaml"),
     Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
 )}

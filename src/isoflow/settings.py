@@ -44,9 +44,21 @@ def _fields(cls) -> list[dataclasses.Field]:
 
 
 def _type_of(cls, f: dataclasses.Field) -> type:
+    """The field's type: int, float, str or bool; a list setting's (``tuple[int, ...]``) is that of its items."""
+    return _kind(cls, f)[0]
+
+
+def _kind(cls, f: dataclasses.Field) -> tuple[type, bool]:
+    """(type, is a list): ``tuple[float, ...]`` is (float, True), ``int | None`` is (int, False)."""
     hint = typing.get_type_hints(cls)[f.name]
+    if typing.get_origin(hint) is tuple:
+        return typing.get_args(hint)[0], True
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if args else hint
+    return (args[0] if args else hint), False
+
+
+def _is_list(cls, f: dataclasses.Field) -> bool:
+    return _kind(cls, f)[1]
 
 
 def check_value(name: str, value: Any, meta: dict) -> None:
@@ -69,17 +81,28 @@ def check(settings) -> None:
     """Check every field of a settings object against its declared type and range; the first violation raises."""
     import numbers
 
-    for f in _fields(type(settings)):
-        value, kind = getattr(settings, f.name), _type_of(type(settings), f)
+    def check_one(name: str, value, kind: type) -> None:
         wrong = (isinstance(value, bool) and kind is not bool) or (kind is int and not isinstance(value, numbers.Integral)) or (
             kind is float and not isinstance(value, numbers.Real)) or (kind is bool and not isinstance(value, bool))
         if wrong:
-            raise ValueError(f"{f.name} must be {'an integer' if kind is int else 'a number' if kind is float else kind.__name__}; got {value!r}")
-        check_value(f.name, value, f.metadata)
+            raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number' if kind is float else kind.__name__}; got {value!r}")
+        check_value(name, value, f.metadata)
+
+    for f in _fields(type(settings)):
+        value, (kind, is_list) = getattr(settings, f.name), _kind(type(settings), f)
+        if not is_list:
+            check_one(f.name, value, kind)
+            continue
+        if isinstance(value, (str, bytes)) or not isinstance(value, (tuple, list)) or not value:
+            raise ValueError(f"{f.name} must be a non-empty list; got {value!r}")
+        if len(set(value)) != len(value):
+            raise ValueError(f"{f.name} must not repeat a value; got {list(value)}")
+        for item in value:
+            check_one(f"each of {f.name}", item, kind)
 
 
-def _parser_type(name: str, kind: type, meta: dict):
-    def parse(text: str):
+def _parser_type(name: str, kind: type, meta: dict, is_list: bool = False):
+    def one(text: str):
         try:
             value = kind(text)
         except ValueError:
@@ -87,10 +110,25 @@ def _parser_type(name: str, kind: type, meta: dict):
         try:
             check_value("the value", value, meta)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc).replace("the value ", "")) from None
+            raise argparse.ArgumentTypeError(str(exc).replace("the value ", "each value " if is_list else "")) from None
         return value
 
+    def parse(text: str):
+        if not is_list:
+            return one(text)
+        values = tuple(one(x.strip()) for x in text.split(",") if x.strip())
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected comma-separated values, e.g. 1,2,3; got {text!r}")
+        if len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(f"a value is repeated in {text!r}")
+        return values
+
     return parse
+
+
+def _text(value) -> str:
+    """A value as the command line writes it (a list: comma-separated)."""
+    return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...] = ()) -> None:
@@ -99,9 +137,12 @@ def add_arguments(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...]
     for f in _fields(cls):
         if f.name in skip or not f.metadata["cli"]:
             continue
-        kind, meta = _type_of(cls, f), f.metadata
-        help_text = f"{meta['help']} (default {f.default})"
-        if kind is bool:
+        (kind, is_list), meta = _kind(cls, f), f.metadata
+        help_text = f"{meta['help']} (default {_text(f.default)})"
+        if is_list:
+            parser.add_argument(flag_of(f), dest=f.name, type=_parser_type(f.name, kind, meta, is_list=True), default=f.default,
+                                help=help_text, metavar=meta.get("metavar") or "X,X")
+        elif kind is bool:
             parser.add_argument(flag_of(f), dest=f.name, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
         elif meta["choices"] is not None:
             parser.add_argument(flag_of(f), dest=f.name, choices=meta["choices"], default=f.default, help=help_text)
@@ -116,19 +157,29 @@ def from_namespace(cls, args: argparse.Namespace, **overrides):
     return cls(**{**values, **overrides})
 
 
+def cli_values(cls, args: argparse.Namespace) -> dict:
+    """The values of the command-line settings of ``cls`` in parsed options (setting name -> value)."""
+    return {f.name: getattr(args, f.name) for f in _fields(cls) if f.metadata["cli"] and hasattr(args, f.name)}
+
+
 def schema_properties(cls, *, skip: tuple[str, ...] = ()) -> dict[str, dict]:
     """JSON-schema properties of the fields of ``cls``: type, default, range or enum, description."""
     out = {}
     for f in _fields(cls):
         if f.name in skip or not f.metadata.get("schema", True):
             continue
-        meta, kind = f.metadata, _type_of(cls, f)
-        prop: dict[str, Any] = {"type": _JSON_TYPES[kind], "default": f.default}
+        meta, (kind, is_list) = f.metadata, _kind(cls, f)
+        item: dict[str, Any] = {"type": _JSON_TYPES[kind]}
         if meta["choices"] is not None:
-            prop["enum"] = list(meta["choices"])
+            item["enum"] = list(meta["choices"])
         for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
             if meta[key] is not None:
-                prop[key] = meta[key]
+                item[key] = meta[key]
+        if is_list:
+            prop = {"type": "array", "items": item, "minItems": 1, "uniqueItems": True, "default": list(f.default)}
+        else:
+            prop = {**item, "default": f.default}
+            prop = {"type": prop.pop("type"), "default": prop.pop("default"), **prop}
         prop["description"] = meta["help"]
         out[f.name] = prop
     return out
@@ -149,5 +200,5 @@ def command_line(cls, values: dict) -> str:
         if _type_of(cls, f) is bool:
             parts.append(flag_of(f) if value else "--no-" + flag_of(f)[2:])
         else:
-            parts.append(f"{flag_of(f)} {value}")
+            parts.append(f"{flag_of(f)} {_text(value)}")
     return " ".join(parts)

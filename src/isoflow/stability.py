@@ -13,14 +13,36 @@ variably, does a batch's estimate sit from the true value, and how much does shr
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-# numpy, pandas, torch and the metrics are imported where they are used: the CLI reads DEFAULTS for its help without
+from .settings import check, setting
+
+# numpy, pandas, torch and the metrics are imported where they are used: the CLI reads the settings for its help without
 # loading them.
 
-DEFAULTS = {"dims": (384, 768), "true_isoscores": tuple(round(0.1 * k, 1) for k in range(1, 11)),
-            "batch_sizes": (8, 16, 32, 64, 128, 256, 512, 1024), "zetas": (0.0, 0.1, 0.2, 0.5), "repeats": 20,
-            "reference_points": 100_000, "seed": 0}
+
+@dataclass(frozen=True)
+class StabilitySettings:
+    """The study's grid, declared once (the command line and the config schema's ``stability`` keys derive from it)."""
+
+    dims: tuple[int, ...] = setting((384, 768), "dimensions of the clouds", minimum=2, metavar="D,D")
+    true_isoscores: tuple[float, ...] = setting(tuple(round(0.1 * k, 1) for k in range(1, 11)),
+                                                "population IsoScores of the clouds", exclusive_minimum=0.0, maximum=1.0,
+                                                metavar="T,T")
+    batch_sizes: tuple[int, ...] = setting((8, 16, 32, 64, 128, 256, 512, 1024), "points per mini-batch", minimum=2,
+                                           metavar="N,N")
+    zetas: tuple[float, ...] = setting((0.0, 0.1, 0.2, 0.5), "shrinkage weights; 0 is plain IsoScore", minimum=0.0,
+                                       maximum=1.0, metavar="Z,Z")
+    repeats: int = setting(20, "batches per setting", minimum=1)
+    reference_points: int = setting(100_000, "points of the fresh sample Sigma_S is estimated from", minimum=2)
+    seed: int = setting(0, "seed of every draw", minimum=0)
+
+    def __post_init__(self):
+        for name in ("dims", "true_isoscores", "batch_sizes", "zetas"):  # lists from a config or JSON: kept as tuples
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+        check(self)
 
 
 def population_isoscore(variances) -> float:
@@ -50,9 +72,7 @@ def spectrum(dim: int, target: float):
     return i ** -((lo + hi) / 2)
 
 
-def simulate(dims=DEFAULTS["dims"], true_isoscores=DEFAULTS["true_isoscores"], batch_sizes=DEFAULTS["batch_sizes"],
-             zetas=DEFAULTS["zetas"], repeats: int = DEFAULTS["repeats"], reference_points: int = DEFAULTS["reference_points"],
-             seed: int = DEFAULTS["seed"], device="cpu", progress=None):
+def simulate(settings: StabilitySettings = StabilitySettings(), device="cpu", progress=None):
     """One row per dim × true IsoScore × batch size × repeat × ζ: the batch's estimate (``estimate``)."""
     import numpy as np
     import pandas as pd
@@ -61,11 +81,10 @@ def simulate(dims=DEFAULTS["dims"], true_isoscores=DEFAULTS["true_isoscores"], b
     from .istar import RunningCovariance
     from .metrics import covariance_tensor, isoscore_of_covariance
 
-    for name, values, low in (("batch_sizes", batch_sizes, 2), ("dims", dims, 2)):
-        if not values or min(values) < low:
-            raise ValueError(f"{name} must be integers >= {low}; got {list(values)}")
-    if any(not 0.0 <= z <= 1.0 for z in zetas) or repeats < 1 or reference_points < 2:
-        raise ValueError("zetas must lie in [0, 1], repeats be >= 1 and reference_points >= 2")
+    check(settings)
+    s = settings
+    dims, true_isoscores, batch_sizes, zetas = s.dims, s.true_isoscores, s.batch_sizes, s.zetas
+    repeats, reference_points, seed = s.repeats, s.reference_points, s.seed
     device = torch.device(device)
     gen = torch.Generator(device=device).manual_seed(seed)
     rows = []

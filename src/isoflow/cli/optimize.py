@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import settings as declared
 from . import options
 
 HELP = "train embeddings + a linear classifier, recording silhouette and IsoScore after every update"
 
 
 def add_parser(sub) -> None:
+    from ..optimize.settings import Settings
+
     o = sub.add_parser("optimize", help=HELP)
     o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
     o.add_argument("--model", required=True, help="the model whose embeddings are optimised (see `isoflow encode`)")
@@ -20,16 +23,8 @@ def add_parser(sub) -> None:
                       help="several seeds in this one process (records identical to separate runs); --out then needs {seed}")
     o.add_argument("--steps", type=options.int_at_least(1), default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
     options.device(o)
-    o.add_argument("--lr", type=options.positive_float, default=1e-3, help="Adam learning rate (default 1e-3)")
-    o.add_argument("--sample-cap", type=options.int_at_least(2), default=20_000,
-                   help="measure sets larger than this on a fresh random sample of this size per update (default 20000)")
-    o.add_argument("--extra-every", type=options.int_at_least(0, " (0: never)"), default=0,
-                   help="also record cosine anisotropy, LID and TwoNN of the table every K updates (default 0: never)")
-    o.add_argument("--label-centred-every", type=options.int_at_least(0, " (0: never)"), default=0, metavar="K",
-                   help="every K updates also record IsoScore after removing each label cluster's mean, and S_intra within classes")
-    options.istar(o)
-    o.add_argument("--istar-shrinkage", choices=("pretrained", "isotropic"), default="pretrained",
-                   help="IsoScore*'s shrinkage target: the pretrained table's covariance (default) or its isotropic counterpart")
+    options.istar(o, zeta=False)
+    declared.add_arguments(o, Settings)
     o.add_argument("--keep-diverged", action="store_true", help="if the run diverges (NaN), write a record saying so instead of nothing (sweeps)")
     o.add_argument("--data-dir", default="data", help="where the prepared tasks and embeddings are (default: data)")
     options.task_dir(o)
@@ -42,13 +37,13 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..optimize import run_seeds
+    from ..optimize.settings import Settings
 
     seeds = args.seeds or [0 if args.seed is None else args.seed]
     written = run_seeds(args.task, args.model, seeds, steps=args.steps, data_dir=args.data_dir, task_path=args.task_dir,
                         embeddings_path=args.embeddings, out=args.out, results=args.results, device=args.device,
-                        progress=None if not args.quiet else False, lr=args.lr, sample_cap=args.sample_cap, extra_every=args.extra_every,
-                        label_centred_every=args.label_centred_every, istar_lambda=args.istar, zeta=args.zeta,
-                        shrinkage=args.istar_shrinkage, keep_diverged=args.keep_diverged)
+                        progress=None if not args.quiet else False, istar_lambda=args.istar, keep_diverged=args.keep_diverged,
+                        **declared.cli_values(Settings, args))
     for seed, (parquet, meta) in zip(seeds, written):
         info = json.loads(meta.read_text())
         lam = f" lambda {args.istar:g}" if args.istar else ""

@@ -25,7 +25,6 @@ and is left out of the cosines).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -45,27 +44,7 @@ from ..metrics import (
     subtract_cluster_means,
     twonn_from_distances,
 )
-
-
-@dataclass(frozen=True)
-class LayerSettings:
-    sample_cap: int = 20_000
-    k_max: int = 15
-    min_silhouette: float = 0.1
-    k_lid: int = 100
-    max_per_type: int = 1000
-    seed: int = 0
-
-    def __post_init__(self):
-        for name, low in (("sample_cap", 3), ("k_max", 2), ("k_lid", 2), ("max_per_type", 2)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < low:
-                raise ValueError(f"{name} must be an integer >= {low}; got {v!r}")
-        if not 0.0 <= self.min_silhouette <= 1.0:
-            raise ValueError(f"min_silhouette must lie in [0, 1]; got {self.min_silhouette!r}")
-
-    def dict(self) -> dict:
-        return asdict(self)
+from .settings import LayerSettings  # noqa: F401  (re-exported)
 
 
 def cap_per_type(types: np.ndarray, cap: int, seed: int) -> np.ndarray:

@@ -49,7 +49,6 @@ def run_layers(
     model: str,
     corpus: str,
     *,
-    max_tokens: int = 100_000,
     settings: LayerSettings = LayerSettings(),
     types: str = "tokens",
     view_layer: int | None = None,
@@ -73,8 +72,7 @@ def run_layers(
     model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
     local = is_local(model)
     name = local_name(model, model_name) if local else model
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be a positive integer; got {max_tokens!r}")
+    max_tokens = settings.max_tokens
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:

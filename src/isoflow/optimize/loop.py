@@ -44,11 +44,12 @@ import torch
 
 from .. import interrupt
 from ..datasets.table import TaskData
-from ..istar import DEFAULT_ZETA, IStarLoss, check_istar
+from ..istar import IStarLoss
 from ..metrics import device_policy, encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 from ..progress import progress_bar
+from .settings import Settings, check_settings  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -57,58 +58,6 @@ RECORDED = ("loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "ista
 
 class OptimizationError(RuntimeError):
     """The optimisation could not run or diverged (the message gives the step)."""
-
-
-@dataclass
-class Settings:
-    """Everything that determines a run (written to its JSON record)."""
-
-    task: str
-    model: str
-    seed: int
-    steps: int
-    lr: float = 1e-3
-    betas: tuple[float, float] = (0.9, 0.999)
-    sample_cap: int = 20_000
-    extra_every: int = 0  # compute isoflow.metrics.geometry every K states (0: never)
-    extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
-    block: int = 0  # rows per block of the silhouette; 0: the device's size policy (isoflow.metrics.device_policy)
-    istar_lambda: float = 0.0  # I-STAR weight λ: > 0 pushes isotropy up, < 0 down, 0 = the plain run
-    zeta: float = DEFAULT_ZETA  # IsoScore* shrinkage weight
-    shrinkage: str = "pretrained"  # Σ_S: the pretrained table's covariance, or "isotropic"
-    penalty_dtype: str = "float32"  # dtype of the penalty's (differentiated) covariance; metrics stay float64
-    label_centred_every: int = 0  # every K states: IsoScore of the classified points after removing each label cluster's mean
-
-    def __post_init__(self):
-        check_settings(self)
-
-
-def check_settings(s: Settings) -> None:
-    """Every number of a run in range, before any work (the CLI checks the same; the library must too)."""
-    def bad(name, value, want):
-        raise ValueError(f"{name} must be {want}; got {value!r}")
-
-    for name in ("seed", "steps", "sample_cap", "extra_every", "block", "label_centred_every"):
-        v = getattr(s, name)
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            bad(name, v, "an integer")
-    if s.seed < 0:
-        bad("seed", s.seed, "a non-negative integer")
-    if s.steps < 1:
-        bad("steps", s.steps, "at least 1")
-    if s.sample_cap < 2:
-        bad("sample_cap", s.sample_cap, "at least 2 (points measured per update)")
-    if s.extra_every < 0:
-        bad("extra_every", s.extra_every, "0 (never) or a positive number of updates")
-    if s.label_centred_every < 0:
-        bad("label_centred_every", s.label_centred_every, "0 (never) or a positive number of updates")
-    if s.block < 0:
-        bad("block", s.block, "0 (the device's size policy) or a positive integer")
-    if not (isinstance(s.lr, (int, float)) and math.isfinite(s.lr) and s.lr > 0):
-        bad("lr", s.lr, "a finite number > 0")
-    if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
-        bad("betas", s.betas, "two numbers in [0, 1)")
-    check_istar(s.istar_lambda, s.zeta, s.shrinkage, s.penalty_dtype)
 
 
 @dataclass

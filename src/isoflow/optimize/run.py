@@ -64,7 +64,7 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: i
     return parquet, meta
 
 
-def run(task: str, model: str, seed: int, *, out: str | os.PathLike | None = None, **kwargs) -> tuple[Path, Path]:
+def run_optimize(task: str, model: str, seed: int, *, out: str | os.PathLike | None = None, **kwargs) -> tuple[Path, Path]:
     """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json). See :func:`run_seeds`."""
     return run_seeds(task, model, [seed], out=out, **kwargs)[0]
 

@@ -1,0 +1,58 @@
+"""An optimisation run's settings, declared once (the command line, the config schema and the checks derive from
+them); kept apart from the loop so that reading them does not load torch."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from ..istar_settings import zeta_setting
+from ..settings import check, setting
+
+SHRINKAGE_KINDS = ("pretrained", "isotropic")
+
+
+@dataclass
+class Settings:
+    """Everything that determines a run (written to its JSON record). The fields with a help text are declared once:
+    the command line (``isoflow optimize``) and the config schema's keys (``sample_cap``, ``label_centred_every``,
+    ``istar.zeta``) derive from them (tests/test_settings.py)."""
+
+    task: str
+    model: str
+    seed: int
+    steps: int
+    lr: float = setting(1e-3, "Adam learning rate (the paper's)", exclusive_minimum=0.0, schema=False)
+    betas: tuple[float, float] = (0.9, 0.999)
+    sample_cap: int = setting(20_000, "measure sets larger than this on a fresh random sample of this size per update", minimum=2)
+    extra_every: int = setting(0, "also record cosine anisotropy, LID and TwoNN of the table every K updates (0: never)",
+                               minimum=0, schema=False, metavar="K")
+    extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
+    block: int = setting(0, "rows per block of the silhouette (0: the device's size policy, isoflow.metrics.device_policy)",
+                         minimum=0, cli=False, schema=False)
+    istar_lambda: float = setting(0.0, "I-STAR's weight: > 0 pushes isotropy up, < 0 down, 0 = the plain run", cli=False,
+                                  schema=False)
+    zeta: float = zeta_setting()
+    shrinkage: str = setting("pretrained", "IsoScore*'s shrinkage target: the pretrained table's covariance or its "
+                             "isotropic counterpart", choices=SHRINKAGE_KINDS, flag="--istar-shrinkage", schema=False)
+    penalty_dtype: str = setting("float32", "dtype of the penalty's (differentiated) covariance; metrics stay float64",
+                                 choices=("float32", "float64"), cli=False, schema=False)
+    label_centred_every: int = setting(0, "every K updates also record IsoScore after removing each label cluster's mean, and "
+                                       "S_intra within classes (0: never)", minimum=0, metavar="K")
+
+    def __post_init__(self):
+        check_settings(self)
+
+
+def check_settings(s: Settings) -> None:
+    """Every number of a run in range, before any work (the CLI checks the same; the library must too)."""
+    from ..istar import check_istar
+
+    for name, low in (("seed", 0), ("steps", 1)):
+        v = getattr(s, name)
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
+            raise ValueError(f"{name} must be an integer of at least {low}; got {v!r}")
+    check(s)
+    if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
+        raise ValueError(f"betas must be two numbers in [0, 1); got {s.betas!r}")
+    check_istar(s.istar_lambda, s.zeta, s.shrinkage, s.penalty_dtype)
