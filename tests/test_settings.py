@@ -82,9 +82,9 @@ def test_the_command_line_has_every_setting_with_its_default_and_range(cls):
     for f in fields:
         flag, meta = declared.flag_of(f), f.metadata
         assert getattr(parsed, f.name) == getattr(defaults, f.name), (cls.__name__, f.name)
-        outside = [("minimum", meta.get("minimum"), -1), ("exclusiveMinimum", meta.get("exclusiveMinimum"), 0),
-                   ("maximum", meta.get("maximum"), 1), ("exclusiveMaximum", meta.get("exclusiveMaximum"), 0)]
-        for key, bound, step in outside:
+        # a value just outside each bound: below a minimum, at an exclusive one, above a maximum
+        outside = [(meta.get("minimum"), -1), (meta.get("exclusiveMinimum"), 0), (meta.get("maximum"), 1), (meta.get("exclusiveMaximum"), 0)]
+        for bound, step in outside:
             if bound is None:
                 continue
             value = bound + step
