@@ -161,3 +161,12 @@ def tiny_gpt2(tmp_path_factory) -> Path:
     GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=128)).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def assert_one_record_schema(record: dict, section: str) -> None:
+    """Every section's run record has the one frame isoflow.records.run_record gives it."""
+    from isoflow.records import run_record
+
+    frame = {"section", "settings", "diverged", "diverged_at", "diverged_unit", "versions", "code", "threads", "complete"}
+    assert frame <= set(record) and frame == set(run_record(section, {}, {})), sorted(frame - set(record))
+    assert record["section"] == section and record["complete"] is True and record["code"]["git_commit"] is not None

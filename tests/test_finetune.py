@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, sh
+from conftest import ROOT, assert_one_record_schema, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -214,6 +214,7 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     assert all(u is estimates[0][1] for u in used[:per_epoch]) and all(u is estimates[1][1] for u in used[per_epoch:])
     assert [id(r) for r in evaluated] == [id(C) for _, C, _ in estimates]  # the final measurement: the final model's Σ_S
     info = json.loads(record.read_text())
+    assert_one_record_schema(info, "finetune")
     assert all(n >= 1500 for n in info["reference_points"]) and len(info["reference_points"]) == 3
 
 

@@ -176,7 +176,7 @@ def test_divergence_is_recorded_only_when_asked(clusters_task, tmp_path):
     parquet, record = run_optimize("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3,
                           lr=1e37, keep_diverged=True)
     info = json.loads(record.read_text())
-    assert info["diverged"] and info["complete"] and info["diverged_at_step"] == len(pd.read_parquet(parquet))
+    assert info["diverged"] and info["complete"] and info["diverged_at"] == len(pd.read_parquet(parquet)) and info["diverged_unit"] == "step"
     ok = run_optimize("blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3)
     with pytest.raises(ValueError, match="differ in lr"):  # another setting: not a seed of the diverged run
         load_runs([record, ok[1]])

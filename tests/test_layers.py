@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, sh
+from conftest import ROOT, assert_one_record_schema, sh
 from IsoScore.IsoScore import IsoScore
 from sklearn.neighbors import NearestNeighbors
 
@@ -168,6 +168,7 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
     a, b = (pd.read_parquet(d / "layers.parquet") for d in (streamed, in_memory))
     pd.testing.assert_frame_equal(a, b)
     meta = json.loads((streamed / "meta.json").read_text())
+    assert_one_record_schema(meta, "layers")
     assert meta["streamed"] and not json.loads((in_memory / "meta.json").read_text())["streamed"]
     assert meta["n_points"] == a["n_points"].iloc[0] >= 400 and meta["special_tokens_excluded"] == 2 * meta["sentences_used"]
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone

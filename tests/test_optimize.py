@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import assert_one_record_schema
 from IsoScore.IsoScore import IsoScore
 from sklearn.metrics import silhouette_score
 
@@ -119,6 +120,7 @@ def test_run_writes_complete_records_only(small, tmp_path):
     df = pd.read_parquet(parquet)
     assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "istar_penalty"]
     info = json.loads(meta.read_text())
+    assert_one_record_schema(info, "optimize")
     assert info["complete"] and info["settings"]["lr"] == 1e-3 and info["settings"]["betas"] == [0.9, 0.999]
     assert info["versions"]["torch"] == torch.__version__ and info["device"] == "cpu"
     # A diverging run leaves nothing behind.

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import assert_one_record_schema
 
 from isoflow.pretrain.corpus import TaskText, build_corpus, decontaminate, split_documents, text_file_documents
 from isoflow.pretrain.settings import PretrainSettings
@@ -306,7 +307,8 @@ def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     record = json.loads((out / "pretrain.json").read_text())
     assert record["objective"] == "causal" and record["settings"]["steps"] == 4 and record["settings"]["seed"] == 0
     assert record["heldout"]["loss"] > 0 and record["unigram_baseline"]["perplexity"] > 1
-    assert record["train_tokens"] + record["corpus"]["train"]["words"] > 0 and record["git_commit"] is not None
+    assert record["train_tokens"] + record["corpus"]["train"]["words"] > 0 and not record["diverged"]
+    assert_one_record_schema(record, "pretrain")
     from isoflow.layers.encoder import load_encoder
 
     encoder = load_encoder(str(out), cache=tmp_path)

@@ -3,9 +3,12 @@ batch, the known small-batch behaviour, and the command's outputs."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import assert_one_record_schema
 
 from isoflow.cli import main
 from isoflow.stability import StabilitySettings, population_isoscore, simulate, spectrum, summary
@@ -54,7 +57,8 @@ def test_command_writes_table_figure_and_estimates(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "t/stability.csv")
     assert len(table) == 2 * 2 * 2 and list(table.columns[:4]) == ["dim", "true_isoscore", "batch", "zeta"]
     assert len(pd.read_parquet(tmp_path / "runs/runs.parquet")) == 2 * 2 * 2 * 2
-    assert (tmp_path / "f/stability.png").stat().st_size > 5000 and (tmp_path / "runs/meta.json").is_file()
+    assert (tmp_path / "f/stability.png").stat().st_size > 5000
+    assert_one_record_schema(json.loads((tmp_path / "runs/meta.json").read_text()), "stability")
     with pytest.raises(SystemExit):
         main(["stability", "--zetas", "0,2"])
     assert "argument --zetas: each value must be at most 1; got 2.0" in capsys.readouterr().err

@@ -1,8 +1,12 @@
-"""Run records on disk, for every experiment: what a run records of itself (:func:`run_provenance`), where λ runs
-go (:func:`lambda_dir`), reading exactly the runs asked for, checking they belong together, and the aggregate.
+"""Run records on disk, for every section: one schema for what a run records of itself (:func:`run_record`), where
+λ runs go (:func:`lambda_dir`), reading exactly the runs asked for, checking they belong together, and the aggregate.
 
-A run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and ``<stem>.json`` (settings,
-sizes, versions, code commit, ``"complete": true``). :func:`load_runs` reads the runs it is given and nothing
+Every section's run record (a run's ``<stem>.json``; the layer analysis' ``meta.json``; a pretrained model's
+``pretrain.json``) has the same frame: ``section`` (the section it belongs to: where it lives is
+``<results>/<section>/runs/``), ``settings``, what the run measured of itself, ``diverged`` / ``diverged_at`` /
+``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``) and ``"complete": true``,
+written last. An optimisation run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and
+``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
 else (the workflow passes the runs its rule declares); :func:`discover` lists the complete runs under a results
 directory, for interactive use.
 
@@ -28,7 +32,9 @@ ROW_DEFAULTS = {"istar_lambda": 0.0, "reg": "istar", "cosreg_weight": 0.0}
 ROW_SETTINGS = tuple(ROW_DEFAULTS)
 # Run information carried into runs.csv.
 INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device",
-               "diverged", "diverged_at_step")
+               "diverged", "diverged_at")
+# The schema's divergence fields under their earlier, per-section names (records written before one schema).
+LEGACY_DIVERGED_AT = {"diverged_at_step": "step", "diverged_at_epoch": "epoch"}
 
 
 def lambda_dir(istar_lambda: float) -> str:
@@ -57,6 +63,28 @@ def run_provenance() -> dict:
 
 class RecordError(ValueError):
     """A run record is missing, incomplete or unreadable, or runs that must agree do not (the message names them)."""
+
+
+def run_record(section: str, settings: dict, measured: dict, *, diverged_at: int | None = None, unit: str = "step") -> dict:
+    """A run's record in the one schema every section shares (see the module docstring); ``measured``: what the run
+    recorded of itself (sizes, timings, held-out set, ...)."""
+    if unit not in ("step", "epoch"):
+        raise ValueError(f"diverged_unit must be step or epoch; got {unit!r}")
+    return {"section": section, "settings": settings, **measured, "diverged": diverged_at is not None, "diverged_at": diverged_at,
+            "diverged_unit": unit, **run_provenance(), "complete": True}
+
+
+def normalised(info: dict) -> dict:
+    """A record in the one schema, whatever schema it was written in (earlier records: ``diverged_at_step`` /
+    ``diverged_at_epoch``, ``diverged`` only when true)."""
+    info = dict(info)
+    for key, unit in LEGACY_DIVERGED_AT.items():
+        if key in info:
+            info.setdefault("diverged_at", info.pop(key))
+            info.setdefault("diverged_unit", unit)
+    info.setdefault("diverged", False)
+    info.setdefault("diverged_at", None)
+    return info
 
 
 def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -95,7 +123,7 @@ def read_record(meta: Path) -> dict:
         raise RecordError(f"{meta} is not a valid run record ({exc}); delete the run's .json and .parquet and run it again") from exc
     if not isinstance(info, dict) or not info.get("complete") or "settings" not in info:
         raise RecordError(f"{meta} does not record a complete run; run it again or leave it out")
-    return info
+    return normalised(info)
 
 
 def settings_row(info: dict, meta: Path) -> dict:

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         device=args.device, mirror=args.mirror, raw_dir=args.raw_dir, progress=None if not args.quiet else False,
         model_name=args.model_name, **settings)
     info = json.loads(record.read_text())
-    status = f"diverged at epoch {info['diverged_at_epoch']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
+    status = f"diverged at epoch {info['diverged_at']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
     weight = f"lambda {args.istar:g}" if reg == "istar" else f"CosReg {args.cosreg:g}"
     print(f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, {info['n_train']} training / "
           f"{info['n_heldout']} held-out examples ({info['held_out']['source']}), "

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     for seed, (parquet, meta) in zip(seeds, written):
         info = json.loads(meta.read_text())
         lam = f" lambda {args.istar:g}" if args.istar else ""
-        status = f"diverged at step {info['diverged_at_step']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
+        status = f"diverged at step {info['diverged_at']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
         print(f"{info['settings']['task']} x {args.model}{lam} seed {seed}: {status} in "
               f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
     return 0

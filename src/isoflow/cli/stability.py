@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..atomic import atomic_file
     from ..devices import resolve_device
-    from ..records import run_provenance
+    from ..records import run_record
     from ..settings import as_dict
     from ..stability import StabilitySettings, figure, simulate, tables
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     with atomic_file(out / "runs.parquet") as tmp:
         runs.to_parquet(tmp, index=False)
     with atomic_file(out / "meta.json") as tmp:
-        tmp.write_text(json.dumps({"settings": as_dict(settings), **run_provenance(), "complete": True}, indent=2) + "\n")
+        tmp.write_text(json.dumps(run_record("stability", as_dict(settings), {"estimates": len(runs)}), indent=2) + "\n")
     written = tables(runs, args.tables) + figure(runs, args.figures)
     print(f"{len(runs)} estimates -> {out / 'runs.parquet'}; wrote {len(written)} files under {args.tables} and {args.figures}")
     return 0

@@ -21,7 +21,7 @@ from ..atomic import atomic_file
 from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
-from ..records import lambda_dir, run_provenance
+from ..records import lambda_dir, run_record
 from .data import check_held_out, examples_of, held_out, stratified_subset
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
@@ -88,8 +88,8 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
         frame.to_parquet(tmp, index=False)
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
-    meta = {"settings": settings_dict(s), **({"source": source} if local else {}), "held_out": held_info, **result.info,
-            **run_provenance(), "complete": True}
+    measured = {**({"source": source} if local else {}), "held_out": held_info, **result.info}
+    meta = run_record("finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch")
     with atomic_file(record) as tmp:
         tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
     return parquet, record

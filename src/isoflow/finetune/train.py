@@ -193,7 +193,7 @@ def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s
 def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: FinetuneSettings, *, device="cpu",
              progress: bool | None = None, callback=None) -> FinetuneResult:
     """Train, measuring before training and after every epoch. A NaN stops the run at its epoch; the result then says
-    ``info["diverged_at_epoch"]``. ``callback(epoch, step, loss)`` is called after every step (tests use it)."""
+    ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called after every step (tests use it)."""
     device = torch.device(device)
     torch.manual_seed(s.seed)
     encoder.to(device).train()
@@ -263,7 +263,7 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
             "eval_sentences_per_second": timing["eval_sentences"] / timing["eval_seconds"] if timing["eval_seconds"] else None,
             "seconds_per_step": timing["train_seconds"] / max(len(steps), 1)}
     if diverged_at is not None:
-        info.update(diverged=True, diverged_at_epoch=diverged_at)
+        info.update(diverged_at=diverged_at)
     return FinetuneResult(s, epochs, steps, info)
 
 

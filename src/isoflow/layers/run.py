@@ -26,7 +26,7 @@ from ..datasets import raw_cache
 from ..devices import resolve_device
 from ..models import STATIC_MODELS
 from ..progress import progress_bar
-from ..records import run_provenance
+from ..records import run_record
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, cluster_composition, layer_metrics, pca_view
 from .store import LayerStore
@@ -94,7 +94,8 @@ def run_layers(
         rows, view, clusters, info = _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size,
                                                  stream, out, timings, progress)
     meta.update(info)
-    meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1), **run_provenance(), complete=True)
+    meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
+    meta = run_record("layers", meta.pop("settings"), meta)
     interrupt.check()
     table = pd.DataFrame(rows)
     table.insert(0, "corpus", meta["corpus"])

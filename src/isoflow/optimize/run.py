@@ -22,7 +22,7 @@ from ..datasets import DATASETS, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..models import MODELS
-from ..records import lambda_dir, run_provenance
+from ..records import lambda_dir, run_record
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 
 logger = logging.getLogger(__name__)
@@ -51,14 +51,9 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: i
     meta.unlink(missing_ok=True)  # a stale JSON must not vouch for a new parquet
     with atomic_file(parquet) as tmp:
         traj.frame().to_parquet(tmp, index=False)
-    record = {
-        "settings": settings_dict(traj.settings),
-        **traj.info,
-        **run_provenance(),
-        "complete": True,
-    }
-    if diverged_at is not None:  # a record of a run that stopped: the analysis counts it, never averages it
-        record.update(diverged=True, diverged_at_step=diverged_at)
+    # A run that stopped (diverged_at) is recorded as such: the analysis counts it, never averages it.
+    section = "istar" if traj.settings.istar_lambda else "optimize"
+    record = run_record(section, settings_dict(traj.settings), traj.info, diverged_at=diverged_at, unit="step")
     with atomic_file(meta) as tmp:
         tmp.write_text(json.dumps(record, indent=2) + "\n")
     return parquet, meta

@@ -54,7 +54,7 @@ def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: Pr
     from ..atomic import atomic_dir, check_replaceable
     from ..devices import resolve_device
     from ..fetch import sha256_of
-    from ..provenance import code_version
+    from ..records import run_record
     from .corpus import read_documents
     from .train import Checkpoint, HeldOut, dump, pack, parameter_count, remove_checkpoint, train, write_curve
 
@@ -83,17 +83,17 @@ def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: Pr
     final = next(row for row in reversed(curve) if "heldout_loss" in row)
     import json
 
-    record = {
-        "objective": settings.objective, "architecture": type(model).__name__, "settings": as_dict(settings),
+    measured = {
+        "objective": settings.objective, "architecture": type(model).__name__,
         "parameters": parameter_count(model), "tokenizer": {"kind": type(tokenizer).__name__, "vocabulary": len(tokenizer)},
         "corpus": {"path": str(corpus), "train_sha256": corpus_sha, **json.loads((corpus / "corpus.json").read_text())},
         "train_tokens": int(train_seqs.size), "heldout_tokens": int(held_seqs[: settings.eval_sequences].size),
         "epochs": settings.steps * tokens_per_step / train_seqs.size,
         "heldout": {k.removeprefix("heldout_"): v for k, v in final.items() if k != "step"},
         "heldout_targets": int((held.labels != -100).sum()), "unigram_baseline": held.unigram,
-        "seconds": seconds, "threads": torch.get_num_threads(), "device": str(dev),
-        "torch": torch.__version__, **code_version(),
+        "seconds": seconds, "device": str(dev),
     }
+    record = run_record("pretrain", as_dict(settings), measured)
     with atomic_dir(out, expected=OUTPUT_FILES, force=force, kind="pretrained model") as tmp:
         model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
