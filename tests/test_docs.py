@@ -148,3 +148,16 @@ def test_the_names_check_catches_a_stale_name():
     assert check("make reproduce-optimize && make report") == [] and check("make reproduce-paper") == ["make reproduce-paper"]
     assert check("snakemake correlations --cores 2") == ["snakemake correlations"]
     assert check("dvc repro optimize@paper") == [] and check("dvc repro analysis@paper") == ["DVC stage analysis@paper"]
+
+
+@pytest.mark.parametrize("caption", sorted((ROOT / "report").glob("*.rst")), ids=lambda p: p.name)
+def test_report_captions_are_valid_restructured_text(caption):
+    """Snakemake renders every caption with docutils: an error there is printed into the HTML report."""
+    import docutils.core
+    import docutils.utils
+
+    try:
+        docutils.core.publish_doctree(caption.read_text(encoding="utf-8"),
+                                      settings_overrides={"report_level": 2, "halt_level": 2, "warning_stream": False})
+    except docutils.utils.SystemMessage as exc:
+        pytest.fail(f"report/{caption.name}: {exc}")

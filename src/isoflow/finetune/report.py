@@ -8,8 +8,8 @@ against the plain run (λ = 0) of the same seed: the mean paired difference of t
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
-``finetune_baselines`` (held-out metric of I-STAR at each λ < 0, no regularisation and CosReg, per task and on
-average: Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
+``finetune_baselines`` (every regulariser's paired difference in the held-out metric against plain fine-tuning,
+per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
 against IsoScore of the pooled outputs across epochs, one curve per λ) and ``finetune_epochs`` (the held-out metric
 after every epoch, one curve per regulariser and weight: is training still improving it?). Runs measured per layer
 (``layer_geometry``) add the table and figure ``finetune_layers``: every layer's IsoScore, S_inter and TwoNN before
@@ -26,7 +26,18 @@ import pandas as pd
 
 from ..records import load_runs
 from ..reporting import diverged, lambda_summary, write_table
-from ..reporting.figures import grid, lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, panels, save, suptitle
+from ..reporting.figures import (
+    COSREG_COLOUR,
+    grid,
+    lambda_colour,
+    lambda_colours,
+    lambda_curves_figure,
+    lambda_legend,
+    lambda_points_figure,
+    panels,
+    save,
+    suptitle,
+)
 from ..reporting.sweeps import finals
 
 FINAL = ("metric", "accuracy", "isoscore_star", "isoscore_points", "cosine_points", "isoscore", "cosine_anisotropy", "silhouette",
@@ -177,7 +188,7 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             ax.plot(before.index, before.values, "k--", lw=1.4)
             for (reg, weight), g in rows.groupby(["reg", "weight"]):
                 g = g.sort_values("layer")
-                c, ls = (colour[weight], "-") if reg == "istar" else ("0.55", ":")
+                c, ls = (colour[weight], "-") if reg == "istar" else (COSREG_COLOUR, ":")
                 label = _label(reg, weight) if weight != 0 else "none (λ = 0)"
                 ax.plot(g["layer"], g["after"], color=c, ls=ls, marker="o", ms=3, lw=1.1)
                 handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
@@ -195,7 +206,8 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
-    written += write_table(paired(epochs, info), Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
+    paired_table = paired(epochs, info)
+    written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     istar = table[table.reg == "istar"]
@@ -209,7 +221,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out pooled outputs)", "silhouette (held-out)",
                                     "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
                                     figures_dir / "finetune_silhouette_vs_isoscore")
-    written += _baselines_figure(table, figures_dir / "finetune_baselines")
+    written += _baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
     written += _epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
         written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
@@ -237,64 +249,71 @@ def _twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     return save(fig, stem)
 
 
-def _baselines_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """Held-out metric per task × model for no regularisation, CosReg and I-STAR at each λ < 0 (the poster's Figure 6:
-    I-STAR's negative weights against the two baselines), and the mean over the tasks."""
-    import matplotlib
-
-    chosen = table[((table.reg == "istar") & (table["lambda"] <= 0)) | ((table.reg == "cosreg") & (table.cosreg_weight != 0))].copy()
-    chosen["label"] = [_label(r, lam if r == "istar" else w) for r, lam, w in zip(chosen.reg, chosen["lambda"], chosen.cosreg_weight)]
-    labels = sorted(set(chosen.label), key=lambda s: (s != "none", not s.startswith("CosReg"), s))
-    groups = [f"{t} x {m}" for t, m in sorted({(t, m) for t, m in zip(chosen.task, chosen.model)})]
-    values = {(f"{t} x {m}", lab): (v, e) for t, m, lab, v, e in zip(chosen.task, chosen.model, chosen.label, chosen.metric_mean,
-                                                                      chosen.metric_std)}
-    if len(groups) > 1:  # the average over tasks, for the labels every task has
-        for lab in labels:
-            got = [values[(g, lab)][0] for g in groups if (g, lab) in values]
-            if len(got) == len(groups):
-                values[("mean over tasks", lab)] = (float(np.mean(got)), np.nan)
-        groups.append("mean over tasks")
-    fig, axes = grid(1, 1, 3.6, width=max(6.0, 1.2 * len(groups) * max(1, len(labels)) / 2))
-    ax = axes[0, 0]
-    width = 0.8 / max(len(labels), 1)
-    cmap = {lab: ("black" if lab == "none" else "0.55" if lab.startswith("CosReg") else None) for lab in labels}
-    blues = iter(matplotlib.colormaps["Blues"](np.linspace(0.9, 0.4, max(1, sum(v is None for v in cmap.values())))))
-    for i, lab in enumerate(labels):
-        colour = cmap[lab] if cmap[lab] is not None else next(blues)
-        xs = [j + (i - (len(labels) - 1) / 2) * width for j, g in enumerate(groups) if (g, lab) in values]
-        ys = [values[(g, lab)][0] for g in groups if (g, lab) in values]
-        es = [values[(g, lab)][1] for g in groups if (g, lab) in values]
-        ax.bar(xs, ys, width=width, color=colour, label=lab, yerr=es, capsize=2)
-    ax.set_xticks(range(len(groups)), groups, fontsize=8)
-    ax.set_ylabel("held-out metric (mean ± std over seeds)")
-    lows = [v for v, _ in values.values() if np.isfinite(v)]
-    if lows:
-        ax.set_ylim(max(0.0, min(lows) - 0.05), min(1.0, max(lows) + 0.05))
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=min(len(labels), 6), frameon=False)
-    suptitle(fig, "Fine-tuning: I-STAR with λ < 0 against no regularisation and CosReg (held-out)")
+def _baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> list[Path]:
+    """Every regulariser against plain fine-tuning of the same seed (the poster's Figure 6 compares I-STAR at λ < 0 with
+    no regularisation and CosReg): the mean paired difference of the held-out metric with its 95 % interval over seeds,
+    one panel per task × model on one shared scale, bars from 0. Tasks are never averaged (their metrics differ)."""
+    metric_of = {(t, m): name for t, m, name in zip(table.task, table.model, table.metric_name)}
+    groups = sorted({(t, m) for t, m in zip(pairs.task, pairs.model)})
+    fig, axes = panels(max(len(groups), 1), width=4.2, height=3.4)
+    if groups:
+        shared = axes[0]
+        for ax in axes[1 : len(groups)]:
+            ax.sharey(shared)
+    for ax, (task, model) in zip(axes, groups):
+        rows = pairs[(pairs.task == task) & (pairs.model == model)].sort_values(["reg", "weight"], key=lambda c: c.map(
+            {"istar": 0, "cosreg": 1}) if c.name == "reg" else c)
+        labels = [_label(r, w) for r, w in zip(rows.reg, rows.weight)]
+        colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
+        mean, low, high = rows.metric_diff.to_numpy(), rows.metric_diff_ci_low.to_numpy(), rows.metric_diff_ci_high.to_numpy()
+        x = np.arange(len(rows))
+        ax.bar(x, mean, color=colours, width=0.7)
+        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
+        ax.axhline(0.0, color="black", lw=0.8)
+        pad = max(0.0, (3 - len(rows)) / 2)  # a bar keeps its width when a panel has few
+        ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
+        ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=8)
+        ax.set_title(f"{task} x {model}", fontsize=9)
+        ax.set_ylabel(f"held-out {METRIC_NAMES.get(metric_of.get((task, model)), 'metric')}: run − plain run", fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    suptitle(fig, "Fine-tuning: each regulariser against plain fine-tuning of the same seed after the last epoch (mean "
+                  "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)")
     return save(fig, stem)
+
+
+METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
+ACTIVATION_COLUMNS = 3  # panels to a row: the regularisers of one task × model wrap into rows of this many
 
 
 def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
     """Mean |activation| per dimension of the held-out pooled outputs after the last epoch (seed means), one panel per
-    regulariser and weight, one row per task × model: outlier dimensions show as spikes (the poster's Figure 1)."""
+    regulariser and weight, the panels of one task × model on one y-scale (the spikes are what is compared): outlier
+    dimensions show as spikes (the poster's Figure 1)."""
     configs = sorted({(r, lam, w) for r, lam, w in zip(last.reg, last.istar_lambda, last.cosreg_weight)},
                      key=lambda c: (c[0] != "istar", c[1], c[2]))
     pairs = sorted({(t, m) for t, m in zip(last.task, last.model)})
-    fig, axes = grid(len(pairs), len(configs), 2.4 * len(pairs) + 0.6, width=3.0)
+    ncol = min(ACTIVATION_COLUMNS, len(configs))
+    rows_per_pair = -(-len(configs) // ncol)
+    fig, axes = grid(rows_per_pair * len(pairs), ncol, 2.3 * rows_per_pair * len(pairs) + 0.8, width=3.6)
     for i, (task, model) in enumerate(pairs):
-        for j, (reg, lam, w) in enumerate(configs):
-            ax = axes[i, j]
+        block = list(axes[i * rows_per_pair : (i + 1) * rows_per_pair].flat)
+        for ax in block[1:]:
+            ax.sharey(block[0])
+        for ax in block[len(configs):]:
+            ax.axis("off")
+        for ax, (reg, lam, w) in zip(block, configs):
             runs = last[(last.task == task) & (last.model == model) & (last.reg == reg) & (last.istar_lambda == lam) & (last.cosreg_weight == w)]
             if len(runs):
                 act = np.mean(np.stack([np.asarray(v, dtype=float) for v in runs["mean_abs_activation"]]), axis=0)
-                ax.bar(np.arange(len(act)), act, width=1.0, color="C0")
-            ax.set_title(f"{task} x {model}: {_label(reg, lam if reg == 'istar' else w)}", fontsize=7)
-            ax.set_xlabel("dimension", fontsize=7)
-            ax.set_ylabel("mean |activation|", fontsize=7)
-            ax.tick_params(labelsize=6)
-    suptitle(fig, "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means)")
+                colour = lambda_colour(lam) if reg == "istar" else COSREG_COLOUR
+                ax.fill_between(np.arange(len(act)), act, step="mid", color=colour, lw=0)  # one filled outline: no stripes
+                ax.set_xlim(-0.5, len(act) - 0.5)
+            ax.set_title(f"{task} x {model}: {_label(reg, lam if reg == 'istar' else w)}", fontsize=8)
+            ax.set_xlabel("dimension", fontsize=8)
+            ax.set_ylabel("mean |activation|", fontsize=8)
+            ax.tick_params(labelsize=7)
+    suptitle(fig, "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means; one y-scale "
+                  "per task × model)")
     return save(fig, stem)
 
 
@@ -309,8 +328,9 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
     fig, axes = panels(len(pairs), height=3.3)
     configs = sorted({(r, lam, w) for r, lam, w in zip(epochs.reg, epochs.istar_lambda, epochs.cosreg_weight)},
                      key=lambda c: (c[0] != "istar", c[1], c[2]))
-    greys = iter(("0.55", "0.3", "0.75", "0.1"))
-    style = {c: (colour[c[1]], "-") if c[0] == "istar" else (next(greys, "0.55"), "--") for c in configs}
+    # CosReg in its grey, its weights told apart by the dash (sweeps rarely have more than one)
+    dashes = iter(("--", "-.", ":", (0, (5, 1))))
+    style = {c: (colour[c[1]], "-") if c[0] == "istar" else (COSREG_COLOUR, next(dashes, "--")) for c in configs}
     for ax, (task, model) in zip(axes, pairs):
         mine = epochs[(epochs.task == task) & (epochs.model == model) & (epochs.epoch > 0)]
         for (reg, lam, w), runs in mine.groupby(["reg", "istar_lambda", "cosreg_weight"]):
@@ -319,7 +339,7 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
             ax.errorbar(m["epoch"], m["mean"], yerr=m["std"].fillna(0), color=c, ls=ls, marker="o", ms=3, capsize=2, lw=1.2)
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel("epoch")
-        ax.set_ylabel(f"held-out {next(iter(mine['metric_name']), 'metric')}")
+        ax.set_ylabel(f"held-out {METRIC_NAMES.get(next(iter(mine['metric_name']), ''), 'metric')}")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
     handles = [Line2D([], [], color=style[c][0], ls=style[c][1], marker="o", ms=3, label=_label(c[0], c[1] if c[0] == "istar" else c[2]))

@@ -49,6 +49,9 @@ CAPTION = ("I-STAR sweep in the optimisation experiment: final values after trai
            "r, ρ: IsoScore vs silhouette over training (seed-mean curve).")
 
 
+CURVE_COLUMNS = 3  # task x model panels to a row in istar_curves
+
+
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
 
@@ -65,24 +68,37 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     # on most tasks, the loss does not)
     written += lambda_points_figure(table, "isoscore_star", ("accuracy", "loss"), "IsoScore* (final)",
                                     ("training accuracy (final)", "task loss (final)"),
-                                    "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance")
+                                    "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance",
+                                    ymax=(1.0, None))
 
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     t = traj.merge(finished, on=["task", "model", "istar_lambda", "seed"])
     mean = t.groupby(["task", "model", "istar_lambda", "step"])[["silhouette", "isoscore"]].mean().reset_index()
 
-    # (b) silhouette and IsoScore across training, one curve per lambda (each task's own weights)
-    fig, axes = grid(2, len(pairs), 6.0)
-    for j, (task, model) in enumerate(pairs):
+    # (b) silhouette and IsoScore across training, one curve per lambda (each task's own weights); the task x model
+    # panels wrap into rows of CURVE_COLUMNS, each with its silhouette above its IsoScore
+    ncol = min(CURVE_COLUMNS, len(pairs))
+    blocks = -(-len(pairs) // ncol)
+    fig, axes = grid(2 * blocks, ncol, 5.2 * blocks + 0.8, width=4.0)
+    for k, (task, model) in enumerate(pairs):
+        top, bottom = axes[2 * (k // ncol), k % ncol], axes[2 * (k // ncol) + 1, k % ncol]
         for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
-            for i, col in enumerate(("silhouette", "isoscore")):
-                axes[i, j].plot(m["step"], m[col], color=colour[lam], lw=1.2)
-        axes[0, j].set_title(f"{task} x {model}", fontsize=9)
-        axes[1, j].set_xlabel("update")
-        axes[0, j].set_ylabel("silhouette")
-        axes[1, j].set_ylabel("IsoScore")
-        for i in range(2):
-            axes[i, j].grid(alpha=0.3)
+            top.plot(m["step"], m["silhouette"], color=colour[lam], lw=1.2)
+            bottom.plot(m["step"], m["isoscore"], color=colour[lam], lw=1.2)
+        top.set_title(f"{task} x {model}", fontsize=9)
+        top.set_ylabel("silhouette")
+        bottom.set_ylabel("IsoScore")
+        bottom.set_xlabel("update")
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    for row in (0, 1):  # every task on one silhouette scale and one IsoScore scale
+        used = [axes[2 * (k // ncol) + row, k % ncol] for k in range(len(pairs))]
+        low, high = min(ax.get_ylim()[0] for ax in used), max(ax.get_ylim()[1] for ax in used)
+        for ax in used:
+            ax.set_ylim(low, high)
+    for k in range(len(pairs), blocks * ncol):
+        axes[2 * (k // ncol), k % ncol].axis("off")
+        axes[2 * (k // ncol) + 1, k % ncol].axis("off")
     lambda_legend(fig, colour)
     suptitle(fig, "I-STAR sweep: silhouette and IsoScore across training (seed means)")
     written += save(fig, out_dir / "istar_curves")

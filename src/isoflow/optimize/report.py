@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..records import aggregate, discover, load_aggregate, load_runs
 from ..reporting import write_table
-from ..reporting.figures import panels, save, suptitle
+from ..reporting.figures import model_colour, panels, save, suptitle
 from . import paper
 
 
@@ -187,7 +187,7 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
             ax.set_xlabel("update")
             ax.set_ylabel(ylabel)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7)
+        model_legend(fig, colour)
         suptitle(fig, f"{title} (mean ± std over seeds)", fontsize=11)
         written += save(fig, out_dir / name)
     # Silhouette against IsoScore: a line per model (its own colour, in the legend), from the pretrained state (open
@@ -203,7 +203,7 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    model_legend(fig, colour)
     suptitle(fig, "Silhouette against IsoScore during training (seed means; open circle: pretrained, dot: last update)", fontsize=11)
     written += save(fig, out_dir / "silhouette_vs_isoscore")
     if "isoscore_label_centred" in traj and traj["isoscore_label_centred"].notna().any():
@@ -212,25 +212,38 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
 
 
 def model_colours(traj: pd.DataFrame) -> dict:
-    """One colour per model, the same in every panel and figure."""
-    return {m: f"C{i}" for i, m in enumerate(sorted(traj["model"].unique()))}
+    """Each model's colour: its own, the same in every figure (isoflow.reporting.figures.model_colour)."""
+    return {m: model_colour(m) for m in sorted(traj["model"].unique())}
+
+
+def model_legend(fig, colour: dict, extra=()) -> None:
+    """One legend below the panels: a line per model in its colour (and ``extra`` handles)."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, lw=1.6, label=m) for m, c in colour.items()] + list(extra)
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
 
 
 def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) -> list[Path]:
-    """Global vs label-centred IsoScore of the classified points across training (the bridge to Cai et al.)."""
+    """Global vs label-centred IsoScore of the classified points across training (the bridge to Cai et al.): a model's
+    colour for both, solid for global, dashed for label-centred; the legend below the panels."""
+    from matplotlib.lines import Line2D
+
     measured = traj.dropna(subset=["isoscore_label_centred"])
     tasks = [t for t in tasks if t in set(measured["task"])]
+    colour = model_colours(measured)
     fig, axes = panels(len(tasks), width=3.6, height=2.9)
     for ax, task in zip(axes, tasks):
-        for (model, m), style in zip(measured[measured.task == task].groupby("model"), ("-", "--", ":", "-.")):
+        for model, m in measured[measured.task == task].groupby("model"):
             mean = m.groupby("step")[["isoscore_classified", "isoscore_label_centred"]].mean()
-            ax.plot(mean.index, mean["isoscore_classified"], style, color="C0", label=f"global ({model})")
-            ax.plot(mean.index, mean["isoscore_label_centred"], style, color="C3", label=f"label-centred ({model})")
+            ax.plot(mean.index, mean["isoscore_classified"], "-", color=colour[model], lw=1.4)
+            ax.plot(mean.index, mean["isoscore_label_centred"], "--", color=colour[model], lw=1.4)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("update")
         ax.set_ylabel("IsoScore of the classified points")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    styles = [Line2D([], [], color="0.3", ls="-", label="global"), Line2D([], [], color="0.3", ls="--", label="label-centred")]
+    model_legend(fig, colour, styles)
     suptitle(fig, "Global vs label-centred IsoScore across training (seed means)")
     return save(fig, out_dir / "label_centred_isoscore")
 

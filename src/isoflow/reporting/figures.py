@@ -1,5 +1,5 @@
-"""Figures that read without the text: headless pyplot, one panel grid, titles wrapped to the figure's width, one λ
-colour scale, saved reproducibly (no timestamp: the same data give byte-identical files, which DVC compares)."""
+"""Figures that read without the text: headless pyplot, one panel grid, titles wrapped to the figure's width, one
+colour per λ and one per model in every figure, saved reproducibly (no timestamp: the same data give byte-identical files, which DVC compares)."""
 
 from __future__ import annotations
 
@@ -68,13 +68,27 @@ def model_colour(name: str) -> str:
     return MODEL_COLOURS.get(name) or _OTHER_COLOURS[zlib.crc32(name.encode()) % len(_OTHER_COLOURS)]
 
 
-def lambda_colours(lams) -> dict:
-    """λ → colour: blue where isotropy is pushed down (λ < 0), red where pushed up, black for the plain run (λ = 0)."""
+# One colour per λ, fixed in every figure: blues where isotropy is pushed down (λ < 0), reds where pushed up, darker
+# the larger |λ|, black for the plain run; none near white. CosReg, the other regulariser, is grey.
+LAMBDA_COLOURS = {-5.0: "#08306b", -3.0: "#2166ac", -1.0: "#4393c3", -0.5: "#74add1", 0.0: "#000000", 0.5: "#f4a582",
+                  1.0: "#d6604d", 3.0: "#b2182b", 5.0: "#67001f"}
+COSREG_COLOUR = "#7f7f7f"
+
+
+def lambda_colour(lam: float) -> str:
+    """λ's colour: the palette's for the weights the posters use, else one of the same scale (|λ| capped at 5)."""
+    lam = float(lam)
+    if lam in LAMBDA_COLOURS:
+        return LAMBDA_COLOURS[lam]
     import matplotlib
 
-    cmap = matplotlib.colormaps["coolwarm"]
-    span = max(abs(min(lams)), abs(max(lams))) or 1.0
-    return {lam: "black" if lam == 0 else cmap(0.5 + 0.5 * lam / span) for lam in lams}
+    strength = 0.25 + 0.25 * min(abs(lam), 5.0) / 5.0  # 0.25..0.5 from the centre of coolwarm: never its white middle
+    return matplotlib.colors.to_hex(matplotlib.colormaps["coolwarm"](0.5 + (strength if lam > 0 else -strength)))
+
+
+def lambda_colours(lams) -> dict:
+    """λ → its colour (:func:`lambda_colour`), the same in every figure."""
+    return {lam: lambda_colour(lam) for lam in lams}
 
 
 def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
@@ -87,20 +101,31 @@ def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 9), fontsize=7, frameon=False)
 
 
+WRAP = 3  # task panels to a row where each task has several panels
+
+
 def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], xlabel: str, ylabel: str | tuple[str, ...],
-                         title: str, stem: Path) -> list[Path]:
+                         title: str, stem: Path, ymax: tuple[float | None, ...] | None = None) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
-    legend below), one marker per model: I-STAR's Figure 5 layout, used by the table experiment and fine-tuning.
-    Several ``y`` (with as many ``ylabel``) give one row of panels each."""
+    legend below), one marker per model: I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
+    Several ``y`` (with as many ``ylabel``) give each task that many panels, one above the other, each ``y`` on one
+    scale across the tasks; ``ymax``: an upper end per ``y`` (an accuracy's axis stops at 1)."""
     ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
+    tops = dict(zip(ys, ymax or (None,) * len(ys)))
     colour = lambda_colours(sorted(table["lambda"].unique()))
     tasks = sorted(table.task.unique())
     if len(ys) == 1:
         fig, axes = panels(len(tasks), height=3.3)
         cells = [(ax, task, ys[0], ylabels[0]) for ax, task in zip(axes, tasks)]
-    else:
-        fig, axes = grid(len(ys), len(tasks), 3.0 * len(ys) + 0.5)
-        cells = [(axes[i, j], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels)) for j, task in enumerate(tasks)]
+    else:  # the tasks wrap into rows of WRAP panels, each task with its y's one above the other
+        ncol = min(WRAP, len(tasks))
+        blocks = -(-len(tasks) // ncol)
+        fig, axes = grid(len(ys) * blocks, ncol, 2.9 * len(ys) * blocks + 0.6, width=3.8)
+        cells = [(axes[len(ys) * (j // ncol) + i, j % ncol], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels))
+                 for j, task in enumerate(tasks)]
+        for j in range(len(tasks), blocks * ncol):
+            for i in range(len(ys)):
+                axes[len(ys) * (j // ncol) + i, j % ncol].axis("off")
     markers = dict(zip(sorted(table.model.unique()), "osD^v"))
     for ax, task, col, label in cells:
         for model, rows in table[table.task == task].groupby("model"):
@@ -112,6 +137,14 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+    if len(ys) > 1:  # each y on one scale across the tasks, stopping at its upper end (with room for a marker on it)
+        for col in ys:
+            used = [ax for ax, _, c, _ in cells if c == col]
+            low, high = min(ax.get_ylim()[0] for ax in used), max(ax.get_ylim()[1] for ax in used)
+            if tops.get(col) is not None:
+                high = min(high, tops[col] + 0.02 * (tops[col] - low))
+            for ax in used:
+                ax.set_ylim(low, high)
     lambda_legend(fig, colour, markers)
     suptitle(fig, title)
     return save(fig, stem)
@@ -119,7 +152,7 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
 
 def lambda_curves_figure(mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
-    a dot at its end. Used by the table experiment's sweep and fine-tuning."""
+    a dot at its end. Used by the optimisation's sweep and fine-tuning."""
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
     colour = lambda_colours(sorted(mean["istar_lambda"].unique()))
     fig, axes = panels(len(pairs), height=3.3)
