@@ -46,7 +46,9 @@ def main() -> int:
         prepare("polarity", data_dir=args.data_dir, progress=False)
     ex = examples_of(read_task(task_dir("polarity", args.data_dir)))
     device = torch.device(args.device)
-    encoder = SentenceEncoder(load_sentence_model(SENTENCE_MODELS["minilm"], str(device), Path(args.data_dir) / "raw")).to(device)
+    encoder = SentenceEncoder(
+        load_sentence_model(SENTENCE_MODELS["minilm"], str(device), Path(args.data_dir) / "raw")
+    ).to(device)
     head = torch.nn.Linear(encoder.dim, 2).to(device)
     opt = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=2e-5)
     batch = 32
@@ -54,7 +56,9 @@ def main() -> int:
     def pooled(texts: list[str], size: int = 64) -> torch.Tensor:
         """The encoder's pooled outputs of ``texts``, without gradients."""
         with torch.no_grad():
-            return torch.cat([encoder(encoder.tokenize(texts[i : i + size], None, device))[0] for i in range(0, len(texts), size)])
+            return torch.cat(
+                [encoder(encoder.tokenize(texts[i : i + size], None, device))[0] for i in range(0, len(texts), size)]
+            )
 
     reference = pooled(ex.a[:512]).double()
 
@@ -64,10 +68,14 @@ def main() -> int:
         t = time.perf_counter()
         for i in range(args.steps):
             j = (i * batch) % (len(ex) - batch)
-            emb, states, mask = encoder(encoder.tokenize(ex.a[j : j + batch], None, device), hidden_states=points == "tokens")
+            emb, states, mask = encoder(
+                encoder.tokenize(ex.a[j : j + batch], None, device), hidden_states=points == "tokens"
+            )
             loss = torch.nn.functional.cross_entropy(head(emb), torch.as_tensor(ex.y[j : j + batch], device=device))
             if istar is not None:
-                loss = loss + istar(penalty_points("pooled" if points == "pooled" else "tokens-all-layers", emb, states, mask))
+                loss = loss + istar(
+                    penalty_points("pooled" if points == "pooled" else "tokens-all-layers", emb, states, mask)
+                )
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -81,7 +89,7 @@ def main() -> int:
         train_steps(v)  # warm-up
     times = {name: [] for name in names}
     for r in range(args.repeats):
-        for name in names[r % 3:] + names[: r % 3]:
+        for name in names[r % 3 :] + names[: r % 3]:
             times[name].append(train_steps(variants[name]))
     per_step = {name: statistics.median(t) for name, t in times.items()}
     t = time.perf_counter()
@@ -98,13 +106,23 @@ def main() -> int:
         "eval_sentences_per_second": eval_rate,
         "paper_config_finetune_steps": steps_paper,
         "paper_config_finetune_hours_at_this_rate_minilm": steps_paper * plain / 3600 / 2,  # half the runs are MiniLM's
-        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
-                        "device": str(device), "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None},
+        "environment": {
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "device": str(device),
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+        },
     }
     for name, s in per_step.items():
-        print(f"{name:24s} {s * 1000:7.0f} ms/step  {batch / s:6.1f} sentences/s  ({(s / plain - 1) * 100:+.1f} % vs plain)")
-    print(f"held-out encoding: {eval_rate:.0f} sentences/s; the paper config's MiniLM fine-tuning runs: "
-          f"{steps_paper // 2} steps, ~{result['paper_config_finetune_hours_at_this_rate_minilm']:.0f} h at this rate")
+        print(
+            f"{name:24s} {s * 1000:7.0f} ms/step  {batch / s:6.1f} sentences/s  ({(s / plain - 1) * 100:+.1f} % vs "
+            f"plain)"
+        )
+    print(
+        f"held-out encoding: {eval_rate:.0f} sentences/s; the paper config's MiniLM fine-tuning runs: "
+        f"{steps_paper // 2} steps, ~{result['paper_config_finetune_hours_at_this_rate_minilm']:.0f} h at this rate"
+    )
     from paper_case import write_result
 
     write_result(RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json"), result)

@@ -46,20 +46,25 @@ def main() -> int:
         optimize(task, emb, Settings("polarity", "minilm", 0, 2, **extra), progress=False)
     times: dict[str, list[float]] = {name: [] for name in variants}
     for r in range(args.repeats):
-        for name in names[r % len(names):] + names[: r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             traj = optimize(task, emb, Settings("polarity", "minilm", 0, args.steps, **variants[name]), progress=False)
             times[name].append(traj.info["seconds_per_update"])
     median = {name: statistics.median(t) for name, t in times.items()}
     base = median["plain (lambda 0)"]
     result = {
-        "case": "polarity x minilm (10,662 x 384, 2 labels), one update = forward, backward, Adam, silhouette, IsoScore, IsoScore*",
+        "case": "polarity x minilm (10,662 x 384, 2 labels), one update = forward, backward, Adam, silhouette, "
+        "IsoScore, IsoScore*",
         "seconds_per_update_median": median,
         "seconds_per_update_all": times,
         "overhead_vs_plain": {name: m / base - 1.0 for name, m in median.items()},
         "timed_updates_per_run": args.steps,
         "repeats": args.repeats,
-        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
-                        "device": traj.info["device"]},
+        "environment": {
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "device": traj.info["device"],
+        },
     }
     for name, m in median.items():
         print(f"{name:36s} {m * 1000:7.1f} ms/update  ({(m / base - 1) * 100:+.1f} % vs plain)")

@@ -1,7 +1,8 @@
 """Benchmark: the layer analysis of MiniLM on 100,000 Brown tokens, every layer and every metric, per stage.
 
 Not a test. Runs ``isoflow.layers.run_layers`` once in this process (its peak resident memory is the process's:
-run the script on its own) and writes ``benchmarks/results/layers.json``: seconds per stage (reading the corpus, loading the model,
+run the script on its own) and writes ``benchmarks/results/layers.json``: seconds per stage (reading the corpus,
+loading the model,
 sampling, encoding, each layer's measurements) and the peak RSS. The target (README): ≤ 15 minutes and ≤ 4 GB on
 this project's 2-core CPU. Run: ``python benchmarks/layers.py`` (Brown through ``$ISOFLOW_MIRROR``).
 """
@@ -36,8 +37,15 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
-        out = run_layers(args.model, args.corpus, settings=LayerSettings(max_tokens=args.max_tokens), out=Path(tmp) / "layers", data_dir=args.data_dir,
-                         device=args.device, progress=False)
+        out = run_layers(
+            args.model,
+            args.corpus,
+            settings=LayerSettings(max_tokens=args.max_tokens),
+            out=Path(tmp) / "layers",
+            data_dir=args.data_dir,
+            device=args.device,
+            progress=False,
+        )
         total = time.perf_counter() - t
         meta = json.loads((out / "meta.json").read_text())
     result = {
@@ -47,8 +55,13 @@ def main() -> int:
         "peak_rss_mb": meta["peak_rss_mb"],
         "targets": {"seconds": 15 * 60, "peak_rss_mb": 4096},
         "meets_targets": total <= 15 * 60 and meta["peak_rss_mb"] <= 4096,
-        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(),
-                        "device": args.device, **compute.describe(args.device)},
+        "environment": {
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "device": args.device,
+            **compute.describe(args.device),
+        },
     }
     for stage, seconds in meta["seconds"].items():
         print(f"{stage:14s} {seconds:8.1f} s")

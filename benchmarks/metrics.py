@@ -136,7 +136,15 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device
     step()  # warm-up (thread pools, allocator)
     seconds, (sil, iso) = _time(step, reps)
     peak = _peak_rss_mb()
-    q.put({"seconds": seconds, "silhouette": sil, "isoscore": iso, "peak_rss_mb": peak, "step_rss_increase_mb": peak - base_rss})
+    q.put(
+        {
+            "seconds": seconds,
+            "silhouette": sil,
+            "isoscore": iso,
+            "peak_rss_mb": peak,
+            "step_rss_increase_mb": peak - base_rss,
+        }
+    )
 
 
 def run_isolated(which: str, data: Path, dtype: str, reps: int, device: str = "cpu") -> dict:
@@ -160,22 +168,32 @@ def write_case(case: dict, folder: Path) -> Path:
 def markdown_table(rows: list[dict]) -> str:
     """The README's table, rendered from the results."""
     lines = [
-        "| case (n × d, k) | dtype | isoflow | sklearn + IsoScore | speed-up | max abs Δ (sil, iso) | GFLOP/s (% of GEMM speed) | peak RSS isoflow / ref |",
+        "| case (n × d, k) | dtype | isoflow | sklearn + IsoScore | speed-up | max abs Δ (sil, iso) | GFLOP/s (% of "
+        "GEMM speed) | peak RSS isoflow / ref |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['name']} ({r['n']:,} × {r['d']}, {r['k']}) | {r['dtype']} | {r['ours']['seconds']:.3f} s | "
-            f"{r['reference']['seconds']:.3f} s | {r['speedup']:.1f}× | {r['abs_diff_silhouette']:.1e}, {r['abs_diff_isoscore']:.1e} | "
-            f"{r['ours_gflops']:.0f} ({100 * r['fraction_of_gemm']:.0f} %) | {r['ours']['peak_rss_mb']:.0f} / {r['reference']['peak_rss_mb']:.0f} MB |"
+            f"{r['reference']['seconds']:.3f} s | {r['speedup']:.1f}× | {r['abs_diff_silhouette']:.1e}, "
+            f"{r['abs_diff_isoscore']:.1e} | "
+            f"{r['ours_gflops']:.0f} ({100 * r['fraction_of_gemm']:.0f} %) | {r['ours']['peak_rss_mb']:.0f} / "
+            f"{r['reference']['peak_rss_mb']:.0f} MB |"
         )
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, one repetition (smoke run; not written unless --out)")
-    parser.add_argument("--out", type=Path, default=None, help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})")
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes, one repetition (smoke run; not written unless --out)"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})",
+    )
     parser.add_argument("--device", default="cpu", help="where isoflow's side runs: cpu (default) or cuda[:N]")
     args = parser.parse_args()
     cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in CASES] if args.quick else CASES
@@ -200,17 +218,26 @@ def main() -> int:
         "gemm_gflops": gemm,
         "torch_cpu_gemm_gflops": {dt: gemm_gflops(getattr(torch, dt)) for dt in DTYPES},
     }
-    print(f"{backend} GEMM on {args.device} (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, "
-          f"float64 {gemm['float64']:.1f} GFLOP/s; torch on the CPU: {env['torch_cpu_gemm_gflops']['float32']:.1f} / "
-          f"{env['torch_cpu_gemm_gflops']['float64']:.1f}")
+    print(
+        f"{backend} GEMM on {args.device} (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, "
+        f"float64 {gemm['float64']:.1f} GFLOP/s; torch on the CPU: {env['torch_cpu_gemm_gflops']['float32']:.1f} / "
+        f"{env['torch_cpu_gemm_gflops']['float64']:.1f}"
+    )
     rows = []
     for case in cases:
         with tempfile.TemporaryDirectory() as tmp:
             data = write_case(case, Path(tmp))
-            sides = {dtype: (run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device), run_isolated("reference", data, dtype, 1))
-                     for dtype in DTYPES}
+            sides = {
+                dtype: (
+                    run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device),
+                    run_isolated("reference", data, dtype, 1),
+                )
+                for dtype in DTYPES
+            }
         for dtype, (ours, ref) in sides.items():
-            flops = ours_flops(case["n"], case["d"], case["k"], compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024))
+            flops = ours_flops(
+                case["n"], case["d"], case["k"], compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024)
+            )
             total = sum(flops.values())
             # The fastest this work could run at GEMM speed: silhouette in `dtype`, IsoScore in float64.
             ideal_seconds = flops["silhouette"] / 1e9 / gemm[dtype] + flops["isoscore_float64"] / 1e9 / gemm["float64"]
@@ -230,8 +257,10 @@ def main() -> int:
             rows.append(row)
             print(
                 f"{case['name']:<28} {dtype}: ours {ours['seconds']:.3f}s vs reference {ref['seconds']:.3f}s "
-                f"-> {row['speedup']:.1f}x | |dsil| {row['abs_diff_silhouette']:.1e} |diso| {row['abs_diff_isoscore']:.1e} | "
-                f"{achieved:.0f} GFLOP/s, {100 * row['fraction_of_gemm']:.0f}% of GEMM speed | peak RSS {ours['peak_rss_mb']:.0f} MB "
+                f"-> {row['speedup']:.1f}x | |dsil| {row['abs_diff_silhouette']:.1e} |diso| "
+                f"{row['abs_diff_isoscore']:.1e} | "
+                f"{achieved:.0f} GFLOP/s, {100 * row['fraction_of_gemm']:.0f}% of GEMM speed | peak RSS "
+                f"{ours['peak_rss_mb']:.0f} MB "
                 f"(ref {ref['peak_rss_mb']:.0f} MB)"
             )
     print()

@@ -82,10 +82,18 @@ def main() -> int:
         "isoflow_projected_1000_updates_minutes": ours * 1000 / 60,
         "abs_diff_after_update_1": {"silhouette": diff_sil, "isoscore": diff_iso},
         "timed_updates": {"isoflow": args.steps, "reference": args.ref_steps},
-        "environment": {"torch": torch.__version__, "threads": torch.get_num_threads(), "python": platform.python_version(), "device": traj.info["device"], "cpu_gemm": traj.info.get("cpu_gemm")},
+        "environment": {
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "device": traj.info["device"],
+            "cpu_gemm": traj.info.get("cpu_gemm"),
+        },
     }
-    print(f"isoflow {ours * 1000:.0f} ms/update vs reference {ref * 1000:.0f} ms/update -> {ref / ours:.1f}x; "
-          f"1000 updates ~ {ours * 1000 / 60:.1f} min; |dsil| {diff_sil:.1e}, |diso| {diff_iso:.1e} after update 1")
+    print(
+        f"isoflow {ours * 1000:.0f} ms/update vs reference {ref * 1000:.0f} ms/update -> {ref / ours:.1f}x; "
+        f"1000 updates ~ {ours * 1000 / 60:.1f} min; |dsil| {diff_sil:.1e}, |diso| {diff_iso:.1e} after update 1"
+    )
     from paper_case import write_result
 
     write_result(args.out, result)

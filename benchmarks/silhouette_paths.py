@@ -54,13 +54,19 @@ def main() -> int:
                 row["abs_diff"] = abs(row["gemm_value"] - row["scatter_value"])
                 row["chosen"] = "scatter" if k > threshold else "gemm"
                 rows.append(row)
-                print(f"n={n:>6} d={d:>4} k={k:>4}: gemm {1000 * row['gemm_seconds']:8.1f} ms | scatter "
-                      f"{1000 * row['scatter_seconds']:8.1f} ms | gemm/scatter {row['gemm_over_scatter']:.2f} | "
-                      f"|diff| {row['abs_diff']:.1e} | chosen: {row['chosen']}")
+                print(
+                    f"n={n:>6} d={d:>4} k={k:>4}: gemm {1000 * row['gemm_seconds']:8.1f} ms | scatter "
+                    f"{1000 * row['scatter_seconds']:8.1f} ms | gemm/scatter {row['gemm_over_scatter']:.2f} | "
+                    f"|diff| {row['abs_diff']:.1e} | chosen: {row['chosen']}"
+                )
     finally:
         sil.SCATTER_ABOVE_K = threshold
-    env = {"python": platform.python_version(), "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-           "scatter_above_k": threshold}
+    env = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "scatter_above_k": threshold,
+    }
     with atomic_file(OUT) as tmp:
         tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
     print(f"wrote {OUT}")

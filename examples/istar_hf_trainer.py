@@ -48,11 +48,15 @@ class RefreshReference(TrainerCallback):
             for i in range(0, len(self.dataset), 16):
                 batch = self.collate([self.dataset[j] for j in range(i, min(i + 16, len(self.dataset)))])
                 batch = {k: v.to(model.device) for k, v in batch.items() if k != "labels"}
-                self.istar.update_reference(model(**batch, output_hidden_states=True).hidden_states[1:], batch["attention_mask"])
+                self.istar.update_reference(
+                    model(**batch, output_hidden_states=True).hidden_states[1:], batch["attention_mask"]
+                )
         model.train(was)
 
 
-def train(model_dir: str | None = None, out_dir: str | None = None, lam: float = -1.0, max_steps: int = 4) -> list[dict]:
+def train(
+    model_dir: str | None = None, out_dir: str | None = None, lam: float = -1.0, max_steps: int = 4
+) -> list[dict]:
     if model_dir is None:
         model_dir = tiny_bert(Path(tempfile.mkdtemp()) / "tiny-bert")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
@@ -65,11 +69,27 @@ def train(model_dir: str | None = None, out_dir: str | None = None, lam: float =
         return batch
 
     istar = IStarLoss(lam=lam, zeta=0.2)
-    args = TrainingArguments(output_dir=out_dir or tempfile.mkdtemp(), per_device_train_batch_size=4, learning_rate=1e-4,
-                             weight_decay=0.0, max_steps=max_steps, logging_steps=1, save_strategy="no", report_to=[], use_cpu=True,
-                             disable_tqdm=True, seed=0)
-    trainer = IStarTrainer(model=model, args=args, train_dataset=dataset, data_collator=collate, istar=istar,
-                           callbacks=[RefreshReference(istar, dataset, collate)])
+    args = TrainingArguments(
+        output_dir=out_dir or tempfile.mkdtemp(),
+        per_device_train_batch_size=4,
+        learning_rate=1e-4,
+        weight_decay=0.0,
+        max_steps=max_steps,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        use_cpu=True,
+        disable_tqdm=True,
+        seed=0,
+    )
+    trainer = IStarTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        data_collator=collate,
+        istar=istar,
+        callbacks=[RefreshReference(istar, dataset, collate)],
+    )
     trainer.train()
     return [row for row in trainer.state.log_history if "loss" in row]
 

@@ -20,7 +20,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _tiny_model import LABELS, TEXTS, tiny_bert  # noqa: E402
 
 
-def train(model_dir: str | None = None, epochs: int = 2, lam: float = -1.0, zeta: float = 0.2, seed: int = 0) -> list[dict]:
+def train(
+    model_dir: str | None = None, epochs: int = 2, lam: float = -1.0, zeta: float = 0.2, seed: int = 0
+) -> list[dict]:
     """Fine-tune with loss = cross-entropy + λ·(1 − IsoScore*); returns one dict per step (loss, penalty)."""
     if model_dir is None:
         model_dir = tiny_bert(Path(tempfile.mkdtemp()) / "tiny-bert")
@@ -43,7 +45,9 @@ def train(model_dir: str | None = None, epochs: int = 2, lam: float = -1.0, zeta
         for texts, labels in batches:
             inputs = tokenizer(texts, padding=True, return_tensors="pt")
             out = model(**inputs, labels=torch.tensor(labels), output_hidden_states=True)
-            penalty = istar(out.hidden_states[1:], inputs["attention_mask"])  # every layer but the embeddings, no padding
+            penalty = istar(
+                out.hidden_states[1:], inputs["attention_mask"]
+            )  # every layer but the embeddings, no padding
             loss = out.loss + penalty
             optimiser.zero_grad()
             loss.backward()

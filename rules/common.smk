@@ -52,7 +52,9 @@ wildcard_constraints:
 OWN = config.get("own") or {}
 home = os.path.expanduser  # ~/models/my-bert works in the config as on the command line
 OWN_TASKS = {name: {**entry, "file": home(entry["file"])} for name, entry in (OWN.get("tasks") or {}).items()}
-MODEL_FOLDERS = {name: {**entry, "path": home(entry["path"])} for name, entry in (OWN.get("models") or {}).items() if "path" in entry}
+MODEL_FOLDERS = {
+    name: {**entry, "path": home(entry["path"])} for name, entry in (OWN.get("models") or {}).items() if "path" in entry
+}
 # Hugging Face hub ids: loaded from the Hugging Face cache (offline) or downloaded by the job; no file to declare.
 HUB_MODELS = {name: entry["hub"] for name, entry in (OWN.get("models") or {}).items() if "hub" in entry}
 OWN_VECTORS = {
@@ -87,7 +89,9 @@ def reported(paths, name):
         stem, ext = os.path.splitext(os.path.basename(path))
         if ext in (".png", ".csv"):
             where = f"{SECTIONS[name].title}: GLUE (Appendix A)" if "glue" in stem else SECTIONS[name].title
-            caption = f"../report/{stem}_table.rst" if ext == ".csv" else f"../report/{stem}.rst"  # a table and a figure may share a stem
+            caption = (
+                f"../report/{stem}_table.rst" if ext == ".csv" else f"../report/{stem}.rst"
+            )  # a table and a figure may share a stem
             out.append(report(path, caption=caption, category=where))
         else:
             out.append(path)
@@ -98,7 +102,9 @@ def reported(paths, name):
 
 PRETRAIN = config.get("pretrain") or {}
 PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
-PRETRAINED = {name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()}
+PRETRAINED = {
+    name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()
+}
 PRETRAIN_TABLES = tables_of("pretrain", ["pretrain"])
 PRETRAIN_FIGURES = figures_of("pretrain", ["pretrain_curves"])
 PRETRAIN_REPORT = PRETRAIN_TABLES + PRETRAIN_FIGURES
@@ -117,13 +123,16 @@ def pretrain_options(wildcards):
 
 
 PRETRAIN_SOURCES = [
-    s if s in ("brown", "wordnet") else home(s) for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])
+    s if s in ("brown", "wordnet") else home(s)
+    for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])
 ]
 
 
 def pretrain_excluded():
     """The tasks kept out of the corpus: built-in ones by name, own ones by their prepared folder."""
-    return [f"{DATA}/tasks/{t}" if t in OWN_TASKS else t for t in (PRETRAIN.get("corpus") or {}).get("exclude_tasks", [])]
+    return [
+        f"{DATA}/tasks/{t}" if t in OWN_TASKS else t for t in (PRETRAIN.get("corpus") or {}).get("exclude_tasks", [])
+    ]
 
 
 def pretrain_corpus_inputs(wildcards):
@@ -259,7 +268,9 @@ def trajectories(pairs):
 LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
 OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
 OPTIMIZE_FIGURES = figures_of(
-    "optimize", ["silhouette", "log_isoscore", "silhouette_vs_isoscore"] + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else [])
+    "optimize",
+    ["silhouette", "log_isoscore", "silhouette_vs_isoscore"]
+    + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else []),
 )
 
 

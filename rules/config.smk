@@ -48,7 +48,9 @@ def numbers_from_command_line(config):
         if isinstance(section, dict):
             for key, value in section.items():
                 if isinstance(value, dict):  # istar.task_lambdas: task -> weights
-                    section[key] = {k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()}
+                    section[key] = {
+                        k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()
+                    }
                 else:
                     section[key] = (
                         [number(v) for v in value]
@@ -82,11 +84,15 @@ def check_own_names(config):
     for kind, names, builtin in (("tasks", tasks, DATASETS), ("models", models, MODELS), ("corpora", corpora, CORPORA)):
         taken = sorted(set(names) & set(builtin))
         if taken:
-            raise WorkflowError(f"config: own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})")
+            raise WorkflowError(
+                f"config: own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})"
+            )
     for name in sorted(pretrained):
         if name in MODELS or name in models:
             where = "a built-in model" if name in MODELS else f"own.models.{name}"
-            raise WorkflowError(f"config: pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})")
+            raise WorkflowError(
+                f"config: pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})"
+            )
     vectors = {m: set(entry["embeddings"]) for m, entry in models.items() if "embeddings" in entry}
     encoders = {m for m, entry in models.items() if "path" in entry or "hub" in entry} | set(pretrained)
     models = {**models, **pretrained}
@@ -113,7 +119,12 @@ def check_own_names(config):
                     f"instead (own.models.{model}.path)"
                 )
     check("finetune.tasks", finetune.get("tasks", []), [*sentence_tasks, *tasks], "a built-in sentence task")
-    check("finetune.models", finetune.get("models", []), [*SENTENCE_MODELS, *encoders], "a sentence encoder or an own model folder")
+    check(
+        "finetune.models",
+        finetune.get("models", []),
+        [*SENTENCE_MODELS, *encoders],
+        "a sentence encoder or an own model folder",
+    )
     check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
     excluded = ((config.get("pretrain") or {}).get("corpus") or {}).get("exclude_tasks", [])
     check("pretrain.corpus.exclude_tasks", excluded, [*sentence_tasks, *tasks], "a built-in sentence task")

@@ -52,7 +52,8 @@ def rule_files(rules: list[str]) -> list[str]:
 
 
 def stage(target: str, rules: list[str], commands_of: str, *, inputs=(), params=(), outs=()) -> dict:
-    cmd = f"snakemake {target} --cores all --configfile ${{item.config}} --allowed-rules {' '.join([target, *rules])} $ISOFLOW_SNAKEMAKE"
+    allowed = " ".join([target, *rules])
+    cmd = f"snakemake {target} --cores all --configfile ${{item.config}} --allowed-rules {allowed} $ISOFLOW_SNAKEMAKE"
     do = {"cmd": cmd, "deps": [*inputs, *dep_entries(commands_of), *rule_files(rules)]}
     if params:
         do["params"] = [{"${item.config}": list(params)}]
@@ -62,15 +63,30 @@ def stage(target: str, rules: list[str], commands_of: str, *, inputs=(), params=
 
 def stages() -> dict:
     out = {
-        "prepare": stage("datasets", ["prepare"], "prepare", params=("paper", "glue.tasks"), outs=("${item.data}/tasks",)),
-        "encode": stage("embeddings", ["encode"], "encode", inputs=("${item.data}/tasks",), params=("paper", "glue"),
-                        outs=("${item.data}/embeddings",)),
+        "prepare": stage(
+            "datasets", ["prepare"], "prepare", params=("paper", "glue.tasks"), outs=("${item.data}/tasks",)
+        ),
+        "encode": stage(
+            "embeddings",
+            ["encode"],
+            "encode",
+            inputs=("${item.data}/tasks",),
+            params=("paper", "glue"),
+            outs=("${item.data}/embeddings",),
+        ),
     }
     report_inputs, report_outputs, report_rules, keys = [], [], [], []
     for s in SECTIONS.values():
         if s.run_rules:
             outs = s.paths(s.run_outputs, **ITEM)
-            out[s.name] = stage(s.runs_target, list(s.run_rules), s.name, inputs=s.paths(s.run_inputs, **ITEM), params=s.config_keys, outs=outs)
+            out[s.name] = stage(
+                s.runs_target,
+                list(s.run_rules),
+                s.name,
+                inputs=s.paths(s.run_inputs, **ITEM),
+                params=s.config_keys,
+                outs=outs,
+            )
             report_inputs += [o for o in outs if not o.endswith("/benchmarks")]
         report_outputs += s.paths(s.report_outputs, **ITEM)
         report_rules += list(s.report_rules)

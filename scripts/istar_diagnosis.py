@@ -1,6 +1,7 @@
 """Why did λ = −1 collapse the held-out space under the earlier fine-tuning setup, and does it under I-STAR's?
 
-    python scripts/istar_diagnosis.py --data-dir data/reproduce-offline --mirror ../shared/data --out docs/results/finetune-diagnosis
+    python scripts/istar_diagnosis.py --data-dir data/reproduce-offline --mirror ../shared/data --out
+    docs/results/finetune-diagnosis
 
 1. **The penalty's pull against the task's**, at the pretrained model: over the same batches of polarity sentences,
    the norm of the gradient (w.r.t. the encoder's weights) of the task loss and of 1 − IsoScore* (λ = 1: the ratio
@@ -45,10 +46,15 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
     torch.manual_seed(seed)
     params = [p for p in encoder.parameters() if p.requires_grad]
     k = int(y.max()) + 1
-    heads = {"linear on normalised": torch.nn.Linear(encoder.dim, k), "BERT head": ClassificationHead(encoder.dim, k, dropout=0.0)}
-    setups = {"earlier: linear head on normalised embeddings, penalty on them": ("linear on normalised", "normalised"),
-              "I-STAR: BERT head on pooled output, penalty on every layer's tokens": ("BERT head", "tokens-all-layers"),
-              "I-STAR head, penalty on the pooled outputs": ("BERT head", "pooled")}
+    heads = {
+        "linear on normalised": torch.nn.Linear(encoder.dim, k),
+        "BERT head": ClassificationHead(encoder.dim, k, dropout=0.0),
+    }
+    setups = {
+        "earlier: linear head on normalised embeddings, penalty on them": ("linear on normalised", "normalised"),
+        "I-STAR: BERT head on pooled output, penalty on every layer's tokens": ("BERT head", "tokens-all-layers"),
+        "I-STAR head, penalty on the pooled outputs": ("BERT head", "pooled"),
+    }
     order = np.random.default_rng(seed).permutation(len(texts))
     encoder.eval()  # dropout off: the same forward pass for both gradients
     out = {}
@@ -76,9 +82,14 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
             g_pen = torch.autograd.grad(penalty, params, allow_unused=True)
             rows.append((_norm(g_task), _norm(g_pen), float(task), float(penalty), pts.shape[0]))
         a = np.array(rows)
-        out[name] = {"task_grad_norm": float(np.median(a[:, 0])), "penalty_grad_norm": float(np.median(a[:, 1])),
-                     "ratio_penalty_to_task": float(np.median(a[:, 1] / a[:, 0])), "task_loss": float(np.median(a[:, 2])),
-                     "one_minus_isoscore_star": float(np.median(a[:, 3])), "points_per_batch": int(np.median(a[:, 4]))}
+        out[name] = {
+            "task_grad_norm": float(np.median(a[:, 0])),
+            "penalty_grad_norm": float(np.median(a[:, 1])),
+            "ratio_penalty_to_task": float(np.median(a[:, 1] / a[:, 0])),
+            "task_loss": float(np.median(a[:, 2])),
+            "one_minus_isoscore_star": float(np.median(a[:, 3])),
+            "points_per_batch": int(np.median(a[:, 4])),
+        }
     return out
 
 
@@ -101,15 +112,29 @@ def main(argv=None) -> int:
     print(json.dumps(result, indent=2), file=sys.stderr)
     runs = {}
     for lam in (-1.0, 0.0, 1.0):
-        parquet, record = run_finetune("polarity-2100", "minilm", 0, data_dir=data, raw_dir=args.raw_dir, mirror=args.mirror,
-                                       results=Path(args.out) / "runs", device="cpu", progress=False, istar_lambda=lam, epochs=1,
-                                       heldout_fraction=600 / 2100)
+        parquet, record = run_finetune(
+            "polarity-2100",
+            "minilm",
+            0,
+            data_dir=data,
+            raw_dir=args.raw_dir,
+            mirror=args.mirror,
+            results=Path(args.out) / "runs",
+            device="cpu",
+            progress=False,
+            istar_lambda=lam,
+            epochs=1,
+            heldout_fraction=600 / 2100,
+        )
         import pandas as pd
 
         epochs = pd.read_parquet(parquet)
         cols = ["accuracy", "isoscore", "cosine_anisotropy", "isoscore_points", "cosine_points", "isoscore_star"]
-        runs[f"lambda {lam:g}"] = {"before": epochs[cols].iloc[0].to_dict(), "after 1 epoch": epochs[cols].iloc[-1].to_dict(),
-                                   "n_train": json.loads(record.read_text())["n_train"]}
+        runs[f"lambda {lam:g}"] = {
+            "before": epochs[cols].iloc[0].to_dict(),
+            "after 1 epoch": epochs[cols].iloc[-1].to_dict(),
+            "n_train": json.loads(record.read_text())["n_train"],
+        }
     result["training_polarity_1500_sentences_1_epoch"] = runs
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result.update(run_provenance())

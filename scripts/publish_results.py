@@ -70,8 +70,10 @@ def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, 
         try:
             inside = _inside_runs(record, results)
         except ValueError:
-            raise PublishError(f"{runs_csv}: run {record} is not in a section's runs/ folder under {results}; publish from the "
-                               "results directory the aggregate was made in") from None
+            raise PublishError(
+                f"{runs_csv}: run {record} is not in a section's runs/ folder under {results}; publish from the "
+                "results directory the aggregate was made in"
+            ) from None
         for suffix in (".json", ".parquet"):
             src = record.with_suffix(suffix)
             if not src.is_file():
@@ -97,13 +99,19 @@ def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
 
 
 def _provenance(publication: str, results: Path, root: Path, made_by: str | None) -> dict:
-    return {"publication": publication, "section": PUBLICATIONS[publication].section, "made_by": made_by,
-            "results_dir": os.path.relpath(results.resolve(), root.resolve()), "workflow_checkout": code_version(root),
-            "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "publication": publication,
+        "section": PUBLICATIONS[publication].section,
+        "made_by": made_by,
+        "results_dir": os.path.relpath(results.resolve(), root.resolve()),
+        "workflow_checkout": code_version(root),
+        "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
-def publish(publication: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False,
-            made_by: str | None = None) -> list[Path]:
+def publish(
+    publication: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False, made_by: str | None = None
+) -> list[Path]:
     """Assemble ``publication``'s section of ``results`` beside dest, then rename it into dest's place; return the
     published files. dest is replaced only if it is an earlier publication (isoflow's marker file) or ``force`` is
     given; on any failure it stays as it was and nothing is left beside it."""
@@ -115,7 +123,9 @@ def publish(publication: str, results: Path, dest: Path, root: Path = Path("."),
         raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
     try:
         with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
-            (staging / "PUBLISHED.json").write_text(json.dumps(_provenance(publication, results, root, made_by), indent=2) + "\n")
+            (staging / "PUBLISHED.json").write_text(
+                json.dumps(_provenance(publication, results, root, made_by), indent=2) + "\n"
+            )
             if (dest / "README.md").is_file():  # the discussion is written by hand: carried over
                 shutil.copy2(dest / "README.md", staging / "README.md")
             for path in tables + figures:
@@ -135,7 +145,16 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2) -> Pat
     import yaml
 
     pub = PUBLICATIONS[publication]
-    command = ["snakemake", pub.section, "--cores", str(cores), "--configfile", pub.config, "--rerun-incomplete", *shlex.split(snakemake_args)]
+    command = [
+        "snakemake",
+        pub.section,
+        "--cores",
+        str(cores),
+        "--configfile",
+        pub.config,
+        "--rerun-incomplete",
+        *shlex.split(snakemake_args),
+    ]
     print("+ " + " ".join(command), flush=True)
     subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     results = ROOT / yaml.safe_load((ROOT / pub.config).read_text())["results_dir"]
@@ -147,15 +166,26 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2) -> Pat
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("publication", choices=sorted(PUBLICATIONS))
-    parser.add_argument("results", type=Path, nargs="?", help="the workflow's results_dir, e.g. results/reproduce-offline")
+    parser.add_argument(
+        "results", type=Path, nargs="?", help="the workflow's results_dir, e.g. results/reproduce-offline"
+    )
     parser.add_argument("dest", type=Path, nargs="?", help="e.g. docs/results/optimize")
-    parser.add_argument("--reproduce", action="store_true", help="run the workflow for the publication first (its config), then publish")
+    parser.add_argument(
+        "--reproduce", action="store_true", help="run the workflow for the publication first (its config), then publish"
+    )
     parser.add_argument("--snakemake-args", default="", help="with --reproduce: more options for snakemake")
-    parser.add_argument("--root", type=Path, default=Path("."),
-                        help="the workflow's working directory, which the run list's paths are relative to")
-    parser.add_argument("--force", action="store_true",
-                        help="replace dest even if it holds files that are not an earlier publication")
-    parser.add_argument("--made-by", default=None, help="the workflow command that made the results (recorded in PUBLISHED.json)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="the workflow's working directory, which the run list's paths are relative to",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace dest even if it holds files that are not an earlier publication"
+    )
+    parser.add_argument(
+        "--made-by", default=None, help="the workflow command that made the results (recorded in PUBLISHED.json)"
+    )
     args = parser.parse_args(argv)
     try:
         if args.reproduce:

@@ -37,15 +37,20 @@ def redraw(name: str) -> list[str]:
         commands = SECTIONS[PUBLICATIONS[name].section].redraw(folder, Path(tmp))
         for command in commands:
             _isoflow(*command)
-    return [" ".join(["isoflow", *(c if not c.startswith(tmp) else "<aggregate>" for c in cmd[:8])]) + (" ..." if len(cmd) > 8 else "")
-            for cmd in commands]
+    return [
+        " ".join(["isoflow", *(c if not c.startswith(tmp) else "<aggregate>" for c in cmd[:8])])
+        + (" ..." if len(cmd) > 8 else "")
+        for cmd in commands
+    ]
 
 
 def record(name: str, commands: list[str], checkout: dict) -> None:
     """PUBLISHED.json: how the runs were made (kept from the publication) and how the tables and figures were last
     drawn."""
     path = ROOT / PUBLISHED / name / "PUBLISHED.json"
-    info = json.loads(path.read_text()) if path.is_file() else {"publication": name, "section": PUBLICATIONS[name].section}
+    info = (
+        json.loads(path.read_text()) if path.is_file() else {"publication": name, "section": PUBLICATIONS[name].section}
+    )
     info["redrawn"] = {"by": "make redraw", "commands": commands, "workflow_checkout": checkout}
     path.write_text(json.dumps(info, indent=2) + "\n")
     marker = path.with_name(MARKER)  # a publication: `make reproduce-<name>` may replace it
@@ -56,7 +61,9 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     published = sorted(n for n in PUBLICATIONS if (ROOT / PUBLISHED / n / "runs").is_dir())
-    parser.add_argument("publications", nargs="*", default=published, help=f"default: every one there is ({', '.join(published)})")
+    parser.add_argument(
+        "publications", nargs="*", default=published, help=f"default: every one there is ({', '.join(published)})"
+    )
     args = parser.parse_args(argv)
     checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
     for name in args.publications:

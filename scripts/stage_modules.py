@@ -93,7 +93,9 @@ def command_module(command: str) -> str:
 def stage_files(stage: str) -> set[Path]:
     """The stage's commands' modules and everything they import, the CLI package (which only builds the parser from
     every command's module: those of other commands are not followed) and its shared options."""
-    return closure({command_module(c) for c in stage_commands()[stage]} | {"isoflow", "isoflow.cli", "isoflow.cli.options"})
+    return closure(
+        {command_module(c) for c in stage_commands()[stage]} | {"isoflow", "isoflow.cli", "isoflow.cli.options"}
+    )
 
 
 def dep_entries(stage: str) -> list[str]:

@@ -51,7 +51,7 @@ def shared_mirror() -> Path:
     return SHARED_DATA
 
 
-# ----- End-to-end workflow runs (slow tests) -------------------------------------------------------------------
+# ----- End-to-end workflow runs (slow tests) --------------------------------------------------------------------------
 ROOT = Path(__file__).resolve().parents[1]
 OFFLINE_CONFIG = "config/offline.yaml"
 
@@ -81,8 +81,16 @@ def checkout_copy(dest: Path) -> Path:
     import shutil
     import subprocess
 
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout.decode().split("\0")
+    files = (
+        subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, files):
         src = ROOT / rel
         if src.is_file():
@@ -106,9 +114,35 @@ def offline_checkout(tmp_path_factory, shared_mirror) -> Path:
     return repo
 
 
-# ----- Small models built here (random weights; no hub): your own model, as a user hands it to isoflow ------------
-WORDS = ["the", "a", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it", "i", "loved", "hated",
-         "cast", "score", "long", "short", "fine", "story", "actors", ".", ","]
+# ----- Small models built here (random weights; no hub): your own model, as a user hands it to isoflow ----------------
+WORDS = [
+    "the",
+    "a",
+    "film",
+    "plot",
+    "good",
+    "bad",
+    "dull",
+    "funny",
+    "is",
+    "was",
+    "not",
+    "very",
+    "and",
+    "it",
+    "i",
+    "loved",
+    "hated",
+    "cast",
+    "score",
+    "long",
+    "short",
+    "fine",
+    "story",
+    "actors",
+    ".",
+    ",",
+]
 
 
 @pytest.fixture(scope="session")
@@ -117,12 +151,30 @@ def tiny_bert(tmp_path_factory) -> Path:
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
     folder = tmp_path_factory.mktemp("models") / "tiny-bert"
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"),
-             *"abcdefghijklmnopqrstuvwxyz"]
-    tokenizer = BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True)  # vocab=: vocab_file= is ignored
+    vocab = [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        *WORDS,
+        *(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz"),
+        *"abcdefghijklmnopqrstuvwxyz",
+    ]
+    tokenizer = BertTokenizerFast(
+        vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=True
+    )  # vocab=: vocab_file= is ignored
     torch.manual_seed(0)
-    model = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-                                 max_position_embeddings=128))
+    model = BertModel(
+        BertConfig(
+            vocab_size=len(vocab),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=128,
+        )
+    )
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -130,11 +182,13 @@ def tiny_bert(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_sentence_transformer(tiny_bert, tmp_path_factory) -> Path:
-    """The tiny BERT as a sentence-transformers folder (mean pooling, normalised), saved with SentenceTransformer.save."""
+    """The tiny BERT as a sentence-transformers folder (mean pooling, normalised), saved by SentenceTransformer.save."""
     from sentence_transformers import SentenceTransformer, models
 
     word = models.Transformer(str(tiny_bert))
-    st = SentenceTransformer(modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean"), models.Normalize()], device="cpu")
+    st = SentenceTransformer(
+        modules=[word, models.Pooling(word.get_word_embedding_dimension(), "mean"), models.Normalize()], device="cpu"
+    )
     folder = tmp_path_factory.mktemp("models") / "tiny-st"
     st.save(str(folder))
     return folder
@@ -155,10 +209,15 @@ def tiny_gpt2(tmp_path_factory) -> Path:
 
     vocab = json.loads((folder / "vocab.json").read_text())
     merges = [tuple(line.split()) for line in (folder / "merges.txt").read_text().splitlines()[1:] if line.strip()]
-    # vocab=/merges=: like BertTokenizerFast's vocab_file=, the file arguments are silently ignored by the pinned transformers
-    tokenizer = GPT2TokenizerFast(vocab=vocab, merges=merges, unk_token="<|endoftext|>", bos_token="<|endoftext|>", eos_token="<|endoftext|>")
+    # vocab=/merges=: like BertTokenizerFast's vocab_file=, the file arguments are silently ignored by the pinned
+    # transformers
+    tokenizer = GPT2TokenizerFast(
+        vocab=vocab, merges=merges, unk_token="<|endoftext|>", bos_token="<|endoftext|>", eos_token="<|endoftext|>"
+    )
     torch.manual_seed(0)
-    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=128)).save_pretrained(folder)
+    GPT2Model(GPT2Config(vocab_size=len(tokenizer), n_embd=32, n_layer=2, n_head=2, n_positions=128)).save_pretrained(
+        folder
+    )
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -167,6 +226,16 @@ def assert_one_record_schema(record: dict, section: str) -> None:
     """Every section's run record has the one frame isoflow.records.run_record gives it."""
     from isoflow.records import run_record
 
-    frame = {"section", "settings", "diverged", "diverged_at", "diverged_unit", "versions", "code", "threads", "complete"}
+    frame = {
+        "section",
+        "settings",
+        "diverged",
+        "diverged_at",
+        "diverged_unit",
+        "versions",
+        "code",
+        "threads",
+        "complete",
+    }
     assert frame <= set(record) and frame == set(run_record(section, {}, {})), sorted(frame - set(record))
     assert record["section"] == section and record["complete"] is True and record["code"]["git_commit"] is not None

@@ -88,18 +88,24 @@ def test_short_names_and_unknown():
 # Fixtures in the canonical formats ------------------------------------------------------------------
 
 GLUE_FIXTURES = {
-    "QQP": ("id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
-            "0\t1\t2\tHow do I learn Python?\tWhat is the best way to learn Python?\t1\n"
-            "1\t3\t4\tWhy is the sky blue?\tHow far is the moon?\t0\n"
-            "2\t5\t6\tA malformed row without label\n"
-            "3\t7\t8\tWhy is the sky blue?\tWhat makes the sky blue?\t1\n"),
-    "MNLI": ("index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
-             "0\t1\t1n\tgov\t(x)\t(y)\t(X)\t(Y)\tThe cat sat.\tA cat is sitting.\tentailment\tentailment\n"
-             "1\t2\t2c\tgov\t(x)\t(y)\t(X)\t(Y)\tThe cat sat.\tNo animal sat.\tcontradiction\tcontradiction\n"
-             "2\t3\t3n\tgov\t(x)\t(y)\t(X)\t(Y)\tIt rained.\tThe game was cancelled.\tneutral\tneutral\n"),
-    "QNLI": ("index\tquestion\tsentence\tlabel\n"
-             "0\tWhat color is the sky?\tThe sky is blue on clear days.\tentailment\n"
-             "1\tWho wrote Hamlet?\tParis is in France.\tnot_entailment\n"),
+    "QQP": (
+        "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n"
+        "0\t1\t2\tHow do I learn Python?\tWhat is the best way to learn Python?\t1\n"
+        "1\t3\t4\tWhy is the sky blue?\tHow far is the moon?\t0\n"
+        "2\t5\t6\tA malformed row without label\n"
+        "3\t7\t8\tWhy is the sky blue?\tWhat makes the sky blue?\t1\n"
+    ),
+    "MNLI": (
+        "index\tpromptID\tpairID\tgenre\tsentence1_binary_parse\tsentence2_binary_parse\tsentence1_parse\tsentence2_parse\tsentence1\tsentence2\tlabel1\tgold_label\n"
+        "0\t1\t1n\tgov\t(x)\t(y)\t(X)\t(Y)\tThe cat sat.\tA cat is sitting.\tentailment\tentailment\n"
+        "1\t2\t2c\tgov\t(x)\t(y)\t(X)\t(Y)\tThe cat sat.\tNo animal sat.\tcontradiction\tcontradiction\n"
+        "2\t3\t3n\tgov\t(x)\t(y)\t(X)\t(Y)\tIt rained.\tThe game was cancelled.\tneutral\tneutral\n"
+    ),
+    "QNLI": (
+        "index\tquestion\tsentence\tlabel\n"
+        "0\tWhat color is the sky?\tThe sky is blue on clear days.\tentailment\n"
+        "1\tWho wrote Hamlet?\tParis is in France.\tnot_entailment\n"
+    ),
 }
 
 
@@ -116,7 +122,9 @@ def glue_fixture_site(tmp_path):
     return site
 
 
-@pytest.mark.parametrize("task,n,labels,pair", [("qqp", 3, {"1": 2, "0": 1}, True), ("mnli", 3, None, True), ("qnli", 2, None, True)])
+@pytest.mark.parametrize(
+    "task,n,labels,pair", [("qqp", 3, {"1": 2, "0": 1}, True), ("mnli", 3, None, True), ("qnli", 2, None, True)]
+)
 def test_big_glue_loaders_on_fixtures(tmp_path, glue_fixture_site, monkeypatch, task, n, labels, pair):
     from isoflow.datasets import glue
 
@@ -144,7 +152,10 @@ def test_tsv_missing_column_is_clear_and_writes_nothing(tmp_path, shared_mirror)
     unpinned = replace(spec, resource=replace(spec.resource, sha256=None, size=None))
     pytest.MonkeyPatch().setitem(glue.TASKS, "rte", unpinned)
     try:
-        with pytest.raises(ChecksumError, match=r"glue/RTE/train.tsv from mirror .* is not usable: header has no column\(s\) \['sentence2'\]"):
+        with pytest.raises(
+            ChecksumError,
+            match=r"glue/RTE/train.tsv from mirror .* is not usable: header has no column\(s\) \['sentence2'\]",
+        ):
             prepare("glue/rte", data_dir=tmp_path / "data", mirror=mirror, progress=False)
     finally:
         glue.TASKS["rte"] = spec
@@ -154,7 +165,9 @@ def test_tsv_missing_column_is_clear_and_writes_nothing(tmp_path, shared_mirror)
 def test_pinned_checksum_protects_against_edited_mirror(tmp_path, shared_mirror):
     mirror = tmp_path / "mirror"
     (mirror / "glue/WNLI").mkdir(parents=True)
-    (mirror / "glue/WNLI/train.tsv").write_text((shared_mirror / "glue/WNLI/train.tsv").read_text().replace("carrot", "parrot"))
+    (mirror / "glue/WNLI/train.tsv").write_text(
+        (shared_mirror / "glue/WNLI/train.tsv").read_text().replace("carrot", "parrot")
+    )
     with pytest.raises(ChecksumError, match="glue/WNLI/train.tsv from mirror"):
         prepare("glue/wnli", data_dir=tmp_path / "data", mirror=mirror, progress=False, allow_download=False)
     assert not (tmp_path / "data/tasks/glue/wnli").exists()
@@ -179,7 +192,9 @@ def test_snli_canonical_jsonl_format(tmp_path):
     assert list(t.examples["label"]) == ["neutral", "entailment"]  # "-" (no gold label) dropped
     assert len(t.items) == 3
     (mirror / "snli_1.0/snli_1.0_dev.jsonl").write_text(json.dumps({"premise": "x"}) + "\n")
-    with pytest.raises(ChecksumError, match=r"snli_1.0_dev.jsonl from mirror .* is not usable: line 1: missing field\(s\)"):
+    with pytest.raises(
+        ChecksumError, match=r"snli_1.0_dev.jsonl from mirror .* is not usable: line 1: missing field\(s\)"
+    ):
         build("snli", data_dir=tmp_path / "data2", mirror=mirror, progress=False)
 
 
@@ -201,10 +216,14 @@ def test_codwoe_pos_fixture(tmp_path):
     assert t.examples["labels"].tolist() == [["noun", "verb"], ["noun", "verb"], ["adv"]]
     assert t.meta()["n_words_not_in_vocabulary"] == 1 and t.multilabel
     csv_file = tmp_path / "en.complete.csv"
-    csv_file.write_text("id,gloss,word,pos\n" + "\n".join(f"{e['id']},{e['gloss']},{e['word']},{e['pos']}" for e in CODWOE) + "\n")
+    csv_file.write_text(
+        "id,gloss,word,pos\n" + "\n".join(f"{e['id']},{e['gloss']},{e['word']},{e['pos']}" for e in CODWOE) + "\n"
+    )
     assert read_entries(csv_file) == [{k: e[k] for k in ("id", "gloss", "word", "pos")} for e in CODWOE]
     f.write_text(json.dumps([{"id": "en.train.1", "gloss": "x", "sgns": [0.1]}]))
-    with pytest.raises(DataFormatError, match="lacks a 'word' or 'pos' field; the POS task needs CoDWoE's \\*complete\\* data"):
+    with pytest.raises(
+        DataFormatError, match="lacks a 'word' or 'pos' field; the POS task needs CoDWoE's \\*complete\\* data"
+    ):
         build("pos", data_dir=tmp_path / "data", source_file=f)
 
 
@@ -231,7 +250,12 @@ def nltk_wn(wn, tmp_path_factory):
     # NLTK needs the lexnames file Debian does not ship: the fixed list of lexnames(5WN).
     from isoflow.datasets.wordnet import LEXNAMES
 
-    (root / "lexnames").write_text("".join(f"{i:02d}\t{n}\t{ {'adj': 3, 'adv': 4, 'noun': 1, 'verb': 2}[n.split('.')[0]] }\n" for i, n in enumerate(LEXNAMES)))
+    (root / "lexnames").write_text(
+        "".join(
+            f"{i:02d}\t{n}\t{ {'adj': 3, 'adv': 4, 'noun': 1, 'verb': 2}[n.split('.')[0]] }\n"
+            for i, n in enumerate(LEXNAMES)
+        )
+    )
     nltk.data.path.insert(0, str(nltk_data))  # NLTK only reads corpora under its data path
     return WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None)
 
@@ -265,7 +289,10 @@ def test_supersense_user_wordlist(tmp_path, shared_mirror):
     t = build("supersense", data_dir=tmp_path, vocab="glove-50d", wordlist=["dog", "bank", "dog", "idea"])
     assert t.items["text"].tolist() == ["dog", "bank", "idea"]
     assert t.examples["labels"].iloc[2] == ["noun.cognition", "noun.communication"]
-    with pytest.raises(DataFormatError, match=r"2 word\(s\) of the word list are not WordNet 3.0 noun lemmas, e.g. \['quickly', 'dogs'\]"):
+    with pytest.raises(
+        DataFormatError,
+        match=r"2 word\(s\) of the word list are not WordNet 3.0 noun lemmas, e.g. \['quickly', 'dogs'\]",
+    ):
         build("supersense", data_dir=tmp_path, vocab="glove-50d", wordlist=["dog", "quickly", "dogs"])
     with pytest.raises(DataFormatError, match="not in the vocabulary of glove-50d"):
         build("supersense", data_dir=tmp_path, vocab="glove-50d", wordlist=["dog", "qwzxvbn"])
@@ -302,7 +329,9 @@ def test_wordnet_from_nltk_zip_via_mirror(tmp_path, wn, monkeypatch):
     from_zip = WordNet.locate(cache=tmp_path / "raw", mirror=mirror)
     assert from_zip.origin.endswith("nltk_data/corpora/wordnet.zip")
     for w in WORDS:
-        assert from_zip.noun_supersenses(w) == wn.noun_supersenses(w) and from_zip.parts_of_speech(w) == wn.parts_of_speech(w)
+        assert from_zip.noun_supersenses(w) == wn.noun_supersenses(w) and from_zip.parts_of_speech(
+            w
+        ) == wn.parts_of_speech(w)
     with pytest.raises(Exception, match="no mirror holds it"):
         WordNet.locate(cache=tmp_path / "raw2", mirror=tmp_path / "nowhere")
 
@@ -313,11 +342,22 @@ def test_supersense_unambiguous_rule(tmp_path, shared_mirror):
 
     from isoflow.datasets.wordnet import WordNet
 
-    t = read_task(prepare("supersense-unambiguous", data_dir=tmp_path, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False))
+    t = read_task(
+        prepare(
+            "supersense-unambiguous",
+            data_dir=tmp_path,
+            mirror=shared_mirror,
+            vocab="glove-50d",
+            n_words=300,
+            progress=False,
+        )
+    )
     wn = WordNet.locate(cache=tmp_path / "raw", mirror=shared_mirror)
     words = t.items["text"].tolist()
     assert len(words) == 300 and not set(words) & ENGLISH_STOP_WORDS
     assert all(wn.parts_of_speech(w) == {"noun"} and 1 <= len(wn.noun_supersenses(w)) <= 2 for w in words)
-    plain = read_task(prepare("supersense", data_dir=tmp_path, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False))
+    plain = read_task(
+        prepare("supersense", data_dir=tmp_path, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False)
+    )
     distinct = lambda task: len({tuple(x) for x in task.examples["labels"]})  # noqa: E731
     assert distinct(t) < distinct(plain)  # fewer label sets: less polysemous

@@ -28,7 +28,9 @@ def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm
     monkeypatch.setenv(device_policy.POLICY_ENV, policy)
     X, y = cloud
     assert device_policy.cpu_gemm() == gemm
-    assert device_policy.block_size(1500, "cpu", torch.float32, 1024) == (1024 if policy == "cpu" else 1500)  # GPU: one block
+    assert device_policy.block_size(1500, "cpu", torch.float32, 1024) == (
+        1024 if policy == "cpu" else 1500
+    )  # GPU: one block
     assert silhouette(X.astype(dtype), y) == pytest.approx(silhouette_score(X, y), abs=tol)
     assert silhouette(X.astype(dtype), y, block=100) == pytest.approx(silhouette_score(X, y), abs=tol)
     Xd = X.astype(dtype).astype(np.float64)  # the points as given; distances are recomputed exactly in float64

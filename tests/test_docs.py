@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs/results").glob("*/README.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs/results").glob("*/README.md")),
+]
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
@@ -41,16 +45,32 @@ def test_every_link_resolves(page):
 def test_sources_page_is_what_the_command_writes():
     from isoflow.sources import sources_markdown
 
-    assert (ROOT / "docs/sources.md").read_text(encoding="utf-8") == sources_markdown() + "\n", \
+    assert (ROOT / "docs/sources.md").read_text(encoding="utf-8") == sources_markdown() + "\n", (
         "docs/sources.md is stale: regenerate it with `isoflow sources > docs/sources.md`"
+    )
 
 
 def test_every_public_metric_has_a_runnable_example():
     import isoflow.metrics as m
 
-    public = ["isoscore", "isoscore_star", "silhouette", "silhouette_sqeuclidean", "cosine_anisotropy", "s_inter", "s_intra",
-              "cluster_centered", "lid_mle", "twonn", "geometry"]
-    missing = [name for name in public if "Examples" not in (getattr(m, name).__doc__ or "") or ">>>" not in getattr(m, name).__doc__]
+    public = [
+        "isoscore",
+        "isoscore_star",
+        "silhouette",
+        "silhouette_sqeuclidean",
+        "cosine_anisotropy",
+        "s_inter",
+        "s_intra",
+        "cluster_centered",
+        "lid_mle",
+        "twonn",
+        "geometry",
+    ]
+    missing = [
+        name
+        for name in public
+        if "Examples" not in (getattr(m, name).__doc__ or "") or ">>>" not in getattr(m, name).__doc__
+    ]
     assert not missing, f"no Examples doctest in {missing}"
 
 
@@ -63,7 +83,7 @@ def test_readme_is_a_front_door():
         assert f"]({page}" in text, page
 
 
-# ----- the names the docs use exist ------------------------------------------------------------------------------
+# ----- the names the docs use exist -----------------------------------------------------------------------------------
 # Every `isoflow <command> --option`, `make <target>`, `snakemake <target>` and DVC stage `<stage>@<config>` written in
 # the docs (code spans and code blocks, README, docs/, results' READMEs, the HTML report's captions) names something
 # that exists, so a renamed command, option, target or stage cannot leave a stale instruction behind.
@@ -107,7 +127,9 @@ def _dvc_names() -> tuple[set[str], set[str]]:
     import yaml
 
     stages = set(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"])
-    configs = set(yaml.safe_load((ROOT / "dvc-configs.yaml").read_text())["configs"]) | {"offline"}  # offline: the example in it
+    configs = set(yaml.safe_load((ROOT / "dvc-configs.yaml").read_text())["configs"]) | {
+        "offline"
+    }  # offline: the example in it
     return stages, configs
 
 
@@ -119,7 +141,11 @@ def _unknown_names(line: str, options, make, snake, stages, configs) -> list[str
         if command not in options:
             bad.append(f"isoflow {command}")
             continue
-        bad += [f"isoflow {command} {o}" for o in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest) if o not in options[command]]
+        bad += [
+            f"isoflow {command} {o}"
+            for o in re.findall(r"(?<![\w-])(--[a-z][a-z-]*)", rest)
+            if o not in options[command]
+        ]
     for m in re.finditer(r"(?:^|[\s(])make ((?:[a-z][\w-]*)(?: [a-z][\w-]*)*)", line):
         bad += [f"make {t}" for t in m.group(1).split() if t not in make and t != "reproduce-X"]
     for m in re.finditer(r"\bsnakemake ((?:[a-z]\w*\s*)+)", line):
@@ -145,7 +171,9 @@ def test_the_names_check_catches_a_stale_name():
     assert check("isoflow optimize --task polarity --model minilm --istar -1") == []
     assert check("isoflow analyze") == ["isoflow analyze"]
     assert check("isoflow encode --model minilm --dataset polarity") == ["isoflow encode --dataset"]
-    assert check("make reproduce-optimize && make report") == [] and check("make reproduce-paper") == ["make reproduce-paper"]
+    assert check("make reproduce-optimize && make report") == [] and check("make reproduce-paper") == [
+        "make reproduce-paper"
+    ]
     assert check("snakemake correlations --cores 2") == ["snakemake correlations"]
     assert check("dvc repro optimize@paper") == [] and check("dvc repro analysis@paper") == ["DVC stage analysis@paper"]
 
@@ -157,7 +185,9 @@ def test_report_captions_are_valid_restructured_text(caption):
     import docutils.utils
 
     try:
-        docutils.core.publish_doctree(caption.read_text(encoding="utf-8"),
-                                      settings_overrides={"report_level": 2, "halt_level": 2, "warning_stream": False})
+        docutils.core.publish_doctree(
+            caption.read_text(encoding="utf-8"),
+            settings_overrides={"report_level": 2, "halt_level": 2, "warning_stream": False},
+        )
     except docutils.utils.SystemMessage as exc:
         pytest.fail(f"report/{caption.name}: {exc}")

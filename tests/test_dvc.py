@@ -13,7 +13,10 @@ import pytest
 import yaml
 from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
 
-OFFLINE_STAGES = [f"{stage}@offline" for stage in ("prepare", "encode", "optimize", "istar", "layers", "finetune", "pretrain", "report")]
+OFFLINE_STAGES = [
+    f"{stage}@offline"
+    for stage in ("prepare", "encode", "optimize", "istar", "layers", "finetune", "pretrain", "report")
+]
 # The line dvc-configs.yaml documents for sharing the quick start's results, as this CI does.
 OFFLINE_ENTRY = "  offline: {config: config/offline.yaml, data: data/offline, results: results/offline}\n"
 
@@ -38,11 +41,18 @@ def test_stage_paths_agree_with_the_configs():
     # shared data, and every section's folders.
     stages = dvc_stages()
     assert all(stage["foreach"] == "${configs}" for stage in stages.values())
-    outs = {o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]}
+    outs = {
+        o.replace("${item.data}", "D").replace("${item.results}", "R") for s in stages.values() for o in s["do"]["outs"]
+    }
     from isoflow.sections import SECTIONS
 
-    sections = {f"R/{name}/{part}" for name in SECTIONS for part in ("tables", "figures")} | {"R/optimize/aggregate", "R/istar/aggregate"}
-    sections |= {f"R/{name}/runs" for name in SECTIONS if name != "pretrain"} | {f"R/{name}/benchmarks" for name in SECTIONS if name != "stability"}
+    sections = {f"R/{name}/{part}" for name in SECTIONS for part in ("tables", "figures")} | {
+        "R/optimize/aggregate",
+        "R/istar/aggregate",
+    }
+    sections |= {f"R/{name}/runs" for name in SECTIONS if name != "pretrain"} | {
+        f"R/{name}/benchmarks" for name in SECTIONS if name != "stability"
+    }
     assert outs == {"D/tasks", "D/embeddings", "D/pretrain", "D/pretrained", "R/pretrain/runs"} | sections
 
 
@@ -53,7 +63,9 @@ def test_dvc_yaml_is_written_from_the_registry():
     sys.path.insert(0, str(ROOT / "scripts"))
     import dvc_stages
 
-    assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), "dvc.yaml is stale: run `python scripts/dvc_stages.py`"
+    assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), (
+        "dvc.yaml is stale: run `python scripts/dvc_stages.py`"
+    )
 
 
 def test_stage_dependencies_cover_every_imported_module():
@@ -73,8 +85,11 @@ def test_stage_dependencies_cover_every_imported_module():
         rules = {r for r in deps if r.startswith("rules/")}
         allowed = stage["do"]["cmd"].split("--allowed-rules ")[1].split(" $")[0].split()
         for rule in allowed:
-            defined = [f"rules/{f.name}" for f in (ROOT / "rules").glob("*.smk")
-                       if re.search(rf"^(rule {rule}:|use rule \w+ as {rule} )", f.read_text(), re.M)]
+            defined = [
+                f"rules/{f.name}"
+                for f in (ROOT / "rules").glob("*.smk")
+                if re.search(rf"^(rule {rule}:|use rule \w+ as {rule} )", f.read_text(), re.M)
+            ]
             assert set(defined) <= rules | {"rules/targets.smk"} or rule == "all", (name, rule, defined)
 
 
@@ -201,7 +216,11 @@ def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
     status = sh(["dvc", "status"], clone).stdout
-    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == ["layers@offline", "pretrain@offline", "report@offline"], status
+    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == [
+        "layers@offline",
+        "pretrain@offline",
+        "report@offline",
+    ], status
 
 
 @pytest.mark.slow

@@ -19,7 +19,9 @@ def _load(name: str):
 def test_plain_pytorch_loop():
     log = _load("istar_plain_loop").train(epochs=2, lam=-1.0)
     assert len(log) == 4 and all(math.isfinite(r["loss"]) for r in log)
-    assert all(-1.0 <= r["penalty"] <= 0.0 for r in log) and any(r["penalty"] != 0 for r in log)  # λ(1 − IsoScore*), λ = −1
+    assert all(-1.0 <= r["penalty"] <= 0.0 for r in log) and any(
+        r["penalty"] != 0 for r in log
+    )  # λ(1 − IsoScore*), λ = −1
 
 
 def test_hugging_face_trainer(tmp_path):

@@ -44,7 +44,11 @@ def closed_port_url() -> str:
 
 def leftovers(cache: Path) -> list[str]:
     """Anything in the cache that is not a verified file, its stamp, or a complete download."""
-    return [str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file() and (p.name.endswith(".part") or ".tmp" in p.name)]
+    return [
+        str(p.relative_to(cache))
+        for p in cache.rglob("*")
+        if p.is_file() and (p.name.endswith(".part") or ".tmp" in p.name)
+    ]
 
 
 def res(**kw) -> Resource:
@@ -89,7 +93,12 @@ def test_wrong_checksum_refused_and_nothing_left(tmp_path, mirror):
     with pytest.raises(ChecksumError) as err:
         fetch(res(), cache, mirror=mirror)
     msg = str(err.value)
-    assert "glue/TOY/train.tsv" in msg and f"expected sha256 {SHA}" in msg and "got " in msg and "replace the mirror's copy" in msg
+    assert (
+        "glue/TOY/train.tsv" in msg
+        and f"expected sha256 {SHA}" in msg
+        and "got " in msg
+        and "replace the mirror's copy" in msg
+    )
     assert not (cache / "glue/TOY/train.tsv").exists() and leftovers(cache) == []
 
 
@@ -109,7 +118,9 @@ def test_offline_without_mirror_says_so(tmp_path):
     with pytest.raises(OfflineError) as err:
         fetch(res(urls=(closed_port_url(),)), tmp_path / "cache", mirror=tmp_path / "nowhere")
     msg = str(err.value)
-    assert "this machine appears to be offline" in msg and "nowhere/glue/TOY/train.tsv" in msg and "ISOFLOW_MIRROR" in msg
+    assert (
+        "this machine appears to be offline" in msg and "nowhere/glue/TOY/train.tsv" in msg and "ISOFLOW_MIRROR" in msg
+    )
     with pytest.raises(OfflineError, match="downloads are disabled"):
         fetch(res(urls=("http://example.invalid/x",)), tmp_path / "cache", allow_download=False)
     assert leftovers(tmp_path / "cache") == [] if (tmp_path / "cache").exists() else True

@@ -39,12 +39,18 @@ def polarity_small(tmp_path_factory, shared_mirror):
     data = tmp_path_factory.mktemp("data")
     full = read_task(prepare("polarity", data_dir=data, mirror=shared_mirror, progress=False))
     texts, labels = full.items["text"].tolist(), full.examples["label"].tolist()
-    write_task(build_task("polarity-120", texts[:60] + texts[-60:], labels[:60] + labels[-60:]), data / "tasks/polarity-120")
+    write_task(
+        build_task("polarity-120", texts[:60] + texts[-60:], labels[:60] + labels[-60:]), data / "tasks/polarity-120"
+    )
     return data
 
 
 def test_pooled_output_is_what_sentence_transformers_computes(st_minilm):
-    texts = ["A gripping, funny film.", "Dull.", "The plot never quite comes together, despite a strong cast and a fine score."]
+    texts = [
+        "A gripping, funny film.",
+        "Dull.",
+        "The plot never quite comes together, despite a strong cast and a fine score.",
+    ]
     enc = SentenceEncoder(st_minilm).eval()
     with torch.no_grad():
         pooled = enc(enc.tokenize(texts, None, "cpu"))[0]
@@ -59,10 +65,14 @@ def test_token_points_leave_padding_out(st_minilm):
     with torch.no_grad():
         pooled, states, mask = enc(enc.tokenize(texts, None, "cpu"), hidden_states=True)
         points = penalty_points("tokens-all-layers", pooled, states, mask)
-        alone = [penalty_points("tokens-all-layers", *enc(enc.tokenize([t], None, "cpu"), hidden_states=True)) for t in texts]
+        alone = [
+            penalty_points("tokens-all-layers", *enc(enc.tokenize([t], None, "cpu"), hidden_states=True)) for t in texts
+        ]
         last = penalty_points("tokens-last-layer", pooled, states, mask)
     n_layers = len(states) - 1  # every layer but the embedding layer
-    assert points.shape[0] == n_layers * int(mask.sum()) and int(mask.sum()) < mask.numel()  # padding was there, and left out
+    assert (
+        points.shape[0] == n_layers * int(mask.sum()) and int(mask.sum()) < mask.numel()
+    )  # padding was there, and left out
     # The same points as each sentence alone (no padding at all), layer by layer.
     per_layer = [torch.cat([a.reshape(n_layers, -1, 384)[k] for a in alone]) for k in range(n_layers)]
     assert torch.allclose(points, torch.cat(per_layer), atol=1e-4)
@@ -127,20 +137,34 @@ def test_validation_split_when_at_hand(tmp_path, shared_mirror):
     """MRPC's GLUE dev pairs can be built from the files at hand: they are the held-out data; WNLI's dev file is not in
     the mirror: a fixed stratified split of the training data is held out instead, and said so."""
     mrpc = read_task(prepare("glue/mrpc", data_dir=tmp_path, mirror=shared_mirror, progress=False))
-    train, dev, info = held_out(mrpc, "glue/mrpc", examples_of(mrpc), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror)
+    train, dev, info = held_out(
+        mrpc, "glue/mrpc", examples_of(mrpc), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror
+    )
     assert info == {"source": "validation split", "file": "glue/MRPC/msr_paraphrase_train.txt", "n": 408}
-    assert len(train) == 3668 and len(dev) == 408 and dev.pair and not set(zip(dev.a, dev.b)) & set(zip(train.a, train.b))
+    assert (
+        len(train) == 3668 and len(dev) == 408 and dev.pair and not set(zip(dev.a, dev.b)) & set(zip(train.a, train.b))
+    )
     wnli = read_task(prepare("glue/wnli", data_dir=tmp_path, mirror=shared_mirror, progress=False))
-    train, dev, info = held_out(wnli, "glue/wnli", examples_of(wnli), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror)
-    assert info["source"] == "fixed stratified split of the training data" and len(train) + len(dev) == 635 and info["n"] == len(dev)
+    train, dev, info = held_out(
+        wnli, "glue/wnli", examples_of(wnli), fraction=0.1, data_dir=tmp_path, mirror=shared_mirror
+    )
+    assert (
+        info["source"] == "fixed stratified split of the training data"
+        and len(train) + len(dev) == 635
+        and info["n"] == len(dev)
+    )
 
 
 def test_phrase_disjoint_split_on_a_hand_case():
     """Held-out items are whole sentences (one per class here); training loses every phrase inside one."""
     from isoflow.finetune.data import Examples
 
-    phrases = {"a good film": ["good film", "a good", "film"], "a great plot": ["great plot", "great"],
-               "a bad film": ["bad film", "bad", "film"], "a dull plot": ["dull plot", "dull"]}
+    phrases = {
+        "a good film": ["good film", "a good", "film"],
+        "a great plot": ["great plot", "great"],
+        "a bad film": ["bad film", "bad", "film"],
+        "a dull plot": ["dull plot", "dull"],
+    }
     texts = [t for sentence, parts in phrases.items() for t in [sentence, *parts]]
     positive = {"a good film", "good film", "a good", "film", "a great plot", "great plot", "great"}
     ex = Examples(texts, None, np.array([int(t in positive) for t in texts]), ["neg", "pos"])
@@ -148,14 +172,20 @@ def test_phrase_disjoint_split_on_a_hand_case():
     train, held, dropped = phrase_disjoint_split(ex, 2)
     assert sorted(held.y) == [0, 1] and set(held.a) <= set(phrases)  # one whole sentence per class
     inside = {t for sentence in held.a for t in phrases[sentence]}
-    assert sorted(train.a) == sorted(t for t in texts if t not in inside and t not in held.a)  # "film" goes with either film
+    assert sorted(train.a) == sorted(
+        t for t in texts if t not in inside and t not in held.a
+    )  # "film" goes with either film
     assert dropped == len(texts) - len(held) - len(train) == len([t for t in texts if t in inside])
 
 
 def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shared_mirror):
-    sst2 = read_task(prepare("glue/sst2", data_dir=tmp_path, mirror=shared_mirror, progress=False, allow_download=False))
+    sst2 = read_task(
+        prepare("glue/sst2", data_dir=tmp_path, mirror=shared_mirror, progress=False, allow_download=False)
+    )
     ex = examples_of(sst2)
-    train, held, info = held_out(sst2, "glue/sst2", ex, fraction=0.1, max_heldout=500, data_dir=tmp_path, mirror=shared_mirror)
+    train, held, info = held_out(
+        sst2, "glue/sst2", ex, fraction=0.1, max_heldout=500, data_dir=tmp_path, mirror=shared_mirror
+    )
     again = held_out(sst2, "glue/sst2", ex, fraction=0.1, max_heldout=500, data_dir=tmp_path, mirror=shared_mirror)
     assert held.a == again[1].a and train.a == again[0].a and info == again[2]  # no seed: the same for every run
     assert info["n"] == len(held) == 500 and len(train) + len(held) + info["dropped_training_phrases"] == len(ex)
@@ -166,9 +196,21 @@ def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shar
 
 def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monkeypatch, tiny_bert):
     """λ = 0 with I-STAR, weight 0 with CosReg and a loop with no regulariser at all write the same numbers."""
-    common = dict(data_dir=polarity_small, device="cpu", progress=False, epochs=1, batch_size=16, max_heldout=20, shrinkage_points=2000)
-    runs = [run_finetune("polarity-120", str(tiny_bert), 0, results=tmp_path / "a", istar_lambda=0.0, **common),
-            run_finetune("polarity-120", str(tiny_bert), 0, results=tmp_path / "b", reg="cosreg", cosreg_weight=0.0, **common)]
+    common = dict(
+        data_dir=polarity_small,
+        device="cpu",
+        progress=False,
+        epochs=1,
+        batch_size=16,
+        max_heldout=20,
+        shrinkage_points=2000,
+    )
+    runs = [
+        run_finetune("polarity-120", str(tiny_bert), 0, results=tmp_path / "a", istar_lambda=0.0, **common),
+        run_finetune(
+            "polarity-120", str(tiny_bert), 0, results=tmp_path / "b", reg="cosreg", cosreg_weight=0.0, **common
+        ),
+    ]
 
     class Nothing:  # the loop must not call a regulariser whose weight is 0
         def __call__(self, *a, **k):
@@ -188,7 +230,11 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     """Σ_S before training (for epoch 1), after every epoch (for the next one), and the last one (the final model's)
     is what the final held-out IsoScore* uses."""
     estimates, used, evaluated = [], [], []
-    original_estimate, original_forward, original_evaluate = train_module.estimate_reference, IStarLoss.forward, train_module.evaluate
+    original_estimate, original_forward, original_evaluate = (
+        train_module.estimate_reference,
+        IStarLoss.forward,
+        train_module.evaluate,
+    )
 
     def estimate(encoder, train, s, device, epoch):
         C, n = original_estimate(encoder, train, s, device, epoch)
@@ -206,13 +252,27 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     monkeypatch.setattr(train_module, "estimate_reference", estimate)
     monkeypatch.setattr(IStarLoss, "forward", forward)
     monkeypatch.setattr(train_module, "evaluate", evaluate)
-    parquet, record = run_finetune("polarity-120", str(tiny_bert), 0, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
-                                   istar_lambda=1.0, epochs=2, batch_size=50, max_heldout=20, shrinkage_points=1500)
+    parquet, record = run_finetune(
+        "polarity-120",
+        str(tiny_bert),
+        0,
+        data_dir=polarity_small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        istar_lambda=1.0,
+        epochs=2,
+        batch_size=50,
+        max_heldout=20,
+        shrinkage_points=1500,
+    )
     assert [e for e, _, _ in estimates] == [0, 1, 2]
     assert estimates[0][2] != estimates[1][2] != estimates[2][2]  # three different models: pretrained, after epoch 1, 2
     per_epoch = len(used) // 2  # 100 training examples in batches of 50: 2 steps an epoch
     assert all(u is estimates[0][1] for u in used[:per_epoch]) and all(u is estimates[1][1] for u in used[per_epoch:])
-    assert [id(r) for r in evaluated] == [id(C) for _, C, _ in estimates]  # the final measurement: the final model's Σ_S
+    assert [id(r) for r in evaluated] == [
+        id(C) for _, C, _ in estimates
+    ]  # the final measurement: the final model's Σ_S
     info = json.loads(record.read_text())
     assert_one_record_schema(info, "finetune")
     assert all(n >= 1500 for n in info["reference_points"]) and len(info["reference_points"]) == 3
@@ -232,18 +292,52 @@ def test_reference_covariance_is_the_covariance_of_the_points(polarity_small, st
 
 
 def test_records_epochs_and_settings(polarity_small, tmp_path, tiny_bert):
-    parquet, record = run_finetune("polarity-120", str(tiny_bert), 1, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False,
-                                   istar_lambda=-1.0, epochs=2, batch_size=16, heldout_fraction=0.2, lr=1e-4, shrinkage_points=2000)
+    parquet, record = run_finetune(
+        "polarity-120",
+        str(tiny_bert),
+        1,
+        data_dir=polarity_small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        istar_lambda=-1.0,
+        epochs=2,
+        batch_size=16,
+        heldout_fraction=0.2,
+        lr=1e-4,
+        shrinkage_points=2000,
+    )
     assert parquet == tmp_path / "finetune/runs/polarity-120/tiny-bert/istar-1/seed1.parquet"
     epochs = pd.read_parquet(parquet)
     info = json.loads(record.read_text())
     assert list(epochs["epoch"]) == [0, 1, 2] and info["complete"] and not info.get("diverged")
-    assert info["held_out"] == {"source": "fixed stratified split of the training data", "fraction": 0.2, "seed": 0, "n": 24}
+    assert info["held_out"] == {
+        "source": "fixed stratified split of the training data",
+        "fraction": 0.2,
+        "seed": 0,
+        "n": 24,
+    }
     settings = info["settings"]
-    assert info["n_train"] == 96 and settings["istar_lambda"] == -1.0 and settings["zeta"] == 0.2 and settings["reg"] == "istar"
+    assert (
+        info["n_train"] == 96
+        and settings["istar_lambda"] == -1.0
+        and settings["zeta"] == 0.2
+        and settings["reg"] == "istar"
+    )
     assert (settings["points"], settings["weight_decay"], settings["dropout"]) == ("tokens-all-layers", 0.0, 0.1)
-    for col in ("accuracy", "metric", "loss", "isoscore", "isoscore_star", "isoscore_points", "cosine_points", "silhouette", "twonn",
-                "lid_mle", "cosine_anisotropy"):
+    for col in (
+        "accuracy",
+        "metric",
+        "loss",
+        "isoscore",
+        "isoscore_star",
+        "isoscore_points",
+        "cosine_points",
+        "silhouette",
+        "twonn",
+        "lid_mle",
+        "cosine_anisotropy",
+    ):
         assert epochs[col].notna().all(), col
     assert len(epochs["mean_abs_activation"].iloc[-1]) == 32  # the tiny BERT's width
     assert info["train_sentences_per_second"] > 0 and info["eval_sentences_per_second"] > 0
@@ -252,9 +346,25 @@ def test_records_epochs_and_settings(polarity_small, tmp_path, tiny_bert):
 def test_seeds_share_the_heldout_set(polarity_small, tmp_path, tiny_bert):
     """Seeds vary the initialisation and the batch order only: at epoch 0 (the pretrained encoder) every seed measures
     the same held-out geometry."""
-    first = [pd.read_parquet(run_finetune("polarity-120", str(tiny_bert), seed, data_dir=polarity_small, results=tmp_path, device="cpu",
-                                          progress=False, epochs=1, batch_size=50, max_heldout=20, shrinkage_points=1000, max_train=60)[0]).iloc[0]
-             for seed in (0, 1)]
+    first = [
+        pd.read_parquet(
+            run_finetune(
+                "polarity-120",
+                str(tiny_bert),
+                seed,
+                data_dir=polarity_small,
+                results=tmp_path,
+                device="cpu",
+                progress=False,
+                epochs=1,
+                batch_size=50,
+                max_heldout=20,
+                shrinkage_points=1000,
+                max_train=60,
+            )[0]
+        ).iloc[0]
+        for seed in (0, 1)
+    ]
     for col in ("isoscore", "isoscore_points", "cosine_points", "cosine_anisotropy"):
         assert first[0][col] == first[1][col], col
 
@@ -265,42 +375,86 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_finetune("polarity-120", str(tiny_bert), 0, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, batch_size=16,
-                     callback=stop)
+        run_finetune(
+            "polarity-120",
+            str(tiny_bert),
+            0,
+            data_dir=polarity_small,
+            results=tmp_path,
+            device="cpu",
+            progress=False,
+            batch_size=16,
+            callback=stop,
+        )
     assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob("*.parquet"))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(model="bert"), "'bert' is not one of isoflow's models"),
-    (dict(model="glove-50d"), "glove-50d is a static word-vector model"),
-    (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
-    (dict(zeta=2.0), "zeta must be at most 1; got 2.0"),
-    (dict(lr=0.0), "lr must be greater than 0; got 0.0"),
-    (dict(epochs=0), "epochs must be at least 1; got 0"),
-    (dict(epochs=2.5), "epochs must be an integer; got 2.5"),
-    (dict(heldout_fraction=0.0), "heldout_fraction must be greater than 0; got 0.0"),
-    (dict(points="layers"), "points must be one of tokens-all-layers, tokens-last-layer, pooled"),
-    (dict(reg="l2"), "reg must be one of istar, cosreg"),
-    (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
-    (dict(task="one-class"), "holds a single class"),
-    (dict(task="imdb"), "unknown task 'imdb'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(model="bert"), "'bert' is not one of isoflow's models"),
+        (dict(model="glove-50d"), "glove-50d is a static word-vector model"),
+        (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
+        (dict(zeta=2.0), "zeta must be at most 1; got 2.0"),
+        (dict(lr=0.0), "lr must be greater than 0; got 0.0"),
+        (dict(epochs=0), "epochs must be at least 1; got 0"),
+        (dict(epochs=2.5), "epochs must be an integer; got 2.5"),
+        (dict(heldout_fraction=0.0), "heldout_fraction must be greater than 0; got 0.0"),
+        (dict(points="layers"), "points must be one of tokens-all-layers, tokens-last-layer, pooled"),
+        (dict(reg="l2"), "reg must be one of istar, cosreg"),
+        (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
+        (dict(task="one-class"), "holds a single class"),
+        (dict(task="imdb"), "unknown task 'imdb'"),
+    ],
+)
 def test_bad_input_fails_before_training(polarity_small, tmp_path, kwargs, message):
-    write_task(build_task("one-class", [f"s{i}" for i in range(30)], ["pos"] * 29 + ["neg"]), polarity_small / "tasks/one-class")
+    write_task(
+        build_task("one-class", [f"s{i}" for i in range(30)], ["pos"] * 29 + ["neg"]),
+        polarity_small / "tasks/one-class",
+    )
     args = {"task": "polarity-120", "model": "minilm", **kwargs}
     with pytest.raises((ValueError, RuntimeError), match=message):  # bad input, or a model not to be had
-        run_finetune(args.pop("task"), args.pop("model"), 0, data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, **args)
+        run_finetune(
+            args.pop("task"),
+            args.pop("model"),
+            0,
+            data_dir=polarity_small,
+            results=tmp_path,
+            device="cpu",
+            progress=False,
+            **args,
+        )
     assert not (tmp_path / "finetune").exists()
 
 
 def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
-    common = dict(data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, batch_size=50, max_heldout=20, epochs=1,
-                  shrinkage_points=1000, max_train=60)
-    records = [run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1] for lam in (-5.0, 0.0) for seed in (0, 1)]
-    records += [run_finetune("polarity-120", str(tiny_bert), seed, reg="cosreg", cosreg_weight=1.0, **common)[1] for seed in (0, 1)]
+    common = dict(
+        data_dir=polarity_small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        batch_size=50,
+        max_heldout=20,
+        epochs=1,
+        shrinkage_points=1000,
+        max_train=60,
+    )
+    records = [
+        run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1]
+        for lam in (-5.0, 0.0)
+        for seed in (0, 1)
+    ]
+    records += [
+        run_finetune("polarity-120", str(tiny_bert), seed, reg="cosreg", cosreg_weight=1.0, **common)[1]
+        for seed in (0, 1)
+    ]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune.csv")
-    assert list(zip(table.reg, table["lambda"], table.cosreg_weight)) == [("cosreg", 0, 1), ("istar", -5, 0), ("istar", 0, 0)]
+    assert list(zip(table.reg, table["lambda"], table.cosreg_weight)) == [
+        ("cosreg", 0, 1),
+        ("istar", -5, 0),
+        ("istar", 0, 0),
+    ]
     assert set(table["seeds"]) == {2} and set(table["metric_name"]) == {"accuracy"}
     last = pd.concat(pd.read_parquet(r.with_suffix(".parquet")).tail(1) for r in records[:2])
     assert table.loc[1, "isoscore_star_mean"] == pytest.approx(last["isoscore_star"].mean(), abs=1e-12)
@@ -314,37 +468,83 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     assert row["metric_diff"] == pytest.approx(diffs.mean(), abs=1e-12) and row["seeds"] == 2
     half = 12.706204736174707 * diffs.std() / np.sqrt(2)  # t(0.975, 1 degree of freedom)
     assert row["metric_diff_ci_high"] == pytest.approx(diffs.mean() + half, abs=1e-9)
-    assert {p.name for p in written} >= {"finetune_performance.png", "finetune_twonn.pdf", "finetune_silhouette_vs_isoscore.png",
-                                          "finetune_baselines.png", "finetune_activations.png", "finetune_paired.md",
-                                          "finetune_epochs.png"}
+    assert {p.name for p in written} >= {
+        "finetune_performance.png",
+        "finetune_twonn.pdf",
+        "finetune_silhouette_vs_isoscore.png",
+        "finetune_baselines.png",
+        "finetune_activations.png",
+        "finetune_paired.md",
+        "finetune_epochs.png",
+    }
 
 
-# ----- the workflow section ------------------------------------------------------------------------------------------------
+# ----- the workflow section -------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("section, named", [
-    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0, 1], 'seeds': [0], 'zeta': 2}", "zeta"),
-    ("{'tasks': ['supersense'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0]}", "supersense"),
-    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0], 'epoch': 1}", "epoch"),
-    ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': ['x'], 'seeds': [0]}", "lambdas"),
-])
+
+@pytest.mark.parametrize(
+    "section, named",
+    [
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0, 1], 'seeds': [0], 'zeta': 2}", "zeta"),
+        ("{'tasks': ['supersense'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0]}", "supersense"),
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0], 'epoch': 1}", "epoch"),
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': ['x'], 'seeds': [0]}", "lambdas"),
+    ],
+)
 def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
     """A finetune section with a value out of range, a word task, a misspelt key or a weight that is not a number is
     refused before anything is planned, naming it. (`--config` merges into the file's section, so a key missing
     there is inherited; the schema's `required` covers config files.)"""
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], ROOT, check=False)
-    said = bad.stdout + bad.stderr  # the schema's ValidationError, or the name check's one line (a task it does not know)
-    assert bad.returncode != 0 and ("ValidationError" in said or "config: finetune.tasks names" in said) and named in said
-    good = sh(["snakemake", "-n", "-p", "finetune", *where, "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
-               "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}"], ROOT).stdout
-    assert re.search(r"^finetune_run\s+8$", good, re.M)  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
-    assert "minilm/cosreg2/seed1.json" in good and "--cosreg 2 " in good and "--istar -1 " in good and "--points pooled" in good
+    said = (
+        bad.stdout + bad.stderr
+    )  # the schema's ValidationError, or the name check's one line (a task it does not know)
+    assert (
+        bad.returncode != 0 and ("ValidationError" in said or "config: finetune.tasks names" in said) and named in said
+    )
+    good = sh(
+        [
+            "snakemake",
+            "-n",
+            "-p",
+            "finetune",
+            *where,
+            "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
+            "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}",
+        ],
+        ROOT,
+    ).stdout
+    assert re.search(
+        r"^finetune_run\s+8$", good, re.M
+    )  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
+    assert (
+        "minilm/cosreg2/seed1.json" in good
+        and "--cosreg 2 " in good
+        and "--istar -1 " in good
+        and "--points pooled" in good
+    )
 
 
 def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
-    common = dict(data_dir=polarity_small, results=tmp_path, device="cpu", progress=False, batch_size=50, max_heldout=20, epochs=1,
-                  shrinkage_points=1000, max_train=60, layer_geometry=True, sample_cap=300)
-    records = [run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1] for lam in (-1.0, 0.0) for seed in (0, 1)]
+    common = dict(
+        data_dir=polarity_small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        batch_size=50,
+        max_heldout=20,
+        epochs=1,
+        shrinkage_points=1000,
+        max_train=60,
+        layer_geometry=True,
+        sample_cap=300,
+    )
+    records = [
+        run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1]
+        for lam in (-1.0, 0.0)
+        for seed in (0, 1)
+    ]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune_layers.csv")
     assert len(table) == 2 * 3 * 3  # weights x layers (embeddings + 2 blocks) x measures

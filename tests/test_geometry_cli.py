@@ -105,7 +105,23 @@ def test_cli_json_matches_library(tmp_path, cloud, capsys):
     X, y = cloud
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", y)
-    assert main(["geometry", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.npy"), "--format", "json", "--metrics", "isoscore,silhouette", "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "geometry",
+                str(tmp_path / "X.npy"),
+                "--labels",
+                str(tmp_path / "y.npy"),
+                "--format",
+                "json",
+                "--metrics",
+                "isoscore,silhouette",
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out == {"n_points": 400.0, "dim": 12.0, "isoscore": isoscore(X), "silhouette": silhouette(X, y)}
 
@@ -113,7 +129,9 @@ def test_cli_json_matches_library(tmp_path, cloud, capsys):
 def test_cli_table_and_errors(tmp_path, cloud):
     X, y = cloud
     paths = write_formats(tmp_path, X, y)
-    run = lambda *a: subprocess.run([sys.executable, "-m", "isoflow.cli", "geometry", *map(str, a)], capture_output=True, text=True)
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "isoflow.cli", "geometry", *map(str, a)], capture_output=True, text=True
+    )
     ok = run(paths["parquet"], "--labels", paths["parquet"], "--labels-key", "label", "--metrics", "silhouette")
     assert ok.returncode == 0, ok.stderr
     assert ok.stdout.split()[-2:] == ["silhouette", f"{silhouette(X, y):.6f}"]

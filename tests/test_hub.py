@@ -35,30 +35,76 @@ def hub_cache(tmp_path_factory, tiny_bert, tiny_gpt2):
 
 def isoflow(args, cache, cwd):
     env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(cache)}
-    return subprocess.run([sys.executable, "-m", "isoflow.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          env={**__import__("os").environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "isoflow.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+    )
 
 
 @pytest.fixture
 def reviews(tmp_path):
     rows = [(f"{' '.join(WORDS[i % 7 : i % 7 + 5])} {i}", "pos" if i % 2 else "neg") for i in range(40)]
     pd.DataFrame(rows, columns=["sentence", "label"]).to_csv(tmp_path / "reviews.csv", index=False)
-    p = subprocess.run([sys.executable, "-m", "isoflow.cli", "prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence",
-                        "--label", "label"], cwd=tmp_path, capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isoflow.cli",
+            "prepare",
+            "reviews",
+            "--from-file",
+            "reviews.csv",
+            "--text",
+            "sentence",
+            "--label",
+            "label",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     return tmp_path
 
 
 def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
-    p = isoflow(["encode", "--model", "isoflow-test/tiny-bert", "--task", "reviews", "--device", "cpu", "--quiet"], hub_cache, reviews)
+    p = isoflow(
+        ["encode", "--model", "isoflow-test/tiny-bert", "--task", "reviews", "--device", "cpu", "--quiet"],
+        hub_cache,
+        reviews,
+    )
     assert p.returncode == 0, p.stderr
     meta = json.loads((reviews / "data/embeddings/tiny-bert/reviews/meta.json").read_text())
     assert meta["model"] == "tiny-bert" and meta["dim"] == 32
     assert meta["source"]["hub_id"] == "isoflow-test/tiny-bert" and meta["source"]["revision"] == REVISION
     assert list(meta["source"]["weights_sha256"]) == ["model.safetensors"]
-    p = isoflow(["finetune", "--task", "reviews", "--model", "isoflow-test/tiny-bert", "--model-name", "hub-bert", "--epochs", "1",
-                 "--batch-size", "8", "--heldout-fraction", "0.25", "--shrinkage-points", "100", "--device", "cpu", "--quiet"],
-                hub_cache, reviews)
+    p = isoflow(
+        [
+            "finetune",
+            "--task",
+            "reviews",
+            "--model",
+            "isoflow-test/tiny-bert",
+            "--model-name",
+            "hub-bert",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "8",
+            "--heldout-fraction",
+            "0.25",
+            "--shrinkage-points",
+            "100",
+            "--device",
+            "cpu",
+            "--quiet",
+        ],
+        hub_cache,
+        reviews,
+    )
     assert p.returncode == 0, p.stderr
     record = json.loads((reviews / "results/finetune/runs/reviews/hub-bert/istar0/seed0.json").read_text())
     assert record["source"]["hub_id"] == "isoflow-test/tiny-bert" and record["settings"]["model"] == "hub-bert"
@@ -67,8 +113,26 @@ def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
 def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
     corpus = tmp_path / "notes.txt"
     corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(80)) + "\n")
-    p = isoflow(["layers", "--model", "tiny-gpt2", "--corpus", str(corpus), "--max-tokens", "200", "--k-lid", "5", "--sample-cap", "200",
-                 "--device", "cpu", "--quiet"], hub_cache, tmp_path)
+    p = isoflow(
+        [
+            "layers",
+            "--model",
+            "tiny-gpt2",
+            "--corpus",
+            str(corpus),
+            "--max-tokens",
+            "200",
+            "--k-lid",
+            "5",
+            "--sample-cap",
+            "200",
+            "--device",
+            "cpu",
+            "--quiet",
+        ],
+        hub_cache,
+        tmp_path,
+    )
     assert p.returncode == 0, p.stderr
     meta = json.loads((tmp_path / "results/layers/runs/tiny-gpt2/notes/meta.json").read_text())
     assert meta["model"] == "tiny-gpt2" and meta["source"]["hub_id"] == "tiny-gpt2" and meta["n_layers"] == 3
@@ -92,7 +156,11 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path):
     config["istar"]["models"] = ["hub-bert"]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    p = sh(["snakemake", "-n", "-p", "--configfile", str(path)], ROOT, env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)})
+    p = sh(
+        ["snakemake", "-n", "-p", "--configfile", str(path)],
+        ROOT,
+        env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)},
+    )
     commands = p.stdout
     assert "isoflow encode --model isoflow-test/tiny-bert --model-name hub-bert" in commands
     assert "isoflow layers --model isoflow-test/tiny-bert --model-name hub-bert" in commands

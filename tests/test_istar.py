@@ -28,11 +28,18 @@ def clusters_task(tmp_path_factory):
     data = tmp_path_factory.mktemp("data")
     rng = np.random.default_rng(0)
     labels = np.array(["a", "b"] * 120)
-    emb = (rng.normal(size=(240, 12)) * np.linspace(0.3, 2.0, 12) + np.where(labels == "a", 0.4, -0.4)[:, None]).astype(np.float32)
+    emb = (rng.normal(size=(240, 12)) * np.linspace(0.3, 2.0, 12) + np.where(labels == "a", 0.4, -0.4)[:, None]).astype(
+        np.float32
+    )
     texts = [f"item {i}" for i in range(240)]
     write_task(build_task("blobs", texts, list(labels)), data / "tasks/blobs")
-    write_embeddings(data / "embeddings/m/blobs", emb, texts, {"model": "m", "task": "blobs", "n_items": 240, "dim": 12,
-                                                     "items_sha256": items_digest(texts)}, force=False)
+    write_embeddings(
+        data / "embeddings/m/blobs",
+        emb,
+        texts,
+        {"model": "m", "task": "blobs", "n_items": 240, "dim": 12, "items_sha256": items_digest(texts)},
+        force=False,
+    )
     return data
 
 
@@ -40,7 +47,8 @@ def load(data):
     return read_task(data / "tasks/blobs"), load_embeddings(data / "embeddings/m/blobs")[0]
 
 
-# ----- the loss term ---------------------------------------------------------------------------------------------
+# ----- the loss term --------------------------------------------------------------------------------------------------
+
 
 def test_penalty_value_and_gradcheck():
     rng = np.random.default_rng(1)
@@ -92,8 +100,10 @@ def test_sign_convention_one_step():
 
 def test_sign_convention_in_the_loop(clusters_task):
     task, emb = load(clusters_task)
-    final = {lam: optimize(task, emb, Settings("blobs", "m", 0, 40, lr=1e-2, istar_lambda=lam), progress=False).records
-             for lam in (-5.0, 0.0, 5.0)}
+    final = {
+        lam: optimize(task, emb, Settings("blobs", "m", 0, 40, lr=1e-2, istar_lambda=lam), progress=False).records
+        for lam in (-5.0, 0.0, 5.0)
+    }
     iso = {lam: r["isoscore"][-1] for lam, r in final.items()}
     star = {lam: r["isoscore_star"][-1] for lam, r in final.items()}
     assert iso[-5.0] < iso[0.0] < iso[5.0] and star[-5.0] < star[0.0] < star[5.0]
@@ -134,7 +144,9 @@ def test_lambda_zero_is_the_plain_run_bit_for_bit(clusters_task):
     task, emb = load(clusters_task)
     ref = plain_loop(task, emb, seed=3, steps=25, lr=1e-2)
     for zeta in (0.2, 0.7):  # ζ changes only the recorded IsoScore*, never the run
-        rec = optimize(task, emb, Settings("blobs", "m", 3, 25, lr=1e-2, istar_lambda=0.0, zeta=zeta), progress=False).records
+        rec = optimize(
+            task, emb, Settings("blobs", "m", 3, 25, lr=1e-2, istar_lambda=0.0, zeta=zeta), progress=False
+        ).records
         for col, values in ref.items():
             np.testing.assert_array_equal(rec[col], values, err_msg=col)
     # ...and a λ ≠ 0 run is a different run.
@@ -152,14 +164,26 @@ def test_recorded_isoscore_star_matches_the_public_function(clusters_task):
     assert torch.allclose(iso.reference, torch.eye(12, dtype=torch.float64) * torch.trace(covariance(emb)) / 12)
 
 
-# ----- layout, divergence, bad input -------------------------------------------------------------------------------
+# ----- layout, divergence, bad input ----------------------------------------------------------------------------------
+
 
 def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
     plain = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False)
-    neg = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5)
-    half = run_optimize("blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5)
-    base, sweep = tmp_path / "optimize/runs/blobs/m", tmp_path / "istar/runs/blobs/m"  # the optimize and istar sections' runs
-    assert [p[0] for p in (plain, neg, half)] == [base / "seed0.parquet", sweep / "istar-5/seed0.parquet", sweep / "istar0.5/seed0.parquet"]
+    neg = run_optimize(
+        "blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=-5
+    )
+    half = run_optimize(
+        "blobs", "m", 0, steps=2, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=0.5
+    )
+    base, sweep = (
+        tmp_path / "optimize/runs/blobs/m",
+        tmp_path / "istar/runs/blobs/m",
+    )  # the optimize and istar sections' runs
+    assert [p[0] for p in (plain, neg, half)] == [
+        base / "seed0.parquet",
+        sweep / "istar-5/seed0.parquet",
+        sweep / "istar0.5/seed0.parquet",
+    ]
     assert trajectory_path("blobs", "m", 0, tmp_path, -5) == sweep / "istar-5/seed0"
     settings = json.loads(neg[1].read_text())["settings"]
     assert settings["istar_lambda"] == -5 and settings["zeta"] == 0.2 and settings["shrinkage"] == "pretrained"
@@ -170,25 +194,49 @@ def test_layout_keeps_lambdas_apart(clusters_task, tmp_path):
 
 
 def test_divergence_is_recorded_only_when_asked(clusters_task, tmp_path):
-    with pytest.raises(OptimizationError, match=r"loss.* became NaN/inf at step \d+ \(diverged\); no trajectory was written"):
-        run_optimize("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e37)
+    with pytest.raises(
+        OptimizationError, match=r"loss.* became NaN/inf at step \d+ \(diverged\); no trajectory was written"
+    ):
+        run_optimize(
+            "blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e37
+        )
     assert not list(tmp_path.rglob("*.json"))
-    parquet, record = run_optimize("blobs", "m", 1, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3,
-                          lr=1e37, keep_diverged=True)
+    parquet, record = run_optimize(
+        "blobs",
+        "m",
+        1,
+        steps=60,
+        data_dir=clusters_task,
+        results=tmp_path,
+        progress=False,
+        istar_lambda=3,
+        lr=1e37,
+        keep_diverged=True,
+    )
     info = json.loads(record.read_text())
-    assert info["diverged"] and info["complete"] and info["diverged_at"] == len(pd.read_parquet(parquet)) and info["diverged_unit"] == "step"
-    ok = run_optimize("blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3)
+    assert (
+        info["diverged"]
+        and info["complete"]
+        and info["diverged_at"] == len(pd.read_parquet(parquet))
+        and info["diverged_unit"] == "step"
+    )
+    ok = run_optimize(
+        "blobs", "m", 0, steps=60, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=3, lr=1e-3
+    )
     with pytest.raises(ValueError, match="differ in lr"):  # another setting: not a seed of the diverged run
         load_runs([record, ok[1]])
 
 
-@pytest.mark.parametrize("bad, message", [
-    (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
-    (dict(istar_lambda=float("inf")), "lambda must be a finite number"),
-    (dict(zeta=1.5), "zeta must be at most 1; got 1.5"),
-    (dict(zeta=-0.1), "zeta must be at least 0; got -0.1"),
-    (dict(shrinkage="identity"), "shrinkage must be one of pretrained, isotropic; got 'identity'"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(istar_lambda=float("nan")), "lambda must be a finite number"),
+        (dict(istar_lambda=float("inf")), "lambda must be a finite number"),
+        (dict(zeta=1.5), "zeta must be at most 1; got 1.5"),
+        (dict(zeta=-0.1), "zeta must be at least 0; got -0.1"),
+        (dict(shrinkage="identity"), "shrinkage must be one of pretrained, isotropic; got 'identity'"),
+    ],
+)
 def test_bad_istar_settings_fail_before_any_work(bad, message):
     with pytest.raises(ValueError, match=message):
         Settings("t", "m", 0, 5, **bad)
@@ -200,32 +248,72 @@ def test_shrinkage_of_the_wrong_shape_fails_before_any_work(clusters_task):
         optimize(task, emb, Settings("blobs", "m", 0, 5, istar_lambda=1.0), shrinkage_matrix=np.eye(5), progress=False)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--istar", "nan"], "--istar: must be a finite number"),
-    (["--zeta", "1.5"], "--zeta: must be at most 1; got 1.5"),
-    (["--istar-shrinkage", "identity"], "invalid choice: 'identity'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--istar", "nan"], "--istar: must be a finite number"),
+        (["--zeta", "1.5"], "--zeta: must be at most 1; got 1.5"),
+        (["--istar-shrinkage", "identity"], "invalid choice: 'identity'"),
+    ],
+)
 def test_cli_refuses_bad_istar_options(capsys, argv, message):
     with pytest.raises(SystemExit) as exc:
         main(["optimize", "--task", "t", "--model", "m", *argv])
     assert exc.value.code == 2 and re.search(message, capsys.readouterr().err)
 
 
-# ----- the sweep's table and figures ---------------------------------------------------------------------------------
+# ----- the sweep's table and figures ----------------------------------------------------------------------------------
+
 
 def test_sweep_table_and_figures(clusters_task, tmp_path):
     records = []
     for lam in (-5.0, 0.0, 5.0):
         for seed in (0, 1):
-            records.append(run_optimize("blobs", "m", seed, steps=30, data_dir=clusters_task, results=tmp_path, progress=False,
-                               istar_lambda=lam, lr=1e-2)[1])
-    records.append(run_optimize("blobs", "m", 2, steps=30, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=5.0,
-                       lr=1e37, keep_diverged=True)[1])
+            records.append(
+                run_optimize(
+                    "blobs",
+                    "m",
+                    seed,
+                    steps=30,
+                    data_dir=clusters_task,
+                    results=tmp_path,
+                    progress=False,
+                    istar_lambda=lam,
+                    lr=1e-2,
+                )[1]
+            )
+    records.append(
+        run_optimize(
+            "blobs",
+            "m",
+            2,
+            steps=30,
+            data_dir=clusters_task,
+            results=tmp_path,
+            progress=False,
+            istar_lambda=5.0,
+            lr=1e37,
+            keep_diverged=True,
+        )[1]
+    )
     with pytest.raises(ValueError, match="differ in lr"):  # the diverged run has another lr: not a seed of the others
         load_runs(records)
     records.pop()
     assert main(["optimize-aggregate", "--out", str(tmp_path / "agg"), *map(str, records)]) == 0
-    assert main(["istar-report", "--aggregate", str(tmp_path / "agg"), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
+    assert (
+        main(
+            [
+                "istar-report",
+                "--aggregate",
+                str(tmp_path / "agg"),
+                "--tables",
+                str(tmp_path / "t"),
+                "--figures",
+                str(tmp_path / "f"),
+            ]
+        )
+        == 0
+    )
     table = pd.read_csv(tmp_path / "t/istar.csv")
     assert list(table["lambda"]) == [-5.0, 0.0, 5.0] and set(table["seeds"]) == {2} and set(table["diverged"]) == {0}
     assert table["isoscore_mean"].is_monotonic_increasing  # final IsoScore increases with λ
@@ -238,14 +326,28 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
 
 
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
-    ok = [run_optimize("blobs", "m", s, steps=5, data_dir=clusters_task, results=tmp_path, progress=False, istar_lambda=2.0, lr=1e37,
-              keep_diverged=True)[1] for s in (0, 1)]
+    ok = [
+        run_optimize(
+            "blobs",
+            "m",
+            s,
+            steps=5,
+            data_dir=clusters_task,
+            results=tmp_path,
+            progress=False,
+            istar_lambda=2.0,
+            lr=1e37,
+            keep_diverged=True,
+        )[1]
+        for s in (0, 1)
+    ]
     traj, info = load_runs(ok)
     table = istar_report.summary(traj, info)
     assert table.loc[0, "diverged"] == 2 and table.loc[0, "seeds"] == 0 and np.isnan(table.loc[0, "isoscore_mean"])
 
 
 # ----- the workflow section -------------------------------------------------------------------------------------------
+
 
 def test_workflow_istar_section_plans(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
@@ -258,19 +360,42 @@ def test_workflow_istar_section_plans(tmp_path):
     counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
     assert counts_per_seed["istar_run"] == 7 * 7 * 5 and counts_per_seed["optimize_run"] == 7 * 5
     assert counts["istar_aggregate"] == counts["istar_report"] == 1
-    bad = sh(["snakemake", "-n", *where, "--config", "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}"], ROOT, check=False)
+    bad = sh(
+        [
+            "snakemake",
+            "-n",
+            *where,
+            "--config",
+            "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}",
+        ],
+        ROOT,
+        check=False,
+    )
     assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
 
 
 def test_workflow_istar_task_lambdas(tmp_path):
     """istar.task_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
-    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results", "group_seeds=false", "seeds=[0,1]"]
+    where = [
+        "--config",
+        f"data_dir={tmp_path}/data",
+        f"results_dir={tmp_path}/results",
+        "group_seeds=false",
+        "seeds=[0,1]",
+    ]
     sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'lambdas': [-5, 0, 1, 5]"
-    out = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"], ROOT).stdout
+    out = sh(
+        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"], ROOT
+    ).stdout
     planned = sorted(re.findall(r"istar/runs/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
-    assert sorted(set(planned)) == sorted([("glue/wnli", lam, s) for lam in ("-5", "1", "5") for s in "01"]
-                                          + [("glue/rte", "3", s) for s in "01"])
-    bad = sh(["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"], ROOT, check=False)
+    assert sorted(set(planned)) == sorted(
+        [("glue/wnli", lam, s) for lam in ("-5", "1", "5") for s in "01"] + [("glue/rte", "3", s) for s in "01"]
+    )
+    bad = sh(
+        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"],
+        ROOT,
+        check=False,
+    )
     assert bad.returncode != 0 and "istar.task_lambdas names glue/cola, not in istar.tasks" in bad.stdout + bad.stderr
 
 

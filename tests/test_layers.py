@@ -22,7 +22,8 @@ from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
 from isoflow.models import ModelUnavailableError
 
-# ----- brute-force references ----------------------------------------------------------------------------------
+# ----- brute-force references -----------------------------------------------------------------------------------------
+
 
 def unit(X):
     return X / np.linalg.norm(X, axis=1, keepdims=True)
@@ -127,32 +128,38 @@ def test_k_equals_one_below_the_silhouette_threshold():
     assert layer_metrics(blobs, types, strict)[0]["cluster_k"] == 1
 
 
-# ----- the encoder: special tokens, words, streaming ---------------------------------------------------------------
+# ----- the encoder: special tokens, words, streaming ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
     return load_encoder("minilm", tmp_path_factory.mktemp("raw"), device="cpu")
 
 
-SENTENCES = [["The", "jury", "praised", "the", "administration", "."], ["Unbelievably", ",", "it", "rained", "."],
-             ["Short", "one"]]
+SENTENCES = [
+    ["The", "jury", "praised", "the", "administration", "."],
+    ["Unbelievably", ",", "it", "rained", "."],
+    ["Short", "one"],
+]
 
 
 def test_special_tokens_are_excluded_and_counted(minilm):
     assert minilm.n_states == 7 and minilm.dim == 384
-    (layers, types, n_special, positions), = list(batches(minilm, SENTENCES, batch_size=8))
+    ((layers, types, n_special, positions),) = list(batches(minilm, SENTENCES, batch_size=8))
     pieces = [minilm.tokenizer(s, is_split_into_words=True, add_special_tokens=False)["input_ids"] for s in SENTENCES]
     assert len(types) == sum(map(len, pieces)) == sum(count_points(minilm, s) for s in SENTENCES)
     assert n_special == 2 * len(SENTENCES)  # [CLS] and [SEP] of each sentence; padding is not counted either
     assert "[CLS]" not in types and "[SEP]" not in types and "[PAD]" not in types
     assert types == minilm.tokenizer.convert_ids_to_tokens([i for p in pieces for i in p])
     assert all(layer.shape == (len(types), 384) for layer in layers) and len(layers) == 7
-    assert positions.tolist() == [i for p in pieces for i in range(len(p))]  # 0 = a sentence's first piece, [CLS] excluded
+    assert positions.tolist() == [
+        i for p in pieces for i in range(len(p))
+    ]  # 0 = a sentence's first piece, [CLS] excluded
     # Padding does not change a sentence's states: alone or in a batch, the same numbers.
-    (alone, _, _, _), = list(batches(minilm, SENTENCES[2:], batch_size=8))
-    np.testing.assert_allclose(alone[6], layers[6][-len(pieces[2]):], atol=1e-5)
+    ((alone, _, _, _),) = list(batches(minilm, SENTENCES[2:], batch_size=8))
+    np.testing.assert_allclose(alone[6], layers[6][-len(pieces[2]) :], atol=1e-5)
     # Words: one point per word, the mean of its pieces.
-    (wl, wtypes, _, wpositions), = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
+    ((wl, wtypes, _, wpositions),) = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
     assert wtypes == [w for s in SENTENCES for w in s] and wl[3].shape == (13, 384)
     assert wpositions.tolist() == [i for s in SENTENCES for i in range(len(s))]
     n_first = len(minilm.tokenizer(["Unbelievably"], is_split_into_words=True, add_special_tokens=False)["input_ids"])
@@ -161,8 +168,13 @@ def test_special_tokens_are_excluded_and_counted(minilm):
 
 
 def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirror):
-    kw = dict(settings=LayerSettings(max_tokens=400, k_lid=20, k_max=4), data_dir=tmp_path, mirror=shared_mirror, device="cpu",
-              progress=False)
+    kw = dict(
+        settings=LayerSettings(max_tokens=400, k_lid=20, k_max=4),
+        data_dir=tmp_path,
+        mirror=shared_mirror,
+        device="cpu",
+        progress=False,
+    )
     streamed = run_layers("minilm", "brown", out=tmp_path / "disk", stream=True, **kw)
     in_memory = run_layers("minilm", "brown", out=tmp_path / "memory", stream=False, **kw)
     a, b = (pd.read_parquet(d / "layers.parquet") for d in (streamed, in_memory))
@@ -170,7 +182,10 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
     meta = json.loads((streamed / "meta.json").read_text())
     assert_one_record_schema(meta, "layers")
     assert meta["streamed"] and not json.loads((in_memory / "meta.json").read_text())["streamed"]
-    assert meta["n_points"] == a["n_points"].iloc[0] >= 400 and meta["special_tokens_excluded"] == 2 * meta["sentences_used"]
+    assert (
+        meta["n_points"] == a["n_points"].iloc[0] >= 400
+        and meta["special_tokens_excluded"] == 2 * meta["sentences_used"]
+    )
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
 
 
@@ -188,7 +203,8 @@ def test_layer_store_reads_back_what_was_written(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-# ----- corpora ---------------------------------------------------------------------------------------------------------
+# ----- corpora --------------------------------------------------------------------------------------------------------
+
 
 def test_brown_from_the_mirror(tmp_path, shared_mirror):
     sentences = corpora.load("brown", tmp_path, shared_mirror, allow_download=False)
@@ -200,35 +216,50 @@ def test_brown_from_the_mirror(tmp_path, shared_mirror):
 
 
 def test_wikitext_through_its_canonical_zip(tmp_path, monkeypatch):
-    raw = " \n = Valkyria Chronicles = \n \n Senjō no Valkyria is a game . It was released in 2011 ! Why ? \n \n = = Gameplay = = \n Play it .\n"
+    raw = (
+        " \n = Valkyria Chronicles = \n \n Senjō no Valkyria is a game . It was released in 2011 ! Why ? \n \n"
+        " = = Gameplay = = \n Play it .\n"
+    )
     site = tmp_path / "site"
     site.mkdir()
     with zipfile.ZipFile(site / "wikitext-2-raw-v1.zip", "w") as zf:
         zf.writestr("wikitext-2-raw/wiki.train.raw", raw)
     from dataclasses import replace
 
-    monkeypatch.setitem(corpora.CORPORA, "wikitext-2", replace(corpora.WIKITEXT2, urls=((site / "wikitext-2-raw-v1.zip").as_uri(),)))
+    monkeypatch.setitem(
+        corpora.CORPORA, "wikitext-2", replace(corpora.WIKITEXT2, urls=((site / "wikitext-2-raw-v1.zip").as_uri(),))
+    )
     sentences = corpora.load("wikitext-2", tmp_path / "cache")
-    assert sentences == [["Senjō", "no", "Valkyria", "is", "a", "game", "."], ["It", "was", "released", "in", "2011", "!"],
-                         ["Why", "?"], ["Play", "it", "."]]
+    assert sentences == [
+        ["Senjō", "no", "Valkyria", "is", "a", "game", "."],
+        ["It", "was", "released", "in", "2011", "!"],
+        ["Why", "?"],
+        ["Play", "it", "."],
+    ]
     assert (tmp_path / "cache/wikitext-2/wiki.train.raw").is_file()
 
 
 def test_ptb_through_its_canonical_url(tmp_path, monkeypatch):
     site = tmp_path / "site"
     site.mkdir()
-    (site / "ptb.train.txt").write_text(" aer banknote berlitz <unk> calloway \n pierre <unk> N years old will join the board \n")
+    (site / "ptb.train.txt").write_text(
+        " aer banknote berlitz <unk> calloway \n pierre <unk> N years old will join the board \n"
+    )
     from dataclasses import replace
 
     monkeypatch.setitem(corpora.CORPORA, "ptb", replace(corpora.PTB, urls=((site / "ptb.train.txt").as_uri(),)))
     sentences = corpora.load("ptb", tmp_path / "cache")
-    assert sentences == [["aer", "banknote", "berlitz", "<unk>", "calloway"], ["pierre", "<unk>", "N", "years", "old", "will", "join", "the", "board"]]
+    assert sentences == [
+        ["aer", "banknote", "berlitz", "<unk>", "calloway"],
+        ["pierre", "<unk>", "N", "years", "old", "will", "join", "the", "board"],
+    ]
     (site / "ptb.train.txt").write_text("This is not PTB.\n")
     with pytest.raises(Exception, match="no <unk> token"):
         corpora.load("ptb", tmp_path / "other-cache")
 
 
-# ----- bad input ---------------------------------------------------------------------------------------------------------
+# ----- bad input ------------------------------------------------------------------------------------------------------
+
 
 def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
     from isoflow.cli import main
@@ -242,7 +273,10 @@ def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
         (["--model", "minilm", "--corpus", str(empty)], "empty.txt: the corpus is empty"),
         (["--model", "minilm", "--corpus", str(binary)], "model.bin: is not a text file"),
         (["--model", "minilm", "--corpus", "penn"], "unknown corpus 'penn'"),
-        (["--model", "minilm", "--corpus", "brown", "--max-tokens", "300", "--view-layer", "9"], "view layer 9 is out of range: minilm has layers 0..6"),
+        (
+            ["--model", "minilm", "--corpus", "brown", "--max-tokens", "300", "--view-layer", "9"],
+            "view layer 9 is out of range: minilm has layers 0..6",
+        ),
         (["--model", "minilm", "--corpus", "brown", "--max-tokens", "50"], "fewer than LID's 100 neighbours + 1"),
         (["--model", "bert-base-uncased", "--corpus", "brown"], "cannot be reached"),
     ]
@@ -263,20 +297,34 @@ def test_a_model_without_hidden_states_is_refused(minilm):
 
 
 def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
-    out = run_layers("glove-50d", "brown", settings=LayerSettings(max_tokens=2000, k_lid=20, k_max=4), data_dir=tmp_path,
-                     mirror=shared_mirror, device="cpu", progress=False)
+    out = run_layers(
+        "glove-50d",
+        "brown",
+        settings=LayerSettings(max_tokens=2000, k_lid=20, k_max=4),
+        data_dir=tmp_path,
+        mirror=shared_mirror,
+        device="cpu",
+        progress=False,
+    )
     table = pd.read_parquet(out / "layers.parquet")
     meta = json.loads((out / "meta.json").read_text())
-    assert len(table) == 1 and meta["static"] and table["n_points"].iloc[0] == table["n_types"].iloc[0] == meta["n_points"]
+    assert (
+        len(table) == 1 and meta["static"] and table["n_points"].iloc[0] == table["n_types"].iloc[0] == meta["n_points"]
+    )
     assert np.isnan(table["s_intra"].iloc[0])  # one instance per type: no intra-type pairs
 
 
-# ----- the workflow section ------------------------------------------------------------------------------------------------
+# ----- the workflow section -------------------------------------------------------------------------------------------
+
 
 def test_workflow_layers_section_plans(tmp_path):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     out = sh(["snakemake", "-n", "layers", *where], ROOT).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
-    assert counts["layers_run"] == (4 + 1) * 2 and counts["layers_report"] == 1  # (minilm, mpnet, 2 plain LMs, glove) x 2 corpora
-    bad = sh(["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"], ROOT, check=False)
+    assert (
+        counts["layers_run"] == (4 + 1) * 2 and counts["layers_report"] == 1
+    )  # (minilm, mpnet, 2 plain LMs, glove) x 2 corpora
+    bad = sh(
+        ["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"], ROOT, check=False
+    )
     assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr

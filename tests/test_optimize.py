@@ -19,7 +19,14 @@ from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
 from isoflow.optimize import OptimizationError, Settings, optimize, run_optimize, trajectory_path
-from isoflow.optimize.report import LABEL_CENTRED, analyze, correlations, label_centred_summary, load_trajectories, log_normalised_isoscore
+from isoflow.optimize.report import (
+    LABEL_CENTRED,
+    analyze,
+    correlations,
+    label_centred_summary,
+    load_trajectories,
+    log_normalised_isoscore,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +35,10 @@ def small(tmp_path_factory, shared_mirror):
     data = tmp_path_factory.mktemp("data")
     full = read_task(prepare("polarity", data_dir=data, mirror=shared_mirror, progress=False))
     texts, labels = full.items["text"].tolist(), full.examples["label"].tolist()  # negatives first, then positives
-    write_task(build_task("polarity-300", texts[:150] + texts[-150:], labels[:150] + labels[-150:]), data / "tasks/polarity-300")
+    write_task(
+        build_task("polarity-300", texts[:150] + texts[-150:], labels[:150] + labels[-150:]),
+        data / "tasks/polarity-300",
+    )
     prepare("glue/wnli", data_dir=data, mirror=shared_mirror, progress=False)
     prepare("supersense", data_dir=data, mirror=shared_mirror, vocab="glove-50d", n_words=300, progress=False)
     encode("minilm", "polarity-300", data_dir=data, progress=False, device="cpu")
@@ -74,7 +84,9 @@ def test_pairs_and_multilabel(small):
 
 def test_same_seed_same_trajectory_on_cpu(small):
     task, emb = load(small, "polarity-300", "minilm")
-    runs = [optimize(task, emb, Settings("p", "m", seed=s, steps=15, sample_cap=200), progress=False) for s in (3, 3, 4)]
+    runs = [
+        optimize(task, emb, Settings("p", "m", seed=s, steps=15, sample_cap=200), progress=False) for s in (3, 3, 4)
+    ]
     for col in ("loss", "accuracy", "silhouette", "isoscore"):
         np.testing.assert_array_equal(runs[0].records[col], runs[1].records[col])
     assert not np.array_equal(runs[0].records["loss"], runs[2].records["loss"])
@@ -92,7 +104,12 @@ def test_sampling_above_cap(small):
 
 def test_extra_metrics_every_k(small):
     task, emb = load(small, "supersense", "glove-50d")
-    traj = optimize(task, emb, Settings("s", "g", seed=0, steps=6, extra_every=3, extra_metrics=("cosine_anisotropy",)), progress=False)
+    traj = optimize(
+        task,
+        emb,
+        Settings("s", "g", seed=0, steps=6, extra_every=3, extra_metrics=("cosine_anisotropy",)),
+        progress=False,
+    )
     col = traj.records["cosine_anisotropy"]
     assert np.isfinite(col[[0, 3, 6]]).all() and np.isnan(col[[1, 2, 4, 5]]).all()
 
@@ -115,10 +132,23 @@ def test_bad_input(small):
 
 
 def test_run_writes_complete_records_only(small, tmp_path):
-    parquet, meta = run_optimize("polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False)
+    parquet, meta = run_optimize(
+        "polarity-300", "minilm", 1, steps=5, data_dir=small, results=tmp_path, device="cpu", progress=False
+    )
     assert parquet == trajectory_path("polarity-300", "minilm", 1, tmp_path).with_suffix(".parquet")
     df = pd.read_parquet(parquet)
-    assert list(df.columns) == ["task", "model", "seed", "step", "loss", "accuracy", "silhouette", "isoscore", "isoscore_star", "istar_penalty"]
+    assert list(df.columns) == [
+        "task",
+        "model",
+        "seed",
+        "step",
+        "loss",
+        "accuracy",
+        "silhouette",
+        "isoscore",
+        "isoscore_star",
+        "istar_penalty",
+    ]
     info = json.loads(meta.read_text())
     assert_one_record_schema(info, "optimize")
     assert info["complete"] and info["settings"]["lr"] == 1e-3 and info["settings"]["betas"] == [0.9, 0.999]
@@ -134,7 +164,15 @@ def test_run_writes_complete_records_only(small, tmp_path):
     with pytest.raises(ValueError, match="unknown task 'imdb' .*known: polarity, snli"):
         run_optimize("imdb", "minilm", 0, steps=2, data_dir=small, results=tmp_path)
     with pytest.raises(ValueError, match="CUDA is not available|unknown device"):
-        run_optimize("polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cuda:7" if not torch.cuda.is_available() else "tpu")
+        run_optimize(
+            "polarity-300",
+            "minilm",
+            0,
+            steps=2,
+            data_dir=small,
+            results=tmp_path,
+            device="cuda:7" if not torch.cuda.is_available() else "tpu",
+        )
 
 
 INTERRUPT_AT_STEP = """
@@ -168,23 +206,42 @@ if sys.argv[3] == "cli":
     from isoflow.cli import main
     raise SystemExit(main(sys.argv[4:]))
 from isoflow.optimize import run_optimize
-run_optimize("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6], progress=False)
+run_optimize("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6],
+progress=False)
 """
 
 
 def interrupt_at(step: int, mode: str, *args: str):
-    return subprocess.run([sys.executable, "-c", INTERRUPT_AT_STEP, mode, str(step), *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", INTERRUPT_AT_STEP, mode, str(step), *args], capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.parametrize("mode", ["plain", "swallowed"])
 def test_interrupted_run_leaves_no_record(small, tmp_path, mode):
     """Ctrl-C at update 3 (deterministic: raised by a hook at that step, not by a timer): one clear line, rc 130, no
     record -- also when the KeyboardInterrupt is dropped on the way, as Python drops one raised in a finaliser."""
-    argv = ["optimize", "--task", "polarity-300", "--model", "minilm", "--steps", "1000", "--data-dir", str(small),
-            "--results", str(tmp_path), "--device", "cpu", "--quiet"]
+    argv = [
+        "optimize",
+        "--task",
+        "polarity-300",
+        "--model",
+        "minilm",
+        "--steps",
+        "1000",
+        "--data-dir",
+        str(small),
+        "--results",
+        str(tmp_path),
+        "--device",
+        "cpu",
+        "--quiet",
+    ]
     p = interrupt_at(3, mode, "cli", *argv)
     assert p.returncode == 130, p.stderr
-    assert p.stderr.strip().splitlines() == ["isoflow optimize: interrupted; nothing was written (outputs appear only once complete)"]
+    assert p.stderr.strip().splitlines() == [
+        "isoflow optimize: interrupted; nothing was written (outputs appear only once complete)"
+    ]
     assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.json"))
 
 
@@ -198,8 +255,12 @@ def test_dropped_interrupt_is_lost_without_the_cli_handler(small, tmp_path):
 
 def test_analysis_outputs(small, tmp_path, capsys):
     for seed in (0, 1):
-        run_optimize("polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False)
-        run_optimize("glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False)
+        run_optimize(
+            "polarity-300", "minilm", seed, steps=20, data_dir=small, results=tmp_path, device="cpu", progress=False
+        )
+        run_optimize(
+            "glue/wnli", "minilm", seed, steps=10, data_dir=small, results=tmp_path, device="cpu", progress=False
+        )
     traj, info = load_trajectories(tmp_path)
     runs, summary = correlations(traj)
     assert len(runs) == 4 and set(summary["seeds"]) == {2}
@@ -211,14 +272,33 @@ def test_analysis_outputs(small, tmp_path, capsys):
     ln = log_normalised_isoscore(traj)
     assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
     written = {p.name for p in analyze(tmp_path)}
-    assert {"correlations.csv", "correlations.md", "correlations.tex", "correlations_glue.md", "table1_sizes.md", "table2_sizes_glue.tex",
-            "silhouette.png", "log_isoscore.pdf", "silhouette_vs_isoscore.png"} <= written
+    assert {
+        "correlations.csv",
+        "correlations.md",
+        "correlations.tex",
+        "correlations_glue.md",
+        "table1_sizes.md",
+        "table2_sizes_glue.tex",
+        "silhouette.png",
+        "log_isoscore.pdf",
+        "silhouette_vs_isoscore.png",
+    } <= written
     sizes = pd.read_csv(tmp_path / "optimize/tables/table1_sizes.csv")
     assert sizes.loc[0, "n_params"] == 300 * 384 + 384 * 2 + 2
     # The workflow's two steps (optimize-aggregate -> optimize-report) give the same tables as `analyze`.
     staged = tmp_path / "staged"
-    for argv in (["optimize-aggregate", "--results", str(tmp_path), "--out", str(staged / "agg")],
-                 ["optimize-report", "--aggregate", str(staged / "agg"), "--tables", str(staged / "tables"), "--figures", str(staged / "figures")]):
+    for argv in (
+        ["optimize-aggregate", "--results", str(tmp_path), "--out", str(staged / "agg")],
+        [
+            "optimize-report",
+            "--aggregate",
+            str(staged / "agg"),
+            "--tables",
+            str(staged / "tables"),
+            "--figures",
+            str(staged / "figures"),
+        ],
+    ):
         assert main(argv) == 0
     for name in ("correlations.csv", "correlations_glue.csv", "table2_sizes_glue.csv"):
         assert (staged / "tables" / name).read_text() == (tmp_path / "optimize/tables" / name).read_text()
@@ -238,26 +318,44 @@ def test_label_centred_metrics_every_k(small):
     task, emb = load(small, "polarity-300", "minilm")
     traj = optimize(task, emb, Settings("p", "m", seed=0, steps=6, label_centred_every=3), progress=False)
     rec = traj.records
-    assert np.isfinite(rec["isoscore_label_centred"][[0, 3, 6]]).all() and np.isnan(rec["isoscore_label_centred"][[1, 2, 4, 5]]).all()
+    assert (
+        np.isfinite(rec["isoscore_label_centred"][[0, 3, 6]]).all()
+        and np.isnan(rec["isoscore_label_centred"][[1, 2, 4, 5]]).all()
+    )
     y = task.examples["label"].to_numpy()
     centred = emb.astype(np.float64).copy()
     for lab in np.unique(y):
         centred[y == lab] -= centred[y == lab].mean(axis=0)
     assert rec["isoscore_label_centred"][0] == pytest.approx(isoscore(centred), abs=1e-6)
     assert rec["isoscore_classified"][0] == pytest.approx(isoscore(emb), abs=1e-6)
-    brute = np.mean([np.mean((U @ U.T)[~np.eye(len(U), dtype=bool)]) for U in
-                     (emb[y == lab] / np.linalg.norm(emb[y == lab], axis=1, keepdims=True) for lab in np.unique(y))])
+    brute = np.mean(
+        [
+            np.mean((U @ U.T)[~np.eye(len(U), dtype=bool)])
+            for U in (emb[y == lab] / np.linalg.norm(emb[y == lab], axis=1, keepdims=True) for lab in np.unique(y))
+        ]
+    )
     assert rec["s_intra_label"][0] == pytest.approx(brute, abs=1e-6)
 
 
 def test_label_centred_summary_takes_seed_means_at_the_first_and_last_measured_update():
     nan = np.nan
     rows = []
-    for seed, glob, centred, intra in [(0, [0.5, nan, 0.3, nan, 0.1], [0.6, nan, 0.5, nan, 0.6], [0.2, nan, 0.3, nan, 0.4]),
-                                       (1, [0.7, nan, 0.5, nan, 0.3], [0.8, nan, 0.6, nan, 0.4], [0.4, nan, 0.5, nan, 0.6])]:
+    for seed, glob, centred, intra in [
+        (0, [0.5, nan, 0.3, nan, 0.1], [0.6, nan, 0.5, nan, 0.6], [0.2, nan, 0.3, nan, 0.4]),
+        (1, [0.7, nan, 0.5, nan, 0.3], [0.8, nan, 0.6, nan, 0.4], [0.4, nan, 0.5, nan, 0.6]),
+    ]:
         for step in range(5):
-            rows.append({"task": "t", "model": "m", "seed": seed, "step": step, "isoscore_classified": glob[step],
-                         "isoscore_label_centred": centred[step], "s_intra_label": intra[step]})
+            rows.append(
+                {
+                    "task": "t",
+                    "model": "m",
+                    "seed": seed,
+                    "step": step,
+                    "isoscore_classified": glob[step],
+                    "isoscore_label_centred": centred[step],
+                    "s_intra_label": intra[step],
+                }
+            )
     table = label_centred_summary(pd.DataFrame(rows))
     assert len(table) == 1
     row = table.iloc[0]
@@ -274,8 +372,19 @@ def test_label_centred_summary_takes_seed_means_at_the_first_and_last_measured_u
 def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):
     from isoflow.optimize import run_seeds
 
-    grouped = run_seeds("glue/wnli", "minilm", [0, 1], steps=4, data_dir=small, results=tmp_path / "grouped", progress=False, device="cpu")
-    alone = run_optimize("glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu")
+    grouped = run_seeds(
+        "glue/wnli",
+        "minilm",
+        [0, 1],
+        steps=4,
+        data_dir=small,
+        results=tmp_path / "grouped",
+        progress=False,
+        device="cpu",
+    )
+    alone = run_optimize(
+        "glue/wnli", "minilm", 1, steps=4, data_dir=small, results=tmp_path / "alone", progress=False, device="cpu"
+    )
     assert grouped[1][0].read_bytes() == alone[0].read_bytes()  # the parquet, byte for byte
     a, b = (json.loads(p.read_text()) for p in (grouped[1][1], alone[1]))
     timing = {"setup_seconds", "loop_seconds", "seconds_per_update"}
@@ -296,4 +405,7 @@ def test_progress_lines_in_a_log(small, capsys):
     # nearest multiple of 10).
     for line in out[1:]:
         step = int(line.split(": ")[1].split("/")[0])
-        assert f"sil={traj.records['silhouette'][step]:.4f}" in line and f"iso={traj.records['isoscore'][step]:.4f}" in line, line
+        assert (
+            f"sil={traj.records['silhouette'][step]:.4f}" in line
+            and f"iso={traj.records['isoscore'][step]:.4f}" in line
+        ), line

@@ -15,23 +15,40 @@ from isoflow.cli import main
 from isoflow.datasets import from_file, prepare, read_task
 from isoflow.embed import encode, load_embeddings
 
-ROWS = [("A fine, funny film.", "pos"), ("Dull and long.", "neg"), ("I loved the cast", "pos"), ("The plot was bad", "neg"),
-        ("a good story", "pos"), ("not funny at all", "neg"), ("very good actors", "pos"), ("it was very dull", "neg")] * 3
+ROWS = [
+    ("A fine, funny film.", "pos"),
+    ("Dull and long.", "neg"),
+    ("I loved the cast", "pos"),
+    ("The plot was bad", "neg"),
+    ("a good story", "pos"),
+    ("not funny at all", "neg"),
+    ("very good actors", "pos"),
+    ("it was very dull", "neg"),
+] * 3
 
 
 @pytest.fixture
 def reviews_csv(tmp_path):
     path = tmp_path / "reviews.csv"
-    pd.DataFrame({"id": range(len(ROWS)), "sentence": [r[0] + f" {i}" for i, r in enumerate(ROWS)],
-                  "stars": [5 if r[1] == "pos" else 1 for r in ROWS]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {
+            "id": range(len(ROWS)),
+            "sentence": [r[0] + f" {i}" for i, r in enumerate(ROWS)],
+            "stars": [5 if r[1] == "pos" else 1 for r in ROWS],
+        }
+    ).to_csv(path, index=False)
     return path
 
 
 def test_a_csv_becomes_a_task(reviews_csv, tmp_path):
-    out = prepare("reviews", data_dir=tmp_path / "data", from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
+    out = prepare(
+        "reviews", data_dir=tmp_path / "data", from_file={"path": reviews_csv, "text": "sentence", "label": "stars"}
+    )
     task = read_task(out)
     meta = task.meta()
-    assert out == tmp_path / "data/tasks/reviews" and meta["label_names"] == ["1", "5"] and meta["n_examples"] == len(ROWS)
+    assert (
+        out == tmp_path / "data/tasks/reviews" and meta["label_names"] == ["1", "5"] and meta["n_examples"] == len(ROWS)
+    )
     assert meta["sources"][0]["path"] == str(reviews_csv.resolve()) and len(meta["sources"][0]["sha256"]) == 64
     assert meta["from_file"] == {"text": "sentence", "text_b": None, "label": "stars", "label_sep": None}
     assert task.items["text"].iloc[0] == "A fine, funny film. 0"
@@ -39,7 +56,11 @@ def test_a_csv_becomes_a_task(reviews_csv, tmp_path):
 
 def test_pairs_multilabel_and_other_formats(tmp_path):
     pairs = tmp_path / "nli.jsonl"
-    pairs.write_text("\n".join(json.dumps({"p": f"premise {i}", "h": f"hypothesis {i % 3}", "y": ["yes", "no"][i % 2]}) for i in range(6)))
+    pairs.write_text(
+        "\n".join(
+            json.dumps({"p": f"premise {i}", "h": f"hypothesis {i % 3}", "y": ["yes", "no"][i % 2]}) for i in range(6)
+        )
+    )
     task = from_file("my-nli", pairs, text="p", text_b="h", label="y")
     assert task.pair and len(task.items) == 6 + 3 and task.label_names == ["no", "yes"]
     tags = tmp_path / "docs.tsv"
@@ -51,16 +72,40 @@ def test_pairs_multilabel_and_other_formats(tmp_path):
     assert from_file("ints", pq, text="t", label="l").label_names == ["0", "1"]
 
 
-@pytest.mark.parametrize("content, args, message", [
-    ("sentence,stars\nA,5\n", {"text": "text", "label": "stars"}, r"no column 'text' \(it has: sentence, stars\); name the right one with --text"),
-    ("sentence,stars\nA,5\n ,1\n", {"text": "sentence", "label": "stars"}, r"row 2, column 'sentence': empty text"),
-    ("sentence,stars\nA,5\nB,\n", {"text": "sentence", "label": "stars"}, r"row 2, column 'stars': no label"),
-    ("sentence,stars\nA,5\nB,5\n", {"text": "sentence", "label": "stars"}, r"column 'stars' holds a single class \('5'\)"),
-])
+@pytest.mark.parametrize(
+    "content, args, message",
+    [
+        (
+            "sentence,stars\nA,5\n",
+            {"text": "text", "label": "stars"},
+            r"no column 'text' \(it has: sentence, stars\); name the right one with --text",
+        ),
+        ("sentence,stars\nA,5\n ,1\n", {"text": "sentence", "label": "stars"}, r"row 2, column 'sentence': empty text"),
+        ("sentence,stars\nA,5\nB,\n", {"text": "sentence", "label": "stars"}, r"row 2, column 'stars': no label"),
+        (
+            "sentence,stars\nA,5\nB,5\n",
+            {"text": "sentence", "label": "stars"},
+            r"column 'stars' holds a single class \('5'\)",
+        ),
+    ],
+)
 def test_bad_files_get_one_line(tmp_path, content, args, message, capsys):
     path = tmp_path / "bad.csv"
     path.write_text(content)
-    rc = main(["prepare", "mine", "--from-file", str(path), "--text", args["text"], "--label", args["label"], "--data-dir", str(tmp_path)])
+    rc = main(
+        [
+            "prepare",
+            "mine",
+            "--from-file",
+            str(path),
+            "--text",
+            args["text"],
+            "--label",
+            args["label"],
+            "--data-dir",
+            str(tmp_path),
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and str(path) in err[0]
     assert pytest.importorskip("re").search(message, err[0]), err[0]
@@ -92,7 +137,11 @@ def test_a_local_model_encodes_a_task(kind, request, reviews_csv, tmp_path):
     prepare("reviews", data_dir=data, from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
     out = encode(str(folder), "reviews", data_dir=data, device="cpu", progress=False)
     emb, meta = load_embeddings(out)
-    assert out == data / "embeddings" / folder.name / "reviews" and meta["model"] == folder.name and emb.shape == (len(ROWS), 32)
+    assert (
+        out == data / "embeddings" / folder.name / "reviews"
+        and meta["model"] == folder.name
+        and emb.shape == (len(ROWS), 32)
+    )
     assert meta["source"]["path"] == str(folder) and meta["source"]["weights_sha256"]
     texts = read_task(data / "tasks/reviews").items["text"].tolist()
     ref = _mean_pool(folder, texts)
@@ -110,7 +159,9 @@ def test_a_model_folder_without_weights_is_refused(tiny_bert, tmp_path, reviews_
     shutil.copytree(tiny_bert, broken)
     for f in broken.glob("*.safetensors"):
         f.unlink()
-    prepare("reviews", data_dir=tmp_path / "data", from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
+    prepare(
+        "reviews", data_dir=tmp_path / "data", from_file={"path": reviews_csv, "text": "sentence", "label": "stars"}
+    )
     with pytest.raises(RuntimeError, match="no weight files"):
         encode(str(broken), "reviews", data_dir=tmp_path / "data", device="cpu", progress=False)
 
@@ -123,8 +174,26 @@ def test_layers_of_a_local_model(kind, states, request, tmp_path):
 
     rng = np.random.default_rng(0)  # varied contexts: a word's states differ from sentence to sentence
     corpus.write_text("\n".join(" ".join(rng.choice(WORDS, size=rng.integers(5, 12))) for _ in range(120)) + "\n")
-    rc = main(["layers", "--model", str(folder), "--corpus", str(corpus), "--max-tokens", "300", "--results", str(tmp_path / "results"),
-               "--k-lid", "5", "--sample-cap", "300", "--device", "cpu", "--quiet"])
+    rc = main(
+        [
+            "layers",
+            "--model",
+            str(folder),
+            "--corpus",
+            str(corpus),
+            "--max-tokens",
+            "300",
+            "--results",
+            str(tmp_path / "results"),
+            "--k-lid",
+            "5",
+            "--sample-cap",
+            "300",
+            "--device",
+            "cpu",
+            "--quiet",
+        ]
+    )
     assert rc == 0
     out = tmp_path / "results/layers/runs" / folder.name / "corpus"
     table = pd.read_parquet(out / "layers.parquet")
@@ -138,11 +207,26 @@ def test_finetune_a_local_model(tiny_sentence_transformer, reviews_csv, tmp_path
 
     data = tmp_path / "data"
     prepare("reviews", data_dir=data, from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
-    parquet, record = run_finetune("reviews", str(tiny_sentence_transformer), 0, data_dir=data, results=tmp_path / "results", device="cpu",
-                                   progress=False, istar_lambda=-1.0, epochs=1, batch_size=8, heldout_fraction=0.25, shrinkage_points=200,
-                                   model_name="tiny")
+    parquet, record = run_finetune(
+        "reviews",
+        str(tiny_sentence_transformer),
+        0,
+        data_dir=data,
+        results=tmp_path / "results",
+        device="cpu",
+        progress=False,
+        istar_lambda=-1.0,
+        epochs=1,
+        batch_size=8,
+        heldout_fraction=0.25,
+        shrinkage_points=200,
+        model_name="tiny",
+    )
     info = json.loads(record.read_text())
-    assert parquet == tmp_path / "results/finetune/runs/reviews/tiny/istar-1/seed0.parquet" and info["settings"]["model"] == "tiny"
+    assert (
+        parquet == tmp_path / "results/finetune/runs/reviews/tiny/istar-1/seed0.parquet"
+        and info["settings"]["model"] == "tiny"
+    )
     assert info["source"]["path"] == str(tiny_sentence_transformer) and len(pd.read_parquet(parquet)) == 2
 
 
@@ -151,19 +235,83 @@ def test_embeddings_made_elsewhere_are_imported_and_optimised(reviews_csv, tmp_p
     prepare("reviews", data_dir=data, from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
     rows = np.random.default_rng(0).normal(size=(len(ROWS), 12))
     np.savez(tmp_path / "mine.npz", vectors=rows, ids=np.arange(len(ROWS)))
-    assert main(["import-embeddings", str(tmp_path / "mine.npz"), "--key", "vectors", "--task", "reviews", "--model", "my-encoder",
-                 "--data-dir", str(data)]) == 0
+    assert (
+        main(
+            [
+                "import-embeddings",
+                str(tmp_path / "mine.npz"),
+                "--key",
+                "vectors",
+                "--task",
+                "reviews",
+                "--model",
+                "my-encoder",
+                "--data-dir",
+                str(data),
+            ]
+        )
+        == 0
+    )
     emb, meta = load_embeddings(data / "embeddings/my-encoder/reviews")
-    assert np.array_equal(emb, rows.astype(np.float32)) and meta["source"]["path"] == str((tmp_path / "mine.npz").resolve())
-    assert main(["optimize", "--task", "reviews", "--model", "my-encoder", "--data-dir", str(data), "--steps", "3", "--results",
-                 str(tmp_path / "results"), "--quiet", "--istar", "-1"]) == 0
+    assert np.array_equal(emb, rows.astype(np.float32)) and meta["source"]["path"] == str(
+        (tmp_path / "mine.npz").resolve()
+    )
+    assert (
+        main(
+            [
+                "optimize",
+                "--task",
+                "reviews",
+                "--model",
+                "my-encoder",
+                "--data-dir",
+                str(data),
+                "--steps",
+                "3",
+                "--results",
+                str(tmp_path / "results"),
+                "--quiet",
+                "--istar",
+                "-1",
+            ]
+        )
+        == 0
+    )
     assert (tmp_path / "results/istar/runs/reviews/my-encoder/istar-1/seed0.json").is_file()
     capsys.readouterr()
     np.save(tmp_path / "nan.npy", np.where(np.arange(len(ROWS) * 12).reshape(len(ROWS), 12) == 30, np.nan, rows))
-    assert main(["import-embeddings", str(tmp_path / "nan.npy"), "--task", "reviews", "--model", "x", "--data-dir", str(data)]) == 2
+    assert (
+        main(
+            [
+                "import-embeddings",
+                str(tmp_path / "nan.npy"),
+                "--task",
+                "reviews",
+                "--model",
+                "x",
+                "--data-dir",
+                str(data),
+            ]
+        )
+        == 2
+    )
     assert "row 2 (of 1 rows) holds NaN or inf" in capsys.readouterr().err
     np.save(tmp_path / "short.npy", rows[:-1])
-    assert main(["import-embeddings", str(tmp_path / "short.npy"), "--task", "reviews", "--model", "x", "--data-dir", str(data)]) == 2
+    assert (
+        main(
+            [
+                "import-embeddings",
+                str(tmp_path / "short.npy"),
+                "--task",
+                "reviews",
+                "--model",
+                "x",
+                "--data-dir",
+                str(data),
+            ]
+        )
+        == 2
+    )
     assert f"{len(ROWS) - 1} rows, but task reviews has {len(ROWS)} items" in capsys.readouterr().err
     assert not (data / "embeddings/x").exists()
 
@@ -172,11 +320,31 @@ def test_geometry_reads_labels_by_column_and_refuses_pickles(tmp_path, capsys):
     X = np.random.default_rng(1).normal(size=(40, 5))
     np.save(tmp_path / "X.npy", X)
     pd.DataFrame({"id": range(40), "stars": ["a", "b"] * 20}).to_csv(tmp_path / "labels.csv", index=False)
-    assert main(["geometry", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "labels.csv"), "--labels-key", "stars",
-                 "--metrics", "silhouette", "--format", "json"]) == 0
+    assert (
+        main(
+            [
+                "geometry",
+                str(tmp_path / "X.npy"),
+                "--labels",
+                str(tmp_path / "labels.csv"),
+                "--labels-key",
+                "stars",
+                "--metrics",
+                "silhouette",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
     from sklearn.metrics import silhouette_score
 
-    assert json.loads(capsys.readouterr().out)["silhouette"] == pytest.approx(silhouette_score(X, ["a", "b"] * 20), abs=1e-9)
+    assert json.loads(capsys.readouterr().out)["silhouette"] == pytest.approx(
+        silhouette_score(X, ["a", "b"] * 20), abs=1e-9
+    )
     np.savez(tmp_path / "lab.npz", labels=np.array(["a", "b"] * 20, dtype=object))
-    assert main(["geometry", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "lab.npz"), "--metrics", "silhouette"]) == 2
+    assert (
+        main(["geometry", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "lab.npz"), "--metrics", "silhouette"])
+        == 2
+    )
     assert "array of Python objects, which isoflow does not unpickle" in capsys.readouterr().err

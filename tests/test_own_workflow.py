@@ -51,13 +51,20 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     assert imported["source"]["path"] == str((data / "vectors/reviews.npy").resolve()) and imported["dim"] == 32
 
     correlations = pd.read_csv(results / "optimize/tables/correlations.csv")
-    assert sorted(zip(correlations["task"], correlations["model"])) == [("reviews", "bag-of-words"), ("reviews", "tiny-bert")]
+    assert sorted(zip(correlations["task"], correlations["model"])) == [
+        ("reviews", "bag-of-words"),
+        ("reviews", "tiny-bert"),
+    ]
     assert (correlations["seeds"] == 2).all() and (correlations["setup"].str.startswith("not in the paper")).all()
     istar = pd.read_csv(results / "istar/tables/istar.csv")
     assert sorted(istar["lambda"]) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
     layers = json.loads((results / "layers/runs/tiny-bert/notes/meta.json").read_text())
     assert layers["n_layers"] == 3 and layers["model"] == "tiny-bert"  # the embeddings and 2 transformer layers
-    assert sorted(pd.read_csv(results / "layers/tables/layers.csv")["model"].unique()) == ["plain-notes-bert", "plain-notes-gpt2", "tiny-bert"]
+    assert sorted(pd.read_csv(results / "layers/tables/layers.csv")["model"].unique()) == [
+        "plain-notes-bert",
+        "plain-notes-gpt2",
+        "tiny-bert",
+    ]
     corpus = json.loads((data / "pretrain/corpus/corpus.json").read_text())
     assert corpus["excluded_tasks"][str(data / "tasks/reviews")] == {"texts": 120, "splits": ["prepared"]}
     assert corpus["sources"]["examples/own/corpus.txt"]["read"]["documents"] == 80  # one document per line
@@ -68,11 +75,20 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     plain = json.loads((results / "layers/runs/plain-notes-gpt2/notes/meta.json").read_text())
     assert plain["n_layers"] == 3 and plain["model"] == "plain-notes-gpt2"
     finetune = pd.read_csv(results / "finetune/tables/finetune.csv")
-    assert sorted(zip(finetune["reg"], finetune["lambda"])) == [("cosreg", 0.0), ("istar", -1.0), ("istar", 0.0), ("istar", 1.0)]
+    assert sorted(zip(finetune["reg"], finetune["lambda"])) == [
+        ("cosreg", 0.0),
+        ("istar", -1.0),
+        ("istar", 0.0),
+        ("istar", 1.0),
+    ]
     run = json.loads((results / "finetune/runs/reviews/tiny-bert/istar-1/seed0.json").read_text())
     assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24 and run["n_train"] == 96
-    for section, name in (("optimize", "silhouette_vs_isoscore"), ("istar", "istar_performance"), ("layers", "layers_isoscore"),
-                          ("finetune", "finetune_baselines")):
+    for section, name in (
+        ("optimize", "silhouette_vs_isoscore"),
+        ("istar", "istar_performance"),
+        ("layers", "layers_isoscore"),
+        ("finetune", "finetune_baselines"),
+    ):
         assert (results / section / f"figures/{name}.png").stat().st_size > 10_000
     assert (results / "pretrain/figures/pretrain_curves.png").stat().st_size > 10_000
 
@@ -89,7 +105,7 @@ def test_the_html_report_holds_the_own_tables_and_figures(own_checkout, tmp_path
 
 @pytest.mark.slow
 def test_own_files_are_declared_inputs(own_checkout, tmp_path):
-    """Editing a file re-runs exactly the jobs that read it (Snakemake compares contents: touching alone re-runs nothing)."""
+    """Editing a file re-runs exactly the jobs that read it (Snakemake compares contents: a touch re-runs nothing)."""
     repo = tmp_path / "isoflow"
     shutil.copytree(own_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
     assert "Nothing to be done" in snakemake("-n", cwd=repo).stdout
@@ -99,12 +115,25 @@ def test_own_files_are_declared_inputs(own_checkout, tmp_path):
             fh.write(data)
 
     append("examples/own/corpus.txt", b"i think the cast was warm .\n")
-    # the corpus is both the layer analysis' and the pretraining's: the plain models are trained again and analysed again
-    assert planned(repo) == {"layers_run": 3, "layers_report": 1, "pretrain_corpus": 1, "pretrain_model": 2, "pretrain_report": 1, "all": 1}
+    # the corpus is both the layer analysis' and the pretraining's: the plain models are trained again and analysed
+    # again
+    assert planned(repo) == {
+        "layers_run": 3,
+        "layers_report": 1,
+        "pretrain_corpus": 1,
+        "pretrain_model": 2,
+        "pretrain_report": 1,
+        "all": 1,
+    }
     vectors = repo / "data/own-example/vectors/reviews.npy"
     np.save(vectors, np.load(vectors) + 1.0)
     jobs = planned(repo)
-    assert jobs["import_embeddings"] == 1 and jobs["optimize_run"] == 1 and "encode" not in jobs and "finetune_run" not in jobs
+    assert (
+        jobs["import_embeddings"] == 1
+        and jobs["optimize_run"] == 1
+        and "encode" not in jobs
+        and "finetune_run" not in jobs
+    )
     append("examples/own/reviews.csv", b"121,the plot was warm .,positive\n")
     jobs = planned(repo)
     assert jobs["prepare"] == 1 and jobs["encode"] == 1 and jobs["finetune_run"] == 4 and jobs["istar_run"] == 2
@@ -124,28 +153,55 @@ def _config(tmp_path, changes: dict) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"paper": [{"task": "my-reviews", "model": "tiny-bert"}]},
-     "config: paper[].task names 'my-reviews', which is neither a built-in task nor declared under own"),
-    ({"own.tasks.polarity": {"file": "x.csv", "text": "t", "label": "l"}},
-     "config: own.tasks.polarity is the name of a built-in one; rename it (e.g. my-polarity)"),
-    ({"finetune.models": ["bag-of-words"]},
-     "config: finetune.models names 'bag-of-words', vectors made elsewhere (no encoder to run)"),
-    ({"istar.tasks": ["reviews", "polarity"], "istar.models": ["bag-of-words"]},
-     "config: own.models.bag-of-words.embeddings has no file for task 'polarity'"),
-    ({"layers.corpora": ["diary"]}, "config: layers.corpora names 'diary', which is neither a built-in corpus nor declared under own"),
-    ({"pretrain.corpus.exclude_tasks": ["diary"]},
-     "config: pretrain.corpus.exclude_tasks names 'diary', which is neither a built-in sentence task nor declared under own"),
-    ({"pretrain.models.minilm": {"objective": "masked"}}, "config: pretrain.models.minilm has the name of a built-in model"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"paper": [{"task": "my-reviews", "model": "tiny-bert"}]},
+            "config: paper[].task names 'my-reviews', which is neither a built-in task nor declared under own",
+        ),
+        (
+            {"own.tasks.polarity": {"file": "x.csv", "text": "t", "label": "l"}},
+            "config: own.tasks.polarity is the name of a built-in one; rename it (e.g. my-polarity)",
+        ),
+        (
+            {"finetune.models": ["bag-of-words"]},
+            "config: finetune.models names 'bag-of-words', vectors made elsewhere (no encoder to run)",
+        ),
+        (
+            {"istar.tasks": ["reviews", "polarity"], "istar.models": ["bag-of-words"]},
+            "config: own.models.bag-of-words.embeddings has no file for task 'polarity'",
+        ),
+        (
+            {"layers.corpora": ["diary"]},
+            "config: layers.corpora names 'diary', which is neither a built-in corpus nor declared under own",
+        ),
+        (
+            {"pretrain.corpus.exclude_tasks": ["diary"]},
+            "config: pretrain.corpus.exclude_tasks names 'diary', which is neither a built-in sentence task nor "
+            "declared under own",
+        ),
+        (
+            {"pretrain.models.minilm": {"objective": "masked"}},
+            "config: pretrain.models.minilm has the name of a built-in model",
+        ),
+    ],
+)
 def test_a_config_naming_what_it_does_not_declare_is_refused(tmp_path, changes, message):
     p = sh(["snakemake", "-n", "--configfile", _config(tmp_path, changes)], ROOT, check=False)
     assert p.returncode != 0 and message in p.stderr + p.stdout, p.stderr[-2000:]
 
 
 def test_a_model_folder_not_there_is_named(tmp_path):
-    config = _config(tmp_path, {"own.models.mine": {"path": str(tmp_path / "nowhere")}, "layers.models": ["mine"],
-                                "data_dir": str(tmp_path / "data"), "results_dir": str(tmp_path / "results")})
+    config = _config(
+        tmp_path,
+        {
+            "own.models.mine": {"path": str(tmp_path / "nowhere")},
+            "layers.models": ["mine"],
+            "data_dir": str(tmp_path / "data"),
+            "results_dir": str(tmp_path / "results"),
+        },
+    )
     p = sh(["snakemake", "layers", "-n", "--configfile", config], ROOT, check=False)
     assert p.returncode != 0 and "Missing input files for rule layers_run" in p.stdout + p.stderr
     assert str(tmp_path / "nowhere" / "config.json") in p.stdout + p.stderr

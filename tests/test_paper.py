@@ -13,9 +13,12 @@ def test_every_glue_row_of_table_3_and_table_2():
     assert len(paper.GLUE_CORRELATIONS) == 24 == len(paper.GLUE_MODELS) * len(paper.GLUE_ITEMS)
     rs = [r for r, _ in paper.GLUE_CORRELATIONS.values()]
     rhos = [rho for _, rho in paper.GLUE_CORRELATIONS.values()]
-    assert max(rs) == pytest.approx(-0.8386, abs=1e-4) and min(rs) == pytest.approx(-0.9397, abs=1e-4)  # "r from -0.838 to -0.94"
+    assert max(rs) == pytest.approx(-0.8386, abs=1e-4) and min(rs) == pytest.approx(
+        -0.9397, abs=1e-4
+    )  # "r from -0.838 to -0.94"
     assert max(rhos) < -0.966  # "Spearman's rho always below -0.966"
-    # Table 2's parameter counts are distinct sentences x d + classifier (pairs: 2d -> k): WNLI's 925 distinct sentences;
+    # Table 2's parameter counts are distinct sentences x d + classifier (pairs: 2d -> k): WNLI's 925 distinct
+    # sentences;
     # CoLA's 8,551 examples hold 8,532 distinct sentences.
     assert paper.glue_params("glue/wnli", "minilm") == 925 * 384 + 768 * 2 + 2
     assert paper.glue_params("glue/cola", "minilm") == 8_532 * 384 + 384 * 2 + 2
@@ -35,11 +38,30 @@ def test_table_columns_carry_the_paper_value_and_the_difference():
     assert row["paper_pearson_r"] == paper.GLUE_CORRELATIONS[("mpnet", "rte")][0]
     assert row["delta_r"] == pytest.approx(-0.9 - row["paper_pearson_r"]) and row["paper_source"] == "App. A, Table 3"
     main = paper_columns("snli", "minilm", -0.877, -1.0, 1000)
-    assert main["paper_pearson_r"] == -0.878 and main["delta_r"] == pytest.approx(0.001) and main["paper_spearman_rho"] == "< -0.998"
-    info = pd.DataFrame([{"task": "snli", "model": "minilm", "n_items": 12_982, "n_examples": 9_842, "dim": 384, "n_labels": 3,
-                          "n_params": 12_982 * 384 + 768 * 3 + 3}])
+    assert (
+        main["paper_pearson_r"] == -0.878
+        and main["delta_r"] == pytest.approx(0.001)
+        and main["paper_spearman_rho"] == "< -0.998"
+    )
+    info = pd.DataFrame(
+        [
+            {
+                "task": "snli",
+                "model": "minilm",
+                "n_items": 12_982,
+                "n_examples": 9_842,
+                "dim": 384,
+                "n_labels": 3,
+                "n_params": 12_982 * 384 + 768 * 3 + 3,
+            }
+        ]
+    )
     table = sizes(info)
-    assert table.loc[0, "paper_n_items"] == 9_842 and table.loc[0, "delta_n_items"] == 0 and table.loc[0, "delta_n_params"] == 0
+    assert (
+        table.loc[0, "paper_n_items"] == 9_842
+        and table.loc[0, "delta_n_items"] == 0
+        and table.loc[0, "delta_n_params"] == 0
+    )
 
 
 def test_report_captions_quote_the_data_module():

@@ -1,4 +1,5 @@
-"""Plain language models of our own: the corpus without task text, the tokenizers, the objectives, the loop's resumption,
+"""Plain language models of our own: the corpus without task text, the tokenizers, the objectives, the loop's
+resumption,
 and the model folder every other command takes (tiny models and a few hundred sentences; never the published ones)."""
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from isoflow.pretrain.corpus import TaskText, build_corpus, decontaminate, split
 from isoflow.pretrain.settings import PretrainSettings
 from isoflow.pretrain.tokenizer import train_tokenizer
 
-WORDS = ("the cat sat on the mat while a dog slept near the warm fire and the rain fell on the roof of the old house "
-         "children played in the garden when the sun came out after lunch and their mother read a long book").split()
+WORDS = (
+    "the cat sat on the mat while a dog slept near the warm fire and the rain fell on the roof of the old house "
+    "children played in the garden when the sun came out after lunch and their mother read a long book"
+).split()
 
 
 def sentences(n: int, seed: int = 0) -> list[str]:
@@ -31,16 +34,32 @@ def write_corpus_text(path, n_docs: int = 40, per_doc: int = 8) -> None:
     path.write_text("\n\n".join("\n".join(text[i * per_doc : (i + 1) * per_doc]) for i in range(n_docs)) + "\n")
 
 
-TINY = dict(layers=2, hidden=32, heads=2, ffn=64, seq_len=32, vocab_size=400, batch_size=4, lr=1e-3, eval_every=3, eval_sequences=8,
-            checkpoint_every=2, log_every=2)
+TINY = dict(
+    layers=2,
+    hidden=32,
+    heads=2,
+    ffn=64,
+    seq_len=32,
+    vocab_size=400,
+    batch_size=4,
+    lr=1e-3,
+    eval_every=3,
+    eval_sequences=8,
+    checkpoint_every=2,
+    log_every=2,
+)
 
 
-# ----- the corpus ----------------------------------------------------------------------------------------------------
+# ----- the corpus -----------------------------------------------------------------------------------------------------
 
 
 def test_task_text_is_found_by_8_grams_and_short_texts_whole():
-    task = TaskText(["It is a truly remarkable film about the sea and its people", "a quiet little story unfolds", "bad film"])
-    assert task.overlaps("Critics said: it is a truly remarkable film about the sea, twice")  # an 8-gram, other case and punctuation
+    task = TaskText(
+        ["It is a truly remarkable film about the sea and its people", "a quiet little story unfolds", "bad film"]
+    )
+    assert task.overlaps(
+        "Critics said: it is a truly remarkable film about the sea, twice"
+    )  # an 8-gram, other case and punctuation
     assert not task.overlaps("It is a truly remarkable film about rivers")  # 7 words of the long text only
     assert task.overlaps("Then a quiet little story unfolds slowly .")  # a 5-word task text whole
     assert not task.overlaps("A quiet little story .")
@@ -49,7 +68,11 @@ def test_task_text_is_found_by_8_grams_and_short_texts_whole():
 
 def test_decontamination_drops_sentences_and_emptied_documents():
     task = TaskText(["one two three four five six seven eight"])
-    docs = [["keep me", "x one two three four five six seven eight y"], ["one two three four five six seven eight"], ["fine"]]
+    docs = [
+        ["keep me", "x one two three four five six seven eight y"],
+        ["one two three four five six seven eight"],
+        ["fine"],
+    ]
     kept, dropped = decontaminate(docs, task)
     assert kept == [["keep me"], ["fine"]] and dropped == 2
 
@@ -68,11 +91,16 @@ def test_wordnet_glosses_are_definitions_and_examples():
 
     wn = WordNet.from_dir(SYSTEM_DIRS[0])
     glosses = {key: (definition, examples) for key, definition, examples in wn.glosses()}
-    assert len(glosses) == 117_659  # WordNet 3.0's synsets: 82,115 nouns, 13,767 verbs, 18,156 adjectives, 3,621 adverbs
+    assert (
+        len(glosses) == 117_659
+    )  # WordNet 3.0's synsets: 82,115 nouns, 13,767 verbs, 18,156 adjectives, 3,621 adverbs
     line = next(ln for ln in (SYSTEM_DIRS[0] / "data.adv").read_text().splitlines() if " wrongfully " in ln)
     definition, examples = glosses[f"adv:{line.split()[0]}"]
     assert definition == "in an unjust or unfair manner"
-    assert examples == ["the employee claimed that she was wrongfully dismissed", "people who were wrongfully imprisoned should be released"]
+    assert examples == [
+        "the employee claimed that she was wrongfully dismissed",
+        "people who were wrongfully imprisoned should be released",
+    ]
 
 
 def test_corpus_excludes_a_task_sentence_and_records_what_it_did(tmp_path, shared_mirror):
@@ -80,8 +108,15 @@ def test_corpus_excludes_a_task_sentence_and_records_what_it_did(tmp_path, share
     source = tmp_path / "text.txt"
     write_corpus_text(source)
     source.write_text(source.read_text() + "\n" + polarity + "\nA sentence of its own that stays .\n")
-    out = build_corpus(tmp_path / "corpus", sources=[str(source)], exclude_tasks=["polarity", "glue/qqp"], data_dir=tmp_path / "data",
-                       mirror=shared_mirror, allow_download=False, log=lambda line: None)
+    out = build_corpus(
+        tmp_path / "corpus",
+        sources=[str(source)],
+        exclude_tasks=["polarity", "glue/qqp"],
+        data_dir=tmp_path / "data",
+        mirror=shared_mirror,
+        allow_download=False,
+        log=lambda line: None,
+    )
     text = (out / "train.txt").read_text() + (out / "heldout.txt").read_text()
     assert polarity not in text and "A sentence of its own that stays ." in text
     record = json.loads((out / "corpus.json").read_text())
@@ -99,7 +134,7 @@ def test_a_text_file_without_text_is_refused(tmp_path):
         text_file_documents(empty)
 
 
-# ----- tokenizers and objectives -----------------------------------------------------------------------------------
+# ----- tokenizers and objectives --------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +159,9 @@ def test_tokenizers_save_and_load_as_berts_and_gpt2s(tmp_path, wordpiece, bpe):
     assert type(gp).__name__ == "GPT2Tokenizer"
     assert gp.convert_ids_to_tokens(gp([["The", "cat"]], is_split_into_words=True)["input_ids"][0])[-1] == "Ġcat"
     plain = AutoTokenizer.from_pretrained(tmp_path / "bpe")
-    assert plain.decode(plain("The cat sat on the mat.")["input_ids"]) == "The cat sat on the mat."  # byte-level: lossless
+    assert (
+        plain.decode(plain("The cat sat on the mat.")["input_ids"]) == "The cat sat on the mat."
+    )  # byte-level: lossless
 
 
 @pytest.mark.parametrize("kind", ["wordpiece", "bpe"])
@@ -140,8 +177,21 @@ def test_wordpiece_is_bpe_over_word_starts_and_continuations():
     vocab = wordpiece_vocabulary(["Abab abab abba ab"] * 3, 40)
     # specials; the characters, sorted, as word starts then as continuations; then the merges by count: a + ##b (12
     # times), ##a + ##b (6: "abab" twice a line), ab + ##ab, ##b + ##a ("abba"), ab + ##ba. No "b": no word starts so.
-    assert list(sorted(vocab, key=vocab.get)) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "##a", "##b", "ab", "##ab",
-                                                  "abab", "##ba", "abba"]
+    assert list(sorted(vocab, key=vocab.get)) == [
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+        "a",
+        "##a",
+        "##b",
+        "ab",
+        "##ab",
+        "abab",
+        "##ba",
+        "abba",
+    ]
     tokenizer = train_tokenizer("wordpiece", ["Abab abab abba ab"] * 3, 40, 32)
     assert tokenizer.tokenize("ABBA abab ab ba") == ["abba", "abab", "ab", "[UNK]"]
 
@@ -169,7 +219,11 @@ def test_packing_keeps_the_text_in_order_with_separators(wordpiece, bpe):
 
     docs = [sentences(6, seed=i) for i in range(5)]
     seqs = pack(docs, wordpiece, "masked", 32)
-    assert seqs.shape[1] == 32 and (seqs[:, 0] == wordpiece.cls_token_id).all() and (seqs[:, -1] == wordpiece.sep_token_id).all()
+    assert (
+        seqs.shape[1] == 32
+        and (seqs[:, 0] == wordpiece.cls_token_id).all()
+        and (seqs[:, -1] == wordpiece.sep_token_id).all()
+    )
     stream = wordpiece.backend_tokenizer.encode(" ".join(docs[0]), add_special_tokens=False).ids
     assert seqs[0, 1:31].tolist() == stream[:30]
     causal = pack(docs, bpe, "causal", 32)
@@ -191,7 +245,9 @@ def test_loss_at_the_labelled_positions_equals_the_models_own(objective, wordpie
     inputs, labels = targets_of(ids, objective, tokenizer, 0.15, torch.Generator().manual_seed(0))
     logits, targets = logits_at(model, objective, inputs, labels)
     ours = torch.nn.functional.cross_entropy(logits, targets)
-    theirs = model(input_ids=inputs, labels=labels if objective == "masked" else ids).loss  # GPT-2 shifts the labels itself
+    theirs = model(
+        input_ids=inputs, labels=labels if objective == "masked" else ids
+    ).loss  # GPT-2 shifts the labels itself
     assert ours.item() == pytest.approx(theirs.item(), abs=1e-5)
 
 
@@ -232,7 +288,7 @@ def test_unigram_baseline_by_hand():
     assert got["accuracy"] == 0.5 and got["perplexity"] == pytest.approx(math.exp(got["loss"]))
 
 
-# ----- the loop: resumable, recorded -------------------------------------------------------------------------------
+# ----- the loop: resumable, recorded ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -240,8 +296,13 @@ def corpus(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pretrain")
     source = folder / "text.txt"
     write_corpus_text(source, n_docs=60)
-    return build_corpus(folder / "corpus", sources=[str(source)], exclude_tasks=[], settings=__import__("isoflow").pretrain.CorpusSettings(
-        heldout_fraction=0.1), log=lambda line: None)
+    return build_corpus(
+        folder / "corpus",
+        sources=[str(source)],
+        exclude_tasks=[],
+        settings=__import__("isoflow").pretrain.CorpusSettings(heldout_fraction=0.1),
+        log=lambda line: None,
+    )
 
 
 @pytest.mark.parametrize("objective", ["masked", "causal"])
@@ -253,7 +314,12 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path, corpus, objectiv
 
     settings = PretrainSettings(objective=objective, steps=7, **TINY)
     whole = run_pretrain(corpus, tmp_path / "whole", settings, device="cpu", progress=False, log=lambda line: None)
-    assert run_pretrain(corpus, tmp_path / "resumed", settings, device="cpu", progress=False, log=lambda line: None, stop_after=3) is None
+    assert (
+        run_pretrain(
+            corpus, tmp_path / "resumed", settings, device="cpu", progress=False, log=lambda line: None, stop_after=3
+        )
+        is None
+    )
     assert not (tmp_path / "resumed").exists() and (checkpoint_folder(tmp_path / "resumed") / "state.pt").is_file()
     lines = []
     resumed = run_pretrain(corpus, tmp_path / "resumed", settings, device="cpu", progress=False, log=lines.append)
@@ -262,7 +328,9 @@ def test_an_interrupted_run_resumes_to_the_same_model(tmp_path, corpus, objectiv
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
     ca = (whole / "curve.csv").read_text().splitlines()
     cb = (resumed / "curve.csv").read_text().splitlines()
-    drop_seconds = lambda rows: [",".join(f for i, f in enumerate(r.split(",")) if i != rows[0].split(",").index("seconds")) for r in rows]
+    drop_seconds = lambda rows: [
+        ",".join(f for i, f in enumerate(r.split(",")) if i != rows[0].split(",").index("seconds")) for r in rows
+    ]
     assert drop_seconds(ca) == drop_seconds(cb)
     assert not checkpoint_folder(tmp_path / "resumed").exists()  # removed once the model folder is written
 
@@ -295,14 +363,38 @@ def test_ctrl_c_keeps_the_last_step_and_a_changed_setting_is_refused(tmp_path, c
         train_module.train = original
     assert Checkpoint(checkpoint_folder(out)).load()["step"] == 4 and not out.exists()
     with pytest.raises(ValueError, match=r"another run \(lr 0.001 \(checkpoint\) vs 0.002\); delete that folder"):
-        run_pretrain(corpus, out, PretrainSettings(**{**settings.__dict__, "lr": 2e-3}), device="cpu", progress=False, log=lambda line: None)
+        run_pretrain(
+            corpus,
+            out,
+            PretrainSettings(**{**settings.__dict__, "lr": 2e-3}),
+            device="cpu",
+            progress=False,
+            log=lambda line: None,
+        )
 
 
 def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     out = tmp_path / "plain-gpt2"
     options = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
-    p = subprocess.run([sys.executable, "-m", "isoflow.cli", "pretrain", "--corpus", str(corpus), "--out", str(out), "--objective", "causal",
-                        "--steps", "4", *options], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isoflow.cli",
+            "pretrain",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--objective",
+            "causal",
+            "--steps",
+            "4",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     record = json.loads((out / "pretrain.json").read_text())
     assert record["objective"] == "causal" and record["settings"]["steps"] == 4 and record["settings"]["seed"] == 0
@@ -316,11 +408,40 @@ def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
 
 
 def test_cli_refuses_bad_settings_in_one_line(tmp_path, corpus):
-    for args, message in ((["--heads", "3"], "heads (3) must divide hidden (256)"), (["--lr", "0"], "must be greater than 0"),
-                          (["--objective", "denoising"], "invalid choice"), (["--steps", "0"], "must be at least 1")):
-        p = subprocess.run([sys.executable, "-m", "isoflow.cli", "pretrain", "--corpus", str(corpus), "--out", str(tmp_path / "m"), *args],
-                           capture_output=True, text=True)
+    for args, message in (
+        (["--heads", "3"], "heads (3) must divide hidden (256)"),
+        (["--lr", "0"], "must be greater than 0"),
+        (["--objective", "denoising"], "invalid choice"),
+        (["--steps", "0"], "must be at least 1"),
+    ):
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "isoflow.cli",
+                "pretrain",
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(tmp_path / "m"),
+                *args,
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode == 2 and message in p.stderr, p.stderr
-    p = subprocess.run([sys.executable, "-m", "isoflow.cli", "pretrain", "--corpus", str(tmp_path / "none"), "--out", str(tmp_path / "m")],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "isoflow.cli",
+            "pretrain",
+            "--corpus",
+            str(tmp_path / "none"),
+            "--out",
+            str(tmp_path / "m"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 2 and "no train.txt; make the corpus first with `isoflow pretrain-corpus" in p.stderr

@@ -22,10 +22,21 @@ def _write(path: Path, text: str) -> None:
 def _results(root: Path) -> Path:
     """A results directory as the workflow leaves it: each section under its own folder."""
     results = root / "results" / "repro"
-    for section, files in {"optimize": ("tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv", "figures/silhouette.png"),
-                           "istar": ("tables/istar.csv", "figures/istar_curves.png"),
-                           "layers": ("tables/layers.csv", "figures/layers_lid.png", "runs/minilm/brown/layers.csv",
-                                      "benchmarks/minilm/brown.tsv")}.items():
+    for section, files in {
+        "optimize": (
+            "tables/correlations.csv",
+            "tables/correlations.md",
+            "tables/table1_sizes.csv",
+            "figures/silhouette.png",
+        ),
+        "istar": ("tables/istar.csv", "figures/istar_curves.png"),
+        "layers": (
+            "tables/layers.csv",
+            "figures/layers_lid.png",
+            "runs/minilm/brown/layers.csv",
+            "benchmarks/minilm/brown.tsv",
+        ),
+    }.items():
         for f in files:
             _write(results / section / f, f)
     runs = []
@@ -47,22 +58,40 @@ def test_a_publication_holds_its_tables_figures_and_exactly_the_listed_runs(tmp_
     other = tmp_path / "docs" / "results" / "finetune"
     _write(other / "keep.txt", "mine")
     dest = tmp_path / "docs" / "results" / "optimize"
-    files = {p.relative_to(dest).as_posix() for p in publish("optimize", results, dest, root=tmp_path, made_by="snakemake optimize")}
-    assert files == {"PUBLISHED.json", "tables/correlations.csv", "tables/correlations.md", "tables/table1_sizes.csv",
-                     "figures/silhouette.png", "runs.csv",
-                     "runs/polarity/minilm/seed0.json", "runs/polarity/minilm/seed0.parquet",
-                     "runs/polarity/minilm/seed1.json", "runs/polarity/minilm/seed1.parquet"}
+    files = {
+        p.relative_to(dest).as_posix()
+        for p in publish("optimize", results, dest, root=tmp_path, made_by="snakemake optimize")
+    }
+    assert files == {
+        "PUBLISHED.json",
+        "tables/correlations.csv",
+        "tables/correlations.md",
+        "tables/table1_sizes.csv",
+        "figures/silhouette.png",
+        "runs.csv",
+        "runs/polarity/minilm/seed0.json",
+        "runs/polarity/minilm/seed0.parquet",
+        "runs/polarity/minilm/seed1.json",
+        "runs/polarity/minilm/seed1.parquet",
+    }
     with open(dest / "runs.csv", newline="") as fh:
         records = [row["record"] for row in csv.DictReader(fh)]
     assert records == [str(dest / "runs/polarity/minilm/seed0.json"), str(dest / "runs/polarity/minilm/seed1.json")]
     assert (other / "keep.txt").read_text() == "mine"  # another publication is not touched
     made = json.loads((dest / "PUBLISHED.json").read_text())
-    assert made["made_by"] == "snakemake optimize" and made["results_dir"] == "results/repro"  # relative to the checkout
+    assert (
+        made["made_by"] == "snakemake optimize" and made["results_dir"] == "results/repro"
+    )  # relative to the checkout
     assert made["section"] == "optimize" and made["workflow_checkout"] == {"git_commit": None, "git_dirty": None}
 
     layers_dest = tmp_path / "docs" / "results" / "layers"
     layers = {p.relative_to(layers_dest).as_posix() for p in publish("layers", results, layers_dest, root=tmp_path)}
-    assert layers == {"PUBLISHED.json", "tables/layers.csv", "figures/layers_lid.png", "runs/minilm/brown/layers.csv"}  # no benchmarks
+    assert layers == {
+        "PUBLISHED.json",
+        "tables/layers.csv",
+        "figures/layers_lid.png",
+        "runs/minilm/brown/layers.csv",
+    }  # no benchmarks
     assert sorted(p.name for p in dest.parent.iterdir()) == ["finetune", "layers", "optimize"]  # no temp dirs left
     (dest / "README.md").write_text("the discussion of these numbers")
     publish("optimize", results, dest, root=tmp_path)  # an earlier publication (it carries the marker) is replaced
@@ -104,20 +133,45 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     from isoflow.sections import PUBLICATIONS, SECTIONS, Publication, Section
 
     def redraw_toy(folder, tmp):
-        return [["pretrain-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")),
-                 "--tables", str(folder / "tables"), "--figures", str(folder / "figures")]]
+        return [
+            [
+                "pretrain-report",
+                *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")),
+                "--tables",
+                str(folder / "tables"),
+                "--figures",
+                str(folder / "figures"),
+            ]
+        ]
 
-    toy = Section("toy", "A toy section", ("pretrain",), ("pretrain-report",), run_rules=("toy_run",), report_rules=("toy_report",),
-                  redraw=redraw_toy, config_keys=("toy",))
+    toy = Section(
+        "toy",
+        "A toy section",
+        ("pretrain",),
+        ("pretrain-report",),
+        run_rules=("toy_run",),
+        report_rules=("toy_report",),
+        redraw=redraw_toy,
+        config_keys=("toy",),
+    )
     monkeypatch.setitem(SECTIONS, "toy", toy)
     monkeypatch.setitem(PUBLICATIONS, "toy", Publication("toy", "toy", "config/toy.yaml"))
     # Its results, as its rules would leave them: a run's record (a tiny pretraining record), a table and a figure.
     results = tmp_path / "results"
     run = results / "toy" / "runs" / "m"
-    record = {"objective": "causal", "architecture": "GPT2LMHeadModel", "parameters": 10, "tokenizer": {"vocabulary": 50},
-              "settings": {"layers": 1, "hidden": 8, "steps": 2, "seed": 0}, "train_tokens": 100, "epochs": 1.0,
-              "heldout": {"loss": 3.0, "perplexity": 20.1, "accuracy": 0.1}, "unigram_baseline": {"loss": 3.5, "perplexity": 33.1, "accuracy": 0.05},
-              "heldout_targets": 9, "seconds": 1.0}
+    record = {
+        "objective": "causal",
+        "architecture": "GPT2LMHeadModel",
+        "parameters": 10,
+        "tokenizer": {"vocabulary": 50},
+        "settings": {"layers": 1, "hidden": 8, "steps": 2, "seed": 0},
+        "train_tokens": 100,
+        "epochs": 1.0,
+        "heldout": {"loss": 3.0, "perplexity": 20.1, "accuracy": 0.1},
+        "unigram_baseline": {"loss": 3.5, "perplexity": 33.1, "accuracy": 0.05},
+        "heldout_targets": 9,
+        "seconds": 1.0,
+    }
     _write(run / "pretrain.json", json.dumps(record))
     _write(run / "curve.csv", "step,train_loss,heldout_loss,heldout_accuracy\n0,,3.9,0.0\n2,3.2,3.0,0.1\n")
     _write(results / "toy" / "tables" / "pretrain.csv", "stale")
@@ -127,12 +181,16 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     assert (docs / "toy" / "runs" / "m" / "pretrain.json").is_file()
     monkeypatch.setattr(redraw_published, "ROOT", tmp_path)
     monkeypatch.setattr(redraw_published, "PUBLISHED", docs)
-    monkeypatch.setattr(redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args)))
+    monkeypatch.setattr(
+        redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
+    )
     assert redraw_published.main(["toy"]) == 0
     assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
     assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
     # Its DVC stage and its make target come from the registry too.
     import dvc_stages
 
-    assert dvc_stages.stages()["toy"]["do"]["cmd"].startswith("snakemake toy_runs --cores all --configfile ${item.config} --allowed-rules toy_runs toy_run")
+    assert dvc_stages.stages()["toy"]["do"]["cmd"].startswith(
+        "snakemake toy_runs --cores all --configfile ${item.config} --allowed-rules toy_runs toy_run"
+    )
     assert sections.section("toy") is toy

@@ -59,18 +59,35 @@ def tiny(tmp_path) -> Path:
     texts = [f"sentence {i}" for i in range(60)]
     write_task(build_task("tiny", texts, ["a", "b"] * 30), data / "tasks/tiny")
     emb = np.random.default_rng(0).normal(size=(60, 16)).astype(np.float32)
-    write_embeddings(data / "embeddings/m/tiny", emb, texts, {"model": "m", "task": "tiny", "n_items": 60, "dim": 16,
-                                                    "items_sha256": items_digest(texts)}, force=False)
+    write_embeddings(
+        data / "embeddings/m/tiny",
+        emb,
+        texts,
+        {"model": "m", "task": "tiny", "n_items": 60, "dim": 16, "items_sha256": items_digest(texts)},
+        force=False,
+    )
     return data
 
 
-# ----- 1. Data loss: an output path never loses what isoflow did not write ---------------------------------------
+# ----- 1. Data loss: an output path never loses what isoflow did not write --------------------------------------------
+
 
 def test_out_onto_a_directory_of_other_files_is_refused(tmp_path, shared_mirror, capsys):
     keep = tmp_path / "mine"
     keep.mkdir()
     (keep / "notes.txt").write_text("my notes")
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", tmp_path / "d", "--out", keep, "--quiet")
+    rc, err = cli(
+        capsys,
+        "prepare",
+        "glue/wnli",
+        "--mirror",
+        shared_mirror,
+        "--data-dir",
+        tmp_path / "d",
+        "--out",
+        keep,
+        "--quiet",
+    )
     assert rc == 2 and "holds files isoflow did not write (notes.txt)" in one_line_error(err) and "--force" in err
     assert tree(keep) == {"notes.txt": b"my notes"} and not (tmp_path / "d").exists()  # refused before any work
 
@@ -82,7 +99,19 @@ def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, share
     (work / "paper.tex").write_text("draft")
     monkeypatch.chdir(work)
     for extra in ([], ["--force"]):  # even with --force
-        rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", "d", "--out", out, "--quiet", *extra)
+        rc, err = cli(
+            capsys,
+            "prepare",
+            "glue/wnli",
+            "--mirror",
+            shared_mirror,
+            "--data-dir",
+            "d",
+            "--out",
+            out,
+            "--quiet",
+            *extra,
+        )
         assert rc == 2 and "current directory or one of its parents" in one_line_error(err)
     assert (work / "paper.tex").read_text() == "draft"
 
@@ -90,7 +119,18 @@ def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, share
 def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirror, capsys):
     target = tmp_path / "results.txt"
     target.write_text("keep me")
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", tmp_path / "d", "--out", target, "--quiet")
+    rc, err = cli(
+        capsys,
+        "prepare",
+        "glue/wnli",
+        "--mirror",
+        shared_mirror,
+        "--data-dir",
+        tmp_path / "d",
+        "--out",
+        target,
+        "--quiet",
+    )
     assert rc == 2 and "is a file, not an isoflow output directory" in one_line_error(err)
     assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
 
@@ -98,7 +138,18 @@ def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirr
 def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys):
     out = tmp_path / "wnli"
     for _ in range(2):
-        rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", tmp_path / "d", "--out", out, "--quiet")
+        rc, err = cli(
+            capsys,
+            "prepare",
+            "glue/wnli",
+            "--mirror",
+            shared_mirror,
+            "--data-dir",
+            tmp_path / "d",
+            "--out",
+            out,
+            "--quiet",
+        )
         assert rc == 0, err
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "items.parquet", "examples.parquet", "meta.json"])
     assert no_temp_leftovers(tmp_path)
@@ -108,7 +159,19 @@ def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys
     # --force replaces a directory of other files, as documented.
     (tmp_path / "other").mkdir()
     (tmp_path / "other/x").write_text("x")
-    rc, _ = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", tmp_path / "d", "--out", tmp_path / "other", "--quiet", "--force")
+    rc, _ = cli(
+        capsys,
+        "prepare",
+        "glue/wnli",
+        "--mirror",
+        shared_mirror,
+        "--data-dir",
+        tmp_path / "d",
+        "--out",
+        tmp_path / "other",
+        "--quiet",
+        "--force",
+    )
     assert rc == 0 and read_task(tmp_path / "other").name == "glue/wnli" and not (tmp_path / "other/x").exists()
 
 
@@ -116,7 +179,9 @@ def test_encode_refuses_a_foreign_directory_before_encoding(tiny, capsys):
     foreign = tiny / "foreign"
     foreign.mkdir()
     (foreign / "embeddings.npy").write_bytes(b"someone else's")
-    rc, err = cli(capsys, "encode", "--model", "glove-50d", "--task", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet")
+    rc, err = cli(
+        capsys, "encode", "--model", "glove-50d", "--task", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet"
+    )
     assert rc == 2 and "holds files isoflow did not write (embeddings.npy)" in one_line_error(err)
     assert (foreign / "embeddings.npy").read_bytes() == b"someone else's"
 
@@ -131,7 +196,8 @@ def test_atomic_dir_refuses_what_appeared_during_the_work(tmp_path):
     assert tree(out) == {"b": b"appeared meanwhile"} and no_temp_leftovers(tmp_path)
 
 
-# ----- 3. Mixed results ------------------------------------------------------------------------------------------
+# ----- 3. Mixed results -----------------------------------------------------------------------------------------------
+
 
 def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path, capsys):
     results = tmp_path / "results"
@@ -146,13 +212,30 @@ def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path
 def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     """Stale runs of another config in the same results directory change no table."""
     results = tmp_path / "results"
-    given = [run_optimize("tiny", "m", seed, steps=4, data_dir=tiny, results=results, progress=False)[1] for seed in (0, 1)]
+    given = [
+        run_optimize("tiny", "m", seed, steps=4, data_dir=tiny, results=results, progress=False)[1] for seed in (0, 1)
+    ]
+
     def aggregate_and_report(out, *runs):
         assert cli(capsys, "optimize-aggregate", "--results", results, "--out", out / "aggregate", *runs)[0] == 0
-        assert cli(capsys, "optimize-report", "--aggregate", out / "aggregate", "--tables", out / "tables", "--figures", out / "figures")[0] == 0
+        assert (
+            cli(
+                capsys,
+                "optimize-report",
+                "--aggregate",
+                out / "aggregate",
+                "--tables",
+                out / "tables",
+                "--figures",
+                out / "figures",
+            )[0]
+            == 0
+        )
 
     aggregate_and_report(tmp_path / "a", *given)
-    run_optimize("tiny", "m", 2, steps=4, data_dir=tiny, results=results, progress=False, lr=0.5)  # a stale, different run
+    run_optimize(
+        "tiny", "m", 2, steps=4, data_dir=tiny, results=results, progress=False, lr=0.5
+    )  # a stale, different run
     manifest = tmp_path / "runs.txt"
     manifest.write_text("\n".join(map(str, given)) + "\n")
     aggregate_and_report(tmp_path / "b", "--manifest", manifest)
@@ -176,7 +259,8 @@ def test_corrupt_or_incomplete_run_records_are_named(tiny, tmp_path, capsys):
     assert rc == 2 and f"{record} is missing: that run did not complete" in one_line_error(err)
 
 
-# ----- 5/6. Garbage labels; a bad cached raw file; mirrors -------------------------------------------------------
+# ----- 5/6. Garbage labels; a bad cached raw file; mirrors ------------------------------------------------------------
+
 
 @pytest.fixture
 def unpinned_wnli(monkeypatch):
@@ -199,7 +283,9 @@ def wnli_with_label(shared_mirror: Path, mirror: Path, label: str, line: int = 3
 
 def test_labels_outside_the_task_set_are_refused(tmp_path, shared_mirror, unpinned_wnli, capsys):
     bad = wnli_with_label(shared_mirror, tmp_path / "mirror", "2")
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", bad.parents[2], "--data-dir", tmp_path / "d", "--offline", "--quiet")
+    rc, err = cli(
+        capsys, "prepare", "glue/wnli", "--mirror", bad.parents[2], "--data-dir", tmp_path / "d", "--offline", "--quiet"
+    )
     line = one_line_error(err)
     assert rc == 2 and "line 3: label '2' is not one of glue/wnli's labels ['0', '1']" in line and str(bad) in line
     assert not (tmp_path / "d").exists()  # not cached, no empty directories
@@ -227,16 +313,23 @@ def test_a_truncated_copy_in_the_first_mirror_falls_back_to_the_next(tmp_path, s
     first = tmp_path / "first"
     (first / WNLI).parent.mkdir(parents=True)
     (first / WNLI).write_bytes((shared_mirror / WNLI).read_bytes()[:1000])
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", f"{first}:{shared_mirror}", "--data-dir", tmp_path / "d", "--quiet")
+    rc, err = cli(
+        capsys, "prepare", "glue/wnli", "--mirror", f"{first}:{shared_mirror}", "--data-dir", tmp_path / "d", "--quiet"
+    )
     assert rc == 0 and "truncated" in caplog.text and str(first / WNLI) in caplog.text  # a warning names the bad copy
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", first, "--data-dir", tmp_path / "e", "--offline", "--quiet")
+    rc, err = cli(
+        capsys, "prepare", "glue/wnli", "--mirror", first, "--data-dir", tmp_path / "e", "--offline", "--quiet"
+    )
     assert rc == 2 and "truncated" in one_line_error(err) and not (tmp_path / "e").exists()
 
 
-# ----- 7. Extreme magnitudes: the right number, or a clear refusal -----------------------------------------------
+# ----- 7. Extreme magnitudes: the right number, or a clear refusal ----------------------------------------------------
 
-@pytest.mark.parametrize("dtype, scale", [(np.float32, 1e-30), (np.float32, 1e25), (np.float32, 1e30),
-                                          (np.float64, 1e-200), (np.float64, 1e200)])
+
+@pytest.mark.parametrize(
+    "dtype, scale",
+    [(np.float32, 1e-30), (np.float32, 1e25), (np.float32, 1e30), (np.float64, 1e-200), (np.float64, 1e200)],
+)
 def test_scale_free_metrics_at_extreme_magnitudes(dtype, scale):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 12))
@@ -267,7 +360,8 @@ def test_one_enormous_row_is_refused_not_measured(tiny, tmp_path):
         optimize(read_task(tiny / "tasks/tiny"), emb, Settings("tiny", "m", 0, 2), progress=False)
 
 
-# ----- 8. Embedding cache integrity --------------------------------------------------------------------------------
+# ----- 8. Embedding cache integrity -----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
 def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, capsys, damage):
@@ -278,9 +372,28 @@ def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, capsys, damag
     else:
         raw = raw[: len(raw) // 2]
     npy.write_bytes(bytes(raw))
-    rc, err = cli(capsys, "optimize", "--task", "tiny", "--model", "m", "--data-dir", tiny, "--results", tmp_path / "r", "--steps", "2", "--quiet")
+    rc, err = cli(
+        capsys,
+        "optimize",
+        "--task",
+        "tiny",
+        "--model",
+        "m",
+        "--data-dir",
+        tiny,
+        "--results",
+        tmp_path / "r",
+        "--steps",
+        "2",
+        "--quiet",
+    )
     line = one_line_error(err)
-    assert rc == 2 and str(npy) in line and "does not match the sha256" in line and "isoflow encode --model m --task tiny" in line
+    assert (
+        rc == 2
+        and str(npy) in line
+        and "does not match the sha256" in line
+        and "isoflow encode --model m --task tiny" in line
+    )
     assert "--force" in line and not (tmp_path / "r").exists()
 
 
@@ -295,28 +408,36 @@ def test_encode_re_encodes_a_damaged_cached_table(tmp_path):
     np.testing.assert_array_equal(load_embeddings(out)[0], good)
 
 
-# ----- 9. Numbers out of range: refused at the CLI and in the library ----------------------------------------------
+# ----- 9. Numbers out of range: refused at the CLI and in the library -------------------------------------------------
 
-@pytest.mark.parametrize("argv, message", [
-    (["geometry", "X.npy", "--sample", "-1"], "--sample: must be at least 0"),
-    (["geometry", "X.npy", "--k-lid", "1"], "--k-lid: must be at least 2"),
-    (["geometry", "X.npy", "--seed", "-3"], "--seed: must be at least 0"),
-    (["optimize", "--task", "t", "--model", "m", "--extra-every", "-1"], "--extra-every: must be at least 0"),
-    (["optimize", "--task", "t", "--model", "m", "--steps", "0"], "--steps: must be at least 1"),
-    (["optimize", "--task", "t", "--model", "m", "--lr", "nan"], "--lr: must be a finite number"),
-    (["optimize", "--task", "t", "--model", "m", "--lr=-1e-3"], "--lr: must be greater than 0; got -0.001"),
-    (["optimize", "--task", "t", "--model", "m", "--sample-cap", "1"], "--sample-cap: must be at least 2"),
-    (["encode", "--model", "m", "--task", "t", "--batch-size", "0"], "--batch-size: must be at least 1"),
-    (["prepare", "supersense", "--n-words", "0"], "--n-words: must be at least 2"),
-])
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["geometry", "X.npy", "--sample", "-1"], "--sample: must be at least 0"),
+        (["geometry", "X.npy", "--k-lid", "1"], "--k-lid: must be at least 2"),
+        (["geometry", "X.npy", "--seed", "-3"], "--seed: must be at least 0"),
+        (["optimize", "--task", "t", "--model", "m", "--extra-every", "-1"], "--extra-every: must be at least 0"),
+        (["optimize", "--task", "t", "--model", "m", "--steps", "0"], "--steps: must be at least 1"),
+        (["optimize", "--task", "t", "--model", "m", "--lr", "nan"], "--lr: must be a finite number"),
+        (["optimize", "--task", "t", "--model", "m", "--lr=-1e-3"], "--lr: must be greater than 0; got -0.001"),
+        (["optimize", "--task", "t", "--model", "m", "--sample-cap", "1"], "--sample-cap: must be at least 2"),
+        (["encode", "--model", "m", "--task", "t", "--batch-size", "0"], "--batch-size: must be at least 1"),
+        (["prepare", "supersense", "--n-words", "0"], "--n-words: must be at least 2"),
+    ],
+)
 def test_cli_numbers_out_of_range(capsys, argv, message):
     rc, err = cli(capsys, *argv)
     assert rc == 2 and message in one_line_error(err)
 
 
 def test_library_numbers_out_of_range():
-    for bad, message in ((dict(lr=-1.0), "lr must be greater than 0; got -1.0"), (dict(extra_every=-1), "extra_every must be at least 0"),
-                         (dict(sample_cap=0), "sample_cap must be at least 2"), (dict(lr=float("inf")), "lr must be a finite number; got inf")):
+    for bad, message in (
+        (dict(lr=-1.0), "lr must be greater than 0; got -1.0"),
+        (dict(extra_every=-1), "extra_every must be at least 0"),
+        (dict(sample_cap=0), "sample_cap must be at least 2"),
+        (dict(lr=float("inf")), "lr must be a finite number; got inf"),
+    ):
         with pytest.raises(ValueError, match=message):
             Settings("t", "m", 0, 5, **bad)
     with pytest.raises(ValueError, match="steps must be an integer of at least 1; got 0"):
@@ -328,7 +449,8 @@ def test_library_numbers_out_of_range():
         geometry(X, metrics=["lid_mle"], k_lid=30)  # no silent clipping of k
 
 
-# ----- 10/11. Errors that name the file and the fix; no tracebacks -------------------------------------------------
+# ----- 10/11. Errors that name the file and the fix; no tracebacks ----------------------------------------------------
+
 
 def test_geometry_input_errors_name_the_file(tmp_path, capsys):
     np.save(tmp_path / "str.npy", np.array([["a", "b"], ["c", "d"]]))
@@ -340,7 +462,10 @@ def test_geometry_input_errors_name_the_file(tmp_path, capsys):
         (["text.npy"], "text.npy: is not a NumPy .npy file"),
         (["X.npy", "--labels", "latin1.txt"], "latin1.txt: is not UTF-8 text"),
         (["X.npy"], "X.npy: metrics 'lid_mle', 'cluster_centered_isoscore': too few points (10)"),
-        (["X.npy", "--labels", "X.npy", "--labels-key", "y"], "--labels-key applies only to .npz, .parquet and .pt files"),
+        (
+            ["X.npy", "--labels", "X.npy", "--labels-key", "y"],
+            "--labels-key applies only to .npz, .parquet and .pt files",
+        ),
         (["X.npy", "--metrics", "silhouette"], "metric 'silhouette' needs --labels"),
     ]
     for argv, message in cases:
@@ -355,20 +480,39 @@ def test_paths_that_are_files_or_read_only(tiny, tmp_path, shared_mirror, capsys
     afile.write_text("x")
     rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", afile, "--quiet")
     assert rc == 2 and "Not a directory" in one_line_error(err) and str(afile) in err
-    rc, err = cli(capsys, "optimize", "--task", "tiny", "--model", "m", "--task-dir", afile, "--data-dir", tiny, "--quiet")
+    rc, err = cli(
+        capsys, "optimize", "--task", "tiny", "--model", "m", "--task-dir", afile, "--data-dir", tiny, "--quiet"
+    )
     assert rc == 2 and f"{afile} is a file, not a prepared task directory" in one_line_error(err)
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system", kwargs.get("dir"))
 
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
-    rc, err = cli(capsys, "optimize", "--task", "tiny", "--model", "m", "--data-dir", tiny, "--results", tmp_path / "ro", "--steps", "2", "--quiet")
+    rc, err = cli(
+        capsys,
+        "optimize",
+        "--task",
+        "tiny",
+        "--model",
+        "m",
+        "--data-dir",
+        tiny,
+        "--results",
+        tmp_path / "ro",
+        "--steps",
+        "2",
+        "--quiet",
+    )
     assert rc == 2 and "Read-only file system" in one_line_error(err) and "write elsewhere" in err
 
 
-# ----- 12. Permissions follow the umask ------------------------------------------------------------------------------
+# ----- 12. Permissions follow the umask -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775), (0o077, 0o600, 0o700)])
+
+@pytest.mark.parametrize(
+    "umask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o002, 0o664, 0o775), (0o077, 0o600, 0o700)]
+)
 def test_outputs_honour_the_umask(tiny, tmp_path, umask, file_mode, dir_mode):
     old = os.umask(umask)
     try:

@@ -29,11 +29,24 @@ IN_SCHEMA = [
     (CorpusSettings, PRETRAIN["corpus"]["properties"], True, {"sources", "exclude_tasks"}),
     (PretrainSettings, PRETRAIN["training"]["properties"], True, set()),
     (PretrainSettings, PRETRAIN["models"]["additionalProperties"]["properties"], False, set()),
-    (FinetuneSettings, SCHEMA["finetune"]["properties"], True, {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points"}),
+    (
+        FinetuneSettings,
+        SCHEMA["finetune"]["properties"],
+        True,
+        {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points"},
+    ),
     (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora"}),
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),
-    (OptimizeSettings, {"sample_cap": SCHEMA["sample_cap"], "label_centred_every": SCHEMA["label_centred_every"],
-                        "zeta": SCHEMA["istar"]["properties"]["zeta"]}, True, set()),
+    (
+        OptimizeSettings,
+        {
+            "sample_cap": SCHEMA["sample_cap"],
+            "label_centred_every": SCHEMA["label_centred_every"],
+            "zeta": SCHEMA["istar"]["properties"]["zeta"],
+        },
+        True,
+        set(),
+    ),
 ]
 # Each class's command, and the arguments it requires besides the settings.
 COMMANDS = {
@@ -44,7 +57,10 @@ COMMANDS = {
     StabilitySettings: ("stability", []),
     OptimizeSettings: ("optimize", ["--task", "t", "--model", "m"]),
 }
-IDENTITY = {FinetuneSettings: {"task": "t", "model": "m"}, OptimizeSettings: {"task": "t", "model": "m", "seed": 0, "steps": 1}}
+IDENTITY = {
+    FinetuneSettings: {"task": "t", "model": "m"},
+    OptimizeSettings: {"task": "t", "model": "m", "seed": 0, "steps": 1},
+}
 
 
 def _command(cls) -> tuple[argparse.ArgumentParser, list[str]]:
@@ -83,7 +99,12 @@ def test_the_command_line_has_every_setting_with_its_default_and_range(cls):
         flag, meta = declared.flag_of(f), f.metadata
         assert getattr(parsed, f.name) == getattr(defaults, f.name), (cls.__name__, f.name)
         # a value just outside each bound: below a minimum, at an exclusive one, above a maximum
-        outside = [(meta.get("minimum"), -1), (meta.get("exclusiveMinimum"), 0), (meta.get("maximum"), 1), (meta.get("exclusiveMaximum"), 0)]
+        outside = [
+            (meta.get("minimum"), -1),
+            (meta.get("exclusiveMinimum"), 0),
+            (meta.get("maximum"), 1),
+            (meta.get("exclusiveMaximum"), 0),
+        ]
         for bound, step in outside:
             if bound is None:
                 continue
@@ -107,8 +128,14 @@ def test_every_settings_class_is_checked_here():
     for info in pkgutil.walk_packages(isoflow.__path__, "isoflow."):
         if info.name.endswith("settings") or info.name == "isoflow.stability":
             module = importlib.import_module(info.name)
-            found |= {obj for obj in vars(module).values() if dataclasses.is_dataclass(obj) and isinstance(obj, type)
-                      and obj.__module__ == module.__name__ and any("help" in f.metadata for f in dataclasses.fields(obj))}
+            found |= {
+                obj
+                for obj in vars(module).values()
+                if dataclasses.is_dataclass(obj)
+                and isinstance(obj, type)
+                and obj.__module__ == module.__name__
+                and any("help" in f.metadata for f in dataclasses.fields(obj))
+            }
     assert found == set(COMMANDS)
 
 

@@ -63,7 +63,9 @@ def test_sqeuclidean_matches_sklearn(kind):
     X, y = make_cloud(kind, 1200, 20, 5)
     assert silhouette_sqeuclidean(X, y) == pytest.approx(silhouette_score(X, y, metric="sqeuclidean"), abs=1e-6)
     X32 = X.astype(np.float32)
-    assert silhouette_sqeuclidean(X32, y) == pytest.approx(silhouette_score(X32.astype(np.float64), y, metric="sqeuclidean"), abs=1e-5)
+    assert silhouette_sqeuclidean(X32, y) == pytest.approx(
+        silhouette_score(X32.astype(np.float64), y, metric="sqeuclidean"), abs=1e-5
+    )
 
 
 def test_singleton_clusters_score_zero():

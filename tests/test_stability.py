@@ -25,8 +25,16 @@ def test_population_isoscore_by_hand():
 
 
 def test_estimates_converge_to_the_truth_and_shrinkage_pulls_small_batches_up():
-    runs = simulate(StabilitySettings(dims=(64,), true_isoscores=(0.3, 1.0), batch_sizes=(8, 4096), zetas=(0.0, 0.5), repeats=3,
-                                       reference_points=50_000))
+    runs = simulate(
+        StabilitySettings(
+            dims=(64,),
+            true_isoscores=(0.3, 1.0),
+            batch_sizes=(8, 4096),
+            zetas=(0.0, 0.5),
+            repeats=3,
+            reference_points=50_000,
+        )
+    )
     table = summary(runs).set_index(["true_isoscore", "batch", "zeta"])
     assert table.loc[(1.0, 4096, 0.0), "mean"] == pytest.approx(1.0, abs=0.03)
     assert table.loc[(0.3, 4096, 0.0), "mean"] == pytest.approx(0.3, abs=0.03)
@@ -40,8 +48,11 @@ def test_zeta_zero_is_isoscore_of_the_batch():
     import torch
     from IsoScore.IsoScore import IsoScore
 
-    runs = simulate(StabilitySettings(dims=(16,), true_isoscores=(0.5,), batch_sizes=(40,), zetas=(0.0,), repeats=1,
-                                       reference_points=1000, seed=7))
+    runs = simulate(
+        StabilitySettings(
+            dims=(16,), true_isoscores=(0.5,), batch_sizes=(40,), zetas=(0.0,), repeats=1, reference_points=1000, seed=7
+        )
+    )
     gen = torch.Generator().manual_seed(7)
     std = torch.as_tensor(np.sqrt(spectrum(16, 0.5)), dtype=torch.float64)
     torch.randn(1000, 16, generator=gen, dtype=torch.float64)  # the reference sample comes first
@@ -50,9 +61,30 @@ def test_zeta_zero_is_isoscore_of_the_batch():
 
 
 def test_command_writes_table_figure_and_estimates(tmp_path, capsys):
-    rc = main(["stability", "--dims", "32", "--true-isoscores", "0.2,1", "--batch-sizes", "8,64", "--zetas", "0,0.2", "--repeats", "2",
-               "--reference-points", "2000", "--runs", str(tmp_path / "runs"), "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f"),
-               "--quiet"])
+    rc = main(
+        [
+            "stability",
+            "--dims",
+            "32",
+            "--true-isoscores",
+            "0.2,1",
+            "--batch-sizes",
+            "8,64",
+            "--zetas",
+            "0,0.2",
+            "--repeats",
+            "2",
+            "--reference-points",
+            "2000",
+            "--runs",
+            str(tmp_path / "runs"),
+            "--tables",
+            str(tmp_path / "t"),
+            "--figures",
+            str(tmp_path / "f"),
+            "--quiet",
+        ]
+    )
     assert rc == 0
     table = pd.read_csv(tmp_path / "t/stability.csv")
     assert len(table) == 2 * 2 * 2 and list(table.columns[:4]) == ["dim", "true_isoscore", "batch", "zeta"]

@@ -23,9 +23,12 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     """config/posters.yaml (the posters' models from the hub, on GPUs): its dry run through the SLURM profile, the job
     count docs/workflow.md gives, and the authors' settings reaching the commands."""
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    out = snakemake("-n", "-p", "--profile", "slurm", "--configfile", "config/posters.yaml", *where, env={"HF_HUB_OFFLINE": "1"})
+    out = snakemake(
+        "-n", "-p", "--profile", "slurm", "--configfile", "config/posters.yaml", *where, env={"HF_HUB_OFFLINE": "1"}
+    )
     counts = job_counts(out.stdout + out.stderr)
-    # 5 GLUE tasks x (BERT, ALBERT, DistilBERT) x (8 lambdas + CosReg) x 5 seeds; (BERT, DistilBERT, GPT-2) x (WikiText-2, PTB)
+    # 5 GLUE tasks x (BERT, ALBERT, DistilBERT) x (8 lambdas + CosReg) x 5 seeds; (BERT, DistilBERT, GPT-2) x
+    # (WikiText-2, PTB)
     assert counts["finetune_run"] == 5 * 3 * 9 * 5 and counts["layers_run"] == 3 * 2 and counts["prepare"] == 5
     assert counts["total"] == 689
     commands = out.stdout
@@ -37,42 +40,88 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
 
 
 def test_full_paper_config_plans_completely(tmp_path):
-    out = snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
+    out = snakemake(
+        "-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"
+    )
     counts = job_counts(out.stdout + out.stderr)
     # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each, grouped (group_seeds: one GPU job per pair).
-    # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the optimize section's).
+    # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the optimize
+    # section's).
     assert counts["prepare"] == 12 and counts["encode"] == 28 and counts["optimize_run"] == 4 + 24
     assert counts["istar_run"] == 7 * 7
     assert counts["optimize_aggregate"] == counts["optimize_report"] == counts["all"] == 1
     assert counts["istar_aggregate"] == counts["istar_report"] == 1
     # Cai et al. across layers: (MiniLM, mpnet, the two plain LMs, GloVe) x (Brown, WikiText-2), one report.
     assert counts["layers_run"] == 5 * 2 and counts["layers_report"] == 1
-    # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x (8 I-STAR weights + CosReg) x 5 seeds, one report; the stability study.
+    # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x (8 I-STAR weights + CosReg) x 5 seeds, one report; the stability
+    # study.
     assert counts["finetune_run"] == 4 * 2 * 9 * 5 and counts["finetune_report"] == 1 and counts["stability_run"] == 1
     # The plain LMs: their corpus, two models, their report.
     assert counts["pretrain_corpus"] == 1 and counts["pretrain_model"] == 2 and counts["pretrain_report"] == 1
-    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 1 + 4  # + 6 reports: 2 optimize, 2 istar, layers, stability
+    assert (
+        counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 1 + 4
+    )  # + 6 reports: 2 optimize, 2 istar, layers, stability
     # Ungrouped, the same runs are one job per seed.
-    ungrouped = job_counts(snakemake("-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results",
-                                     "group_seeds=False").stdout)
+    ungrouped = job_counts(
+        snakemake(
+            "-n",
+            "--quiet",
+            "rules",
+            "--config",
+            f"data_dir={tmp_path}/data",
+            f"results_dir={tmp_path}/results",
+            "group_seeds=False",
+        ).stdout
+    )
     assert ungrouped["optimize_run"] == 28 * 5 and ungrouped["istar_run"] == 49 * 5
 
 
-@pytest.mark.parametrize("configfile, jobs", [
-    ("config/offline.yaml", {"prepare": 4, "encode": 5, "optimize_run": 5, "istar_run": 2, "layers_run": 3, "finetune_run": 4,
-                             "stability_run": 1, "pretrain_model": 1}),
-    ("config/reproduce-offline.yaml", {"prepare": 9, "encode": 14, "optimize_run": 28, "istar_run": (4 * 7 + 2 * 4) * 2, "layers_run": 5,
-                                       "finetune_run": 2 * 6 * 3, "stability_run": 1, "pretrain_model": 2}),
-    ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize_run": 12}),
-    ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3}),
-])
+@pytest.mark.parametrize(
+    "configfile, jobs",
+    [
+        (
+            "config/offline.yaml",
+            {
+                "prepare": 4,
+                "encode": 5,
+                "optimize_run": 5,
+                "istar_run": 2,
+                "layers_run": 3,
+                "finetune_run": 4,
+                "stability_run": 1,
+                "pretrain_model": 1,
+            },
+        ),
+        (
+            "config/reproduce-offline.yaml",
+            {
+                "prepare": 9,
+                "encode": 14,
+                "optimize_run": 28,
+                "istar_run": (4 * 7 + 2 * 4) * 2,
+                "layers_run": 5,
+                "finetune_run": 2 * 6 * 3,
+                "stability_run": 1,
+                "pretrain_model": 2,
+            },
+        ),
+        ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize_run": 12}),
+        ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3}),
+    ],
+)
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
     # + all; + aggregate, report; + the sweep's aggregate and report; + the layers report; + the finetune report;
     # + the pretraining corpus and report
-    extra = 1 + 2 * ("optimize_run" in jobs) + 2 * ("istar_run" in jobs) + ("layers_run" in jobs) + ("finetune_run" in jobs) + 2 * (
-        "pretrain_model" in jobs)
+    extra = (
+        1
+        + 2 * ("optimize_run" in jobs)
+        + 2 * ("istar_run" in jobs)
+        + ("layers_run" in jobs)
+        + ("finetune_run" in jobs)
+        + 2 * ("pretrain_model" in jobs)
+    )
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
@@ -82,15 +131,25 @@ def test_named_targets(tmp_path):
     from isoflow.sections import SECTIONS
 
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    expect = {"datasets": {"prepare": 12}, "embeddings": {"prepare": 12, "encode": 28},
-              "istar_runs": {"prepare": 7, "encode": 7, "istar_run": 49, "optimize_run": 7}, "optimize_runs": {"prepare": 12, "encode": 28, "optimize_run": 28},
-              "optimize": {"prepare": 12, "encode": 28, "optimize_run": 28}}
+    expect = {
+        "datasets": {"prepare": 12},
+        "embeddings": {"prepare": 12, "encode": 28},
+        "istar_runs": {"prepare": 7, "encode": 7, "istar_run": 49, "optimize_run": 7},
+        "optimize_runs": {"prepare": 12, "encode": 28, "optimize_run": 28},
+        "optimize": {"prepare": 12, "encode": 28, "optimize_run": 28},
+    }
     for target, jobs in expect.items():
         counts = job_counts(snakemake("-n", target, *where).stdout)
-        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_run", "istar_run")} == jobs, target
+        assert {k: v for k, v in counts.items() if k in ("prepare", "encode", "optimize_run", "istar_run")} == jobs, (
+            target
+        )
     # The targets the README names (and the rules DVC's stages call) are exactly these.
     listed = set(snakemake("--list-target-rules").stdout.split())
-    named = {"all", "datasets", "embeddings", "runs", "report"} | set(SECTIONS) | {s.runs_target for s in SECTIONS.values() if s.run_rules}
+    named = (
+        {"all", "datasets", "embeddings", "runs", "report"}
+        | set(SECTIONS)
+        | {s.runs_target for s in SECTIONS.values() if s.run_rules}
+    )
     assert named <= listed
     reports = {r for s in SECTIONS.values() for r in s.report_rules}
     assert reports <= listed and listed - named - reports == {"pretrain_corpus"}  # the only run rule without wildcards
@@ -104,7 +163,11 @@ def test_a_config_file_is_complete_on_its_own(tmp_path):
     assert bad.returncode != 0 and "missing key(s) paper" in bad.stdout + bad.stderr
     mine.write_text(mine.read_text() + f"paper: []\ndata_dir: {tmp_path}/data\nresults_dir: {tmp_path}/results\n")
     counts = job_counts(snakemake("-n", "--configfile", str(mine)).stdout)
-    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize_run")} == {"prepare": 1, "encode": 1, "optimize_run": 1}
+    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize_run")} == {
+        "prepare": 1,
+        "encode": 1,
+        "optimize_run": 1,
+    }
 
 
 def test_names_and_defaults_agree_everywhere():
@@ -131,16 +194,39 @@ def test_names_and_defaults_agree_everywhere():
     # Defaults: schema = library = CLI.
     commands = build_parser()._subparsers._group_actions[0].choices
     cli = {name: {a.dest: a.default for a in p._actions} for name, p in commands.items()}
-    assert schema["sample_cap"]["default"] == Settings("t", "m", 0, 1).sample_cap == cli["optimize"]["sample_cap"] == 20_000
-    assert cli["optimize"]["zeta"] == cli["finetune"]["zeta"] == DEFAULT_ZETA and cli["optimize"]["lr"] == Settings("t", "m", 0, 1).lr
-    assert cli["finetune"]["lr"] == FinetuneSettings("t", "m", 0).lr and cli["finetune"]["batch_size"] == FinetuneSettings("t", "m", 0).batch_size
+    assert (
+        schema["sample_cap"]["default"]
+        == Settings("t", "m", 0, 1).sample_cap
+        == cli["optimize"]["sample_cap"]
+        == 20_000
+    )
+    assert (
+        cli["optimize"]["zeta"] == cli["finetune"]["zeta"] == DEFAULT_ZETA
+        and cli["optimize"]["lr"] == Settings("t", "m", 0, 1).lr
+    )
+    assert (
+        cli["finetune"]["lr"] == FinetuneSettings("t", "m", 0).lr
+        and cli["finetune"]["batch_size"] == FinetuneSettings("t", "m", 0).batch_size
+    )
     assert cli["layers"]["k_lid"] == LayerSettings().k_lid and cli["layers"]["sample_cap"] == LayerSettings().sample_cap
-    assert cli["layers"]["min_silhouette"] == LayerSettings().min_silhouette and cli["layers"]["k_max"] == LayerSettings().k_max
-    assert schema["istar"]["properties"]["zeta"]["default"] == DEFAULT_ZETA == Settings("t", "m", 0, 1).zeta == FinetuneSettings("t", "m", 0).zeta
+    assert (
+        cli["layers"]["min_silhouette"] == LayerSettings().min_silhouette
+        and cli["layers"]["k_max"] == LayerSettings().k_max
+    )
+    assert (
+        schema["istar"]["properties"]["zeta"]["default"]
+        == DEFAULT_ZETA
+        == Settings("t", "m", 0, 1).zeta
+        == FinetuneSettings("t", "m", 0).zeta
+    )
     assert schema["layers"]["properties"]["k_lid"]["default"] == LayerSettings().k_lid == 100
     assert schema["finetune"]["properties"]["lr"]["default"] == FinetuneSettings("t", "m", 0).lr
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    assert (config["steps"]["default"], config["steps"]["glue"]) == (default_steps("polarity"), default_steps("glue/cola")) == (1000, 250)
+    assert (
+        (config["steps"]["default"], config["steps"]["glue"])
+        == (default_steps("polarity"), default_steps("glue/cola"))
+        == (1000, 250)
+    )
 
 
 def _walk(tree, path):
@@ -168,21 +254,42 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert traj["step"].max() == 10 and traj["isoscore"].iloc[-1] < traj["isoscore"].iloc[0]
     runs = pd.read_csv(results / "optimize/aggregate/runs.csv")
     assert len(runs) == 5 and set(runs["steps"]) == {20, 10}
-    # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM, a plain GPT-2 of our own and
+    # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM, a plain GPT-2 of our own
+    # and
     # GloVe x Brown).
     sweep = pd.read_csv(results / "istar/tables/istar.csv")
     assert list(sweep["lambda"]) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
     layers = pd.read_csv(results / "layers/tables/layers.csv")
     assert sorted(set(layers["model"])) == ["glove-50d", "minilm", "plain-tiny-gpt2"] and len(layers) == 7 + 3 + 1
     tuned = pd.read_csv(results / "finetune/tables/finetune.csv")
-    assert list(zip(tuned["reg"], tuned["lambda"])) == [("cosreg", 0), ("istar", -1), ("istar", 0), ("istar", 1)] and set(tuned["seeds"]) == {1}
-    assert len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 3 and (results / "stability/tables/stability.csv").is_file()
+    assert list(zip(tuned["reg"], tuned["lambda"])) == [
+        ("cosreg", 0),
+        ("istar", -1),
+        ("istar", 0),
+        ("istar", 1),
+    ] and set(tuned["seeds"]) == {1}
+    assert (
+        len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 3
+        and (results / "stability/tables/stability.csv").is_file()
+    )
     pretrained = pd.read_csv(results / "pretrain/tables/pretrain.csv")
-    assert list(pretrained["model"]) == ["plain-tiny-gpt2"] and pretrained.loc[0, "heldout_loss"] < pretrained.loc[0, "unigram_loss"] + 1
-    figures = {"istar": ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"),
-               "layers": ("layers_similarity", "layers_lid", "layers_pca"),
-               "finetune": ("finetune_performance", "finetune_twonn", "finetune_baselines", "finetune_activations", "finetune_epochs"),
-               "stability": ("stability",), "pretrain": ("pretrain_curves",)}
+    assert (
+        list(pretrained["model"]) == ["plain-tiny-gpt2"]
+        and pretrained.loc[0, "heldout_loss"] < pretrained.loc[0, "unigram_loss"] + 1
+    )
+    figures = {
+        "istar": ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"),
+        "layers": ("layers_similarity", "layers_lid", "layers_pca"),
+        "finetune": (
+            "finetune_performance",
+            "finetune_twonn",
+            "finetune_baselines",
+            "finetune_activations",
+            "finetune_epochs",
+        ),
+        "stability": ("stability",),
+        "pretrain": ("pretrain_curves",),
+    }
     for section, names in figures.items():
         for name in names:
             assert (results / section / f"figures/{name}.png").stat().st_size > 5000
@@ -194,7 +301,9 @@ def test_offline_config_runs_for_real(offline_checkout):
     assert len(progress) == 1 + 10 and "10/10 upd (100%)" in progress[-1]  # then the run's summary line
     assert f"iso={traj['isoscore'].iloc[-1]:.4f}" in progress[-1]
     # The raw files came through the mirror into the config's raw_dir; tasks are kept apart from the paper's.
-    assert (offline_checkout / "data/raw").is_dir() and (offline_checkout / "data/offline/tasks/supersense/meta.json").is_file()
+    assert (offline_checkout / "data/raw").is_dir() and (
+        offline_checkout / "data/offline/tasks/supersense/meta.json"
+    ).is_file()
     again = snakemake("-n", "--configfile", OFFLINE_CONFIG, cwd=offline_checkout)
     assert "Nothing to be done" in again.stdout + again.stderr
 
@@ -262,11 +371,16 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     assert counts["optimize_run"] == 5 and counts["istar_run"] == 2  # one job per task x model (x lambda), not per seed
     # Run two of them (a plain run and an I-STAR one) and compare with the per-seed jobs' records.
     results = offline_checkout / "results/offline"
-    refs = [results / "optimize/runs/glue/wnli/minilm/seed0.parquet", results / "istar/runs/glue/wnli/minilm/istar-5/seed0.parquet"]
+    refs = [
+        results / "optimize/runs/glue/wnli/minilm/seed0.parquet",
+        results / "istar/runs/glue/wnli/minilm/istar-5/seed0.parquet",
+    ]
     snakemake(*(str(ref.relative_to(offline_checkout)) for ref in refs), "--cores", "2", *grouped, cwd=repo)
     for ref in refs:
         rel = ref.relative_to(offline_checkout)
-        pd.testing.assert_frame_equal(pd.read_parquet(repo / rel), pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(repo / rel), pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0
+        )
         a, b = (json.loads(p.with_suffix(".json").read_text()) for p in (repo / rel, ref))
         assert a["settings"] == b["settings"] and a["complete"] and a["n_params"] == b["n_params"]
 
@@ -278,35 +392,56 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
     start = sh(["bash", str(ROOT / "ci/slurm/start.sh")], ROOT, env=cluster, timeout=600, check=False)
     assert start.returncode == 0, f"the test cluster did not start (needs root and apt): {start.stdout}{start.stderr}"
     try:
-        # Two of the quick start's pairs, a sentence encoder (a GPU-resourced job; WNLI's 925 sentences, encoded in seconds)
+        # Two of the quick start's pairs, a sentence encoder (a GPU-resourced job; WNLI's 925 sentences, encoded in
+        # seconds)
         # and static vectors (none), and their tables and figures: every kind of job the profile submits, in a fraction
         # of the quick start's time.
         config = yaml.safe_load((ROOT / OFFLINE_CONFIG).read_text())
-        config.update(data_dir=f"{tmp_path}/data", raw_dir=f"{tmp_path}/raw", results_dir=f"{tmp_path}/results", mirror=str(shared_mirror),
-                      paper=[{"task": "supersense", "model": "glove-50d"}], glue={"tasks": ["wnli"], "models": ["minilm"]})
+        config.update(
+            data_dir=f"{tmp_path}/data",
+            raw_dir=f"{tmp_path}/raw",
+            results_dir=f"{tmp_path}/results",
+            mirror=str(shared_mirror),
+            paper=[{"task": "supersense", "model": "glove-50d"}],
+            glue={"tasks": ["wnli"], "models": ["minilm"]},
+        )
         for section in ("istar", "layers", "finetune", "stability", "pretrain"):
             del config[section]
         (tmp_path / "slurm-test.yaml").write_text(yaml.safe_dump(config))
         # Status checks every 2 s, not the profile's 10 s: the jobs here take seconds, not hours.
-        conf = ["--configfile", str(tmp_path / "slurm-test.yaml"), "--seconds-between-status-checks", "2",
-                "--slurm-init-seconds-before-status-checks", "1"]
-        p = snakemake("--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600)
+        conf = [
+            "--configfile",
+            str(tmp_path / "slurm-test.yaml"),
+            "--seconds-between-status-checks",
+            "2",
+            "--slurm-init-seconds-before-status-checks",
+            "1",
+        ]
+        p = snakemake(
+            "--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600
+        )
         out = p.stdout + p.stderr
         # Every job but the 2 local `prepare` jobs and `all`: 2 encode, 2 optimize runs, the aggregate and the report.
         assert len(re.findall(r"submitted with SLURM jobid", out)) == 6
         local = offline_checkout / "results/offline"
-        refs = [local / "optimize/runs" / pair / "seed0.parquet" for pair in ("glue/wnli/minilm", "supersense/glove-50d")]
+        refs = [
+            local / "optimize/runs" / pair / "seed0.parquet" for pair in ("glue/wnli/minilm", "supersense/glove-50d")
+        ]
         for ref in refs:
             got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local))
             pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
-        done = ("optimize/tables/correlations.csv", "optimize/tables/correlations_glue.csv", "optimize/figures/silhouette.png")
+        done = (
+            "optimize/tables/correlations.csv",
+            "optimize/tables/correlations_glue.csv",
+            "optimize/figures/silhouette.png",
+        )
         assert all((tmp_path / "results" / f).is_file() for f in done)
     finally:
         sh(["bash", str(ROOT / "ci/slurm/stop.sh")], ROOT, env=cluster, timeout=60, check=False)
 
 
 def test_make_report_builds_what_make_run_made():
-    """`make report` right after `make run` reports that config's results (not the paper config's, which it did not run)."""
+    """`make report` right after `make run` reports that config's results (not the paper config's: it did not run)."""
     run, report = (sh(["make", "-n", target], ROOT).stdout for target in ("run", "report"))
     assert "--configfile config/offline.yaml" in run
     assert "--configfile config/offline.yaml --report results/offline/report.html" in report

@@ -55,20 +55,35 @@ def _from_parquet(path: Path, key: str | None, preferred: tuple[str, ...], optio
 
 
 NPY_MAGIC = b"\x93NUMPY"
-MULTI_ENTRY = (".npz", ".parquet", ".pt", ".pth", ".csv", ".tsv")  # formats that may hold several arrays (chosen with a key)
+MULTI_ENTRY = (
+    ".npz",
+    ".parquet",
+    ".pt",
+    ".pth",
+    ".csv",
+    ".tsv",
+)  # formats that may hold several arrays (chosen with a key)
 
 
 def load_matrix(path: str | Path, key: str | None = None, *, option: str = "--key") -> np.ndarray:
     """:func:`load_array` for an embedding matrix: numeric (or boolean) values, else an error naming the file."""
     arr = load_array(path, key, option=option)
     if arr.dtype.kind not in "biuf":
-        raise InputFileError(f"{path}: holds {arr.dtype} values, not numbers; an embedding matrix must be numeric "
-                             "(integers or floats)" + (f"; pick the numeric entry with {option}" if Path(path).suffix.lower() in MULTI_ENTRY else ""))
+        raise InputFileError(
+            f"{path}: holds {arr.dtype} values, not numbers; an embedding matrix must be numeric "
+            "(integers or floats)"
+            + (f"; pick the numeric entry with {option}" if Path(path).suffix.lower() in MULTI_ENTRY else "")
+        )
     return arr
 
 
-def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str, ...] = ("embeddings", "embedding", "X"),
-               option: str = "--key") -> np.ndarray:
+def load_array(
+    path: str | Path,
+    key: str | None = None,
+    *,
+    preferred: tuple[str, ...] = ("embeddings", "embedding", "X"),
+    option: str = "--key",
+) -> np.ndarray:
     """Load one array from ``path``; ``key`` picks an entry of an .npz/.pt dict or a parquet column. ``option`` is
     the command-line option that sets ``key``, named in error messages."""
     path = Path(path)
@@ -78,13 +93,17 @@ def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str
         raise InputFileError(f"{path}: is a directory; give the file inside it (e.g. {path}/embeddings.npy)")
     suffix = path.suffix.lower()
     if key is not None and suffix not in MULTI_ENTRY:
-        raise InputFileError(f"{path}: a {suffix} file holds a single array; {option} applies only to .npz, .parquet and .pt files")
+        raise InputFileError(
+            f"{path}: a {suffix} file holds a single array; {option} applies only to .npz, .parquet and .pt files"
+        )
     try:
         if suffix == ".npy":
             with open(path, "rb") as fh:
                 if fh.read(len(NPY_MAGIC)) != NPY_MAGIC:
-                    raise InputFileError(f"{path}: is not a NumPy .npy file (it lacks the .npy header; a text or other "
-                                         "file renamed?). Save the matrix with numpy.save, or give the file its real suffix.")
+                    raise InputFileError(
+                        f"{path}: is not a NumPy .npy file (it lacks the .npy header; a text or other "
+                        "file renamed?). Save the matrix with numpy.save, or give the file its real suffix."
+                    )
             return np.load(path, allow_pickle=False)
         if suffix == ".npz":
             with np.load(path, allow_pickle=False) as z:
@@ -92,8 +111,10 @@ def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str
                 try:
                     return z[name]
                 except ValueError as exc:  # an object array: reading it would run pickled code
-                    raise InputFileError(f"{path}: entry {name!r} is an array of Python objects, which isoflow does not unpickle; "
-                                         "save text labels as a string array, e.g. np.savez(f, labels=np.array(labels, dtype=str))") from exc
+                    raise InputFileError(
+                        f"{path}: entry {name!r} is an array of Python objects, which isoflow does not unpickle; "
+                        "save text labels as a string array, e.g. np.savez(f, labels=np.array(labels, dtype=str))"
+                    ) from exc
         if suffix == ".parquet":
             return _from_parquet(path, key, preferred, option)
         if suffix in (".pt", ".pth"):
@@ -119,8 +140,10 @@ def load_array(path: str | Path, key: str | None = None, *, preferred: tuple[str
             try:
                 lines = path.read_text(encoding="utf-8").splitlines()
             except UnicodeDecodeError as exc:
-                raise InputFileError(f"{path}: is not UTF-8 text (byte {exc.start}: {exc.reason}); convert it, e.g. "
-                                     f"`iconv -f latin1 -t utf-8 {path} > utf8{path.suffix}`") from exc
+                raise InputFileError(
+                    f"{path}: is not UTF-8 text (byte {exc.start}: {exc.reason}); convert it, e.g. "
+                    f"`iconv -f latin1 -t utf-8 {path} > utf8{path.suffix}`"
+                ) from exc
             values = np.array([ln.strip() for ln in lines if ln.strip()])
             try:
                 return values.astype(np.int64)

@@ -44,7 +44,9 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temp path beside ``path``; on success it replaces ``path``, on any error it is deleted."""
     path = Path(path)
     if path.is_dir():
-        raise OutputExistsError(f"{path} is a directory; isoflow wants to write a file there. Choose another output path.")
+        raise OutputExistsError(
+            f"{path} is a directory; isoflow wants to write a file there. Choose another output path."
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}", dir=path.parent)
     os.close(fd)
@@ -88,13 +90,17 @@ def check_replaceable(path: str | os.PathLike, *, expected: Iterable[str] = (), 
         return
     why = _protected(path)
     if why:
-        raise OutputExistsError(f"refusing to write an output directory at {path}: {why}. Choose another output path (--out).")
+        raise OutputExistsError(
+            f"refusing to write an output directory at {path}: {why}. Choose another output path (--out)."
+        )
     if path.is_symlink() or not path.is_dir():
         if force:
             return
         kind = "a symbolic link" if path.is_symlink() else "a file"
-        raise OutputExistsError(f"{path} exists and is {kind}, not an isoflow output directory; refusing to replace it. "
-                                "Choose another output path (--out), or pass --force to replace it.")
+        raise OutputExistsError(
+            f"{path} exists and is {kind}, not an isoflow output directory; refusing to replace it. "
+            "Choose another output path (--out), or pass --force to replace it."
+        )
     if force or owned_by_isoflow(path, expected):
         return
     entries = sorted(p.name for p in path.iterdir())
@@ -108,7 +114,9 @@ def check_replaceable(path: str | os.PathLike, *, expected: Iterable[str] = (), 
 
 
 @contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike, *, expected: Iterable[str] = (), force: bool = False, kind: str = "output") -> Iterator[Path]:
+def atomic_dir(
+    path: str | os.PathLike, *, expected: Iterable[str] = (), force: bool = False, kind: str = "output"
+) -> Iterator[Path]:
     """Yield a temp directory beside ``path``; on success it takes ``path``'s place.
 
     What stood at ``path`` is replaced only if :func:`check_replaceable` allows it (checked before and again after

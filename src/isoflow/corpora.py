@@ -43,6 +43,8 @@ WIKITEXT2 = Resource(
     note="hash not pinned: no verified copy was available to us",
     check=_check_wikitext,
 )
+
+
 def _check_ptb(path: Path) -> None:
     sentences = read_text_file(path)
     if not any("<unk>" in words for words in sentences[:2000]):
@@ -67,7 +69,9 @@ def _text(data: bytes, origin: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{origin}: is not UTF-8 text (byte {exc.start}: {exc.reason}); convert it to UTF-8") from exc
+        raise DataFormatError(
+            f"{origin}: is not UTF-8 text (byte {exc.start}: {exc.reason}); convert it to UTF-8"
+        ) from exc
 
 
 def read_brown_documents(path: Path) -> list[tuple[str, list[list[str]]]]:
@@ -132,7 +136,9 @@ def corpus_name(corpus: str) -> str:
     return corpus if corpus in CORPORA else Path(corpus).stem
 
 
-def sample(sentences: Sequence[list[str]], max_tokens: int, seed: int, count: Callable[[list[str]], int]) -> list[list[str]]:
+def sample(
+    sentences: Sequence[list[str]], max_tokens: int, seed: int, count: Callable[[list[str]], int]
+) -> list[list[str]]:
     """Whole sentences in a seeded random order until ``count`` (tokens per sentence) reaches ``max_tokens``; the
     sentences keep their random order. All of them if the corpus is smaller."""
     if max_tokens < 1:

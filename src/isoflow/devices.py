@@ -14,9 +14,13 @@ def resolve_device(name: str = "auto") -> torch.device:
         raise ValueError(f"unknown device {name!r}; use auto, cpu, cuda or cuda:N") from exc
     if dev.type == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"device {name!r} requested but CUDA is not available on this machine; use --device cpu or auto")
+            raise ValueError(
+                f"device {name!r} requested but CUDA is not available on this machine; use --device cpu or auto"
+            )
         if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise ValueError(f"device {name!r} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)")
+            raise ValueError(
+                f"device {name!r} does not exist: this machine has {torch.cuda.device_count()} CUDA device(s)"
+            )
     elif dev.type != "cpu":
         raise ValueError(f"unsupported device {name!r}; use auto, cpu, cuda or cuda:N")
     return dev

@@ -67,7 +67,9 @@ def verify_embeddings(path: str | os.PathLike) -> dict:
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise FileNotFoundError(f"{meta_path} is missing: {d} is not an isoflow embedding table; run `isoflow encode` first") from None
+        raise FileNotFoundError(
+            f"{meta_path} is missing: {d} is not an isoflow embedding table; run `isoflow encode` first"
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise EmbeddingsError(f"{meta_path} is not valid JSON ({exc}); {_fix({}, d)}") from exc
     if not npy.is_file():
@@ -80,8 +82,10 @@ def verify_embeddings(path: str | os.PathLike) -> dict:
     if key not in _VERIFIED:
         actual = sha256_of(npy)
         if actual != expected:
-            raise EmbeddingsError(f"{npy} does not match the sha256 recorded in {meta_path} (corrupted, truncated or "
-                                  f"replaced since it was written); {_fix(meta, d)}")
+            raise EmbeddingsError(
+                f"{npy} does not match the sha256 recorded in {meta_path} (corrupted, truncated or "
+                f"replaced since it was written); {_fix(meta, d)}"
+            )
         _VERIFIED.add(key)
     return meta
 
@@ -94,7 +98,9 @@ def load_embeddings(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
     try:
         emb = np.load(npy, allow_pickle=False)
     except Exception as exc:  # truncated or not a .npy at all
-        raise EmbeddingsError(f"{npy} could not be read as a .npy array ({type(exc).__name__}: {exc}); {_fix(meta, d)}") from exc
+        raise EmbeddingsError(
+            f"{npy} could not be read as a .npy array ({type(exc).__name__}: {exc}); {_fix(meta, d)}"
+        ) from exc
     want = (meta.get("n_items"), meta.get("dim"))
     if emb.ndim != 2 or (None not in want and emb.shape != want):
         raise EmbeddingsError(f"{npy} has shape {emb.shape} but {d / 'meta.json'} records {want}; {_fix(meta, d)}")
@@ -190,8 +196,17 @@ def write_embeddings(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def import_embeddings(path: str | os.PathLike, task: str, model: str, *, key: str | None = None, data_dir: str | os.PathLike = "data",
-                      task_path: str | os.PathLike | None = None, out: str | os.PathLike | None = None, force: bool = False) -> Path:
+def import_embeddings(
+    path: str | os.PathLike,
+    task: str,
+    model: str,
+    *,
+    key: str | None = None,
+    data_dir: str | os.PathLike = "data",
+    task_path: str | os.PathLike | None = None,
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+) -> Path:
     """Embeddings made elsewhere as a task's embedding table: ``path`` (.npy, .npz, .parquet, .pt; ``key`` picks an
     entry or column) holds one row per item of the prepared ``task``, in the order of its ``items.parquet`` (the
     distinct texts in order of first appearance). Row count, numbers and finiteness are checked; the table is written
@@ -201,7 +216,9 @@ def import_embeddings(path: str | os.PathLike, task: str, model: str, *, key: st
     from .models.local import NAME
 
     if not NAME.match(model):
-        raise ValueError(f"model name {model!r} must be lower-case letters, digits, '.', '_' or '-' (it names the output directory)")
+        raise ValueError(
+            f"model name {model!r} must be lower-case letters, digits, '.', '_' or '-' (it names the output directory)"
+        )
     tdata = read_task(task_path or task_dir(task, data_dir))
     texts = tdata.items["text"].astype(str).tolist()
     out = Path(out or embeddings_dir(model, task, data_dir))
@@ -210,13 +227,26 @@ def import_embeddings(path: str | os.PathLike, task: str, model: str, *, key: st
     if emb.ndim != 2:
         raise InputFileError(f"{path}: holds an array of shape {emb.shape}; embeddings are (items, dim)")
     if emb.shape[0] != len(texts):
-        raise InputFileError(f"{path}: {emb.shape[0]} rows, but task {tdata.name} has {len(texts)} items; give one row per item, "
-                             f"in the order of {Path(task_path or task_dir(task, data_dir)) / 'items.parquet'}")
+        raise InputFileError(
+            f"{path}: {emb.shape[0]} rows, but task {tdata.name} has {len(texts)} items; give one row per item, "
+            f"in the order of {Path(task_path or task_dir(task, data_dir)) / 'items.parquet'}"
+        )
     bad = np.flatnonzero(~np.isfinite(emb).all(axis=1))
     if len(bad):
-        raise InputFileError(f"{path}: row {int(bad[0])} (of {len(bad)} rows) holds NaN or inf values; fix or drop them before importing")
-    meta = {"model": model, "source": {"path": str(Path(path).resolve()), "sha256": sha256_of(Path(path)), "key": key},
-            "task": tdata.name, "n_items": len(texts), "dim": int(emb.shape[1]), "dtype": "float32", "device": None,
-            "batch_size": None, "seconds": 0.0, "items_sha256": items_digest(texts)}
+        raise InputFileError(
+            f"{path}: row {int(bad[0])} (of {len(bad)} rows) holds NaN or inf values; fix or drop them before importing"
+        )
+    meta = {
+        "model": model,
+        "source": {"path": str(Path(path).resolve()), "sha256": sha256_of(Path(path)), "key": key},
+        "task": tdata.name,
+        "n_items": len(texts),
+        "dim": int(emb.shape[1]),
+        "dtype": "float32",
+        "device": None,
+        "batch_size": None,
+        "seconds": 0.0,
+        "items_sha256": items_digest(texts),
+    }
     write_embeddings(out, np.ascontiguousarray(emb, dtype=np.float32), texts, meta, force=force)
     return out

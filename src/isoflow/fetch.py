@@ -121,8 +121,14 @@ def verify(path: Path, res: Resource, *, origin: str) -> None:
             res.check(path)
         except DataFormatError as exc:
             # The check saw a temp file; say "line N" instead of its name.
-            msg = re.sub(re.escape(str(path)) + r":(\d+):", r"line \1:", str(exc)).replace(f"{path}: ", "").replace(str(path), "it")
-            raise ChecksumError(f"{res.name} from {origin} is not usable: {msg}. Replace that copy with the original file.") from exc
+            msg = (
+                re.sub(re.escape(str(path)) + r":(\d+):", r"line \1:", str(exc))
+                .replace(f"{path}: ", "")
+                .replace(str(path), "it")
+            )
+            raise ChecksumError(
+                f"{res.name} from {origin} is not usable: {msg}. Replace that copy with the original file."
+            ) from exc
 
 
 def _stamp(target: Path) -> Path:
@@ -180,7 +186,9 @@ def _download(url: str, downloads: Path, progress: bool) -> Path:
     else:
         downloader = None  # let pooch choose (ftp, sftp, doi)
     logging.getLogger("pooch").setLevel(logging.WARNING)
-    return Path(pooch.retrieve(url, known_hash=None, fname=fname, path=downloads, downloader=downloader, progressbar=progress))
+    return Path(
+        pooch.retrieve(url, known_hash=None, fname=fname, path=downloads, downloader=downloader, progressbar=progress)
+    )
 
 
 def _extract_member(archive: Path, member: str, tmp: Path, origin: str) -> None:
@@ -189,7 +197,9 @@ def _extract_member(archive: Path, member: str, tmp: Path, origin: str) -> None:
             with zf.open(member) as src, open(tmp, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
     except KeyError as exc:
-        raise FetchError(f"{origin} has no member {member!r}; the archive's layout differs from the expected one") from exc
+        raise FetchError(
+            f"{origin} has no member {member!r}; the archive's layout differs from the expected one"
+        ) from exc
     except zipfile.BadZipFile as exc:
         archive.unlink(missing_ok=True)  # a corrupt download must not be reused
         raise ChecksumError(f"{origin} is not a valid zip archive ({exc}); it was deleted, fetch again") from exc
@@ -240,8 +250,9 @@ def fetch(
     return path
 
 
-def _fetch_uncached(res: Resource, cache: Path, target: Path, mirror, allow_download: bool,
-                    progress: bool) -> tuple[Path, list[ChecksumError]]:
+def _fetch_uncached(
+    res: Resource, cache: Path, target: Path, mirror, allow_download: bool, progress: bool
+) -> tuple[Path, list[ChecksumError]]:
     mirrors = mirror_dirs(mirror)
     rejected: list[ChecksumError] = []
     for m in mirrors:
@@ -257,12 +268,15 @@ def _fetch_uncached(res: Resource, cache: Path, target: Path, mirror, allow_down
     if rejected and (not allow_download or not res.urls):
         raise ChecksumError(" | ".join(map(str, rejected)))
     if not allow_download:
-        raise OfflineError(f"{res.name} is not cached and no mirror holds it (looked in: {looked}); downloads are disabled.")
+        raise OfflineError(
+            f"{res.name} is not cached and no mirror holds it (looked in: {looked}); downloads are disabled."
+        )
     return _download_and_install(res, target, cache / ".downloads", progress, looked, rejected), rejected
 
 
-def _download_and_install(res: Resource, target: Path, downloads: Path, progress: bool, looked: str,
-                          rejected: list[ChecksumError]) -> Path:
+def _download_and_install(
+    res: Resource, target: Path, downloads: Path, progress: bool, looked: str, rejected: list[ChecksumError]
+) -> Path:
     failures: list[str] = [str(exc) for exc in rejected]
     for url in res.urls:
         try:
@@ -272,6 +286,7 @@ def _download_and_install(res: Resource, target: Path, downloads: Path, progress
             if not _is_network_error(exc):
                 logger.warning("download of %s failed: %s", url, exc)
             continue
+
         def fill(tmp: Path, archive=archive, url=url) -> None:
             if res.member is not None:
                 _extract_member(archive, res.member, tmp, origin=url)
@@ -281,8 +296,15 @@ def _download_and_install(res: Resource, target: Path, downloads: Path, progress
 
         return _install(target, res, url, fill)
     if rejected:  # the copies we found were bad, and no good one could be downloaded: the bad copy is the news
-        raise ChecksumError(" | ".join(map(str, rejected)) + f" (a download from the canonical location failed too: {'; '.join(failures[len(rejected):]) or 'no URL known'})")
-    offline = "this machine appears to be offline: " if failures and all("ConnectionError" in f or "NameResolution" in f for f in failures) else ""
+        raise ChecksumError(
+            " | ".join(map(str, rejected)) + f" (a download from the canonical location failed too: "
+            f"{'; '.join(failures[len(rejected) :]) or 'no URL known'})"
+        )
+    offline = (
+        "this machine appears to be offline: "
+        if failures and all("ConnectionError" in f or "NameResolution" in f for f in failures)
+        else ""
+    )
     raise OfflineError(
         f"could not fetch {res.name}: {offline}no mirror holds it (looked in: {looked}) and its canonical location "
         f"could not be reached ({'; '.join(failures) or 'no URL known'}). On a machine without internet, "
@@ -290,4 +312,14 @@ def _download_and_install(res: Resource, target: Path, downloads: Path, progress
     )
 
 
-__all__ = ["Resource", "fetch", "verify", "mirror_dirs", "sha256_of", "FetchError", "ChecksumError", "OfflineError", "MIRROR_ENV"]
+__all__ = [
+    "Resource",
+    "fetch",
+    "verify",
+    "mirror_dirs",
+    "sha256_of",
+    "FetchError",
+    "ChecksumError",
+    "OfflineError",
+    "MIRROR_ENV",
+]

@@ -99,7 +99,10 @@ def points_of(states, mask: torch.Tensor | None = None) -> torch.Tensor:
         elif s.dim() == 3:
             if mask is not None:
                 if tuple(mask.shape) != tuple(s.shape[:2]):
-                    raise ValueError(f"the mask has shape {tuple(mask.shape)} but the states {tuple(s.shape)}; it must be (batch, tokens)")
+                    raise ValueError(
+                        f"the mask has shape {tuple(mask.shape)} but the states {tuple(s.shape)}; it must be (batch, "
+                        f"tokens)"
+                    )
                 out.append(s[mask.bool()])
             else:
                 out.append(s.reshape(-1, s.shape[-1]))
@@ -148,7 +151,8 @@ class RunningCovariance:
 
 
 class IStarLoss(torch.nn.Module):
-    r"""I-STAR's penalty as a module: :math:`\lambda\,(1 - \mathrm{IsoScore}^*_\zeta(X))` (Rudman & Eickhoff, ICLR 2024).
+    r"""I-STAR's penalty as a module: :math:`\lambda\,(1 - \mathrm{IsoScore}^*_\zeta(X))` (Rudman & Eickhoff, ICLR
+    2024).
 
     IsoScore* is IsoScore of the shrunk covariance :math:`C_\zeta = (1-\zeta)\,C(X) + \zeta\,\Sigma_S`; λ > 0 pushes
     isotropy up, λ < 0 down; λ = 0 returns a zero without computing anything. Σ_S, the reference covariance, is
@@ -178,7 +182,9 @@ class IStarLoss(torch.nn.Module):
         self.reference = None if reference is None else torch.as_tensor(reference, dtype=torch.float64)
 
     @classmethod
-    def from_points(cls, lam: float, zeta: float, points: torch.Tensor, kind: str = "pretrained", dtype: str | None = None) -> IStarLoss:
+    def from_points(
+        cls, lam: float, zeta: float, points: torch.Tensor, kind: str = "pretrained", dtype: str | None = None
+    ) -> IStarLoss:
         """A fixed Σ_S from reference points: their covariance (``pretrained``) or its isotropic counterpart."""
         check_istar(lam, zeta, kind, dtype or "float32")
         return cls(lam, zeta, shrinkage_target(points, kind) if zeta else None, dtype)
@@ -213,7 +219,9 @@ class IStarLoss(torch.nn.Module):
             return None
         if self.reference is None:
             if self._running.n < 2:
-                raise ValueError("zeta > 0 needs a reference covariance: pass reference= or call update_reference() first")
+                raise ValueError(
+                    "zeta > 0 needs a reference covariance: pass reference= or call update_reference() first"
+                )
             self.reference = self._running.covariance()
         if self.reference.shape != (dim, dim):
             raise ValueError(f"the reference covariance is {tuple(self.reference.shape)}, the points have dim {dim}")

@@ -6,6 +6,7 @@ When stderr is not a terminal, `progress_bar` returns a `LineProgress` instead: 
 time another tenth of the work is done (triggered by the count, never by a timer), carrying the latest postfix
 values (loss, silhouette, IsoScore in the optimisation).
 """
+
 from __future__ import annotations
 
 import math

@@ -4,7 +4,8 @@
 Every section's run record (a run's ``<stem>.json``; the layer analysis' ``meta.json``; a pretrained model's
 ``pretrain.json``) has the same frame: ``section`` (the section it belongs to: where it lives is
 ``<results>/<section>/runs/``), ``settings``, what the run measured of itself, ``diverged`` / ``diverged_at`` /
-``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``) and ``"complete": true``,
+``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``) and ``"complete":
+true``,
 written last. An optimisation run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and
 ``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
 else (the workflow passes the runs its rule declares); :func:`discover` lists the complete runs under a results
@@ -31,8 +32,19 @@ from .atomic import atomic_file
 ROW_DEFAULTS = {"istar_lambda": 0.0, "reg": "istar", "cosreg_weight": 0.0}
 ROW_SETTINGS = tuple(ROW_DEFAULTS)
 # Run information carried into runs.csv.
-INFO_FIELDS = ("n_items", "n_examples", "dim", "n_labels", "n_params", "pair", "multilabel", "seconds_per_update", "device",
-               "diverged", "diverged_at")
+INFO_FIELDS = (
+    "n_items",
+    "n_examples",
+    "dim",
+    "n_labels",
+    "n_params",
+    "pair",
+    "multilabel",
+    "seconds_per_update",
+    "device",
+    "diverged",
+    "diverged_at",
+)
 # The schema's divergence fields under their earlier, per-section names (records written before one schema).
 LEGACY_DIVERGED_AT = {"diverged_at_step": "step", "diverged_at_epoch": "epoch"}
 
@@ -54,8 +66,13 @@ def run_provenance() -> dict:
     from .provenance import code_version
 
     return {
-        "versions": {"isoflow": __version__, "torch": torch.__version__, "numpy": numpy.__version__, "pandas": pd.__version__,
-                     "python": platform.python_version()},
+        "versions": {
+            "isoflow": __version__,
+            "torch": torch.__version__,
+            "numpy": numpy.__version__,
+            "pandas": pd.__version__,
+            "python": platform.python_version(),
+        },
         "code": code_version(),
         "threads": torch.get_num_threads(),
     }
@@ -65,13 +82,23 @@ class RecordError(ValueError):
     """A run record is missing, incomplete or unreadable, or runs that must agree do not (the message names them)."""
 
 
-def run_record(section: str, settings: dict, measured: dict, *, diverged_at: int | None = None, unit: str = "step") -> dict:
+def run_record(
+    section: str, settings: dict, measured: dict, *, diverged_at: int | None = None, unit: str = "step"
+) -> dict:
     """A run's record in the one schema every section shares (see the module docstring); ``measured``: what the run
     recorded of itself (sizes, timings, held-out set, ...)."""
     if unit not in ("step", "epoch"):
         raise ValueError(f"diverged_unit must be step or epoch; got {unit!r}")
-    return {"section": section, "settings": settings, **measured, "diverged": diverged_at is not None, "diverged_at": diverged_at,
-            "diverged_unit": unit, **run_provenance(), "complete": True}
+    return {
+        "section": section,
+        "settings": settings,
+        **measured,
+        "diverged": diverged_at is not None,
+        "diverged_at": diverged_at,
+        "diverged_unit": unit,
+        **run_provenance(),
+        "complete": True,
+    }
 
 
 def normalised(info: dict) -> dict:
@@ -94,7 +121,10 @@ def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
     return stem.with_suffix(".parquet"), stem.with_suffix(".json")
 
 
-RUN_FOLDERS = ("optimize/runs", "istar/runs")  # where optimisation runs are (isoflow.sections: the optimize and istar sections)
+RUN_FOLDERS = (
+    "optimize/runs",
+    "istar/runs",
+)  # where optimisation runs are (isoflow.sections: the optimize and istar sections)
 
 
 def discover(results: str | os.PathLike) -> list[Path]:
@@ -109,8 +139,10 @@ def discover(results: str | os.PathLike) -> list[Path]:
         if complete and meta.with_suffix(".parquet").is_file():
             found.append(meta)
     if not found:
-        raise FileNotFoundError(f"no complete optimisation runs under {Path(results, RUN_FOLDERS[0])} or {Path(results, RUN_FOLDERS[1])}; "
-                                "run `isoflow optimize` first")
+        raise FileNotFoundError(
+            f"no complete optimisation runs under {Path(results, RUN_FOLDERS[0])} or {Path(results, RUN_FOLDERS[1])}; "
+            "run `isoflow optimize` first"
+        )
     return found
 
 
@@ -118,9 +150,13 @@ def read_record(meta: Path) -> dict:
     try:
         info = json.loads(meta.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RecordError(f"{meta} is missing: that run did not complete (or was removed); run it again or leave it out") from None
+        raise RecordError(
+            f"{meta} is missing: that run did not complete (or was removed); run it again or leave it out"
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise RecordError(f"{meta} is not a valid run record ({exc}); delete the run's .json and .parquet and run it again") from exc
+        raise RecordError(
+            f"{meta} is not a valid run record ({exc}); delete the run's .json and .parquet and run it again"
+        ) from exc
     if not isinstance(info, dict) or not info.get("complete") or "settings" not in info:
         raise RecordError(f"{meta} does not record a complete run; run it again or leave it out")
     return normalised(info)
@@ -172,7 +208,9 @@ def load_runs(paths: Iterable[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Data
 def row_label(values, keys=ROW_SETTINGS) -> str:
     """``task x model`` (and ``istar_lambda = ...`` etc. where not the default) for messages."""
     task, model, *rest = values
-    extra = [f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in zip(keys, rest) if v != ROW_DEFAULTS[k]]
+    extra = [
+        f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in zip(keys, rest) if v != ROW_DEFAULTS[k]
+    ]
     return " x ".join([str(task), str(model), *extra])
 
 
@@ -181,18 +219,28 @@ def check_consistent(info: pd.DataFrame, settings: list[str] | None = None) -> N
     setting (``settings``: the columns that are settings; default all but the run information) must agree."""
     present = [k for k in ROW_SETTINGS if k in info.columns]
     key = ["task", "model", *present]
-    candidates = settings if settings is not None else [c for c in info.columns if c not in (*INFO_FIELDS, "git_commit", "git_dirty", "record")]
+    candidates = (
+        settings
+        if settings is not None
+        else [c for c in info.columns if c not in (*INFO_FIELDS, "git_commit", "git_dirty", "record")]
+    )
     compared = [c for c in candidates if c in info.columns and c not in (*key, "seed")]
     for values, group in info.groupby(key, dropna=False):
         dup = group[group.duplicated("seed", keep=False)]
         if len(dup):
-            raise RecordError(f"{row_label(values, present)}: seed {dup['seed'].iloc[0]} appears more than once "
-                              f"({', '.join(dup['record'])}); keep one run per seed")
+            raise RecordError(
+                f"{row_label(values, present)}: seed {dup['seed'].iloc[0]} appears more than once "
+                f"({', '.join(dup['record'])}); keep one run per seed"
+            )
         differ = [c for c in compared if group[c].astype(str).nunique() > 1]
         if differ:
-            shown = "; ".join(f"{c}: " + ", ".join(f"{v} ({r})" for v, r in zip(group[c].astype(str), group["record"])) for c in differ)
+            shown = "; ".join(
+                f"{c}: " + ", ".join(f"{v} ({r})" for v, r in zip(group[c].astype(str), group["record"]))
+                for c in differ
+            )
             raise RecordError(
-                f"runs of {row_label(values, present)} differ in {', '.join(differ)}, not only in their seed, and cannot be "
+                f"runs of {row_label(values, present)} differ in {', '.join(differ)}, not only in their seed, and "
+                f"cannot be "
                 f"averaged as seeds: {shown}. Re-run them with the same settings, or aggregate them separately"
             )
 

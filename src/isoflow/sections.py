@@ -45,7 +45,8 @@ class Section:
     published_runs: str = "tree"  # "listed": the runs its aggregate's runs.csv lists; "tree": the whole runs/ folder
     run_files: tuple[str, ...] = ()  # a "tree" publication copies only these file patterns (default: every file)
     shares_runs_with: str | None = None  # a section whose runs some of its rows reuse (istar's λ = 0: optimize's)
-    # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) -> commands.
+    # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) ->
+    # commands.
     redraw: Callable[[Path, Path], Commands] | None = field(default=None, compare=False)
     # For its DVC stages ({data}, {results}: a config's data_dir and results_dir): the config keys its runs depend on,
     # the folders they read, the folders its runs and its report write.
@@ -72,15 +73,23 @@ def _outputs(folder: Path) -> list[str]:
 
 
 def _redraw_optimize(folder: Path, tmp: Path) -> Commands:
-    return [["optimize-aggregate", "--out", str(tmp), *_listed(folder)], ["optimize-report", "--aggregate", str(tmp), *_outputs(folder)]]
+    return [
+        ["optimize-aggregate", "--out", str(tmp), *_listed(folder)],
+        ["optimize-report", "--aggregate", str(tmp), *_outputs(folder)],
+    ]
 
 
 def _redraw_istar(folder: Path, tmp: Path) -> Commands:
-    return [["optimize-aggregate", "--out", str(tmp), *_listed(folder)], ["istar-report", "--aggregate", str(tmp), *_outputs(folder)]]
+    return [
+        ["optimize-aggregate", "--out", str(tmp), *_listed(folder)],
+        ["istar-report", "--aggregate", str(tmp), *_outputs(folder)],
+    ]
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
-    return [["layers-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/*/meta.json")), *_outputs(folder)]]
+    return [
+        ["layers-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/*/meta.json")), *_outputs(folder)]
+    ]
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
@@ -90,39 +99,103 @@ def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
 def _redraw_stability(folder: Path, tmp: Path) -> Commands:
     """Recomputed from its recorded settings (seeded: the same estimates; a few minutes)."""
     settings = json.loads((folder / "runs" / "meta.json").read_text())["settings"]
-    options = [x for k, v in settings.items() for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))]
+    options = [
+        x
+        for k, v in settings.items()
+        for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))
+    ]
     return [["stability", *options, "--runs", str(folder / "runs"), *_outputs(folder), "--quiet"]]
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
-    return [["pretrain-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")), *_outputs(folder)]]
+    return [
+        [
+            "pretrain-report",
+            *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")),
+            *_outputs(folder),
+        ]
+    ]
 
 
 OPTIMIZE_KEYS = ("seeds", "steps", "sample_cap", "label_centred_every")
 EMBEDDED = ("{data}/tasks", "{data}/embeddings")
-SECTIONS: dict[str, Section] = {s.name: s for s in (
-    Section("optimize", "Optimisation (Mickus et al. 2024)", ("optimize",), ("optimize-aggregate", "optimize-report"),
-            run_rules=("optimize_run",), report_rules=("optimize_aggregate", "optimize_report"), published_runs="listed",
-            redraw=_redraw_optimize, config_keys=OPTIMIZE_KEYS + ("paper", "glue"), run_inputs=EMBEDDED,
-            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures")),
-    Section("istar", "I-STAR in the optimisation (Rudman & Eickhoff 2024)", ("optimize",), ("optimize-aggregate", "istar-report"),
-            run_rules=("istar_run",), report_rules=("istar_aggregate", "istar_report"), published_runs="listed",
-            shares_runs_with="optimize", redraw=_redraw_istar, config_keys=OPTIMIZE_KEYS + ("istar",), run_inputs=EMBEDDED,
-            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures")),
-    Section("layers", "Clusters and manifolds across layers (Cai et al. 2021)", ("layers",), ("layers-report",),
-            run_rules=("layers_run",), report_rules=("layers_report",), redraw=_redraw_layers, config_keys=("layers",),
-            run_inputs=("{data}/pretrained",)),
-    Section("finetune", "Fine-tuning the encoder with I-STAR and CosReg", ("finetune",), ("finetune-report",),
-            run_rules=("finetune_run",), report_rules=("finetune_report",), redraw=_redraw_finetune, config_keys=("finetune",),
-            run_inputs=("{data}/tasks", "{data}/pretrained")),
-    Section("stability", "IsoScore* on mini-batches (I-STAR's AIM 1)", (), ("stability",), report_rules=("stability_run",),
-            redraw=_redraw_stability, config_keys=("stability",), run_outputs=(),
-            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures")),
-    Section("pretrain", "Plain language models of our own", ("pretrain-corpus", "pretrain"), ("pretrain-report",),
-            run_rules=("pretrain_corpus", "pretrain_model"), report_rules=("pretrain_report",), redraw=_redraw_pretrain,
-            config_keys=("pretrain",), run_outputs=("{data}/pretrain", "{data}/pretrained", "{results}/{name}/benchmarks"),
-            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures")),
-)}
+SECTIONS: dict[str, Section] = {
+    s.name: s
+    for s in (
+        Section(
+            "optimize",
+            "Optimisation (Mickus et al. 2024)",
+            ("optimize",),
+            ("optimize-aggregate", "optimize-report"),
+            run_rules=("optimize_run",),
+            report_rules=("optimize_aggregate", "optimize_report"),
+            published_runs="listed",
+            redraw=_redraw_optimize,
+            config_keys=OPTIMIZE_KEYS + ("paper", "glue"),
+            run_inputs=EMBEDDED,
+            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
+        ),
+        Section(
+            "istar",
+            "I-STAR in the optimisation (Rudman & Eickhoff 2024)",
+            ("optimize",),
+            ("optimize-aggregate", "istar-report"),
+            run_rules=("istar_run",),
+            report_rules=("istar_aggregate", "istar_report"),
+            published_runs="listed",
+            shares_runs_with="optimize",
+            redraw=_redraw_istar,
+            config_keys=OPTIMIZE_KEYS + ("istar",),
+            run_inputs=EMBEDDED,
+            report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
+        ),
+        Section(
+            "layers",
+            "Clusters and manifolds across layers (Cai et al. 2021)",
+            ("layers",),
+            ("layers-report",),
+            run_rules=("layers_run",),
+            report_rules=("layers_report",),
+            redraw=_redraw_layers,
+            config_keys=("layers",),
+            run_inputs=("{data}/pretrained",),
+        ),
+        Section(
+            "finetune",
+            "Fine-tuning the encoder with I-STAR and CosReg",
+            ("finetune",),
+            ("finetune-report",),
+            run_rules=("finetune_run",),
+            report_rules=("finetune_report",),
+            redraw=_redraw_finetune,
+            config_keys=("finetune",),
+            run_inputs=("{data}/tasks", "{data}/pretrained"),
+        ),
+        Section(
+            "stability",
+            "IsoScore* on mini-batches (I-STAR's AIM 1)",
+            (),
+            ("stability",),
+            report_rules=("stability_run",),
+            redraw=_redraw_stability,
+            config_keys=("stability",),
+            run_outputs=(),
+            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures"),
+        ),
+        Section(
+            "pretrain",
+            "Plain language models of our own",
+            ("pretrain-corpus", "pretrain"),
+            ("pretrain-report",),
+            run_rules=("pretrain_corpus", "pretrain_model"),
+            report_rules=("pretrain_report",),
+            redraw=_redraw_pretrain,
+            config_keys=("pretrain",),
+            run_outputs=("{data}/pretrain", "{data}/pretrained", "{results}/{name}/benchmarks"),
+            report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures"),
+        ),
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -135,17 +208,20 @@ class Publication:
     notes: tuple[str, ...] = field(default=())
 
 
-PUBLICATIONS: dict[str, Publication] = {p.name: p for p in (
-    Publication("optimize", "optimize", "config/reproduce-offline.yaml"),
-    Publication("supersense-ablation", "optimize", "config/supersense-ablation.yaml"),
-    Publication("istar", "istar", "config/reproduce-offline.yaml"),
-    Publication("layers", "layers", "config/reproduce-offline.yaml"),
-    Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
-    Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
-    Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
-    Publication("stability", "stability", "config/reproduce-offline.yaml"),
-    Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
-)}
+PUBLICATIONS: dict[str, Publication] = {
+    p.name: p
+    for p in (
+        Publication("optimize", "optimize", "config/reproduce-offline.yaml"),
+        Publication("supersense-ablation", "optimize", "config/supersense-ablation.yaml"),
+        Publication("istar", "istar", "config/reproduce-offline.yaml"),
+        Publication("layers", "layers", "config/reproduce-offline.yaml"),
+        Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
+        Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
+        Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
+        Publication("stability", "stability", "config/reproduce-offline.yaml"),
+        Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
+    )
+}
 
 
 def section(name: str) -> Section:

@@ -24,14 +24,35 @@ from typing import Any
 _JSON_TYPES = {int: "integer", float: "number", str: "string", bool: "boolean"}
 
 
-def setting(default: Any, help: str, *, minimum: float | None = None, maximum: float | None = None, exclusive_minimum: float | None = None,
-            exclusive_maximum: float | None = None, choices: tuple | None = None, cli: bool = True, schema: bool = True,
-            flag: str | None = None, metavar: str | None = None) -> Any:
+def setting(
+    default: Any,
+    help: str,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+    exclusive_minimum: float | None = None,
+    exclusive_maximum: float | None = None,
+    choices: tuple | None = None,
+    cli: bool = True,
+    schema: bool = True,
+    flag: str | None = None,
+    metavar: str | None = None,
+) -> Any:
     """A dataclass field with its default, help and allowed values. ``cli=False``: not a command-line option;
     ``schema=False``: not a key of the config schema (a run's identity, e.g. its seed, which the config lists);
     ``flag``: the option's name when it is not ``--<field-name>``."""
-    meta = {"help": help, "minimum": minimum, "maximum": maximum, "exclusiveMinimum": exclusive_minimum, "exclusiveMaximum": exclusive_maximum,
-            "choices": choices, "cli": cli, "schema": schema, "flag": flag, "metavar": metavar}
+    meta = {
+        "help": help,
+        "minimum": minimum,
+        "maximum": maximum,
+        "exclusiveMinimum": exclusive_minimum,
+        "exclusiveMaximum": exclusive_maximum,
+        "choices": choices,
+        "cli": cli,
+        "schema": schema,
+        "flag": flag,
+        "metavar": metavar,
+    }
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -69,8 +90,12 @@ def check_value(name: str, value: Any, meta: dict) -> None:
         return
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number; got {value}")
-    bounds = (("minimum", "at least", lambda v, b: v >= b), ("maximum", "at most", lambda v, b: v <= b),
-              ("exclusiveMinimum", "greater than", lambda v, b: v > b), ("exclusiveMaximum", "less than", lambda v, b: v < b))
+    bounds = (
+        ("minimum", "at least", lambda v, b: v >= b),
+        ("maximum", "at most", lambda v, b: v <= b),
+        ("exclusiveMinimum", "greater than", lambda v, b: v > b),
+        ("exclusiveMaximum", "less than", lambda v, b: v < b),
+    )
     for key, words, ok in bounds:
         bound = meta.get(key)
         if bound is not None and value is not None and not ok(value, bound):
@@ -82,10 +107,17 @@ def check(settings) -> None:
     import numbers
 
     def check_one(name: str, value, kind: type) -> None:
-        wrong = (isinstance(value, bool) and kind is not bool) or (kind is int and not isinstance(value, numbers.Integral)) or (
-            kind is float and not isinstance(value, numbers.Real)) or (kind is bool and not isinstance(value, bool))
+        wrong = (
+            (isinstance(value, bool) and kind is not bool)
+            or (kind is int and not isinstance(value, numbers.Integral))
+            or (kind is float and not isinstance(value, numbers.Real))
+            or (kind is bool and not isinstance(value, bool))
+        )
         if wrong:
-            raise ValueError(f"{name} must be {'an integer' if kind is int else 'a number' if kind is float else kind.__name__}; got {value!r}")
+            raise ValueError(
+                f"{name} must be {'an integer' if kind is int else 'a number' if kind is float else kind.__name__}; "
+                f"got {value!r}"
+            )
         check_value(name, value, f.metadata)
 
     for f in _fields(type(settings)):
@@ -106,7 +138,9 @@ def _parser_type(name: str, kind: type, meta: dict, is_list: bool = False):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {'an integer' if kind is int else 'a number'}, got {text!r}"
+            ) from None
         try:
             check_value("the value", value, meta)
         except ValueError as exc:
@@ -140,15 +174,29 @@ def add_arguments(parser: argparse.ArgumentParser, cls, *, skip: tuple[str, ...]
         (kind, is_list), meta = _kind(cls, f), f.metadata
         help_text = f"{meta['help']} (default {_text(f.default)})"
         if is_list:
-            parser.add_argument(flag_of(f), dest=f.name, type=_parser_type(f.name, kind, meta, is_list=True), default=f.default,
-                                help=help_text, metavar=meta.get("metavar") or "X,X")
+            parser.add_argument(
+                flag_of(f),
+                dest=f.name,
+                type=_parser_type(f.name, kind, meta, is_list=True),
+                default=f.default,
+                help=help_text,
+                metavar=meta.get("metavar") or "X,X",
+            )
         elif kind is bool:
-            parser.add_argument(flag_of(f), dest=f.name, action=argparse.BooleanOptionalAction, default=f.default, help=help_text)
+            parser.add_argument(
+                flag_of(f), dest=f.name, action=argparse.BooleanOptionalAction, default=f.default, help=help_text
+            )
         elif meta["choices"] is not None:
             parser.add_argument(flag_of(f), dest=f.name, choices=meta["choices"], default=f.default, help=help_text)
         else:
-            parser.add_argument(flag_of(f), dest=f.name, type=_parser_type(f.name, kind, meta), default=f.default, help=help_text,
-                                metavar=meta.get("metavar"))
+            parser.add_argument(
+                flag_of(f),
+                dest=f.name,
+                type=_parser_type(f.name, kind, meta),
+                default=f.default,
+                help=help_text,
+                metavar=meta.get("metavar"),
+            )
 
 
 def from_namespace(cls, args: argparse.Namespace, **overrides):

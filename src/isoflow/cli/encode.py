@@ -12,8 +12,13 @@ HELP = "embed the items of a prepared task (float32 .npy + index), cached by (mo
 def add_parser(sub) -> None:
     e = sub.add_parser("encode", help=HELP)
     options.model(e)
-    e.add_argument("--pooling", choices=("mean", "cls"), default="mean",
-                   help="a plain Hugging Face model's pooling over its tokens (default mean; sentence-transformers folders keep theirs)")
+    e.add_argument(
+        "--pooling",
+        choices=("mean", "cls"),
+        default="mean",
+        help="a plain Hugging Face model's pooling over its tokens (default mean; sentence-transformers folders keep "
+        "theirs)",
+    )
     e.add_argument("--task", required=True, help="a prepared task, e.g. polarity or glue/sst2")
     options.data(e)
     options.task_dir(e)
@@ -26,9 +31,24 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..embed import encode, load_embeddings
 
-    out = encode(args.model, args.task, data_dir=args.data_dir, task_path=args.task_dir, out=args.out, batch_size=args.batch_size,
-                 device=args.device, mirror=args.mirror, force=args.force, progress=None if not args.quiet else False, raw_dir=args.raw_dir,
-                 model_name=args.model_name, pooling=args.pooling)
+    out = encode(
+        args.model,
+        args.task,
+        data_dir=args.data_dir,
+        task_path=args.task_dir,
+        out=args.out,
+        batch_size=args.batch_size,
+        device=args.device,
+        mirror=args.mirror,
+        force=args.force,
+        progress=None if not args.quiet else False,
+        raw_dir=args.raw_dir,
+        model_name=args.model_name,
+        pooling=args.pooling,
+    )
     emb, meta = load_embeddings(out)
-    print(f"{meta['model']} x {meta['task']}: {emb.shape[0]} x {emb.shape[1]} float32 ({meta['seconds']} s on {meta['device']}) -> {out}")
+    print(
+        f"{meta['model']} x {meta['task']}: {emb.shape[0]} x {emb.shape[1]} float32 ({meta['seconds']} s on "
+        f"{meta['device']}) -> {out}"
+    )
     return 0

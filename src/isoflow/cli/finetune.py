@@ -18,8 +18,14 @@ def add_parser(sub) -> None:
     f.add_argument("--task", required=True, help="a prepared single-label task, e.g. polarity, glue/sst2, glue/mrpc")
     options.model(f, static=False, extra=": mean pooling is added")
     options.istar(f, zeta=False)
-    f.add_argument("--cosreg", type=options.finite_float, default=None, metavar="WEIGHT",
-                   help="CosReg instead of I-STAR: add WEIGHT * mean pairwise cosine of the points to the loss (the poster's baseline)")
+    f.add_argument(
+        "--cosreg",
+        type=options.finite_float,
+        default=None,
+        metavar="WEIGHT",
+        help="CosReg instead of I-STAR: add WEIGHT * mean pairwise cosine of the points to the loss (the poster's "
+        "baseline)",
+    )
     declared.add_arguments(f, FinetuneSettings)
     options.task_dir(f)
     options.results(f)
@@ -35,17 +41,34 @@ def run(args: argparse.Namespace) -> int:
     if args.cosreg is not None and args.istar:
         raise ValueError("--istar and --cosreg name two regularisers; a run has one (the other's weight is 0)")
     reg = "istar" if args.cosreg is None else "cosreg"
-    settings = {k: v for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="")).items()
-                if k not in ("task", "model", "seed")}
+    settings = {
+        k: v
+        for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="")).items()
+        if k not in ("task", "model", "seed")
+    }
     settings.update(reg=reg, istar_lambda=args.istar, cosreg_weight=args.cosreg or 0.0)
     parquet, record = run_finetune(
-        args.task, args.model, args.seed, data_dir=args.data_dir, task_path=args.task_dir, results=args.results, out=args.out,
-        device=args.device, mirror=args.mirror, raw_dir=args.raw_dir, progress=None if not args.quiet else False,
-        model_name=args.model_name, **settings)
+        args.task,
+        args.model,
+        args.seed,
+        data_dir=args.data_dir,
+        task_path=args.task_dir,
+        results=args.results,
+        out=args.out,
+        device=args.device,
+        mirror=args.mirror,
+        raw_dir=args.raw_dir,
+        progress=None if not args.quiet else False,
+        model_name=args.model_name,
+        **settings,
+    )
     info = json.loads(record.read_text())
     status = f"diverged at epoch {info['diverged_at']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
     weight = f"lambda {args.istar:g}" if reg == "istar" else f"CosReg {args.cosreg:g}"
-    print(f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, {info['n_train']} training / "
-          f"{info['n_heldout']} held-out examples ({info['held_out']['source']}), "
-          f"{info['train_sentences_per_second'] or 0:.0f} sentences/s training -> {parquet}")
+    print(
+        f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, "
+        f"{info['n_train']} training / "
+        f"{info['n_heldout']} held-out examples ({info['held_out']['source']}), "
+        f"{info['train_sentences_per_second'] or 0:.0f} sentences/s training -> {parquet}"
+    )
     return 0

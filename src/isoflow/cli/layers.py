@@ -16,11 +16,22 @@ def add_parser(sub) -> None:
 
     y = sub.add_parser("layers", help=HELP)
     options.model(y, extra="; encoders and decoder-only models such as GPT-2")
-    y.add_argument("--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)")
-    y.add_argument("--types", choices=("tokens", "words"), default="tokens",
-                   help="a point per word piece, typed by its token string (default), or per word (mean of its pieces)")
+    y.add_argument(
+        "--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)"
+    )
+    y.add_argument(
+        "--types",
+        choices=("tokens", "words"),
+        default="tokens",
+        help="a point per word piece, typed by its token string (default), or per word (mean of its pieces)",
+    )
     declared.add_arguments(y, LayerSettings)
-    y.add_argument("--view-layer", type=options.int_at_least(0), default=None, help="layer of the PCA view (default: the middle one)")
+    y.add_argument(
+        "--view-layer",
+        type=options.int_at_least(0),
+        default=None,
+        help="layer of the PCA view (default: the middle one)",
+    )
     y.add_argument("--batch-size", type=options.int_at_least(1), default=32)
     options.device(y)
     options.results(y, "; output results/layers/runs/<model>/<corpus>")
@@ -33,11 +44,26 @@ def run(args: argparse.Namespace) -> int:
     from ..layers import LayerSettings, run_layers
 
     settings = declared.from_namespace(LayerSettings, args)
-    out = run_layers(args.model, args.corpus, settings=settings, types=args.types, view_layer=args.view_layer,
-                     out=args.out, results=args.results, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror,
-                     device=args.device, batch_size=args.batch_size, force=args.force, progress=None if not args.quiet else False,
-                     model_name=args.model_name)
+    out = run_layers(
+        args.model,
+        args.corpus,
+        settings=settings,
+        types=args.types,
+        view_layer=args.view_layer,
+        out=args.out,
+        results=args.results,
+        data_dir=args.data_dir,
+        raw_dir=args.raw_dir,
+        mirror=args.mirror,
+        device=args.device,
+        batch_size=args.batch_size,
+        force=args.force,
+        progress=None if not args.quiet else False,
+        model_name=args.model_name,
+    )
     meta = json.loads((out / "meta.json").read_text())
-    print(f"{meta['model']} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
-          f"{sum(meta['seconds'].values()):.0f} s, peak {meta['peak_rss_mb']:.0f} MB -> {out}")
+    print(
+        f"{meta['model']} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
+        f"{sum(meta['seconds'].values()):.0f} s, peak {meta['peak_rss_mb']:.0f} MB -> {out}"
+    )
     return 0

@@ -18,19 +18,45 @@ def add_parser(sub) -> None:
     o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
     o.add_argument("--model", required=True, help="the model whose embeddings are optimised (see `isoflow encode`)")
     seed = o.add_mutually_exclusive_group()
-    seed.add_argument("--seed", type=options.int_at_least(0), default=None, help="seeds the classifier's initialisation and the per-update samples (default 0)")
-    seed.add_argument("--seeds", type=options.seed_list, default=None, metavar="S,S,...",
-                      help="several seeds in this one process (records identical to separate runs); --out then needs {seed}")
-    o.add_argument("--steps", type=options.int_at_least(1), default=None, help="number of updates (default: 1000; GLUE tasks 250, as in the paper)")
+    seed.add_argument(
+        "--seed",
+        type=options.int_at_least(0),
+        default=None,
+        help="seeds the classifier's initialisation and the per-update samples (default 0)",
+    )
+    seed.add_argument(
+        "--seeds",
+        type=options.seed_list,
+        default=None,
+        metavar="S,S,...",
+        help="several seeds in this one process (records identical to separate runs); --out then needs {seed}",
+    )
+    o.add_argument(
+        "--steps",
+        type=options.int_at_least(1),
+        default=None,
+        help="number of updates (default: 1000; GLUE tasks 250, as in the paper)",
+    )
     options.device(o)
     options.istar(o, zeta=False)
     declared.add_arguments(o, Settings)
-    o.add_argument("--keep-diverged", action="store_true", help="if the run diverges (NaN), write a record saying so instead of nothing (sweeps)")
+    o.add_argument(
+        "--keep-diverged",
+        action="store_true",
+        help="if the run diverges (NaN), write a record saying so instead of nothing (sweeps)",
+    )
     o.add_argument("--data-dir", default="data", help="where the prepared tasks and embeddings are (default: data)")
     options.task_dir(o)
-    o.add_argument("--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)")
+    o.add_argument(
+        "--embeddings", default=None, help="the embeddings directory (default <data-dir>/embeddings/<model>/<task>)"
+    )
     options.results(o)
-    o.add_argument("--out", default=None, help="output path without suffix (default results/optimize/runs/<task>/<model>/seed<S>, with --istar results/istar/runs/<task>/<model>/istar<LAMBDA>/seed<S>)")
+    o.add_argument(
+        "--out",
+        default=None,
+        help="output path without suffix (default results/optimize/runs/<task>/<model>/seed<S>, with --istar "
+        "results/istar/runs/<task>/<model>/istar<LAMBDA>/seed<S>)",
+    )
     options.quiet(o)
     o.set_defaults(func=run)
 
@@ -40,14 +66,33 @@ def run(args: argparse.Namespace) -> int:
     from ..optimize.settings import Settings
 
     seeds = args.seeds or [0 if args.seed is None else args.seed]
-    written = run_seeds(args.task, args.model, seeds, steps=args.steps, data_dir=args.data_dir, task_path=args.task_dir,
-                        embeddings_path=args.embeddings, out=args.out, results=args.results, device=args.device,
-                        progress=None if not args.quiet else False, istar_lambda=args.istar, keep_diverged=args.keep_diverged,
-                        **declared.cli_values(Settings, args))
+    written = run_seeds(
+        args.task,
+        args.model,
+        seeds,
+        steps=args.steps,
+        data_dir=args.data_dir,
+        task_path=args.task_dir,
+        embeddings_path=args.embeddings,
+        out=args.out,
+        results=args.results,
+        device=args.device,
+        progress=None if not args.quiet else False,
+        istar_lambda=args.istar,
+        keep_diverged=args.keep_diverged,
+        **declared.cli_values(Settings, args),
+    )
     for seed, (parquet, meta) in zip(seeds, written):
         info = json.loads(meta.read_text())
         lam = f" lambda {args.istar:g}" if args.istar else ""
-        status = f"diverged at step {info['diverged_at']}" if info.get("diverged") else f"{info['settings']['steps']} updates"
-        print(f"{info['settings']['task']} x {args.model}{lam} seed {seed}: {status} in "
-              f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> {parquet}")
+        status = (
+            f"diverged at step {info['diverged_at']}"
+            if info.get("diverged")
+            else f"{info['settings']['steps']} updates"
+        )
+        print(
+            f"{info['settings']['task']} x {args.model}{lam} seed {seed}: {status} in "
+            f"{info['loop_seconds']:.1f} s ({info['seconds_per_update'] * 1000:.0f} ms/update on {info['device']}) -> "
+            f"{parquet}"
+        )
     return 0

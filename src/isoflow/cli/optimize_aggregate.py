@@ -1,4 +1,4 @@
-"""``isoflow optimize-aggregate``: optimisation runs in one table (runs that differ in more than the seed are refused)."""
+"""``isoflow optimize-aggregate``: optimisation runs in one table (runs differing in more than the seed are refused)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import argparse
 
 from . import options
 
-HELP = "optimisation runs in one table: <out>/trajectories.parquet + runs.csv (runs differing in more than the seed are refused)"
+HELP = (
+    "optimisation runs in one table: <out>/trajectories.parquet + runs.csv (runs differing in more than the seed are "
+    "refused)"
+)
 
 
 def add_parser(sub) -> None:
@@ -24,5 +27,8 @@ def run(args: argparse.Namespace) -> int:
     runs = options.runs_of(args)
     out = args.out or str(Path(args.results) / "optimize" / "aggregate")
     written = aggregate(discover(args.results) if runs is None else runs, out)
-    print(f"aggregated {'the complete runs under ' + args.results if runs is None else f'{len(runs)} runs'} -> {written[0].parent}")
+    print(
+        f"aggregated {'the complete runs under ' + args.results if runs is None else f'{len(runs)} runs'} "
+        f"-> {written[0].parent}"
+    )
     return 0

@@ -1,4 +1,4 @@
-"""``isoflow optimize-report``: the optimisation experiment's tables (the paper's correlations, Tables 1-2) and figures."""
+"""``isoflow optimize-report``: the optimize section's tables (the paper's correlations, Tables 1-2) and figures."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import argparse
 
 from . import options
 
-HELP = "the optimisation experiment's correlation tables, Tables 1-2 (CSV, Markdown, LaTeX) and figures, from an aggregate"
+HELP = (
+    "the optimisation experiment's correlation tables, Tables 1-2 (CSV, Markdown, LaTeX) and figures, from an aggregate"
+)
 
 
 def add_parser(sub) -> None:

@@ -13,7 +13,9 @@ def _number(text: str, cast=float) -> float:
     try:
         value = cast(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected {'an integer' if cast is int else 'a number'}, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected {'an integer' if cast is int else 'a number'}, got {text!r}"
+        ) from None
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be a finite number; got {text}")
     return value
@@ -62,11 +64,19 @@ def seed_list(text: str) -> list[int]:
 def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
     """--model (a built-in name, a local folder or a Hugging Face hub id) and --model-name."""
     built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
-    p.add_argument("--model", required=True,
-                   help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), or a "
-                        "Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else downloaded)")
-    p.add_argument("--model-name", default=None,
-                   help="the name outputs go under, for a folder or a hub id (default: the folder's name, or the id's last part)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), or "
+        f"a "
+        "Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else "
+        "downloaded)",
+    )
+    p.add_argument(
+        "--model-name",
+        default=None,
+        help="the name outputs go under, for a folder or a hub id (default: the folder's name, or the id's last part)",
+    )
 
 
 def say(quiet: bool):
@@ -81,15 +91,27 @@ def device(p: argparse.ArgumentParser) -> None:
 
 
 def quiet(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", action="store_true", help="no progress output (a bar on a terminal, a line per tenth of the work in a log)")
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress output (a bar on a terminal, a line per tenth of the work in a log)",
+    )
 
 
 def data(p: argparse.ArgumentParser, *, out: str = "output directory (default under --data-dir)") -> None:
     """Where inputs come from and outputs go: --data-dir, --mirror, --out, --raw-dir, --quiet."""
-    p.add_argument("--data-dir", default="data", help="root of tasks/, embeddings/ and the raw-file cache raw/ (default: data)")
-    p.add_argument("--mirror", default=None, help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR")
+    p.add_argument(
+        "--data-dir", default="data", help="root of tasks/, embeddings/ and the raw-file cache raw/ (default: data)"
+    )
+    p.add_argument(
+        "--mirror",
+        default=None,
+        help="mirror directory (or several, ':'-separated) holding the raw files; default $ISOFLOW_MIRROR",
+    )
     p.add_argument("--out", default=None, help=out)
-    p.add_argument("--raw-dir", default=None, help="cache of downloaded/mirrored raw files and models (default <data-dir>/raw)")
+    p.add_argument(
+        "--raw-dir", default=None, help="cache of downloaded/mirrored raw files and models (default <data-dir>/raw)"
+    )
     quiet(p)
 
 
@@ -106,22 +128,41 @@ def istar(p: argparse.ArgumentParser, *, zeta: bool = True) -> None:
     them."""
     from ..istar_settings import zeta_setting
 
-    p.add_argument("--istar", type=finite_float, default=0.0, metavar="LAMBDA",
-                   help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain run)")
+    p.add_argument(
+        "--istar",
+        type=finite_float,
+        default=0.0,
+        metavar="LAMBDA",
+        help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain "
+        "run)",
+    )
     if zeta:
         field = zeta_setting()
-        p.add_argument("--zeta", type=unit_interval, default=field.default, help=f"{field.metadata['help']} (default {field.default})")
+        p.add_argument(
+            "--zeta",
+            type=unit_interval,
+            default=field.default,
+            help=f"{field.metadata['help']} (default {field.default})",
+        )
 
 
-def force(p: argparse.ArgumentParser, what: str = "replace what stands at --out even if isoflow did not write it") -> None:
+def force(
+    p: argparse.ArgumentParser, what: str = "replace what stands at --out even if isoflow did not write it"
+) -> None:
     p.add_argument("--force", action="store_true", help=what)
 
 
 def run_list(p: argparse.ArgumentParser) -> None:
     """Run records given on the command line or in manifests (default: every complete run under --results)."""
-    p.add_argument("runs", nargs="*", help="run records (<stem>.json or .parquet) to use; default: every complete run under --results")
+    p.add_argument(
+        "runs",
+        nargs="*",
+        help="run records (<stem>.json or .parquet) to use; default: every complete run under --results",
+    )
     p.add_argument("--manifest", action="append", help="a file listing run records, one per line (repeatable)")
-    p.add_argument("--results", default="results", help="results root holding optimize/runs and istar/runs (default: results)")
+    p.add_argument(
+        "--results", default="results", help="results root holding optimize/runs and istar/runs (default: results)"
+    )
 
 
 def runs_of(args: argparse.Namespace) -> list[str] | None:
@@ -131,18 +172,29 @@ def runs_of(args: argparse.Namespace) -> list[str] | None:
         try:
             text = open(manifest, encoding="utf-8").read()
         except UnicodeDecodeError as exc:
-            raise ValueError(f"{manifest}: not UTF-8 text ({exc.reason}); a manifest lists one run record path per line") from exc
+            raise ValueError(
+                f"{manifest}: not UTF-8 text ({exc.reason}); a manifest lists one run record path per line"
+            ) from exc
         runs += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
     return runs or None
 
 
 def aggregate_input(p: argparse.ArgumentParser, section: str) -> None:
     default = f"results/{section}/aggregate"
-    p.add_argument("--aggregate", default=default, help=f"the output of `isoflow optimize-aggregate` (default: {default})")
+    p.add_argument(
+        "--aggregate", default=default, help=f"the output of `isoflow optimize-aggregate` (default: {default})"
+    )
 
 
 def report_outputs(p: argparse.ArgumentParser, section: str) -> None:
     """--tables and --figures, by default the section's results folder's (isoflow.sections)."""
-    p.add_argument("--tables", default=f"results/{section}/tables", help=f"where the {section} tables go (default: results/{section}/tables)")
-    p.add_argument("--figures", default=f"results/{section}/figures",
-                   help=f"where the {section} figures go (default: results/{section}/figures)")
+    p.add_argument(
+        "--tables",
+        default=f"results/{section}/tables",
+        help=f"where the {section} tables go (default: results/{section}/tables)",
+    )
+    p.add_argument(
+        "--figures",
+        default=f"results/{section}/figures",
+        help=f"where the {section} figures go (default: results/{section}/figures)",
+    )

@@ -17,7 +17,9 @@ def add_parser(sub) -> None:
     s = sub.add_parser("stability", help=HELP)
     declared.add_arguments(s, StabilitySettings)
     options.device(s)
-    s.add_argument("--runs", default="results/stability/runs", help="where every batch's estimate goes (runs.parquet, meta.json)")
+    s.add_argument(
+        "--runs", default="results/stability/runs", help="where every batch's estimate goes (runs.parquet, meta.json)"
+    )
     options.report_outputs(s, "stability")
     options.quiet(s)
     s.set_defaults(func=run)
@@ -40,7 +42,12 @@ def run(args: argparse.Namespace) -> int:
     with atomic_file(out / "runs.parquet") as tmp:
         runs.to_parquet(tmp, index=False)
     with atomic_file(out / "meta.json") as tmp:
-        tmp.write_text(json.dumps(run_record("stability", as_dict(settings), {"estimates": len(runs)}), indent=2) + "\n")
+        tmp.write_text(
+            json.dumps(run_record("stability", as_dict(settings), {"estimates": len(runs)}), indent=2) + "\n"
+        )
     written = tables(runs, args.tables) + figure(runs, args.figures)
-    print(f"{len(runs)} estimates -> {out / 'runs.parquet'}; wrote {len(written)} files under {args.tables} and {args.figures}")
+    print(
+        f"{len(runs)} estimates -> {out / 'runs.parquet'}; wrote {len(written)} files under {args.tables} and "
+        f"{args.figures}"
+    )
     return 0

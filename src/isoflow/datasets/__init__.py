@@ -23,8 +23,15 @@ from .table import TaskData, check_task_out, read_task, write_task
 logger = logging.getLogger(__name__)
 
 GLUE_TASKS = tuple(glue.TASKS) + ("mrpc",)
-DATASETS: tuple[str, ...] = ("polarity", "snli", *(f"glue/{t}" for t in sorted(GLUE_TASKS)), "pos", "pos-wordnet", "supersense",
-                              "supersense-unambiguous")
+DATASETS: tuple[str, ...] = (
+    "polarity",
+    "snli",
+    *(f"glue/{t}" for t in sorted(GLUE_TASKS)),
+    "pos",
+    "pos-wordnet",
+    "supersense",
+    "supersense-unambiguous",
+)
 WORD_TASKS = ("pos", "pos-wordnet", "supersense", "supersense-unambiguous")
 # The paper's sizes for the word tasks (Table 1): POS 11,462 words; supersenses 2,275 nouns.
 DEFAULT_N_WORDS = {"pos-wordnet": 11_462, "supersense": 2_275, "supersense-unambiguous": 2_275}
@@ -46,9 +53,13 @@ TASK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*(/[a-z0-9][a-z0-9-]*)?$")
 
 
 def check_task_name(name: str) -> str:
-    """A name for your own task: lower-case letters, digits and hyphens, at most one ``/`` (``reviews``, ``lab/nli``)."""
+    """A name for your own task: lower-case letters, digits, hyphens, at most one ``/`` (``reviews``, ``lab/nli``)."""
     if not TASK_NAME.match(name) or name in DATASETS:
-        why = "is a built-in dataset's" if name in DATASETS else "must be lower-case letters, digits and '-', with at most one '/'"
+        why = (
+            "is a built-in dataset's"
+            if name in DATASETS
+            else "must be lower-case letters, digits and '-', with at most one '/'"
+        )
         raise ValueError(f"task name {name!r} {why}; choose another (e.g. my-reviews)")
     return name
 
@@ -69,7 +80,9 @@ def resources(name: str) -> tuple[Resource, ...]:
     return (wordnet.NLTK_ZIP,)
 
 
-def _fetch_first(alternatives: Sequence[Resource], cache: Path, mirror, allow_download: bool, progress: bool) -> dict[str, Path]:
+def _fetch_first(
+    alternatives: Sequence[Resource], cache: Path, mirror, allow_download: bool, progress: bool
+) -> dict[str, Path]:
     """The first alternative present in the cache or a mirror; else the first that downloads."""
     for res in alternatives:
         try:
@@ -84,7 +97,10 @@ def _fetch_first(alternatives: Sequence[Resource], cache: Path, mirror, allow_do
             return {res.name: fetch(res, cache, mirror=mirror, progress=progress)}
         except OfflineError as exc:
             errors.append(str(exc))
-    raise OfflineError(" | ".join(errors) or f"none of {[r.name for r in alternatives]} is cached or mirrored, and downloads are disabled")
+    raise OfflineError(
+        " | ".join(errors)
+        or f"none of {[r.name for r in alternatives]} is cached or mirrored, and downloads are disabled"
+    )
 
 
 def resolve_name(name: str) -> str:
@@ -128,15 +144,23 @@ def build(
     if split not in ("train", "dev"):
         raise ValueError(f"split must be 'train' or 'dev'; got {split!r}")
     if split == "dev" and not has_dev_split(name):
-        raise ValueError(f"{name} has no canonical validation split (only GLUE tasks do); hold out part of the training data instead")
+        raise ValueError(
+            f"{name} has no canonical validation split (only GLUE tasks do); hold out part of the training data instead"
+        )
     cache = raw_cache(data_dir, raw_dir)
     if name in WORD_TASKS:
         from ..models import static_model
 
         vectors = static_model(vocab).load(cache, mirror, allow_download=allow_download)
         if name == "pos":
-            paths = {codwoe.ENGLISH.name: Path(source_file)} if source_file else _fetch_first(codwoe.RESOURCES, cache, mirror, allow_download, progress)
-            return _parse_cached(paths, cache, lambda p: codwoe.build(p, vocabulary=set(vectors.words), vocab_name=vocab))
+            paths = (
+                {codwoe.ENGLISH.name: Path(source_file)}
+                if source_file
+                else _fetch_first(codwoe.RESOURCES, cache, mirror, allow_download, progress)
+            )
+            return _parse_cached(
+                paths, cache, lambda p: codwoe.build(p, vocabulary=set(vectors.words), vocab_name=vocab)
+            )
         wn = wordnet.WordNet.locate(wordnet_dir, cache=cache, mirror=mirror)
         n = n_words or DEFAULT_N_WORDS[name]
         if name == "pos-wordnet":
@@ -147,7 +171,10 @@ def build(
             vocab_words = set(vectors.words)
             unknown = [w for w in wordlist if w.strip() and w.strip() not in vocab_words]
             if unknown:
-                raise DataFormatError(f"supersense: {len(unknown)} word(s) of the word list are not in the vocabulary of {vocab}, e.g. {unknown[:10]}")
+                raise DataFormatError(
+                    f"supersense: {len(unknown)} word(s) of the word list are not in the vocabulary of {vocab}, e.g. "
+                    f"{unknown[:10]}"
+                )
         return wordnet.build_supersense(wn, n, vocab, vocabulary=vectors.words, wordlist=wordlist)
     if name == "snli":
         paths = _fetch_first(snli.ALTERNATIVES, cache, mirror, allow_download, progress)
@@ -184,13 +211,22 @@ def _parse_cached(paths: dict[str, Path], cache: Path, parse):
                 removed.append(str(path))
         if not removed:
             raise
-        raise DataFormatError(f"{exc}. The cached cop{'ies' if len(removed) > 1 else 'y'} {', '.join(removed)} "
-                              "w" + ("ere" if len(removed) > 1 else "as") + " removed, so the next run fetches "
-                              "again: replace the mirror's copy with the original first") from exc
+        raise DataFormatError(
+            f"{exc}. The cached cop{'ies' if len(removed) > 1 else 'y'} {', '.join(removed)} "
+            "w" + ("ere" if len(removed) > 1 else "as") + " removed, so the next run fetches "
+            "again: replace the mirror's copy with the original first"
+        ) from exc
 
 
-def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.PathLike | None = None, force: bool = False,
-            from_file: dict | None = None, **options) -> Path:
+def prepare(
+    name: str,
+    *,
+    data_dir: str | os.PathLike = "data",
+    out: str | os.PathLike | None = None,
+    force: bool = False,
+    from_file: dict | None = None,
+    **options,
+) -> Path:
     """Build dataset ``name`` and write it (atomically) to ``out`` (default ``<data_dir>/tasks/<name>``).
 
     ``from_file``: your own data instead of a built-in dataset, as the keyword arguments of
@@ -212,9 +248,24 @@ def prepare(name: str, *, data_dir: str | os.PathLike = "data", out: str | os.Pa
         try:
             build(name, data_dir=data_dir, split="dev", **options)
         except (FetchError, DataFormatError) as exc:
-            logger.info("%s: no validation split at hand (%s); fine-tuning will hold out part of the training data", name, exc)
+            logger.info(
+                "%s: no validation split at hand (%s); fine-tuning will hold out part of the training data", name, exc
+            )
     return written
 
 
-__all__ = ["DATASETS", "TaskData", "build", "canonical_name", "check_task_name", "from_file", "has_dev_split", "prepare", "raw_cache",
-           "read_task", "resolve_name", "resources", "task_dir"]
+__all__ = [
+    "DATASETS",
+    "TaskData",
+    "build",
+    "canonical_name",
+    "check_task_name",
+    "from_file",
+    "has_dev_split",
+    "prepare",
+    "raw_cache",
+    "read_task",
+    "resolve_name",
+    "resources",
+    "task_dir",
+]

@@ -62,4 +62,6 @@ def build(paths: dict[str, Path], vocabulary: set[str] | None = None, vocab_name
         extra.update(vocabulary=vocab_name, n_words_not_in_vocabulary=len(by_word) - len(words))
         if not words:
             raise DataFormatError(f"{path}: none of the {len(by_word)} words is in the vocabulary of {vocab_name}")
-    return build_task("pos", words, [by_word[w] for w in words], multilabel=True, sources=[source_record(ENGLISH, path)], extra=extra)
+    return build_task(
+        "pos", words, [by_word[w] for w in words], multilabel=True, sources=[source_record(ENGLISH, path)], extra=extra
+    )

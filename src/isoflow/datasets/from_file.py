@@ -30,16 +30,22 @@ def _read(path: Path):
         raise DataFormatError(f"{path}: unsupported file type {path.suffix!r}; use one of {', '.join(sorted(READERS))}")
     try:
         if kind in ("csv", "tsv"):  # every value as text: "007" stays "007", labels 1 and 2 stay "1" and "2"
-            return pd.read_csv(path, sep="," if kind == "csv" else "\t", dtype=str, keep_default_na=False, na_values=[""])
+            return pd.read_csv(
+                path, sep="," if kind == "csv" else "\t", dtype=str, keep_default_na=False, na_values=[""]
+            )
         if kind == "jsonl":
             return pd.read_json(path, lines=True, dtype=False)
         return pd.read_parquet(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
     except UnicodeDecodeError as exc:
-        raise DataFormatError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); convert it to UTF-8") from exc
+        raise DataFormatError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); convert it to UTF-8"
+        ) from exc
     except Exception as exc:  # noqa: BLE001 - pandas and pyarrow raise many types for malformed files
-        raise DataFormatError(f"{path}: could not be read as {kind} ({type(exc).__name__}: {str(exc).splitlines()[0]})") from exc
+        raise DataFormatError(
+            f"{path}: could not be read as {kind} ({type(exc).__name__}: {str(exc).splitlines()[0]})"
+        ) from exc
 
 
 def _missing(value) -> bool:
@@ -52,8 +58,15 @@ def _text(value) -> str:
     return str(value)
 
 
-def from_file(name: str, path: str | os.PathLike, *, text: str, label: str, text_b: str | None = None,
-              label_sep: str | None = None) -> TaskData:
+def from_file(
+    name: str,
+    path: str | os.PathLike,
+    *,
+    text: str,
+    label: str,
+    text_b: str | None = None,
+    label_sep: str | None = None,
+) -> TaskData:
     """A task from the columns ``text`` (and ``text_b`` for pairs) and ``label`` of a data file; with ``label_sep``,
     ``label`` holds several labels per row, separated by it (a multi-label task)."""
     path = Path(path)
@@ -78,16 +91,22 @@ def from_file(name: str, path: str | os.PathLike, *, text: str, label: str, text
         if label_sep:
             labs = [x.strip() for x in _text(value).split(label_sep) if x.strip()]
             if not labs:
-                raise DataFormatError(f"{path}, row {i}, column {label!r}: no label between the separators {label_sep!r}")
+                raise DataFormatError(
+                    f"{path}, row {i}, column {label!r}: no label between the separators {label_sep!r}"
+                )
             labels.append(labs)
         else:
             labels.append(_text(value).strip())
         texts.append(tuple(parts) if text_b else parts[0])
     classes = sorted({lab for labs in labels for lab in labs} if label_sep else set(labels))
     if len(classes) < 2:
-        raise DataFormatError(f"{path}: column {label!r} holds a single class ({classes[0]!r}); classification needs at least two")
+        raise DataFormatError(
+            f"{path}: column {label!r} holds a single class ({classes[0]!r}); classification needs at least two"
+        )
     from ..fetch import sha256_of
 
     source = {"name": path.name, "path": str(path.resolve()), "url": None, "sha256": sha256_of(path), "license": None}
     columns_used = {"text": text, "text_b": text_b, "label": label, "label_sep": label_sep}
-    return build_task(name, texts, labels, multilabel=bool(label_sep), sources=[source], extra={"from_file": columns_used})
+    return build_task(
+        name, texts, labels, multilabel=bool(label_sep), sources=[source], extra={"from_file": columns_used}
+    )

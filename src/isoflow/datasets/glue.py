@@ -33,17 +33,41 @@ class GlueTask:
     dev: Resource | None = None  # the validation file (same zip), read when it is at hand
 
 
-def _task(name: str, task_dir: str, zip_name: str, columns: tuple[str, ...], labels: tuple[str, ...], *, header: bool = True,
-          sha256: str | None = None, size: int | None = None, license: str = "") -> GlueTask:
+def _task(
+    name: str,
+    task_dir: str,
+    zip_name: str,
+    columns: tuple[str, ...],
+    labels: tuple[str, ...],
+    *,
+    header: bool = True,
+    sha256: str | None = None,
+    size: int | None = None,
+    license: str = "",
+) -> GlueTask:
     """A GLUE task read from ``<task_dir>/train.tsv`` of its zip; every copy is parsed (columns, labels) on arrival."""
+
     def check(path: Path) -> None:
         read_tsv(path, columns, header, labels=labels, task=f"glue/{name}")
 
-    resource = Resource(name=f"glue/{task_dir}/train.tsv", urls=(GLUE_ZIP.format(zip_name),), member=f"{task_dir}/train.tsv",
-                        sha256=sha256, size=size, license=license, check=check)
+    resource = Resource(
+        name=f"glue/{task_dir}/train.tsv",
+        urls=(GLUE_ZIP.format(zip_name),),
+        member=f"{task_dir}/train.tsv",
+        sha256=sha256,
+        size=size,
+        license=license,
+        check=check,
+    )
     dev_file = "dev_matched.tsv" if name == "mnli" else "dev.tsv"
-    dev = Resource(name=f"glue/{task_dir}/{dev_file}", urls=(GLUE_ZIP.format(zip_name),), member=f"{task_dir}/{dev_file}",
-                   license=license, check=check, note="GLUE validation split; not pinned")
+    dev = Resource(
+        name=f"glue/{task_dir}/{dev_file}",
+        urls=(GLUE_ZIP.format(zip_name),),
+        member=f"{task_dir}/{dev_file}",
+        license=license,
+        check=check,
+        note="GLUE validation split; not pinned",
+    )
     return GlueTask(name, resource, columns, labels, header, dev)
 
 
@@ -51,18 +75,47 @@ BINARY = ("0", "1")
 NLI3 = ("contradiction", "entailment", "neutral")
 NLI2 = ("entailment", "not_entailment")
 TASKS: dict[str, GlueTask] = {
-    "cola": _task("cola", "CoLA", "CoLA", ("3", "1"), BINARY, header=False,  # no header: source, label, original label, sentence
-                  sha256="cb368ebeb9f27d7ad03720d27ddc95687a311bdb100781a2fe59a5f5b1bc0624", size=428590,
-                  license="excerpts of published works; research use (CoLA README)"),
-    "sst2": _task("sst2", "SST-2", "SST-2", ("sentence", "label"), BINARY,
-                  sha256="48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1", size=3806081),
+    "cola": _task(
+        "cola",
+        "CoLA",
+        "CoLA",
+        ("3", "1"),
+        BINARY,
+        header=False,  # no header: source, label, original label, sentence
+        sha256="cb368ebeb9f27d7ad03720d27ddc95687a311bdb100781a2fe59a5f5b1bc0624",
+        size=428590,
+        license="excerpts of published works; research use (CoLA README)",
+    ),
+    "sst2": _task(
+        "sst2",
+        "SST-2",
+        "SST-2",
+        ("sentence", "label"),
+        BINARY,
+        sha256="48eac26399f8456935f81dd9e3a745c1430adb6c62e233ccfe22db4a0d15d1d1",
+        size=3806081,
+    ),
     "qqp": _task("qqp", "QQP", "QQP-clean", ("question1", "question2", "is_duplicate"), BINARY),
     "mnli": _task("mnli", "MNLI", "MNLI", ("sentence1", "sentence2", "gold_label"), NLI3),
     "qnli": _task("qnli", "QNLI", "QNLIv2", ("question", "sentence", "label"), NLI2),
-    "rte": _task("rte", "RTE", "RTE", ("sentence1", "sentence2", "label"), NLI2,
-                 sha256="41e3a9b063433392343fad9e962cf2f58b681c78d8f71592f4186f0837246c5c", size=846226),
-    "wnli": _task("wnli", "WNLI", "WNLI", ("sentence1", "sentence2", "label"), BINARY,
-                  sha256="9a88e9d54b6861cc796a088e9acf4f5f65064a9ef65ae6fa7a688b28391e5c9a", size=99411),
+    "rte": _task(
+        "rte",
+        "RTE",
+        "RTE",
+        ("sentence1", "sentence2", "label"),
+        NLI2,
+        sha256="41e3a9b063433392343fad9e962cf2f58b681c78d8f71592f4186f0837246c5c",
+        size=846226,
+    ),
+    "wnli": _task(
+        "wnli",
+        "WNLI",
+        "WNLI",
+        ("sentence1", "sentence2", "label"),
+        BINARY,
+        sha256="9a88e9d54b6861cc796a088e9acf4f5f65064a9ef65ae6fa7a688b28391e5c9a",
+        size=99411,
+    ),
 }
 MRPC_COLUMNS = ("#1 ID", "#2 ID", "#1 String", "#2 String", "Quality")
 MRPC_TRAIN = Resource(
@@ -84,8 +137,9 @@ MRPC_DEV_IDS = Resource(
 MRPC_RESOURCES = (MRPC_TRAIN, MRPC_DEV_IDS)
 
 
-def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True, *, labels: tuple[str, ...] | None = None,
-             task: str = "") -> tuple[list[list[str]], int]:
+def read_tsv(
+    path: Path, columns: tuple[str, ...], header: bool = True, *, labels: tuple[str, ...] | None = None, task: str = ""
+) -> tuple[list[list[str]], int]:
     """Rows of the wanted columns (GLUE TSVs: tab-separated, no quoting). Returns (rows, dropped).
 
     A missing header column is an error naming the file and the column; a row
@@ -106,7 +160,8 @@ def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True, *, label
         missing = [c for c in columns if c not in names]
         if missing:
             raise DataFormatError(
-                f"{path}: header has no column(s) {missing}; found {names}. Is this the GLUE training file of the right task?"
+                f"{path}: header has no column(s) {missing}; found {names}. Is this the GLUE training file of the "
+                f"right task?"
             )
         pos = [names.index(c) for c in columns]
         body = lines[1:]
@@ -124,7 +179,8 @@ def read_tsv(path: Path, columns: tuple[str, ...], header: bool = True, *, label
         row = [fields[p] for p in pos]
         if labels is not None and row[-1].strip() not in labels:
             raise DataFormatError(
-                f"{path}:{lineno}: label {row[-1].strip()!r} is not one of {task or 'the task'}'s labels {list(labels)}; "
+                f"{path}:{lineno}: label {row[-1].strip()!r} is not one of {task or 'the task'}'s labels "
+                f"{list(labels)}; "
                 "the file is corrupt or not the GLUE training file of this task"
             )
         rows.append(row)
@@ -149,7 +205,13 @@ def build(task: str, paths: dict[str, Path], split: str = "train") -> TaskData:
     rows, dropped = read_tsv(path, spec.columns, spec.header, labels=spec.labels, task=f"glue/{task}")
     texts = [r[0] for r in rows] if len(spec.columns) == 2 else [(r[0], r[1]) for r in rows]
     name = f"glue/{task}" + ("" if split == "train" else "-dev")
-    return build_task(name, texts, [r[-1].strip() for r in rows], sources=[source_record(res, path)], extra={"dropped_rows": dropped, "split": split})
+    return build_task(
+        name,
+        texts,
+        [r[-1].strip() for r in rows],
+        sources=[source_record(res, path)],
+        extra={"dropped_rows": dropped, "split": split},
+    )
 
 
 def build_mrpc(paths: dict[str, Path], split: str = "train") -> TaskData:
@@ -170,6 +232,11 @@ def build_mrpc(paths: dict[str, Path], split: str = "train") -> TaskData:
         [(r[2], r[3]) for r in kept],
         [r[4].strip() for r in kept],
         sources=[source_record(MRPC_TRAIN, train), source_record(MRPC_DEV_IDS, ids)],
-        extra={"dropped_rows": dropped, "dev_pairs_removed" if split == "train" else "dev_pairs": len(rows) - len(kept) if split == "train" else len(kept),
-               "split": split},
+        extra={
+            "dropped_rows": dropped,
+            "dev_pairs_removed" if split == "train" else "dev_pairs": len(rows) - len(kept)
+            if split == "train"
+            else len(kept),
+            "split": split,
+        },
     )

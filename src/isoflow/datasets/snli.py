@@ -46,7 +46,9 @@ def read_pairs(path: Path, keys: tuple[str, str, str]) -> tuple[list[tuple[str, 
         if label == NO_GOLD:
             continue
         if label not in LABELS:
-            raise DataFormatError(f"{path}:{lineno}: label {label!r} is not one of SNLI's {list(LABELS)} (or {NO_GOLD!r})")
+            raise DataFormatError(
+                f"{path}:{lineno}: label {label!r} is not one of SNLI's {list(LABELS)} (or {NO_GOLD!r})"
+            )
         texts.append((row[keys[0]], row[keys[1]]))
         labels.append(label)
     if not texts:
@@ -68,7 +70,9 @@ CANONICAL = Resource(
 )
 GOLD_ONLY = Resource(
     name="snli/dev.jsonl",
-    urls=("https://raw.githubusercontent.com/anthonywchen/generative-nli/aad500326efe82814047e6ea3b90b5fd8969e36b/data/snli/dev.jsonl",),
+    urls=(
+        "https://raw.githubusercontent.com/anthonywchen/generative-nli/aad500326efe82814047e6ea3b90b5fd8969e36b/data/snli/dev.jsonl",
+    ),
     sha256="4610d85664b3fa453c33fbbbc006ac870aaa1435ad1583b944af027673f5c3d4",
     size=1645357,
     license="CC BY-SA 4.0",

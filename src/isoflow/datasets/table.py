@@ -131,21 +131,37 @@ def read_task(task_dir: str | os.PathLike) -> TaskData:
     """Read a task written by :func:`write_task`."""
     d = Path(task_dir)
     if d.is_file():
-        raise FileNotFoundError(f"{d} is a file, not a prepared task directory; give the directory `isoflow prepare` wrote")
+        raise FileNotFoundError(
+            f"{d} is a file, not a prepared task directory; give the directory `isoflow prepare` wrote"
+        )
     missing = [f for f in TASK_FILES if not (d / f).is_file()]
     if missing:
-        raise FileNotFoundError(f"{d} is not a prepared task (missing {', '.join(missing)}); run `isoflow prepare` first")
+        raise FileNotFoundError(
+            f"{d} is not a prepared task (missing {', '.join(missing)}); run `isoflow prepare` first"
+        )
     meta = json.loads((d / "meta.json").read_text())
     items = pd.read_parquet(d / "items.parquet")
     examples = pd.read_parquet(d / "examples.parquet")
     if meta["multilabel"]:
         examples["labels"] = [list(v) for v in examples["labels"]]
     known = {"task", "kind", "multilabel", "label_names", "n_items", "n_examples", "sources", "isoflow_version"}
-    return TaskData(meta["task"], items, examples, meta["multilabel"], meta["sources"], {k: v for k, v in meta.items() if k not in known})
+    return TaskData(
+        meta["task"],
+        items,
+        examples,
+        meta["multilabel"],
+        meta["sources"],
+        {k: v for k, v in meta.items() if k not in known},
+    )
 
 
 def source_record(res, path: Path) -> dict:
     """What meta.json records of a file a task was built from."""
     from ..fetch import sha256_of
 
-    return {"name": res.name, "url": res.urls[0] if res.urls else None, "sha256": sha256_of(path), "license": res.license}
+    return {
+        "name": res.name,
+        "url": res.urls[0] if res.urls else None,
+        "sha256": sha256_of(path),
+        "license": res.license,
+    }

@@ -81,7 +81,10 @@ class WordNet:
     @staticmethod
     def _parse_lexfiles(text: str) -> dict[int, int]:
         # Each synset line: "offset lex_filenum ss_type ..."; the offset is the line's byte position.
-        return {int(f[0]): int(f[1]) for f in (ln.split(maxsplit=2) for ln in text.splitlines() if ln and not ln.startswith(" "))}
+        return {
+            int(f[0]): int(f[1])
+            for f in (ln.split(maxsplit=2) for ln in text.splitlines() if ln and not ln.startswith(" "))
+        }
 
     @classmethod
     def from_dir(cls, root: Path) -> WordNet:
@@ -99,7 +102,9 @@ class WordNet:
         return cls(lambda name: zf.read(prefix + name), str(path))
 
     @classmethod
-    def locate(cls, wordnet_dir: str | os.PathLike | None = None, *, cache: str | os.PathLike = "data/raw", mirror=None) -> WordNet:
+    def locate(
+        cls, wordnet_dir: str | os.PathLike | None = None, *, cache: str | os.PathLike = "data/raw", mirror=None
+    ) -> WordNet:
         """Find WordNet 3.0 (see the module docstring for the order)."""
         explicit = wordnet_dir or os.environ.get(WORDNET_ENV)
         if explicit:
@@ -137,7 +142,9 @@ def _candidate(word: str) -> bool:
 
 
 def _from_list(name: str, words: Sequence[str], labeller, source: dict, extra: dict) -> TaskData:
-    return build_task(name, list(words), [sorted(labeller(w)) for w in words], multilabel=True, sources=[source], extra=extra)
+    return build_task(
+        name, list(words), [sorted(labeller(w)) for w in words], multilabel=True, sources=[source], extra=extra
+    )
 
 
 def _first_words(vocabulary: Iterable[str], keep, n_words: int, task: str, vocab_name: str, what: str) -> list[str]:
@@ -154,7 +161,9 @@ def _first_words(vocabulary: Iterable[str], keep, n_words: int, task: str, vocab
 def build_pos_wordnet(wn: WordNet, vocabulary: Iterable[str], n_words: int, vocab_name: str) -> TaskData:
     """The first ``n_words`` words of ``vocabulary`` (frequency order) that WordNet knows, with their POS sets."""
     words = _first_words(vocabulary, wn.parts_of_speech, n_words, "pos-wordnet", vocab_name, "in WordNet")
-    return _from_list("pos-wordnet", words, wn.parts_of_speech, {"name": "WordNet 3.0", "url": wn.origin}, {"vocabulary": vocab_name})
+    return _from_list(
+        "pos-wordnet", words, wn.parts_of_speech, {"name": "WordNet 3.0", "url": wn.origin}, {"vocabulary": vocab_name}
+    )
 
 
 MAX_UNAMBIGUOUS_SUPERSENSES = 2
@@ -166,29 +175,51 @@ def unambiguous_noun(wn: WordNet, word: str) -> bool:
     word WordNet knows only as a noun, whose noun senses fall into at most two supersenses."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    return (word not in ENGLISH_STOP_WORDS and wn.parts_of_speech(word) == {"noun"}
-            and len(wn.noun_supersenses(word)) <= MAX_UNAMBIGUOUS_SUPERSENSES)
+    return (
+        word not in ENGLISH_STOP_WORDS
+        and wn.parts_of_speech(word) == {"noun"}
+        and len(wn.noun_supersenses(word)) <= MAX_UNAMBIGUOUS_SUPERSENSES
+    )
 
 
-def build_supersense(wn: WordNet, n_words: int, vocab_name: str, vocabulary: Iterable[str] | None = None, wordlist: Sequence[str] | None = None,
-                     rule: str = "nouns") -> TaskData:
+def build_supersense(
+    wn: WordNet,
+    n_words: int,
+    vocab_name: str,
+    vocabulary: Iterable[str] | None = None,
+    wordlist: Sequence[str] | None = None,
+    rule: str = "nouns",
+) -> TaskData:
     """Noun supersenses for a user word list, or for the first ``n_words`` WordNet nouns of ``vocabulary``
     (``rule="unambiguous"``: the first ones passing :func:`unambiguous_noun`, task ``supersense-unambiguous``).
 
     A user list must consist of WordNet nouns; the error lists the ones that are not.
     """
     if rule == "unambiguous":
-        words = _first_words(vocabulary or (), lambda w: unambiguous_noun(wn, w), n_words, "supersense-unambiguous", vocab_name,
-                             f"nouns only, with at most {MAX_UNAMBIGUOUS_SUPERSENSES} supersenses")
-        extra = {"wordlist": f"first {n_words} words of {vocab_name} that are not stop words, that WordNet knows only as nouns, "
-                             f"with at most {MAX_UNAMBIGUOUS_SUPERSENSES} noun supersenses", "vocabulary": vocab_name}
-        return _from_list("supersense-unambiguous", words, wn.noun_supersenses, {"name": "WordNet 3.0", "url": wn.origin}, extra)
+        words = _first_words(
+            vocabulary or (),
+            lambda w: unambiguous_noun(wn, w),
+            n_words,
+            "supersense-unambiguous",
+            vocab_name,
+            f"nouns only, with at most {MAX_UNAMBIGUOUS_SUPERSENSES} supersenses",
+        )
+        extra = {
+            "wordlist": f"first {n_words} words of {vocab_name} that are not stop words, that WordNet knows only as "
+            f"nouns, "
+            f"with at most {MAX_UNAMBIGUOUS_SUPERSENSES} noun supersenses",
+            "vocabulary": vocab_name,
+        }
+        return _from_list(
+            "supersense-unambiguous", words, wn.noun_supersenses, {"name": "WordNet 3.0", "url": wn.origin}, extra
+        )
     if wordlist is not None:
         words = list(dict.fromkeys(w.strip() for w in wordlist if w.strip()))
         unknown = [w for w in words if not wn.is_noun(w)]
         if unknown:
             raise DataFormatError(
-                f"supersense: {len(unknown)} word(s) of the word list are not WordNet 3.0 noun lemmas, e.g. {unknown[:10]}; "
+                f"supersense: {len(unknown)} word(s) of the word list are not WordNet 3.0 noun lemmas, e.g. "
+                f"{unknown[:10]}; "
                 "remove them or use their lemma form"
             )
         extra = {"wordlist": "user", "vocabulary": vocab_name}

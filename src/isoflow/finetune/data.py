@@ -48,13 +48,20 @@ class Examples:
 
     def subset(self, idx) -> Examples:
         idx = np.asarray(idx, dtype=np.int64)
-        return Examples([self.a[i] for i in idx], None if self.b is None else [self.b[i] for i in idx], self.y[idx], self.label_names)
+        return Examples(
+            [self.a[i] for i in idx],
+            None if self.b is None else [self.b[i] for i in idx],
+            self.y[idx],
+            self.label_names,
+        )
 
 
 def examples_of(task: TaskData, label_names: list[str] | None = None) -> Examples:
     """A prepared task's examples; labels coded against ``label_names`` (the training split's) when given."""
     if task.multilabel:
-        raise ValueError(f"{task.name}: multi-label tasks are not supported by fine-tuning (single-label classification only)")
+        raise ValueError(
+            f"{task.name}: multi-label tasks are not supported by fine-tuning (single-label classification only)"
+        )
     names = label_names or task.label_names
     unknown = sorted(set(task.examples["label"]) - set(names))
     if unknown:
@@ -112,7 +119,10 @@ def phrase_disjoint_split(ex: Examples, n_heldout: int, seed: int = SPLIT_SEED) 
     that is inside a held-out item or contains one (word sequences) is dropped from training."""
     maximal = maximal_phrases(ex.a)
     if not 2 <= n_heldout < len(maximal):
-        raise ValueError(f"{n_heldout} held-out sentences asked for, but the task has {len(maximal)} whole sentences; lower --max-heldout")
+        raise ValueError(
+            f"{n_heldout} held-out sentences asked for, but the task has {len(maximal)} whole sentences; lower "
+            f"--max-heldout"
+        )
     _, pick = stratified_split(ex.y[maximal], n_heldout / len(maximal), seed)
     held = maximal[pick]
     held_words = {tuple(ex.a[i].split()) for i in held}
@@ -132,16 +142,39 @@ def phrase_disjoint_split(ex: Examples, n_heldout: int, seed: int = SPLIT_SEED) 
     return ex.subset(train), ex.subset(np.sort(held)), dropped
 
 
-def held_out(task: TaskData, name: str, train: Examples, *, fraction: float, max_heldout: int = 0, data_dir: str | os.PathLike,
-             raw_dir=None, mirror=None) -> tuple[Examples, Examples, dict]:
+def held_out(
+    task: TaskData,
+    name: str,
+    train: Examples,
+    *,
+    fraction: float,
+    max_heldout: int = 0,
+    data_dir: str | os.PathLike,
+    raw_dir=None,
+    mirror=None,
+) -> tuple[Examples, Examples, dict]:
     """(training examples, held-out examples, a description for the run's record); the same for every run. Without a
-    validation split, ``fraction`` of the training data is held out, or ``max_heldout`` examples if fewer (0: no cap)."""
+    validation split, ``fraction`` of the training data is held out, or ``max_heldout`` examples if fewer (0: no
+    cap)."""
     canonical = resolve_name(name)
     if has_dev_split(canonical) if canonical.startswith("glue/") else False:
         try:
-            dev = build(canonical, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, split="dev", allow_download=False, progress=False)
+            dev = build(
+                canonical,
+                data_dir=data_dir,
+                raw_dir=raw_dir,
+                mirror=mirror,
+                split="dev",
+                allow_download=False,
+                progress=False,
+            )
         except FetchError as exc:
-            logger.info("%s: validation split not at hand (%s); holding out %.0f %% of the training data", canonical, exc, fraction * 100)
+            logger.info(
+                "%s: validation split not at hand (%s); holding out %.0f %% of the training data",
+                canonical,
+                exc,
+                fraction * 100,
+            )
         else:
             ex = stratified_subset(examples_of(dev, train.label_names), max_heldout)
             return train, ex, {"source": "validation split", "file": dev.sources[0]["name"], "n": len(ex)}
@@ -150,15 +183,35 @@ def held_out(task: TaskData, name: str, train: Examples, *, fraction: float, max
         n_heldout = min(n_heldout, max_heldout)
     if canonical in PHRASE_TASKS and not train.pair:
         tr, ho, dropped = phrase_disjoint_split(train, n_heldout)
-        return tr, ho, {"source": "fixed split of the training data: whole sentences, their phrases dropped from training",
-                        "fraction": fraction, "seed": SPLIT_SEED, "n": len(ho), "dropped_training_phrases": dropped}
+        return (
+            tr,
+            ho,
+            {
+                "source": "fixed split of the training data: whole sentences, their phrases dropped from training",
+                "fraction": fraction,
+                "seed": SPLIT_SEED,
+                "n": len(ho),
+                "dropped_training_phrases": dropped,
+            },
+        )
     tr, ho = stratified_split(train.y, n_heldout / len(train), SPLIT_SEED)
-    return train.subset(tr), train.subset(ho), {"source": "fixed stratified split of the training data", "fraction": fraction,
-                                                 "seed": SPLIT_SEED, "n": len(ho)}
+    return (
+        train.subset(tr),
+        train.subset(ho),
+        {
+            "source": "fixed stratified split of the training data",
+            "fraction": fraction,
+            "seed": SPLIT_SEED,
+            "n": len(ho),
+        },
+    )
 
 
 def check_held_out(ex: Examples, what: str = "held-out") -> None:
     if len(ex) == 0:
         raise ValueError(f"the {what} split is empty; use a larger held-out fraction or more data")
     if len(np.unique(ex.y)) < 2:
-        raise ValueError(f"the {what} split holds a single class ({ex.label_names[int(ex.y[0])]}); accuracy and the silhouette need two")
+        raise ValueError(
+            f"the {what} split holds a single class ({ex.label_names[int(ex.y[0])]}); accuracy and the silhouette need "
+            f"two"
+        )

@@ -21,11 +21,18 @@ class SentenceEncoder(torch.nn.Module):
         super().__init__()
         if st_model is not None:
             modules = list(st_model)
-            transformer, tokenizer, max_length = modules[0].auto_model, modules[0].tokenizer, int(st_model.max_seq_length)
+            transformer, tokenizer, max_length = (
+                modules[0].auto_model,
+                modules[0].tokenizer,
+                int(st_model.max_seq_length),
+            )
             pooling = [m for m in modules if type(m).__name__ == "Pooling"]
             mode = pooling[0].get_config_dict().get("pooling_mode") if pooling else None
             if mode != "mean":
-                raise ValueError(f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, all-mpnet-base-v2)")
+                raise ValueError(
+                    f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, "
+                    f"all-mpnet-base-v2)"
+                )
         self.transformer, self.tokenizer, self.max_length = transformer, tokenizer, int(max_length)
         self.dim = int(self.transformer.config.hidden_size)
 

@@ -4,12 +4,14 @@ Tables: ``finetune`` — per task × model × regulariser × weight, after the l
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
 accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
 LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight
-against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric and of IsoScore*, with a 95 % t-interval over seeds.
+against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric and of IsoScore*,
+with a 95 % t-interval over seeds.
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
 ``finetune_baselines`` (every regulariser's paired difference in the held-out metric against plain fine-tuning,
-per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7), ``finetune_silhouette_vs_isoscore`` (silhouette
+per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7),
+``finetune_silhouette_vs_isoscore`` (silhouette
 against IsoScore of the pooled outputs across epochs, one curve per λ) and ``finetune_epochs`` (the held-out metric
 after every epoch, one curve per regulariser and weight: is training still improving it?). Runs measured per layer
 (``layer_geometry``) add the table and figure ``finetune_layers``: every layer's IsoScore, S_inter and TwoNN before
@@ -40,8 +42,19 @@ from ..reporting.figures import (
 )
 from ..reporting.sweeps import finals
 
-FINAL = ("metric", "accuracy", "isoscore_star", "isoscore_points", "cosine_points", "isoscore", "cosine_anisotropy", "silhouette",
-         "twonn", "lid_mle", "activation_peak_ratio")
+FINAL = (
+    "metric",
+    "accuracy",
+    "isoscore_star",
+    "isoscore_points",
+    "cosine_points",
+    "isoscore",
+    "cosine_anisotropy",
+    "silhouette",
+    "twonn",
+    "lid_mle",
+    "activation_peak_ratio",
+)
 KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 PAIRED = ("metric", "isoscore_star")
 
@@ -80,8 +93,13 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     last = finals(epochs, info, "epoch", KEY)
     names = []
     for _, row in table.iterrows():
-        match = last[(last.task == row.task) & (last.model == row.model) & (last.reg == row.reg) & (last.istar_lambda == row["lambda"])
-                     & (last.cosreg_weight == row.cosreg_weight)]
+        match = last[
+            (last.task == row.task)
+            & (last.model == row.model)
+            & (last.reg == row.reg)
+            & (last.istar_lambda == row["lambda"])
+            & (last.cosreg_weight == row.cosreg_weight)
+        ]
         names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
     return table
@@ -106,19 +124,32 @@ def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
             d = both[col] - both[f"{col}_plain"]
             n = len(d)
             half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
-            row.update({f"{col}_diff": d.mean(), f"{col}_diff_std": d.std() if n > 1 else np.nan,
-                        f"{col}_diff_ci_low": d.mean() - half, f"{col}_diff_ci_high": d.mean() + half})
+            row.update(
+                {
+                    f"{col}_diff": d.mean(),
+                    f"{col}_diff_std": d.std() if n > 1 else np.nan,
+                    f"{col}_diff_ci_low": d.mean() - half,
+                    f"{col}_diff_ci_high": d.mean() + half,
+                }
+            )
         rows.append(row)
-    columns = ["task", "model", "reg", "weight", "seeds"] + [f"{c}_{s}" for c in PAIRED for s in ("diff", "diff_std", "diff_ci_low", "diff_ci_high")]
+    columns = ["task", "model", "reg", "weight", "seeds"] + [
+        f"{c}_{s}" for c in PAIRED for s in ("diff", "diff_std", "diff_ci_low", "diff_ci_high")
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
-CAPTION = ("Fine-tuning with a regulariser (I-STAR: loss + λ·(1 − IsoScore*); CosReg: loss + w·mean cosine), held-out "
-           "measurements after the last epoch (mean and std over seeds; diverged runs counted, not averaged). metric: MCC for "
-           "CoLA, F1 for MRPC, accuracy otherwise; *_points: the regulariser's points (token states); the rest: pooled outputs; "
-           "activation_peak_ratio: max over median of the per-dimension mean |activation| (outlier dimensions raise it).")
-PAIRED_CAPTION = ("Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
-                  "and a 95 % t-interval. A positive metric_diff means the regulariser helped on the held-out data.")
+CAPTION = (
+    "Fine-tuning with a regulariser (I-STAR: loss + λ·(1 − IsoScore*); CosReg: loss + w·mean cosine), held-out "
+    "measurements after the last epoch (mean and std over seeds; diverged runs counted, not averaged). metric: MCC for "
+    "CoLA, F1 for MRPC, accuracy otherwise; *_points: the regulariser's points (token states); the rest: pooled "
+    "outputs; "
+    "activation_peak_ratio: max over median of the per-dimension mean |activation| (outlier dimensions raise it)."
+)
+PAIRED_CAPTION = (
+    "Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
+    "and a 95 % t-interval. A positive metric_diff means the regulariser helped on the held-out data."
+)
 
 
 def _label(reg: str, weight: float) -> str:
@@ -134,7 +165,9 @@ def _long_layers(epochs: pd.DataFrame) -> pd.DataFrame:
     cols = [c for c in LAYER_METRICS if c in epochs]
     for _, r in epochs.dropna(subset=cols[:1]).iterrows():
         for layer in range(len(r[cols[0]])):
-            rows.append({**{k: r[k] for k in (*KEY, "seed", "epoch")}, "layer": layer, **{c: r[c][layer] for c in cols}})
+            rows.append(
+                {**{k: r[k] for k in (*KEY, "seed", "epoch")}, "layer": layer, **{c: r[c][layer] for c in cols}}
+            )
     return pd.DataFrame(rows)
 
 
@@ -158,15 +191,30 @@ def layers_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
             d = g[col] - g[f"{col}_before"]
             n = int(d.notna().sum())
             half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
-            rows.append({"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "layer": layer,
-                         "measure": name, "seeds": n, "before": g[f"{col}_before"].mean(), "after": g[col].mean(),
-                         "change": d.mean(), "change_ci_low": d.mean() - half, "change_ci_high": d.mean() + half})
+            rows.append(
+                {
+                    "task": task,
+                    "model": model,
+                    "reg": reg,
+                    "weight": lam if reg == "istar" else w,
+                    "layer": layer,
+                    "measure": name,
+                    "seeds": n,
+                    "before": g[f"{col}_before"].mean(),
+                    "after": g[col].mean(),
+                    "change": d.mean(),
+                    "change_ci_low": d.mean() - half,
+                    "change_ci_high": d.mean() + half,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-LAYERS_CAPTION = ("Per layer of the fine-tuned encoder (0 = embedding layer), on the held-out token states: IsoScore, S_inter "
-                  "and TwoNN before training (epoch 0) and after the last epoch (means over seeds), and the change within a "
-                  "seed with a 95 % t-interval over seeds.")
+LAYERS_CAPTION = (
+    "Per layer of the fine-tuned encoder (0 = embedding layer), on the held-out token states: IsoScore, S_inter "
+    "and TwoNN before training (epoch 0) and after the last epoch (means over seeds), and the change within a "
+    "seed with a 95 % t-interval over seeds."
+)
 
 
 def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
@@ -197,8 +245,14 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             ax.set_ylabel(f"{measure} (held-out tokens)")
             ax.xaxis.get_major_locator().set_params(integer=True)
             ax.grid(alpha=0.3)
-    fig.legend(handles=list(handles.values()), loc="outside lower center", ncol=min(len(handles), 6), fontsize=7, frameon=False)
-    suptitle(fig, "Fine-tuning: geometry of every layer's held-out token states before training and after the last epoch (seed means)")
+    fig.legend(
+        handles=list(handles.values()), loc="outside lower center", ncol=min(len(handles), 6), fontsize=7, frameon=False
+    )
+    suptitle(
+        fig,
+        "Fine-tuning: geometry of every layer's held-out token states before training and after the last epoch (seed "
+        "means)",
+    )
     return save(fig, stem)
 
 
@@ -211,16 +265,32 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     istar = table[table.reg == "istar"]
-    written += lambda_points_figure(istar, "isoscore_star", "metric", "IsoScore* (held-out, the regulariser's points)",
-                                    "held-out metric", "Fine-tuning with I-STAR: held-out performance against IsoScore* "
-                                    "(mean ± std over seeds)", figures_dir / "finetune_performance")
+    written += lambda_points_figure(
+        istar,
+        "isoscore_star",
+        "metric",
+        "IsoScore* (held-out, the regulariser's points)",
+        "held-out metric",
+        "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
+        figures_dir / "finetune_performance",
+    )
     written += _twonn_figure(istar, figures_dir / "finetune_twonn")
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
     kept = epochs.merge(finished, on=list(KEY) + ["seed"])
-    mean = kept[kept.reg == "istar"].groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]].mean().reset_index()
-    written += lambda_curves_figure(mean, "epoch", "IsoScore (held-out pooled outputs)", "silhouette (held-out)",
-                                    "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
-                                    figures_dir / "finetune_silhouette_vs_isoscore")
+    mean = (
+        kept[kept.reg == "istar"]
+        .groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]]
+        .mean()
+        .reset_index()
+    )
+    written += lambda_curves_figure(
+        mean,
+        "epoch",
+        "IsoScore (held-out pooled outputs)",
+        "silhouette (held-out)",
+        "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
+        figures_dir / "finetune_silhouette_vs_isoscore",
+    )
     written += _baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
     written += _epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
@@ -261,11 +331,16 @@ def _baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> l
         for ax in axes[1 : len(groups)]:
             ax.sharey(shared)
     for ax, (task, model) in zip(axes, groups):
-        rows = pairs[(pairs.task == task) & (pairs.model == model)].sort_values(["reg", "weight"], key=lambda c: c.map(
-            {"istar": 0, "cosreg": 1}) if c.name == "reg" else c)
+        rows = pairs[(pairs.task == task) & (pairs.model == model)].sort_values(
+            ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
+        )
         labels = [_label(r, w) for r, w in zip(rows.reg, rows.weight)]
         colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
-        mean, low, high = rows.metric_diff.to_numpy(), rows.metric_diff_ci_low.to_numpy(), rows.metric_diff_ci_high.to_numpy()
+        mean, low, high = (
+            rows.metric_diff.to_numpy(),
+            rows.metric_diff_ci_low.to_numpy(),
+            rows.metric_diff_ci_high.to_numpy(),
+        )
         x = np.arange(len(rows))
         ax.bar(x, mean, color=colours, width=0.7)
         ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
@@ -274,10 +349,15 @@ def _baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> l
         ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
         ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=8)
         ax.set_title(f"{task} x {model}", fontsize=9)
-        ax.set_ylabel(f"held-out {METRIC_NAMES.get(metric_of.get((task, model)), 'metric')}: run − plain run", fontsize=8)
+        ax.set_ylabel(
+            f"held-out {METRIC_NAMES.get(metric_of.get((task, model)), 'metric')}: run − plain run", fontsize=8
+        )
         ax.grid(alpha=0.3, axis="y")
-    suptitle(fig, "Fine-tuning: each regulariser against plain fine-tuning of the same seed after the last epoch (mean "
-                  "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)")
+    suptitle(
+        fig,
+        "Fine-tuning: each regulariser against plain fine-tuning of the same seed after the last epoch (mean "
+        "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)",
+    )
     return save(fig, stem)
 
 
@@ -289,8 +369,10 @@ def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
     """Mean |activation| per dimension of the held-out pooled outputs after the last epoch (seed means), one panel per
     regulariser and weight, the panels of one task × model on one y-scale (the spikes are what is compared): outlier
     dimensions show as spikes (the poster's Figure 1)."""
-    configs = sorted({(r, lam, w) for r, lam, w in zip(last.reg, last.istar_lambda, last.cosreg_weight)},
-                     key=lambda c: (c[0] != "istar", c[1], c[2]))
+    configs = sorted(
+        {(r, lam, w) for r, lam, w in zip(last.reg, last.istar_lambda, last.cosreg_weight)},
+        key=lambda c: (c[0] != "istar", c[1], c[2]),
+    )
     pairs = sorted({(t, m) for t, m in zip(last.task, last.model)})
     ncol = min(ACTIVATION_COLUMNS, len(configs))
     rows_per_pair = -(-len(configs) // ncol)
@@ -299,21 +381,32 @@ def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
         block = list(axes[i * rows_per_pair : (i + 1) * rows_per_pair].flat)
         for ax in block[1:]:
             ax.sharey(block[0])
-        for ax in block[len(configs):]:
+        for ax in block[len(configs) :]:
             ax.axis("off")
         for ax, (reg, lam, w) in zip(block, configs):
-            runs = last[(last.task == task) & (last.model == model) & (last.reg == reg) & (last.istar_lambda == lam) & (last.cosreg_weight == w)]
+            runs = last[
+                (last.task == task)
+                & (last.model == model)
+                & (last.reg == reg)
+                & (last.istar_lambda == lam)
+                & (last.cosreg_weight == w)
+            ]
             if len(runs):
                 act = np.mean(np.stack([np.asarray(v, dtype=float) for v in runs["mean_abs_activation"]]), axis=0)
                 colour = lambda_colour(lam) if reg == "istar" else COSREG_COLOUR
-                ax.fill_between(np.arange(len(act)), act, step="mid", color=colour, lw=0)  # one filled outline: no stripes
+                ax.fill_between(
+                    np.arange(len(act)), act, step="mid", color=colour, lw=0
+                )  # one filled outline: no stripes
                 ax.set_xlim(-0.5, len(act) - 0.5)
             ax.set_title(f"{task} x {model}: {_label(reg, lam if reg == 'istar' else w)}", fontsize=8)
             ax.set_xlabel("dimension", fontsize=8)
             ax.set_ylabel("mean |activation|", fontsize=8)
             ax.tick_params(labelsize=7)
-    suptitle(fig, "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means; one y-scale "
-                  "per task × model)")
+    suptitle(
+        fig,
+        "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means; one y-scale "
+        "per task × model)",
+    )
     return save(fig, stem)
 
 
@@ -326,8 +419,10 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
     colour = lambda_colours(sorted(epochs.loc[epochs.reg == "istar", "istar_lambda"].unique()) or [0.0])
     pairs = sorted({(t, m) for t, m in zip(epochs.task, epochs.model)})
     fig, axes = panels(len(pairs), height=3.3)
-    configs = sorted({(r, lam, w) for r, lam, w in zip(epochs.reg, epochs.istar_lambda, epochs.cosreg_weight)},
-                     key=lambda c: (c[0] != "istar", c[1], c[2]))
+    configs = sorted(
+        {(r, lam, w) for r, lam, w in zip(epochs.reg, epochs.istar_lambda, epochs.cosreg_weight)},
+        key=lambda c: (c[0] != "istar", c[1], c[2]),
+    )
     # CosReg in its grey, its weights told apart by the dash (sweeps rarely have more than one)
     dashes = iter(("--", "-.", ":", (0, (5, 1))))
     style = {c: (colour[c[1]], "-") if c[0] == "istar" else (COSREG_COLOUR, next(dashes, "--")) for c in configs}
@@ -336,14 +431,26 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
         for (reg, lam, w), runs in mine.groupby(["reg", "istar_lambda", "cosreg_weight"]):
             m = runs.groupby("epoch")["metric"].agg(["mean", "std"]).reset_index()
             c, ls = style[(reg, lam, w)]
-            ax.errorbar(m["epoch"], m["mean"], yerr=m["std"].fillna(0), color=c, ls=ls, marker="o", ms=3, capsize=2, lw=1.2)
+            ax.errorbar(
+                m["epoch"], m["mean"], yerr=m["std"].fillna(0), color=c, ls=ls, marker="o", ms=3, capsize=2, lw=1.2
+            )
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel("epoch")
         ax.set_ylabel(f"held-out {METRIC_NAMES.get(next(iter(mine['metric_name']), ''), 'metric')}")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-    handles = [Line2D([], [], color=style[c][0], ls=style[c][1], marker="o", ms=3, label=_label(c[0], c[1] if c[0] == "istar" else c[2]))
-               for c in configs]
+    handles = [
+        Line2D(
+            [],
+            [],
+            color=style[c][0],
+            ls=style[c][1],
+            marker="o",
+            ms=3,
+            label=_label(c[0], c[1] if c[0] == "istar" else c[2]),
+        )
+        for c in configs
+    ]
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize=7, frameon=False)
     suptitle(fig, "Fine-tuning: held-out performance after every epoch (mean ± std over seeds)")
     return save(fig, stem)

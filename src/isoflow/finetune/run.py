@@ -27,18 +27,38 @@ from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
 
 
-def finetune_path(task: str, model: str, seed: int, istar_lambda: float = 0.0, results: str | os.PathLike = "results", *,
-                  cosreg_weight: float | None = None) -> Path:
+def finetune_path(
+    task: str,
+    model: str,
+    seed: int,
+    istar_lambda: float = 0.0,
+    results: str | os.PathLike = "results",
+    *,
+    cosreg_weight: float | None = None,
+) -> Path:
     """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
     sub = lambda_dir(istar_lambda) if cosreg_weight is None else f"cosreg{cosreg_weight:g}"
     return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
-def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLike = "data", task_path: str | os.PathLike | None = None,
-                 results: str | os.PathLike = "results", out: str | os.PathLike | None = None, device: str = "auto", mirror=None,
-                 raw_dir: str | os.PathLike | None = None, progress: bool | None = None, callback=None, model_name: str | None = None,
-                 **settings) -> tuple[Path, Path]:
-    """Fine-tune ``model`` on ``task`` (see :mod:`isoflow.finetune.train`) and write its records; returns (parquet, json)."""
+def run_finetune(
+    task: str,
+    model: str,
+    seed: int,
+    *,
+    data_dir: str | os.PathLike = "data",
+    task_path: str | os.PathLike | None = None,
+    results: str | os.PathLike = "results",
+    out: str | os.PathLike | None = None,
+    device: str = "auto",
+    mirror=None,
+    raw_dir: str | os.PathLike | None = None,
+    progress: bool | None = None,
+    callback=None,
+    model_name: str | None = None,
+    **settings,
+) -> tuple[Path, Path]:
+    """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json)."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
     from ..models.hub import resolve
@@ -58,8 +78,16 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
     s = replace(s, task=tdata.name)
     train_all = examples_of(tdata)
     check_held_out(train_all, "training")
-    train, heldout, held_info = held_out(tdata, tdata.name, train_all, fraction=s.heldout_fraction, max_heldout=s.max_heldout,
-                                         data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    train, heldout, held_info = held_out(
+        tdata,
+        tdata.name,
+        train_all,
+        fraction=s.heldout_fraction,
+        max_heldout=s.max_heldout,
+        data_dir=data_dir,
+        raw_dir=raw_dir,
+        mirror=mirror,
+    )
     train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
     check_held_out(train, "training")
     check_held_out(heldout)
@@ -72,24 +100,49 @@ def run_finetune(task: str, model: str, seed: int, *, data_dir: str | os.PathLik
 
         from ..models.sbert import load_sentence_model
 
-        st = SentenceTransformer(str(model), device=str(dev)) if local else load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror)
+        st = (
+            SentenceTransformer(str(model), device=str(dev))
+            if local
+            else load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror)
+        )
         encoder = SentenceEncoder(st)
     result = finetune(encoder, train, heldout, s, device=dev, progress=progress, callback=callback)
     interrupt.check()
-    out = Path(out or finetune_path(tdata.name, model_id, seed, s.istar_lambda, results,
-                                    cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None))
-    parquet, steps, record = out.with_suffix(".parquet"), out.with_name(out.name + ".steps.parquet"), out.with_suffix(".json")
+    out = Path(
+        out
+        or finetune_path(
+            tdata.name,
+            model_id,
+            seed,
+            s.istar_lambda,
+            results,
+            cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None,
+        )
+    )
+    parquet, steps, record = (
+        out.with_suffix(".parquet"),
+        out.with_name(out.name + ".steps.parquet"),
+        out.with_suffix(".json"),
+    )
     record.unlink(missing_ok=True)  # a stale record must not vouch for new tables
     frame = pd.DataFrame(result.epochs)
-    for col, value in (("cosreg_weight", s.cosreg_weight), ("reg", s.reg), ("istar_lambda", s.istar_lambda), ("seed", seed),
-                       ("model", model_id), ("task", tdata.name)):
+    for col, value in (
+        ("cosreg_weight", s.cosreg_weight),
+        ("reg", s.reg),
+        ("istar_lambda", s.istar_lambda),
+        ("seed", seed),
+        ("model", model_id),
+        ("task", tdata.name),
+    ):
         frame.insert(0, col, value)
     with atomic_file(parquet) as tmp:
         frame.to_parquet(tmp, index=False)
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
     measured = {**({"source": source} if local else {}), "held_out": held_info, **result.info}
-    meta = run_record("finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch")
+    meta = run_record(
+        "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
+    )
     with atomic_file(record) as tmp:
         tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
     return parquet, record

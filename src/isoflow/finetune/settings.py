@@ -25,23 +25,38 @@ class FinetuneSettings:
     istar_lambda: float = setting(0.0, "I-STAR's weight lambda", cli=False, schema=False)
     cosreg_weight: float = setting(0.0, "CosReg's weight", cli=False, schema=False)
     zeta: float = zeta_setting()
-    points: str = setting(POINTS[0], "the regulariser's points: token states of every layer but the embedding output (I-STAR's), "
-                          "of the last layer, or the pooled outputs; padding left out", choices=POINTS)
+    points: str = setting(
+        POINTS[0],
+        "the regulariser's points: token states of every layer but the embedding output (I-STAR's), "
+        "of the last layer, or the pooled outputs; padding left out",
+        choices=POINTS,
+    )
     epochs: int = setting(3, "epochs (BERT's GLUE recipe; the poster: a few)", minimum=1)
     batch_size: int = setting(32, "examples per step (I-STAR's code)", minimum=2)
     lr: float = setting(1e-5, "AdamW learning rate, constant (I-STAR's code)", exclusive_minimum=0.0)
     weight_decay: float = setting(0.0, "AdamW weight decay (I-STAR's code: none)", minimum=0.0)
     dropout: float = setting(0.1, "dropout of the classification head", minimum=0.0, exclusive_maximum=1.0)
     max_train: int = setting(0, "train on a fixed stratified subset of this many examples (0: all)", minimum=0)
-    heldout_fraction: float = setting(0.1, "held out from the training data when no validation split is at hand",
-                                      exclusive_minimum=0.0, exclusive_maximum=1.0)
+    heldout_fraction: float = setting(
+        0.1,
+        "held out from the training data when no validation split is at hand",
+        exclusive_minimum=0.0,
+        exclusive_maximum=1.0,
+    )
     max_heldout: int = setting(0, "evaluate on at most this many held-out examples (0: all)", minimum=0)
-    shrinkage_points: int = setting(100_000, "training points IsoScore*'s Sigma_S is estimated from, before training and after "
-                                    "every epoch", minimum=2)
+    shrinkage_points: int = setting(
+        100_000,
+        "training points IsoScore*'s Sigma_S is estimated from, before training and after every epoch",
+        minimum=2,
+    )
     eval_batch_size: int = setting(64, "examples per evaluation batch", minimum=1)
-    sample_cap: int = setting(20_000, "held-out points for the silhouette, TwoNN, LID and the per-layer geometry", minimum=3)
+    sample_cap: int = setting(
+        20_000, "held-out points for the silhouette, TwoNN, LID and the per-layer geometry", minimum=3
+    )
     k_lid: int = setting(20, "neighbours for LID", minimum=2)
-    layer_geometry: bool = setting(False, "also IsoScore, S_inter and TwoNN of every layer's held-out token states, every epoch")
+    layer_geometry: bool = setting(
+        False, "also IsoScore, S_inter and TwoNN of every layer's held-out token states, every epoch"
+    )
 
     def __post_init__(self):
         check(self)
@@ -51,7 +66,9 @@ class FinetuneSettings:
         CosineRegLoss(self.cosreg_weight)  # checks the weight
         other = "cosreg_weight" if self.reg == "istar" else "istar_lambda"
         if getattr(self, other):
-            raise ValueError(f"{other} must be 0 with reg={self.reg} (one regulariser per run); got {getattr(self, other)!r}")
+            raise ValueError(
+                f"{other} must be 0 with reg={self.reg} (one regulariser per run); got {getattr(self, other)!r}"
+            )
 
     @property
     def weight(self) -> float:

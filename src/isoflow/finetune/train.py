@@ -35,7 +35,16 @@ import torch
 
 from .. import interrupt
 from ..istar import CosineRegLoss, IStarLoss, RunningCovariance
-from ..metrics import cosine_anisotropy, encode_labels, isoscore, isoscore_of_covariance, lid_mle, sample_rows, silhouette_tensor, twonn
+from ..metrics import (
+    cosine_anisotropy,
+    encode_labels,
+    isoscore,
+    isoscore_of_covariance,
+    lid_mle,
+    sample_rows,
+    silhouette_tensor,
+    twonn,
+)
 from ..progress import progress_bar
 from .data import Examples
 from .model import ClassificationHead, SentenceEncoder, penalty_points
@@ -96,7 +105,9 @@ class _Eval:
             m.train(was)
 
 
-def estimate_reference(encoder: SentenceEncoder, train: Examples, s: FinetuneSettings, device, epoch: int) -> tuple[torch.Tensor, int]:
+def estimate_reference(
+    encoder: SentenceEncoder, train: Examples, s: FinetuneSettings, device, epoch: int
+) -> tuple[torch.Tensor, int]:
     """(Σ_S, points used): the covariance of at least ``shrinkage_points`` training points of the penalty's kind, from
     training examples in a seeded order, without gradients."""
     order = torch.randperm(len(train), generator=torch.Generator().manual_seed(s.seed * 1000 + epoch))
@@ -137,18 +148,25 @@ def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, 
     points = [torch.cat(parts)[: s.sample_cap] for parts in layers]
     types = torch.cat(ids)[: s.sample_cap]
 
-    def measured(metric, x, *args):  # a measurement the points do not allow (too few distinct ones) is NaN, not a failed run
+    def measured(
+        metric, x, *args
+    ):  # a measurement the points do not allow (too few distinct ones) is NaN, not a failed run
         try:
             return metric(x, *args)
         except ValueError as exc:
             logger.warning("layer geometry: %s", exc)
             return float("nan")
 
-    return {"layer_isoscore": [measured(isoscore, x) for x in points], "layer_s_inter": [measured(s_inter, x, types) for x in points],
-            "layer_twonn": [measured(twonn, x) for x in points]}
+    return {
+        "layer_isoscore": [measured(isoscore, x) for x in points],
+        "layer_s_inter": [measured(s_inter, x, types) for x in points],
+        "layer_twonn": [measured(twonn, x) for x in points],
+    }
 
 
-def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, reference, device) -> dict:
+def evaluate(
+    encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, reference, device
+) -> dict:
     """Held-out measurements of the current encoder and head (see the module docstring)."""
     pooled_parts, logit_parts = [], []
     running = RunningCovariance()
@@ -183,15 +201,25 @@ def evaluate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s
         "cosine_points": float(((unit_sum * unit_sum).sum() - n_points) / (n_points * (n_points - 1))),
         "isoscore": isoscore(reps),
         "cosine_anisotropy": cosine_anisotropy(reps),
-        "silhouette": float(silhouette_tensor(r, encode_labels(labels))) if len(torch.unique(labels)) > 1 else float("nan"),
+        "silhouette": float(silhouette_tensor(r, encode_labels(labels)))
+        if len(torch.unique(labels)) > 1
+        else float("nan"),
         "twonn": twonn(r),
         "lid_mle": lid_mle(r, k=min(s.k_lid, r.shape[0] - 1)),
         "mean_abs_activation": reps.abs().mean(dim=0).cpu().tolist(),
     }
 
 
-def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: FinetuneSettings, *, device="cpu",
-             progress: bool | None = None, callback=None) -> FinetuneResult:
+def finetune(
+    encoder: SentenceEncoder,
+    train: Examples,
+    heldout: Examples,
+    s: FinetuneSettings,
+    *,
+    device="cpu",
+    progress: bool | None = None,
+    callback=None,
+) -> FinetuneResult:
     """Train, measuring before training and after every epoch. A NaN stops the run at its epoch; the result then says
     ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called after every step (tests use it)."""
     device = torch.device(device)
@@ -203,10 +231,20 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
     reg = regulariser(s)
     active = s.weight != 0.0
     epochs, steps, references = [], [], []
-    timing = {"train_seconds": 0.0, "train_sentences": 0, "eval_seconds": 0.0, "eval_sentences": 0, "shrinkage_seconds": 0.0}
+    timing = {
+        "train_seconds": 0.0,
+        "train_sentences": 0,
+        "eval_seconds": 0.0,
+        "eval_sentences": 0,
+        "shrinkage_seconds": 0.0,
+    }
     diverged_at = None
-    bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size),
-                       f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}", "step")
+    bar = progress_bar(
+        progress,
+        s.epochs * math.ceil(len(train) / s.batch_size),
+        f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}",
+        "step",
+    )
 
     def measure(epoch: int) -> None:
         reference = None
@@ -229,9 +267,15 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
             for idx in _batches(len(train), s.batch_size, gen):
                 t = time.perf_counter()
                 a, b = _texts(train, idx)
-                pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=active and s.points != "pooled")
-                loss = torch.nn.functional.cross_entropy(head(pooled), torch.as_tensor(train.y[idx.numpy()], device=device))
-                penalty = reg(penalty_points(s.points, pooled, states, mask)) if active else torch.zeros((), device=device)
+                pooled, states, mask = encoder(
+                    encoder.tokenize(a, b, device), hidden_states=active and s.points != "pooled"
+                )
+                loss = torch.nn.functional.cross_entropy(
+                    head(pooled), torch.as_tensor(train.y[idx.numpy()], device=device)
+                )
+                penalty = (
+                    reg(penalty_points(s.points, pooled, states, mask)) if active else torch.zeros((), device=device)
+                )
                 objective = loss + penalty
                 if not torch.isfinite(objective):
                     diverged_at = epoch
@@ -256,12 +300,24 @@ def finetune(encoder: SentenceEncoder, train: Examples, heldout: Examples, s: Fi
     finally:
         if bar is not None:
             bar.close()
-    info = {"n_train": len(train), "n_heldout": len(heldout), "pair": train.pair, "labels": train.label_names, "dim": encoder.dim,
-            "n_params": sum(p.numel() for p in encoder.parameters()) + sum(p.numel() for p in head.parameters()),
-            "device": str(device), "reference_points": references, **timing,
-            "train_sentences_per_second": timing["train_sentences"] / timing["train_seconds"] if timing["train_seconds"] else None,
-            "eval_sentences_per_second": timing["eval_sentences"] / timing["eval_seconds"] if timing["eval_seconds"] else None,
-            "seconds_per_step": timing["train_seconds"] / max(len(steps), 1)}
+    info = {
+        "n_train": len(train),
+        "n_heldout": len(heldout),
+        "pair": train.pair,
+        "labels": train.label_names,
+        "dim": encoder.dim,
+        "n_params": sum(p.numel() for p in encoder.parameters()) + sum(p.numel() for p in head.parameters()),
+        "device": str(device),
+        "reference_points": references,
+        **timing,
+        "train_sentences_per_second": timing["train_sentences"] / timing["train_seconds"]
+        if timing["train_seconds"]
+        else None,
+        "eval_sentences_per_second": timing["eval_sentences"] / timing["eval_seconds"]
+        if timing["eval_seconds"]
+        else None,
+        "seconds_per_step": timing["train_seconds"] / max(len(steps), 1),
+    }
     if diverged_at is not None:
         info.update(diverged_at=diverged_at)
     return FinetuneResult(s, epochs, steps, info)

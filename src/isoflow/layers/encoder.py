@@ -2,7 +2,8 @@
 
 Models: the SBERT encoders isoflow ships offline (``minilm``, ``mpnet``: their underlying transformer, i.e. the
 states sentence-transformers pools), a local model folder, or any Hugging Face hub id that is cached or reachable (the
-paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). Layer 0 is the embedding layer's output,
+paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). Layer 0 is the
+embedding layer's output,
 layers 1..L the transformer blocks' (``output_hidden_states``).
 
 Points and their types:
@@ -37,7 +38,9 @@ class Encoder:
     max_length: int  # word pieces per sequence, special tokens included
 
     def tokenize(self, sentences: Sequence[list[str]], **kw):
-        return self.tokenizer(list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw)
+        return self.tokenizer(
+            list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw
+        )
 
 
 def _from_pretrained(where: str, device):
@@ -71,7 +74,9 @@ def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str |
     if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
     if not getattr(tokenizer, "is_fast", False):
-        raise ModelUnavailableError(f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable")
+        raise ModelUnavailableError(
+            f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable"
+        )
     model.eval()
     n_states, dim = hidden_state_shape(model, tokenizer, name, device)
     return Encoder(name, model, tokenizer, device, n_states, dim, max_sequence_length(model, tokenizer))
@@ -84,7 +89,9 @@ def hidden_state_shape(model, tokenizer, name: str, device) -> tuple[int, int]:
         out = model(**probe, output_hidden_states=True)
     states = getattr(out, "hidden_states", None)
     if not states:
-        raise ModelUnavailableError(f"{name}: the model returns no hidden states (output_hidden_states); it cannot be analysed per layer")
+        raise ModelUnavailableError(
+            f"{name}: the model returns no hidden states (output_hidden_states); it cannot be analysed per layer"
+        )
     return len(states), int(states[-1].shape[-1])
 
 
@@ -97,8 +104,9 @@ def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> in
     return len({w for w in enc.word_ids(0) if w is not None})
 
 
-def batches(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
-            ) -> Iterator[tuple[list[np.ndarray], list[str], int, np.ndarray]]:
+def batches(
+    encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
+) -> Iterator[tuple[list[np.ndarray], list[str], int, np.ndarray]]:
     """Per batch: (one float32 (points, dim) array per layer, the points' types, special tokens excluded, the points'
     positions in their sentence: 0 for its first analysed token or word)."""
     if mode not in TYPE_MODES:

@@ -9,7 +9,8 @@ On all points (they are O(n·d)):
 
 on a seeded sample of ≤ ``sample_cap`` (20,000) points:
 
-* K-means for K in 2..15 (``k_max``; one k-means++ start and tolerance 1e-4, scikit-learn's defaults), K chosen by the best
+* K-means for K in 2..15 (``k_max``; one k-means++ start and tolerance 1e-4, scikit-learn's defaults), K chosen by the
+best
   silhouette; K = 1 when that silhouette is below ``min_silhouette`` (0.1): ``cluster_k``, ``cluster_silhouette``;
 * ``lid_euclidean`` and ``lid_cosine``: mean k-NN MLE local intrinsic dimension with k = ``k_lid`` (100, Cai et
   al.'s), on Euclidean distances and on the same points scaled to unit length (chord distance √(2 − 2 cos), a
@@ -75,7 +76,8 @@ def _unit(x: torch.Tensor) -> torch.Tensor:
 
 
 def _similarities(x: torch.Tensor, codes: torch.Tensor, intra: torch.Tensor, suffix: str = "") -> dict[str, float]:
-    # A point equal to its cluster's mean (a singleton cluster, after centring) has no direction: the cosines leave it out.
+    # A point equal to its cluster's mean (a singleton cluster, after centring) has no direction: the cosines leave it
+    # out.
     nonzero = torch.linalg.vector_norm(x.to(torch.float64), dim=1) > 0
     if not bool(nonzero.all()):
         keep = torch.zeros_like(nonzero).index_fill_(0, intra, True) & nonzero
@@ -105,20 +107,27 @@ def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> t
     xs = x if idx is None else x[idx]
     m = xs.shape[0]
     if m < s.k_lid + 1:
-        raise ValueError(f"{m} points, fewer than LID's {s.k_lid} neighbours + 1: use more tokens (--max-tokens) or a smaller k (--k-lid)")
+        raise ValueError(
+            f"{m} points, fewer than LID's {s.k_lid} neighbours + 1: use more tokens (--max-tokens) or a smaller k "
+            f"(--k-lid)"
+        )
     if m < s.k_max + 1:
         raise ValueError(f"{m} points, too few for K-means with K up to {s.k_max}")
     intra = torch.as_tensor(cap_per_type(codes.cpu().numpy(), s.max_per_type, s.seed), device=x.device)
     row: dict[str, float] = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
     row.update(_similarities(x, codes, intra))
 
-    choice = select_clusters(xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300)
+    choice = select_clusters(
+        xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300
+    )
     row["cluster_k"] = float(choice.k)
     row["cluster_silhouette"] = max(choice.silhouettes.values()) if choice.silhouettes else float("nan")
     if choice.k > 1:
         present = torch.unique(choice.labels)
         sample_labels = torch.searchsorted(present, choice.labels)
-        centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(0, sample_labels, xs.to(torch.float64))
+        centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(
+            0, sample_labels, xs.to(torch.float64)
+        )
         centres /= torch.bincount(sample_labels, minlength=len(present)).to(torch.float64)[:, None]
         labels = nearest_centre(x, centres)
     else:
@@ -145,7 +154,9 @@ def is_symbol(token: str) -> bool:
     return bool(core) and not any(ch.isalnum() for ch in core)
 
 
-def cluster_composition(clusters: torch.Tensor, types: np.ndarray, positions: np.ndarray | None, *, top: int = 8) -> list[dict]:
+def cluster_composition(
+    clusters: torch.Tensor, types: np.ndarray, positions: np.ndarray | None, *, top: int = 8
+) -> list[dict]:
     """What each cluster of a sample holds: its size and share of the sample, the share of symbol tokens and of
     first tokens (position 0) in it, its mean position (NaN without positions: static vectors), and its most frequent
     types (``top`` of them, with counts)."""
@@ -155,15 +166,32 @@ def cluster_composition(clusters: torch.Tensor, types: np.ndarray, positions: np
     for c in np.unique(labels):
         members = labels == c
         counts = Counter(np.asarray(types, dtype=object)[members].tolist()).most_common(top)
-        rows.append({"cluster": int(c), "size": int(members.sum()), "share": float(members.mean()), "share_symbols": float(symbols[members].mean()),
-                     "share_first_position": float((positions[members] == 0).mean()) if positions is not None else float("nan"),
-                     "mean_position": float(positions[members].mean()) if positions is not None else float("nan"),
-                     "top_types": " ".join(f"{t}({n})" for t, n in counts)})
+        rows.append(
+            {
+                "cluster": int(c),
+                "size": int(members.sum()),
+                "share": float(members.mean()),
+                "share_symbols": float(symbols[members].mean()),
+                "share_first_position": float((positions[members] == 0).mean())
+                if positions is not None
+                else float("nan"),
+                "mean_position": float(positions[members].mean()) if positions is not None else float("nan"),
+                "top_types": " ".join(f"{t}({n})" for t, n in counts),
+            }
+        )
     return rows
 
 
-def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, frequency: np.ndarray, positions: np.ndarray | None = None, *,
-             max_points: int = 5000, seed: int = 0) -> dict[str, np.ndarray]:
+def pca_view(
+    points: torch.Tensor,
+    clusters: torch.Tensor,
+    types: np.ndarray,
+    frequency: np.ndarray,
+    positions: np.ndarray | None = None,
+    *,
+    max_points: int = 5000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
     """Three principal components of (a seeded sample of) the points, with cluster, type, type frequency, whether the
     type is a symbol and the point's position in its sentence: the data of the 2-D and 3-D views (Cai et al.'s
     cluster, "Swiss roll", frequency and symbol/word pictures)."""
@@ -175,8 +203,15 @@ def pca_view(points: torch.Tensor, clusters: torch.Tensor, types: np.ndarray, fr
     _, _, vt = torch.linalg.svd(x, full_matrices=False)
     pcs = (x @ vt[:3].T).cpu().numpy()
     chosen = np.asarray(types)[idx.numpy()]
-    view = {"pc1": pcs[:, 0], "pc2": pcs[:, 1], "pc3": pcs[:, 2], "cluster": clusters.cpu().numpy()[idx.numpy()], "type": chosen,
-            "frequency": np.asarray(frequency)[idx.numpy()], "symbol": np.array([is_symbol(t) for t in chosen])}
+    view = {
+        "pc1": pcs[:, 0],
+        "pc2": pcs[:, 1],
+        "pc3": pcs[:, 2],
+        "cluster": clusters.cpu().numpy()[idx.numpy()],
+        "type": chosen,
+        "frequency": np.asarray(frequency)[idx.numpy()],
+        "symbol": np.array([is_symbol(t) for t in chosen]),
+    }
     if positions is not None:
         view["position"] = np.asarray(positions)[idx.numpy()]
     return view

@@ -21,7 +21,16 @@ from ..reporting import write_table
 from ..reporting.figures import model_colour, pyplot, save, suptitle
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
-CAI_TABLE3 = {"BERT": 5.6, "D-BERT": 7.3, "GPT": 6.8, "GPT2": 7.0, "ELMo": 9.1, "GloVe": 18.0, "GloVe-2M": 26.1, "GNEWS": 21.1}
+CAI_TABLE3 = {
+    "BERT": 5.6,
+    "D-BERT": 7.3,
+    "GPT": 6.8,
+    "GPT2": 7.0,
+    "ELMo": 9.1,
+    "GloVe": 18.0,
+    "GloVe-2M": 26.1,
+    "GNEWS": 21.1,
+}
 
 
 def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame]:
@@ -32,7 +41,9 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
         files = [d / f for f in ("layers.parquet", "pca.parquet", "meta.json")]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
-            raise FileNotFoundError(f"{d} is not a finished layer analysis (missing {', '.join(missing)}); run `isoflow layers` first")
+            raise FileNotFoundError(
+                f"{d} is not a finished layer analysis (missing {', '.join(missing)}); run `isoflow layers` first"
+            )
         meta = json.loads(files[2].read_text(encoding="utf-8"))
         table = pd.read_parquet(files[0])
         table["static"] = bool(meta.get("static", False))
@@ -45,7 +56,11 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
             clusters.append(pd.read_parquet(d / "clusters.parquet"))
     if not tables:
         raise ValueError("no layer analyses given")
-    composition = pd.concat(clusters, ignore_index=True) if clusters else pd.DataFrame(columns=["model", "corpus", "layer", "cluster"])
+    composition = (
+        pd.concat(clusters, ignore_index=True)
+        if clusters
+        else pd.DataFrame(columns=["model", "corpus", "layer", "cluster"])
+    )
     return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition
 
 
@@ -54,10 +69,20 @@ def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
     for (model, corpus), g in layers.groupby(["model", "corpus"], sort=True):
         meta = metas[f"{model}/{corpus}"]
         last = g.loc[g["layer"].idxmax()]
-        rows.append({"kind": "static" if g["static"].iloc[0] else "contextual", "model": model, "corpus": corpus,
-                     "points": int(last["n_points"]), "dim": int(meta["dim"]), "layers": int(len(g)),
-                     "avg_lid_cosine": g["lid_cosine"].mean(), "last_layer_lid_cosine": last["lid_cosine"],
-                     "avg_lid_euclidean": g["lid_euclidean"].mean(), "avg_twonn": g["twonn"].mean()})
+        rows.append(
+            {
+                "kind": "static" if g["static"].iloc[0] else "contextual",
+                "model": model,
+                "corpus": corpus,
+                "points": int(last["n_points"]),
+                "dim": int(meta["dim"]),
+                "layers": int(len(g)),
+                "avg_lid_cosine": g["lid_cosine"].mean(),
+                "last_layer_lid_cosine": last["lid_cosine"],
+                "avg_lid_euclidean": g["lid_euclidean"].mean(),
+                "avg_twonn": g["twonn"].mean(),
+            }
+        )
     return pd.DataFrame(rows).sort_values(["kind", "model", "corpus"]).reset_index(drop=True)
 
 
@@ -65,25 +90,51 @@ def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
     """The clusters of every layer where K-means found more than one (K > 1), with what they hold."""
     chosen = layers.loc[layers["cluster_k"] > 1, ["model", "corpus", "layer"]]
     table = clusters.merge(chosen, on=["model", "corpus", "layer"])
-    return table.sort_values(["model", "corpus", "layer", "size"], ascending=[True, True, True, False]).reset_index(drop=True)
+    return table.sort_values(["model", "corpus", "layer", "size"], ascending=[True, True, True, False]).reset_index(
+        drop=True
+    )
 
 
-def tables(layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathLike, clusters: pd.DataFrame | None = None) -> list[Path]:
+def tables(
+    layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathLike, clusters: pd.DataFrame | None = None
+) -> list[Path]:
     out_dir = Path(out_dir)
     cols = [c for c in layers.columns if c != "static"]
-    written = write_table(layers[cols], out_dir / "layers", caption=(
-        "Per layer (0 = embedding layer; static vectors: one row): S_inter, S_intra, IsoScore and mean cosine, before "
-        "and after subtracting each K-means cluster's mean (K by silhouette, 1 below 0.1), LID (k-NN MLE, Euclidean and "
-        "cosine) and TwoNN (Cai et al. 2021)."), floatfmt="%.4f")
+    written = write_table(
+        layers[cols],
+        out_dir / "layers",
+        caption=(
+            "Per layer (0 = embedding layer; static vectors: one row): S_inter, S_intra, IsoScore and mean cosine, "
+            "before "
+            "and after subtracting each K-means cluster's mean (K by silhouette, 1 below 0.1), LID (k-NN MLE, "
+            "Euclidean and "
+            "cosine) and TwoNN (Cai et al. 2021)."
+        ),
+        floatfmt="%.4f",
+    )
     paper = ", ".join(f"{k} {v}" for k, v in CAI_TABLE3.items())
-    written += write_table(lid_table(layers, metas), out_dir / "layers_lid", caption=(
-        "Table 3 analogue: average LID (cosine) of contextual layers against static vectors, same corpus. "
-        f"Cai et al.'s Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."), floatfmt="%.2f")
+    written += write_table(
+        lid_table(layers, metas),
+        out_dir / "layers_lid",
+        caption=(
+            "Table 3 analogue: average LID (cosine) of contextual layers against static vectors, same corpus. "
+            f"Cai et al.'s Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."
+        ),
+        floatfmt="%.2f",
+    )
     if clusters is not None:
-        written += write_table(cluster_table(clusters, layers), out_dir / "layers_clusters", caption=(
-            "What K-means' clusters hold, in every layer where it found more than one (K > 1; the sample of at most "
-            "20,000 points): size, share of the sample, share of symbol tokens (no letter or digit) and of first tokens "
-            "(position 0 in the sentence), mean position, most frequent types (count)."), floatfmt="%.3f")
+        written += write_table(
+            cluster_table(clusters, layers),
+            out_dir / "layers_clusters",
+            caption=(
+                "What K-means' clusters hold, in every layer where it found more than one (K > 1; the sample of at "
+                "most "
+                "20,000 points): size, share of the sample, share of symbol tokens (no letter or digit) and of first "
+                "tokens "
+                "(position 0 in the sentence), mean position, most frequent types (count)."
+            ),
+            floatfmt="%.3f",
+        )
     return written
 
 
@@ -97,8 +148,13 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
     written = []
 
     def per_layer(name: str, panels: list[tuple[str, str]], title: str, ylabel: str):
-        fig, axes = plt.subplots(len(panels), len(corpora), figsize=(max(4.2 * len(corpora), 6.0), 3.0 * len(panels)),
-                                 squeeze=False, constrained_layout=True)
+        fig, axes = plt.subplots(
+            len(panels),
+            len(corpora),
+            figsize=(max(4.2 * len(corpora), 6.0), 3.0 * len(panels)),
+            squeeze=False,
+            constrained_layout=True,
+        )
         for j, corpus in enumerate(corpora):
             for i, (col, label) in enumerate(panels):
                 ax = axes[i, j]
@@ -119,15 +175,32 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
         for ax in axes.flat:  # one legend below the panels, each series once
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lab, h)
-        fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(len(handles), 4), fontsize=7, frameon=False)
+        fig.legend(
+            handles.values(),
+            handles.keys(),
+            loc="outside lower center",
+            ncol=min(len(handles), 4),
+            fontsize=7,
+            frameon=False,
+        )
         suptitle(fig, title)
         return save(fig, out_dir / name)
 
-    written += per_layer("layers_similarity", [("s_inter", "S_inter"), ("s_intra", "S_intra")],
-                         "Inter- and intra-type cosine per layer; dashed: after subtracting each cluster's mean", "cosine")
-    written += per_layer("layers_isoscore", [("isoscore", "IsoScore")], "IsoScore per layer; dashed: cluster-centred", "IsoScore")
-    written += per_layer("layers_lid", [("lid_euclidean", "LID (Euclidean)"), ("lid_cosine", "LID (cosine)")],
-                         "Local intrinsic dimension per layer (k-NN MLE); dotted: static vectors", "LID")
+    written += per_layer(
+        "layers_similarity",
+        [("s_inter", "S_inter"), ("s_intra", "S_intra")],
+        "Inter- and intra-type cosine per layer; dashed: after subtracting each cluster's mean",
+        "cosine",
+    )
+    written += per_layer(
+        "layers_isoscore", [("isoscore", "IsoScore")], "IsoScore per layer; dashed: cluster-centred", "IsoScore"
+    )
+    written += per_layer(
+        "layers_lid",
+        [("lid_euclidean", "LID (Euclidean)"), ("lid_cosine", "LID (cosine)")],
+        "Local intrinsic dimension per layer (k-NN MLE); dotted: static vectors",
+        "LID",
+    )
 
     written += pca_figure(views, out_dir)
     return written
@@ -188,5 +261,9 @@ def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
             ax.scatter(v["pc1"], v["pc2"], s=1, color="0.85")  # every point in grey: the same frame in both panels
             sc = ax.scatter(v["pc1"][mask], v["pc2"][mask], c=lf[mask], cmap="viridis", norm=fnorm, s=2)
         fig.colorbar(sc, ax=ax, label="log10 frequency in the sample", shrink=0.8)
-    suptitle(fig, "PCA of one layer's points (≤ 5,000 of the analysed sample): clusters, position, and word vs symbol tokens by frequency")
+    suptitle(
+        fig,
+        "PCA of one layer's points (≤ 5,000 of the analysed sample): clusters, position, and word vs symbol tokens by "
+        "frequency",
+    )
     return save(fig, out_dir / "layers_pca")

@@ -39,8 +39,6 @@ def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") 
     return Path(results) / "layers" / "runs" / model / corpora.corpus_name(corpus)
 
 
-
-
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -64,7 +62,8 @@ def run_layers(
     progress: bool | None = None,
     model_name: str | None = None,
 ) -> Path:
-    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a local
+    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
+    local
     model folder (outputs then go under ``model_name`` or the folder's name)."""
     from ..models.hub import resolve
     from ..models.local import describe, is_local, local_name
@@ -85,14 +84,36 @@ def run_layers(
     t0 = time.perf_counter()
     sentences = corpora.load(corpus, cache, mirror)
     timings["read_corpus"] = time.perf_counter() - t0
-    meta = {"model": name, **({"source": describe(model)} if local else {}), "corpus": corpora.corpus_name(corpus), "corpus_sentences": len(sentences), "max_tokens": max_tokens,
-            "types": types, "settings": settings.dict(), "device": str(dev)}
+    meta = {
+        "model": name,
+        **({"source": describe(model)} if local else {}),
+        "corpus": corpora.corpus_name(corpus),
+        "corpus_sentences": len(sentences),
+        "max_tokens": max_tokens,
+        "types": types,
+        "settings": settings.dict(),
+        "device": str(dev),
+    }
 
     if model in STATIC_MODELS:
         rows, view, clusters, info = _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
     else:
-        rows, view, clusters, info = _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size,
-                                                 stream, out, timings, progress)
+        rows, view, clusters, info = _contextual(
+            model,
+            sentences,
+            max_tokens,
+            settings,
+            types,
+            view_layer,
+            cache,
+            mirror,
+            dev,
+            batch_size,
+            stream,
+            out,
+            timings,
+            progress,
+        )
     meta.update(info)
     meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
     meta = run_record("layers", meta.pop("settings"), meta)
@@ -112,7 +133,22 @@ def run_layers(
     return out
 
 
-def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache, mirror, dev, batch_size, stream, out, timings, progress):
+def _contextual(
+    model,
+    sentences,
+    max_tokens,
+    settings,
+    types,
+    view_layer,
+    cache,
+    mirror,
+    dev,
+    batch_size,
+    stream,
+    out,
+    timings,
+    progress,
+):
     t = time.perf_counter()
     encoder = load_encoder(model, cache, mirror, dev)
     timings["load_model"] = time.perf_counter() - t
@@ -156,11 +192,22 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
             idx = extra["sample"]
             sample_types = type_arr if idx is None else type_arr[idx.cpu().numpy()]
             sample_positions = position_arr if idx is None else position_arr[idx.cpu().numpy()]
-            clusters += [{"layer": layer, **c} for c in cluster_composition(extra["clusters"], sample_types, sample_positions)]
+            clusters += [
+                {"layer": layer, **c} for c in cluster_composition(extra["clusters"], sample_types, sample_positions)
+            ]
             if layer == view_layer:
                 sample_points = points if idx is None else points[idx]
-                view = {"layer": layer, **pca_view(sample_points, extra["clusters"], sample_types,
-                                                   np.array([freq[x] for x in sample_types]), sample_positions, seed=settings.seed)}
+                view = {
+                    "layer": layer,
+                    **pca_view(
+                        sample_points,
+                        extra["clusters"],
+                        sample_types,
+                        np.array([freq[x] for x in sample_types]),
+                        sample_positions,
+                        seed=settings.seed,
+                    ),
+                }
             timings[f"layer{layer}"] = time.perf_counter() - t
             del points
             interrupt.check()
@@ -169,8 +216,16 @@ def _contextual(model, sentences, max_tokens, settings, types, view_layer, cache
         if bar is not None:
             bar.close()
         streamed = store.on_disk
-    info = {"n_layers": n_layers, "dim": encoder.dim, "n_points": n_points, "sentences_used": len(chosen),
-            "special_tokens_excluded": n_special, "view_layer": view_layer, "streamed": streamed, "hidden_states": "0 = embeddings, 1..L = blocks"}
+    info = {
+        "n_layers": n_layers,
+        "dim": encoder.dim,
+        "n_points": n_points,
+        "sentences_used": len(chosen),
+        "special_tokens_excluded": n_special,
+        "view_layer": view_layer,
+        "streamed": streamed,
+        "hidden_states": "0 = embeddings, 1..L = blocks",
+    }
     return rows, view, clusters, info
 
 
@@ -189,10 +244,27 @@ def _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
     row, extra = layer_metrics(points, np.arange(len(words)), settings)
     timings["layer0"] = time.perf_counter() - t
     idx = extra["sample"]
-    sample_words = np.asarray(words, dtype=object) if idx is None else np.asarray(words, dtype=object)[idx.cpu().numpy()]
-    view = {"layer": 0, **pca_view(points if idx is None else points[idx], extra["clusters"], sample_words,
-                                   np.array([counts[w] for w in sample_words]), seed=settings.seed)}
+    sample_words = (
+        np.asarray(words, dtype=object) if idx is None else np.asarray(words, dtype=object)[idx.cpu().numpy()]
+    )
+    view = {
+        "layer": 0,
+        **pca_view(
+            points if idx is None else points[idx],
+            extra["clusters"],
+            sample_words,
+            np.array([counts[w] for w in sample_words]),
+            seed=settings.seed,
+        ),
+    }
     clusters = [{"layer": 0, **c} for c in cluster_composition(extra["clusters"], sample_words, None)]
-    info = {"n_layers": 1, "dim": int(points.shape[1]), "n_points": len(words), "sentences_used": len(chosen),
-            "corpus_words": int(sum(counts.values())), "words_not_in_vocabulary": len(counts) - len(words), "static": True}
+    info = {
+        "n_layers": 1,
+        "dim": int(points.shape[1]),
+        "n_points": len(words),
+        "sentences_used": len(chosen),
+        "corpus_words": int(sum(counts.values())),
+        "words_not_in_vocabulary": len(counts) - len(words),
+        "static": True,
+    }
     return [{"layer": 0, **row}], view, clusters, info

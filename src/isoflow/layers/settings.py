@@ -13,10 +13,14 @@ class LayerSettings:
     """A layer analysis' settings, declared once (the command line and the config schema's ``layers`` keys derive
     from them: tests/test_settings.py)."""
 
-    max_tokens: int = setting(100_000, "points to analyse: whole sentences in a seeded order until this many tokens", minimum=2)
+    max_tokens: int = setting(
+        100_000, "points to analyse: whole sentences in a seeded order until this many tokens", minimum=2
+    )
     sample_cap: int = setting(20_000, "points for K-means, LID and TwoNN", minimum=3)
     k_max: int = setting(15, "K-means tries K = 2..K_MAX", minimum=2)
-    min_silhouette: float = setting(0.1, "below this best silhouette the layer is one cluster", minimum=0.0, maximum=1.0)
+    min_silhouette: float = setting(
+        0.1, "below this best silhouette the layer is one cluster", minimum=0.0, maximum=1.0
+    )
     k_lid: int = setting(100, "neighbours for LID (Cai et al.'s)", minimum=2)
     max_per_type: int = setting(1000, "instances per type for S_intra", minimum=2)
     seed: int = setting(0, "seed of the sentence order, the samples and K-means", minimum=0)

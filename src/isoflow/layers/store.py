@@ -27,8 +27,12 @@ class LayerStore:
         else:
             Path(directory).mkdir(parents=True, exist_ok=True)
             self._dir = Path(tempfile.mkdtemp(prefix=".layer-states.", dir=directory))
-            self._layers = [np.lib.format.open_memmap(self._dir / f"layer{i}.npy", mode="w+", dtype=np.float32, shape=(n_points, dim))
-                            for i in range(n_layers)]
+            self._layers = [
+                np.lib.format.open_memmap(
+                    self._dir / f"layer{i}.npy", mode="w+", dtype=np.float32, shape=(n_points, dim)
+                )
+                for i in range(n_layers)
+            ]
 
     @property
     def on_disk(self) -> bool:

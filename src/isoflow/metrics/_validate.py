@@ -133,7 +133,9 @@ class Clusters:
         return Clusters(codes, torch.bincount(codes, minlength=self.k), self.k)
 
 
-def encode_labels(labels: ArrayLike, n_points: int | None = None, *, device: torch.device | str | None = None) -> Clusters:
+def encode_labels(
+    labels: ArrayLike, n_points: int | None = None, *, device: torch.device | str | None = None
+) -> Clusters:
     """Encode class labels as cluster codes.
 
     ``labels`` is either a 1-d vector (any values: ints, strings, ...) or a
@@ -172,4 +174,3 @@ def check_cluster_count(clusters: Clusters) -> None:
             f"Number of labels is {k}. Valid values are 2 to n_samples - 1 = {n - 1} (inclusive): "
             "the silhouette needs at least two clusters and at least one cluster with two points."
         )
-

@@ -24,20 +24,26 @@ def _sq_dists(x: torch.Tensor, centres: torch.Tensor, xx: torch.Tensor | None = 
 
 
 def kmeans_plusplus(x: torch.Tensor, k: int, generator: torch.Generator) -> torch.Tensor:
-    """k-means++ seeding (Arthur & Vassilvitskii 2007): each new centre drawn ∝ squared distance to the nearest chosen one."""
+    """k-means++ seeding (Arthur & Vassilvitskii 2007): each new centre drawn ∝ squared distance to the nearest one."""
     n = x.shape[0]
     xx = (x * x).sum(1)
     idx = [int(torch.randint(0, n, (1,), generator=generator))]
     d2 = _sq_dists(x, x[idx], xx)[:, 0]
     for _ in range(1, k):
         p = d2.cpu()
-        nxt = int(torch.multinomial(p / p.sum(), 1, generator=generator)) if float(p.sum()) > 0 else int(torch.randint(0, n, (1,), generator=generator))
+        nxt = (
+            int(torch.multinomial(p / p.sum(), 1, generator=generator))
+            if float(p.sum()) > 0
+            else int(torch.randint(0, n, (1,), generator=generator))
+        )
         idx.append(nxt)
         d2 = torch.minimum(d2, _sq_dists(x, x[nxt : nxt + 1], xx)[:, 0])
     return x[idx].clone()
 
 
-def lloyd(x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: float = 1e-10) -> tuple[torch.Tensor, torch.Tensor, float]:
+def lloyd(
+    x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: float = 1e-10
+) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Lloyd iterations from given centres, float64. Returns (labels, centres, inertia).
 
     Stops when the total squared centre shift falls below ``tol`` times the mean
@@ -62,7 +68,9 @@ def lloyd(x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: f
     return labels, c, float(d2.gather(1, labels[:, None]).sum())
 
 
-def kmeans(X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: int = 300, tol: float = 1e-10) -> tuple[torch.Tensor, torch.Tensor]:
+def kmeans(
+    X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: int = 300, tol: float = 1e-10
+) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means (best inertia of ``n_init`` k-means++ starts). Returns (labels (n,), centres (k, dim))."""
     x = as_points(X).to(torch.float64)
     if not 1 <= k <= x.shape[0]:
@@ -94,8 +102,16 @@ class ClusterChoice:
     silhouettes: dict[int, float]
 
 
-def select_clusters(X: ArrayLike, k_values: Iterable[int] = range(2, 11), *, min_silhouette: float = 0.1, seed: int = 0,
-                    n_init: int = 3, tol: float = 1e-10, max_iter: int = 300) -> ClusterChoice:
+def select_clusters(
+    X: ArrayLike,
+    k_values: Iterable[int] = range(2, 11),
+    *,
+    min_silhouette: float = 0.1,
+    seed: int = 0,
+    n_init: int = 3,
+    tol: float = 1e-10,
+    max_iter: int = 300,
+) -> ClusterChoice:
     """Cai et al.'s clustering: k-means for each k, keep the k with the best silhouette;
     if even that silhouette is below ``min_silhouette``, treat the data as one cluster (k = 1).
 
@@ -151,4 +167,13 @@ def cluster_centered(
     choice = select_clusters(x, k_values, min_silhouette=min_silhouette, seed=seed)
     return metric(subtract_cluster_means(x, choice.labels))
 
-__all__ = ["kmeans", "kmeans_plusplus", "lloyd", "select_clusters", "subtract_cluster_means", "ClusterChoice", "cluster_centered"]
+
+__all__ = [
+    "kmeans",
+    "kmeans_plusplus",
+    "lloyd",
+    "select_clusters",
+    "subtract_cluster_means",
+    "ClusterChoice",
+    "cluster_centered",
+]

@@ -50,8 +50,17 @@ def _cache_file() -> Path:
 
 
 def _host_key() -> str:
-    return "|".join(["block-step", platform.node(), platform.processor() or platform.machine(), str(os.cpu_count()), torch.__version__,
-                     np.__version__, str(torch.get_num_threads())])
+    return "|".join(
+        [
+            "block-step",
+            platform.node(),
+            platform.processor() or platform.machine(),
+            str(os.cpu_count()),
+            torch.__version__,
+            np.__version__,
+            str(torch.get_num_threads()),
+        ]
+    )
 
 
 @functools.cache
@@ -114,7 +123,12 @@ def cpu_gemm() -> str:
 
 
 def _numpy_ok(a: torch.Tensor) -> bool:
-    return a.device.type == "cpu" and a.dtype in (torch.float32, torch.float64) and not a.requires_grad and cpu_gemm() == "numpy"
+    return (
+        a.device.type == "cpu"
+        and a.dtype in (torch.float32, torch.float64)
+        and not a.requires_grad
+        and cpu_gemm() == "numpy"
+    )
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -151,5 +165,7 @@ def describe(device: torch.device | str) -> dict:
     """What a run's JSON records of these choices."""
     device = torch.device(device)
     policy = _setting(POLICY_ENV, POLICIES)
-    return {"block_policy": ("gpu" if device.type == "cuda" else "cpu") if policy == "auto" else policy,
-            "cpu_gemm": cpu_gemm() if device.type == "cpu" else None}
+    return {
+        "block_policy": ("gpu" if device.type == "cuda" else "cpu") if policy == "auto" else policy,
+        "cpu_gemm": cpu_gemm() if device.type == "cpu" else None,
+    }

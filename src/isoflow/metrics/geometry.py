@@ -16,7 +16,11 @@ from .silhouette import silhouette, silhouette_sqeuclidean
 
 def _cluster_centred_isoscore(x: torch.Tensor, **_: Any) -> dict[str, float]:
     choice = select_clusters(x)
-    return {"cluster_k": float(choice.k), "cluster_centered_isoscore": isoscore(subtract_cluster_means(x, choice.labels))}
+    return {
+        "cluster_k": float(choice.k),
+        "cluster_centered_isoscore": isoscore(subtract_cluster_means(x, choice.labels)),
+    }
+
 
 # name -> (needs, function(x, labels=..., types=..., k_lid=...) -> value or dict of values)
 _METRICS: dict[str, tuple[str | None, Callable[..., Any]]] = {
@@ -45,7 +49,7 @@ class MetricInputError(ValueError):
 
 
 def sample_rows(n: int, size: int | None, seed: int, device: torch.device | str = "cpu") -> torch.Tensor | None:
-    """Indices of a seeded uniform sample of ``size`` of ``n`` rows without replacement, or None if no sampling is needed."""
+    """Indices of a seeded uniform sample of ``size`` of ``n`` rows without replacement, or None if none is needed."""
     if size is None or n <= size:
         return None
     g = torch.Generator(device="cpu").manual_seed(seed)
@@ -116,7 +120,9 @@ def geometry(
     minimum = {m: k_lid + 1 if m == "lid_mle" else _MIN_POINTS.get(m, 2) for m in wanted}
     short = [m for m in wanted if n < minimum[m]]
     if short:  # all of them at once, before any work
-        needs = "; ".join(f"{m} needs {minimum[m]}" + (f" (k_lid = {k_lid} neighbours)" if m == "lid_mle" else "") for m in short)
+        needs = "; ".join(
+            f"{m} needs {minimum[m]}" + (f" (k_lid = {k_lid} neighbours)" if m == "lid_mle" else "") for m in short
+        )
         raise MetricInputError(short, f"too few points ({n}): {needs}")
     out: dict[str, float] = {"n_points": float(n), "dim": float(x.shape[1])}
     for name in wanted:

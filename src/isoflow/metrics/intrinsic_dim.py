@@ -38,7 +38,9 @@ def knn_distances(X: ArrayLike, k: int, *, block: int | None = None) -> torch.Te
     out = torch.empty(n, k, dtype=torch.float64, device=x.device)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
-        D = matmul(xc[i0:i1], xc.T).mul_(-2.0).add_(sq[i0:i1, None]).add_(sq[None, :])  # faster CPU BLAS: device_policy.py
+        D = (
+            matmul(xc[i0:i1], xc.T).mul_(-2.0).add_(sq[i0:i1, None]).add_(sq[None, :])
+        )  # faster CPU BLAS: device_policy.py
         rows = torch.arange(i1 - i0, device=x.device)
         D[rows, rows + i0] = float("inf")  # exclude the point itself
         cand = D.topk(m, dim=1, largest=False).indices
@@ -75,7 +77,8 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
     >>> import torch
     >>> from isoflow.metrics import lid_mle
     >>> g = torch.Generator().manual_seed(0)
-    >>> plane = torch.cat([torch.rand(2000, 2, generator=g, dtype=torch.float64), torch.zeros(2000, 1, dtype=torch.float64)], 1)
+    >>> flat = torch.rand(2000, 2, generator=g, dtype=torch.float64)
+    >>> plane = torch.cat([flat, torch.zeros(2000, 1, dtype=torch.float64)], 1)
     >>> round(lid_mle(plane, k=20), 1)  # a square in 3-d: about 2 (the MLE is biased up near the border)
     2.2
     """
@@ -91,7 +94,9 @@ def lid_from_distances(r: torch.Tensor, *, reduce: str | None = "mean"):
     lid = -1.0 / torch.log(r / rk).mean(dim=1)
     bad = ~torch.isfinite(lid) | (rk.squeeze(1) == 0)
     if bool(bad.any()):
-        warnings.warn(f"LID: dropping {int(bad.sum())} point(s) whose {k} nearest neighbours are all duplicates", stacklevel=2)
+        warnings.warn(
+            f"LID: dropping {int(bad.sum())} point(s) whose {k} nearest neighbours are all duplicates", stacklevel=2
+        )
         lid = lid[~bad]
     if reduce is None:
         return lid
@@ -124,7 +129,8 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
     >>> import torch
     >>> from isoflow.metrics import twonn
     >>> g = torch.Generator().manual_seed(0)
-    >>> plane = torch.cat([torch.rand(2000, 2, generator=g, dtype=torch.float64), torch.zeros(2000, 1, dtype=torch.float64)], 1)
+    >>> flat = torch.rand(2000, 2, generator=g, dtype=torch.float64)
+    >>> plane = torch.cat([flat, torch.zeros(2000, 1, dtype=torch.float64)], 1)
     >>> round(twonn(plane), 1)  # a square in 3-d
     1.9
     """
@@ -140,7 +146,11 @@ def twonn_from_distances(r: torch.Tensor, *, discard_fraction: float = 0.1, meth
     mu = r[:, 1] / r[:, 0]
     finite = torch.isfinite(mu)
     if not bool(finite.all()):
-        warnings.warn(f"TwoNN: dropping {int((~finite).sum())} point(s) with a duplicate (zero distance to the nearest neighbour)", stacklevel=2)
+        warnings.warn(
+            f"TwoNN: dropping {int((~finite).sum())} point(s) with a duplicate (zero distance to the nearest "
+            f"neighbour)",
+            stacklevel=2,
+        )
         mu = mu[finite]
     N = mu.numel()
     n_keep = int(N * (1 - discard_fraction))
@@ -148,7 +158,10 @@ def twonn_from_distances(r: torch.Tensor, *, discard_fraction: float = 0.1, meth
         raise ValueError("TwoNN: fewer than 2 points left to estimate the dimension")
     log_mu = torch.log(torch.sort(mu).values[:n_keep])
     if method == "linear" and n_keep == N:
-        raise ValueError("TwoNN linear fit needs discard_fraction > 0: the largest ratio has F = 1 and -log(1 - F) is infinite; use method='mle' to keep every point")
+        raise ValueError(
+            "TwoNN linear fit needs discard_fraction > 0: the largest ratio has F = 1 and -log(1 - F) is infinite; use "
+            "method='mle' to keep every point"
+        )
     if method == "mle":
         return float((n_keep - 1) / (log_mu.sum() + (N - n_keep) * log_mu[-1]))
     F = torch.arange(1, n_keep + 1, dtype=torch.float64, device=log_mu.device) / N

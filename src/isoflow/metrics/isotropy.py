@@ -45,7 +45,9 @@ def isoscore_of_covariance(C: torch.Tensor, C0: torch.Tensor | None = None, zeta
     return _isoscore_from_pr(_participation_ratio(C), C.shape[0])
 
 
-def isoscore_star_tensor(X: torch.Tensor, C0: torch.Tensor | None, zeta: float, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+def isoscore_star_tensor(
+    X: torch.Tensor, C0: torch.Tensor | None, zeta: float, dtype: torch.dtype = torch.float64
+) -> torch.Tensor:
     """IsoScore* of a point cloud as a 0-d tensor, differentiable, without input checks (see :func:`isoscore_star`).
 
     ``dtype`` is that of the covariance (float64 for measurement; float32 halves the cost of a training penalty)."""
@@ -76,7 +78,9 @@ def isoscore_tensor(X: torch.Tensor) -> torch.Tensor:
     return _isoscore_from_pr(_participation_ratio(G), d)
 
 
-def isoscore_and_star_tensor(X: torch.Tensor, C0: torch.Tensor | None, zeta: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def isoscore_and_star_tensor(
+    X: torch.Tensor, C0: torch.Tensor | None, zeta: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(IsoScore, IsoScore*_ζ, covariance C) of ``X`` from one covariance product, float64, no checks, no host sync.
 
     The IsoScore is computed exactly as :func:`isoscore_tensor` computes it (same value, bit for bit, when
@@ -196,7 +200,9 @@ def isoscore_star(X: ArrayLike, C0: ArrayLike | None = None, zeta: float = 0.0) 
     c0 = check_shrinkage(C0, x.shape[1], zeta, device=x.device)
     score = isoscore_star_tensor(x, c0, zeta)
     if not torch.isfinite(score):
-        raise ValueError("IsoScore* is undefined: the shrunk covariance is zero (identical points and zeta = 0 or C0 = 0)")
+        raise ValueError(
+            "IsoScore* is undefined: the shrunk covariance is zero (identical points and zeta = 0 or C0 = 0)"
+        )
     return score
 
 
@@ -224,7 +230,9 @@ def _unit_rows(x: torch.Tensor, name: str = "X") -> torch.Tensor:
     zero = norms.squeeze(1) == 0
     if bool(zero.any()):
         first = int(torch.nonzero(zero)[0])
-        raise ValueError(f"{name} has {int(zero.sum())} all-zero row(s) (first: {first}); cosine similarity is undefined for them")
+        raise ValueError(
+            f"{name} has {int(zero.sum())} all-zero row(s) (first: {first}); cosine similarity is undefined for them"
+        )
     return x64 / norms
 
 
@@ -305,7 +313,8 @@ def s_inter(X: ArrayLike, types: ArrayLike) -> float:
 
 
 def s_intra(X: ArrayLike, types: ArrayLike) -> float:
-    r"""Cai et al.'s intra-type similarity :math:`S_{intra}`: mean over types of the mean cosine between instances of a type.
+    r"""Cai et al.'s intra-type similarity :math:`S_{intra}`: mean over types of the mean cosine between instances of a
+    type.
 
     For a type with unit rows :math:`u_1..u_m` (m >= 2) the mean pairwise cosine
     is :math:`(\lVert\sum u\rVert^2 - m)/(m(m-1))`; types with one instance have
@@ -344,4 +353,3 @@ __all__ = [
     "s_inter",
     "s_intra",
 ]
-

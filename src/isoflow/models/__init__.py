@@ -14,13 +14,23 @@ def _unknown(name: str) -> ValueError:
 
 def sentence_model(name: str) -> SentenceModel:
     if name not in SENTENCE_MODELS:
-        raise _unknown(name) if name not in STATIC_MODELS else ValueError(f"{name} is a static word-vector model, not a sentence encoder")
+        raise (
+            _unknown(name)
+            if name not in STATIC_MODELS
+            else ValueError(f"{name} is a static word-vector model, not a sentence encoder")
+        )
     return SENTENCE_MODELS[name]
 
 
 def static_model(name: str) -> StaticModel:
     if name not in STATIC_MODELS:
-        raise _unknown(name) if name not in SENTENCE_MODELS else ValueError(f"{name} is a sentence encoder; word tasks need static vectors ({', '.join(STATIC_MODELS)})")
+        raise (
+            _unknown(name)
+            if name not in SENTENCE_MODELS
+            else ValueError(
+                f"{name} is a sentence encoder; word tasks need static vectors ({', '.join(STATIC_MODELS)})"
+            )
+        )
     return STATIC_MODELS[name]
 
 
@@ -30,4 +40,15 @@ def is_static(name: str) -> bool:
     return name in STATIC_MODELS
 
 
-__all__ = ["MODELS", "SENTENCE_MODELS", "STATIC_MODELS", "ModelUnavailableError", "SentenceModel", "StaticModel", "StaticVectors", "is_static", "sentence_model", "static_model"]
+__all__ = [
+    "MODELS",
+    "SENTENCE_MODELS",
+    "STATIC_MODELS",
+    "ModelUnavailableError",
+    "SentenceModel",
+    "StaticModel",
+    "StaticVectors",
+    "is_static",
+    "sentence_model",
+    "static_model",
+]

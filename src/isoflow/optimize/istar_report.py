@@ -8,7 +8,8 @@ Per task × model × λ (seeds averaged; runs that diverged are counted, never a
 * Pearson r and Spearman ρ between IsoScore and silhouette over training (updates 1..N, seed-mean curve), as in
   the main tables, now within each λ.
 
-Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure 5 analogue);
+Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure
+5 analogue);
 (b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
 ``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
 """
@@ -22,7 +23,15 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import diverged, lambda_summary, write_table
-from ..reporting.figures import grid, lambda_colours, lambda_curves_figure, lambda_legend, lambda_points_figure, save, suptitle
+from ..reporting.figures import (
+    grid,
+    lambda_colours,
+    lambda_curves_figure,
+    lambda_legend,
+    lambda_points_figure,
+    save,
+    suptitle,
+)
 from .report import correlation
 
 FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
@@ -38,15 +47,21 @@ def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     for task, model, lam in zip(table.task, table.model, table["lambda"]):
         t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
         mean = t.groupby("step")[["isoscore", "silhouette"]].mean()
-        a, b = correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy()) if len(mean) > 1 else (np.nan, np.nan)
+        a, b = (
+            correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
+            if len(mean) > 1
+            else (np.nan, np.nan)
+        )
         r.append(a)
         rho.append(b)
     return table.assign(pearson_r=r, spearman_rho=rho)
 
 
-CAPTION = ("I-STAR sweep in the optimisation experiment: final values after training with loss + λ·(1 − IsoScore*) "
-           "(mean and std over seeds; diverged runs counted, not averaged). Accuracy is training accuracy. "
-           "r, ρ: IsoScore vs silhouette over training (seed-mean curve).")
+CAPTION = (
+    "I-STAR sweep in the optimisation experiment: final values after training with loss + λ·(1 − IsoScore*) "
+    "(mean and std over seeds; diverged runs counted, not averaged). Accuracy is training accuracy. "
+    "r, ρ: IsoScore vs silhouette over training (seed-mean curve)."
+)
 
 
 CURVE_COLUMNS = 3  # task x model panels to a row in istar_curves
@@ -66,10 +81,16 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
 
     # (a) performance against IsoScore*, one point per lambda: training accuracy, and the task loss (accuracy saturates
     # on most tasks, the loss does not)
-    written += lambda_points_figure(table, "isoscore_star", ("accuracy", "loss"), "IsoScore* (final)",
-                                    ("training accuracy (final)", "task loss (final)"),
-                                    "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)", out_dir / "istar_performance",
-                                    ymax=(1.0, None))
+    written += lambda_points_figure(
+        table,
+        "isoscore_star",
+        ("accuracy", "loss"),
+        "IsoScore* (final)",
+        ("training accuracy (final)", "task loss (final)"),
+        "I-STAR sweep: performance against IsoScore* (mean ± std over seeds)",
+        out_dir / "istar_performance",
+        ymax=(1.0, None),
+    )
 
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     t = traj.merge(finished, on=["task", "model", "istar_lambda", "seed"])
@@ -104,6 +125,12 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     written += save(fig, out_dir / "istar_curves")
 
     # (c) silhouette against IsoScore, one curve per lambda
-    written += lambda_curves_figure(mean, "step", "IsoScore", "silhouette", "I-STAR sweep: silhouette against IsoScore during "
-                                    "training (dot: end of training)", out_dir / "istar_silhouette_vs_isoscore")
+    written += lambda_curves_figure(
+        mean,
+        "step",
+        "IsoScore",
+        "silhouette",
+        "I-STAR sweep: silhouette against IsoScore during training (dot: end of training)",
+        out_dir / "istar_silhouette_vs_isoscore",
+    )
     return written

@@ -45,7 +45,15 @@ import torch
 from .. import interrupt
 from ..datasets.table import TaskData
 from ..istar import IStarLoss
-from ..metrics import device_policy, encode_labels, isoscore_and_star_tensor, isoscore_tensor, s_intra, silhouette_tensor, subtract_cluster_means
+from ..metrics import (
+    device_policy,
+    encode_labels,
+    isoscore_and_star_tensor,
+    isoscore_tensor,
+    s_intra,
+    silhouette_tensor,
+    subtract_cluster_means,
+)
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 from ..progress import progress_bar
@@ -83,16 +91,24 @@ class _Problem:
         ex = task.examples
         n_items = len(task.items)
         if embeddings.shape[0] != n_items:
-            raise OptimizationError(f"{task.name}: the embedding table has {embeddings.shape[0]} rows but the task has {n_items} items; re-run `isoflow encode`")
+            raise OptimizationError(
+                f"{task.name}: the embedding table has {embeddings.shape[0]} rows but the task has {n_items} items; "
+                f"re-run `isoflow encode`"
+            )
         idx_cols = ["a", "b"] if task.pair else ["a"]
         idx = torch.as_tensor(np.array(ex[idx_cols], dtype=np.int64), device=device)
         if int(idx.min()) < 0 or int(idx.max()) >= n_items:
-            raise OptimizationError(f"{task.name}: examples reference item {int(idx.max())} but the table has {n_items} items (a pair points to a missing sentence)")
+            raise OptimizationError(
+                f"{task.name}: examples reference item {int(idx.max())} but the table has {n_items} items (a pair "
+                f"points to a missing sentence)"
+            )
         self.a = idx[:, 0]
         self.b = idx[:, 1] if task.pair else None
         self.labels = task.label_names
         if len(self.labels) < 2:
-            raise OptimizationError(f"{task.name}: a single label ({self.labels}); classification needs at least two classes")
+            raise OptimizationError(
+                f"{task.name}: a single label ({self.labels}); classification needs at least two classes"
+            )
         self.multilabel = task.multilabel
         if self.multilabel:
             pos = {lab: i for i, lab in enumerate(self.labels)}
@@ -108,14 +124,20 @@ class _Problem:
         self.n_examples = len(ex)
         self.table0 = torch.as_tensor(np.ascontiguousarray(embeddings, dtype=np.float32), device=device)
         if not bool(torch.isfinite(self.table0).all()):
-            raise OptimizationError(f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`")
+            raise OptimizationError(
+                f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`"
+            )
         try:  # one absurdly long row (corrupt embeddings) would make every distance among the others meaningless
             self.measure_dtype = distance_dtype(self.table0, name=f"{task.name}: the embedding table")
         except ValueError as exc:
             raise OptimizationError(f"{exc}; re-run `isoflow encode --force`") from exc
 
         # Single-item tasks whose examples are the items in order (polarity, word tasks) need no gather.
-        self.identity = self.b is None and self.a.shape[0] == n_items and bool((self.a == torch.arange(n_items, device=device)).all())
+        self.identity = (
+            self.b is None
+            and self.a.shape[0] == n_items
+            and bool((self.a == torch.arange(n_items, device=device)).all())
+        )
 
     def represent(self, table: torch.Tensor) -> torch.Tensor:
         # index_select's backward is an index_add, much cheaper than the accumulating index_put of table[a].
@@ -140,8 +162,6 @@ def _sample(n: int, cap: int, gen: torch.Generator, device: torch.device) -> tor
     if n <= cap:
         return None
     return torch.randperm(n, generator=gen, device=gen.device)[:cap].to(device)
-
-
 
 
 class Diverged(OptimizationError):
@@ -177,7 +197,9 @@ def optimize(
     if shrinkage_matrix is None:
         istar = IStarLoss.from_points(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
     else:
-        istar = IStarLoss.from_matrix(s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device)
+        istar = IStarLoss.from_matrix(
+            s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device
+        )
     torch.manual_seed(s.seed)
     table = torch.nn.Parameter(p.table0.clone())
     in_dim = table.shape[1] * (1 if p.b is None else 2)
@@ -188,7 +210,12 @@ def optimize(
 
     rows: list[np.ndarray] = []
     extra: dict[str, dict[int, float]] = {}
-    bar = progress_bar(progress, s.steps, f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""), "upd")
+    bar = progress_bar(
+        progress,
+        s.steps,
+        f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""),
+        "upd",
+    )
     t_loop = time.perf_counter()
 
     def trajectory() -> Trajectory:
@@ -204,7 +231,9 @@ def optimize(
             loss, acc = _loss_and_accuracy(head(reps), p)
             with torch.no_grad():
                 sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
-                values = torch.stack([loss.detach().double(), acc.double(), sil, iso, iso_star, istar.lam * (1.0 - iso_star)])
+                values = torch.stack(
+                    [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.lam * (1.0 - iso_star)]
+                )
             objective = loss
             if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with
                 objective = loss + istar.penalty_given_covariance(table if iso_pick is None else table[iso_pick], cov)
@@ -212,8 +241,12 @@ def optimize(
             if not np.isfinite(vals).all():
                 bad = [n for n, v in zip(RECORDED, vals) if not math.isfinite(v)]
                 raise Diverged(
-                    f"{s.task} x {s.model} seed {s.seed}" + (f" lambda {s.istar_lambda:g}" if istar.active else "")
-                    + f": {', '.join(bad)} became NaN/inf at step {step} (diverged)", step, trajectory())
+                    f"{s.task} x {s.model} seed {s.seed}"
+                    + (f" lambda {s.istar_lambda:g}" if istar.active else "")
+                    + f": {', '.join(bad)} became NaN/inf at step {step} (diverged)",
+                    step,
+                    trajectory(),
+                )
             rows.append(vals)
             if callback is not None:
                 callback(step, dict(zip(RECORDED, map(float, vals))))
@@ -237,7 +270,9 @@ def optimize(
     return trajectory()
 
 
-def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: IStarLoss, device, t_setup: float, t_loop: float) -> Trajectory:
+def _trajectory(
+    s: Settings, rows, extra, p: _Problem, n_params: int, istar: IStarLoss, device, t_setup: float, t_loop: float
+) -> Trajectory:
     loop_seconds = time.perf_counter() - t_loop
     arr = np.stack(rows) if rows else np.empty((0, len(RECORDED)))
     records = {name: arr[:, i].astype(np.float64) for i, name in enumerate(RECORDED)}
@@ -266,15 +301,18 @@ def _trajectory(s: Settings, rows, extra, p: _Problem, n_params: int, istar: ISt
     return Trajectory(s, records, info)
 
 
-def _geometry_now(reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar: IStarLoss) -> tuple[torch.Tensor, ...]:
+def _geometry_now(
+    reps, tab, p: _Problem, s: Settings, sil_pick, iso_pick, istar: IStarLoss
+) -> tuple[torch.Tensor, ...]:
     """Silhouette of the classified representations; IsoScore and IsoScore* of the table; each on ≤ sample_cap rows."""
     clusters = p.clusters
     reps = reps.to(p.measure_dtype)  # float64 only for tables whose row lengths span over 2**10 (see distance_dtype)
     if sil_pick is not None:
         reps, clusters = reps[sil_pick], clusters.subset(sil_pick)
     sil = silhouette_tensor(reps, clusters, block=s.block or None)
-    iso, iso_star, cov = isoscore_and_star_tensor(tab if iso_pick is None else tab[iso_pick], istar.shrinkage(tab.shape[1], tab.device),
-                                                  istar.zeta)
+    iso, iso_star, cov = isoscore_and_star_tensor(
+        tab if iso_pick is None else tab[iso_pick], istar.shrinkage(tab.shape[1], tab.device), istar.zeta
+    )
     return sil, iso, iso_star, cov
 
 

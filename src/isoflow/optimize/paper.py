@@ -45,7 +45,16 @@ GLUE_CORRELATIONS = {
     ("distilroberta", "sst2"): (-0.8410313228652802, -0.9999453212631838),
     ("distilroberta", "wnli"): (-0.8902033477673262, -0.9999115232538537),
 }
-GLUE_ITEMS = {"cola": 8_551, "mnli": 392_702, "mrpc": 3_668, "qnli": 104_743, "qqp": 363_846, "rte": 2_490, "sst2": 67_349, "wnli": 635}
+GLUE_ITEMS = {
+    "cola": 8_551,
+    "mnli": 392_702,
+    "mrpc": 3_668,
+    "qnli": 104_743,
+    "qqp": 363_846,
+    "rte": 2_490,
+    "sst2": 67_349,
+    "wnli": 635,
+}
 GLUE_PARAMS = {  # task: (minilm, mpnet, distilroberta)
     "cola": (3_277_058, 6_554_114, 6_554_114),
     "mnli": (199_380_483, 398_760_963, 398_760_963),
@@ -89,7 +98,7 @@ def glue_params(task: str, model: str) -> int | None:
 
 
 def setup(task: str, model: str, steps: int) -> str:
-    """"as in the paper", or how this row's setup departs from it."""
+    """ "as in the paper", or how this row's setup departs from it."""
     notes = []
     glue = task.startswith("glue/")
     if glue:

@@ -52,7 +52,16 @@ def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[
     runs = []
     for (task, model, seed), g in after.groupby(["task", "model", "seed"], sort=True):
         r, rho = correlation(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
-        runs.append({"task": task, "model": model, "seed": seed, "steps": int(g["step"].max()), "pearson_r": r, "spearman_rho": rho})
+        runs.append(
+            {
+                "task": task,
+                "model": model,
+                "seed": seed,
+                "steps": int(g["step"].max()),
+                "pearson_r": r,
+                "spearman_rho": rho,
+            }
+        )
     runs = pd.DataFrame(runs)
     summary = []
     for (task, model), g in after.groupby(["task", "model"], sort=True):
@@ -60,20 +69,22 @@ def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[
         r, rho = correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
         per = runs[(runs.task == task) & (runs.model == model)]
         std = g.groupby("step")[["isoscore", "silhouette"]].std()
-        summary.append({
-            "task": task,
-            "model": model,
-            "seeds": len(per),
-            "steps": int(mean.index.max()),
-            "pearson_r": r,
-            "spearman_rho": rho,
-            "pearson_r_runs_mean": per["pearson_r"].mean(),
-            "pearson_r_runs_std": per["pearson_r"].std() if len(per) > 1 else float("nan"),
-            "spearman_rho_runs_mean": per["spearman_rho"].mean(),
-            "max_std_over_seeds": float(np.nanmax(std.to_numpy())) if len(per) > 1 else float("nan"),
-            **paper_columns(task, model, r, rho, int(mean.index.max())),
-            "commits": _commits(info, task, model),
-        })
+        summary.append(
+            {
+                "task": task,
+                "model": model,
+                "seeds": len(per),
+                "steps": int(mean.index.max()),
+                "pearson_r": r,
+                "spearman_rho": rho,
+                "pearson_r_runs_mean": per["pearson_r"].mean(),
+                "pearson_r_runs_std": per["pearson_r"].std() if len(per) > 1 else float("nan"),
+                "spearman_rho_runs_mean": per["spearman_rho"].mean(),
+                "max_std_over_seeds": float(np.nanmax(std.to_numpy())) if len(per) > 1 else float("nan"),
+                **paper_columns(task, model, r, rho, int(mean.index.max())),
+                "commits": _commits(info, task, model),
+            }
+        )
     return runs, pd.DataFrame(summary)
 
 
@@ -91,8 +102,14 @@ def paper_columns(task: str, model: str, r: float, rho: float, steps: int) -> di
         prho = float("nan")
         source = paper.MAIN_SOURCE["pearson_r"] if row else ""
         rho_text = f"< {paper.MAIN_SPEARMAN_BELOW}" if row else ""
-    return {"paper_pearson_r": pr, "delta_r": r - pr, "paper_spearman_rho": rho_text,
-            "delta_rho": rho - prho if not np.isnan(prho) else float("nan"), "paper_source": source, "setup": paper.setup(task, model, steps)}
+    return {
+        "paper_pearson_r": pr,
+        "delta_r": r - pr,
+        "paper_spearman_rho": rho_text,
+        "delta_rho": rho - prho if not np.isnan(prho) else float("nan"),
+        "paper_source": source,
+        "setup": paper.setup(task, model, steps),
+    }
 
 
 def _commits(info: pd.DataFrame | None, task: str, model: str) -> str:
@@ -100,8 +117,15 @@ def _commits(info: pd.DataFrame | None, task: str, model: str) -> str:
     if info is None or "git_commit" not in info:
         return ""
     rows = info[(info.task == task) & (info.model == model)]
-    return ",".join(sorted({str(c)[:10] + ("+dirty" if d is True or str(d) == "True" else "") for c, d in
-                            zip(rows["git_commit"], rows["git_dirty"]) if isinstance(c, str)}))
+    return ",".join(
+        sorted(
+            {
+                str(c)[:10] + ("+dirty" if d is True or str(d) == "True" else "")
+                for c, d in zip(rows["git_commit"], rows["git_dirty"])
+                if isinstance(c, str)
+            }
+        )
+    )
 
 
 def sizes(info: pd.DataFrame) -> pd.DataFrame:
@@ -141,8 +165,13 @@ def label_centred_summary(traj: pd.DataFrame) -> pd.DataFrame:
     for (task, model), m in measured.groupby(["task", "model"], sort=True):
         curve = m.groupby("step")[list(LABEL_CENTRED)].mean()
         start, end = curve.iloc[0], curve.iloc[-1]
-        row = {"task": task, "model": model, "seeds": m["seed"].nunique(), "first_step": int(curve.index[0]),
-               "last_step": int(curve.index[-1])}
+        row = {
+            "task": task,
+            "model": model,
+            "seeds": m["seed"].nunique(),
+            "first_step": int(curve.index[0]),
+            "last_step": int(curve.index[-1]),
+        }
         for name in LABEL_CENTRED:
             row[f"{name}_start"], row[f"{name}_end"] = start[name], end[name]
         row["isoscore_classified_ratio"] = end["isoscore_classified"] / start["isoscore_classified"]
@@ -173,7 +202,12 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
     written = []
     specs = [
         ("silhouette", "silhouette", "silhouette (w.r.t. labels)", "Silhouette across training"),
-        ("log_isoscore", "log_norm_isoscore", "log(IsoScore / IsoScore at step 0)", "Log-normalised IsoScore across training"),
+        (
+            "log_isoscore",
+            "log_norm_isoscore",
+            "log(IsoScore / IsoScore at step 0)",
+            "Log-normalised IsoScore across training",
+        ),
     ]
     for name, col, ylabel, title in specs:
         fig, axes = panels(len(tasks), width=3.6, height=2.9)
@@ -182,7 +216,9 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
             for model, m in g.groupby("model"):
                 ax.plot(m["step"], m["mean"], label=model, lw=1.4, color=colour[model])
                 if m["std"].notna().any():
-                    ax.fill_between(m["step"], m["mean"] - m["std"], m["mean"] + m["std"], alpha=0.25, color=colour[model])
+                    ax.fill_between(
+                        m["step"], m["mean"] - m["std"], m["mean"] + m["std"], alpha=0.25, color=colour[model]
+                    )
             ax.set_title(task, fontsize=9)
             ax.set_xlabel("update")
             ax.set_ylabel(ylabel)
@@ -197,14 +233,25 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
         for model, m in traj[traj.task == task].groupby("model"):
             mean = m.groupby("step")[["isoscore", "silhouette"]].mean()
             ax.plot(mean["isoscore"], mean["silhouette"], color=colour[model], lw=1.4, label=model)
-            ax.scatter(mean["isoscore"].iloc[:1], mean["silhouette"].iloc[:1], facecolor="none", edgecolor=colour[model], s=30, zorder=3)
+            ax.scatter(
+                mean["isoscore"].iloc[:1],
+                mean["silhouette"].iloc[:1],
+                facecolor="none",
+                edgecolor=colour[model],
+                s=30,
+                zorder=3,
+            )
             ax.scatter(mean["isoscore"].iloc[-1:], mean["silhouette"].iloc[-1:], color=colour[model], s=20, zorder=3)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
         ax.grid(alpha=0.3)
     model_legend(fig, colour)
-    suptitle(fig, "Silhouette against IsoScore during training (seed means; open circle: pretrained, dot: last update)", fontsize=11)
+    suptitle(
+        fig,
+        "Silhouette against IsoScore during training (seed means; open circle: pretrained, dot: last update)",
+        fontsize=11,
+    )
     written += save(fig, out_dir / "silhouette_vs_isoscore")
     if "isoscore_label_centred" in traj and traj["isoscore_label_centred"].notna().any():
         written += label_centred_figure(traj, out_dir, tasks)
@@ -242,7 +289,10 @@ def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) ->
         ax.set_xlabel("update")
         ax.set_ylabel("IsoScore of the classified points")
         ax.grid(alpha=0.3)
-    styles = [Line2D([], [], color="0.3", ls="-", label="global"), Line2D([], [], color="0.3", ls="--", label="label-centred")]
+    styles = [
+        Line2D([], [], color="0.3", ls="-", label="global"),
+        Line2D([], [], color="0.3", ls="--", label="label-centred"),
+    ]
     model_legend(fig, colour, styles)
     suptitle(fig, "Global vs label-centred IsoScore across training (seed means)")
     return save(fig, out_dir / "label_centred_isoscore")
@@ -254,33 +304,72 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
     runs, summary = correlations(traj, info)
     glue = summary["task"].str.startswith("glue/")
     written = []
-    written += write_table(runs, out_dir / "correlations_per_run", caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).")
+    written += write_table(
+        runs,
+        out_dir / "correlations_per_run",
+        caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).",
+    )
     if (~glue).any():
-        written += write_table(summary[~glue].reset_index(drop=True), out_dir / "correlations", caption=(
-            "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, beside the paper's value for the "
-            f"same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: always below {paper.MAIN_SPEARMAN_BELOW}); "
-            "setup: how the row departs from the paper's; commits: the code the runs came from."))
+        written += write_table(
+            summary[~glue].reset_index(drop=True),
+            out_dir / "correlations",
+            caption=(
+                "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, beside the paper's value for "
+                "the "
+                f"same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: always below {paper.MAIN_SPEARMAN_BELOW}); "
+                "setup: how the row departs from the paper's; commits: the code the runs came from."
+            ),
+        )
     if glue.any():
-        written += write_table(summary[glue].reset_index(drop=True), out_dir / "correlations_glue", caption=(
-            "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, beside the paper's Table 3 value for the "
-            "same task and model, with the differences; commits: the code the runs came from."))
+        written += write_table(
+            summary[glue].reset_index(drop=True),
+            out_dir / "correlations_glue",
+            caption=(
+                "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, beside the paper's Table 3 "
+                "value for the "
+                "same task and model, with the differences; commits: the code the runs came from."
+            ),
+        )
     centred = label_centred_summary(traj)
     if len(centred):
-        written += write_table(centred, out_dir / "label_centred", caption=(
-            "Global vs label-centred IsoScore of the classified points (the silhouette's), and S_intra within classes "
-            "(mean cosine of pairs in the same class), seed means at the pretrained state and the last measured update; "
-            "ratio: end / start. Cai et al. (2021): a space anisotropic as a whole can be nearly isotropic within its "
-            "clusters."), floatfmt="%.4g")
+        written += write_table(
+            centred,
+            out_dir / "label_centred",
+            caption=(
+                "Global vs label-centred IsoScore of the classified points (the silhouette's), and S_intra within "
+                "classes "
+                "(mean cosine of pairs in the same class), seed means at the pretrained state and the last measured "
+                "update; "
+                "ratio: end / start. Cai et al. (2021): a space anisotropic as a whole can be nearly isotropic within "
+                "its "
+                "clusters."
+            ),
+            floatfmt="%.4g",
+        )
     size = sizes(info)
     is_glue = size["task"].str.startswith("glue/")
     if (~is_glue).any():
-        written += write_table(size[~is_glue].reset_index(drop=True), out_dir / "table1_sizes", caption=(
-            "Table 1: items (distinct embeddings), examples and trainable parameters, beside the paper's Table 1 (its "
-            "N. items counts examples: SNLI's pairs) with the differences."), floatfmt="%.0f")
+        written += write_table(
+            size[~is_glue].reset_index(drop=True),
+            out_dir / "table1_sizes",
+            caption=(
+                "Table 1: items (distinct embeddings), examples and trainable parameters, beside the paper's Table 1 "
+                "(its "
+                "N. items counts examples: SNLI's pairs) with the differences."
+            ),
+            floatfmt="%.0f",
+        )
     if is_glue.any():
-        written += write_table(size[is_glue].reset_index(drop=True), out_dir / "table2_sizes_glue", caption=(
-            "Table 2: GLUE items, examples and trainable parameters, beside the paper's Table 2 (N. items: examples) "
-            "with the differences."), floatfmt="%.0f")
+        written += write_table(
+            size[is_glue].reset_index(drop=True),
+            out_dir / "table2_sizes_glue",
+            caption=(
+                "Table 2: GLUE items, examples and trainable parameters, beside the paper's Table 2 (N. items: "
+                "examples) "
+                "with the differences."
+            ),
+            floatfmt="%.0f",
+        )
     return written
 
 

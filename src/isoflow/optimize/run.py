@@ -35,7 +35,9 @@ def default_steps(task: str) -> int:
     return GLUE_STEPS if resolve_name(task).startswith("glue/") else DEFAULT_STEPS
 
 
-def trajectory_path(task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0) -> Path:
+def trajectory_path(
+    task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0
+) -> Path:
     """``results/optimize/runs/<task>/<model>/seed<S>`` (the optimize section's), or
     ``results/istar/runs/<task>/<model>/istar<λ>/seed<S>`` for I-STAR runs with λ ≠ 0 (the istar section's; its λ = 0
     rows are the optimize runs); add .parquet / .json."""
@@ -59,8 +61,10 @@ def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: i
     return parquet, meta
 
 
-def run_optimize(task: str, model: str, seed: int, *, out: str | os.PathLike | None = None, **kwargs) -> tuple[Path, Path]:
-    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json). See :func:`run_seeds`."""
+def run_optimize(
+    task: str, model: str, seed: int, *, out: str | os.PathLike | None = None, **kwargs
+) -> tuple[Path, Path]:
+    """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json): :func:`run_seeds`."""
     return run_seeds(task, model, [seed], out=out, **kwargs)[0]
 
 
@@ -94,7 +98,10 @@ def run_seeds(
         raise ValueError(f"with several seeds, the output path must contain {{seed}}; got {out}")
     name = resolve_name(task)
     # Settings first: a number out of range is an error before any file is read.
-    plan = [Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings) for seed in seeds]
+    plan = [
+        Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
+        for seed in seeds
+    ]
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))
     if task_path is None and not tpath.is_dir() and name not in DATASETS:
@@ -108,12 +115,18 @@ def run_seeds(
     emb, emb_meta = load_embeddings(emb_dir)
     digest = items_digest(tdata.items["text"].astype(str).tolist())
     if emb_meta.get("items_sha256") not in (None, digest):
-        raise ValueError(f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
-                         f"again since?); re-encode: `isoflow encode --model {model} --task {task} --force`")
+        raise ValueError(
+            f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
+            f"again since?); re-encode: `isoflow encode --model {model} --task {task} --force`"
+        )
     written = []
     for s in plan:
         s = replace(s, task=tdata.name)
-        target = str(out).replace("{seed}", str(s.seed)) if out is not None else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda)
+        target = (
+            str(out).replace("{seed}", str(s.seed))
+            if out is not None
+            else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda)
+        )
         diverged_at = None
         try:
             traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)

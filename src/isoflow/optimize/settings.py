@@ -24,21 +24,49 @@ class Settings:
     steps: int
     lr: float = setting(1e-3, "Adam learning rate (the paper's)", exclusive_minimum=0.0, schema=False)
     betas: tuple[float, float] = (0.9, 0.999)
-    sample_cap: int = setting(20_000, "measure sets larger than this on a fresh random sample of this size per update", minimum=2)
-    extra_every: int = setting(0, "also record cosine anisotropy, LID and TwoNN of the table every K updates (0: never)",
-                               minimum=0, schema=False, metavar="K")
+    sample_cap: int = setting(
+        20_000, "measure sets larger than this on a fresh random sample of this size per update", minimum=2
+    )
+    extra_every: int = setting(
+        0,
+        "also record cosine anisotropy, LID and TwoNN of the table every K updates (0: never)",
+        minimum=0,
+        schema=False,
+        metavar="K",
+    )
     extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
-    block: int = setting(0, "rows per block of the silhouette (0: the device's size policy, isoflow.metrics.device_policy)",
-                         minimum=0, cli=False, schema=False)
-    istar_lambda: float = setting(0.0, "I-STAR's weight: > 0 pushes isotropy up, < 0 down, 0 = the plain run", cli=False,
-                                  schema=False)
+    block: int = setting(
+        0,
+        "rows per block of the silhouette (0: the device's size policy, isoflow.metrics.device_policy)",
+        minimum=0,
+        cli=False,
+        schema=False,
+    )
+    istar_lambda: float = setting(
+        0.0, "I-STAR's weight: > 0 pushes isotropy up, < 0 down, 0 = the plain run", cli=False, schema=False
+    )
     zeta: float = zeta_setting()
-    shrinkage: str = setting("pretrained", "IsoScore*'s shrinkage target: the pretrained table's covariance or its "
-                             "isotropic counterpart", choices=SHRINKAGE_KINDS, flag="--istar-shrinkage", schema=False)
-    penalty_dtype: str = setting("float32", "dtype of the penalty's (differentiated) covariance; metrics stay float64",
-                                 choices=("float32", "float64"), cli=False, schema=False)
-    label_centred_every: int = setting(0, "every K updates also record IsoScore after removing each label cluster's mean, and "
-                                       "S_intra within classes (0: never)", minimum=0, metavar="K")
+    shrinkage: str = setting(
+        "pretrained",
+        "IsoScore*'s shrinkage target: the pretrained table's covariance or its isotropic counterpart",
+        choices=SHRINKAGE_KINDS,
+        flag="--istar-shrinkage",
+        schema=False,
+    )
+    penalty_dtype: str = setting(
+        "float32",
+        "dtype of the penalty's (differentiated) covariance; metrics stay float64",
+        choices=("float32", "float64"),
+        cli=False,
+        schema=False,
+    )
+    label_centred_every: int = setting(
+        0,
+        "every K updates also record IsoScore after removing each label cluster's mean, and "
+        "S_intra within classes (0: never)",
+        minimum=0,
+        metavar="K",
+    )
 
     def __post_init__(self):
         check_settings(self)

@@ -36,7 +36,18 @@ from .settings import CorpusSettings
 
 BUILT_IN_SOURCES = ("brown", "wordnet")
 # Every built-in task made of sentences (word tasks are lists of words, which no corpus can avoid).
-SENTENCE_TASKS = ("polarity", "snli", "glue/cola", "glue/sst2", "glue/mrpc", "glue/qqp", "glue/mnli", "glue/qnli", "glue/rte", "glue/wnli")
+SENTENCE_TASKS = (
+    "polarity",
+    "snli",
+    "glue/cola",
+    "glue/sst2",
+    "glue/mrpc",
+    "glue/qqp",
+    "glue/mnli",
+    "glue/qnli",
+    "glue/rte",
+    "glue/wnli",
+)
 NGRAM = 8
 MIN_WHOLE = 5
 _WORD = re.compile(r"[a-z0-9]+")
@@ -72,7 +83,9 @@ class TaskText:
         return False
 
 
-def task_texts(tasks: Sequence[str], *, data_dir, raw_dir=None, mirror=None, allow_download: bool = True) -> tuple[list[str], dict]:
+def task_texts(
+    tasks: Sequence[str], *, data_dir, raw_dir=None, mirror=None, allow_download: bool = True
+) -> tuple[list[str], dict]:
     """The texts of ``tasks`` — built-in tasks by name (training split, and validation split where there is one), or
     prepared task folders (``data/tasks/<task>``: your own) — and per task what was read (``{"texts": n}``) or why it
     could not be (``{"unavailable": reason}``)."""
@@ -90,11 +103,29 @@ def task_texts(tasks: Sequence[str], *, data_dir, raw_dir=None, mirror=None, all
             continue
         dev_missing = None
         try:
-            splits = [datasets.build(name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download, progress=False)]
+            splits = [
+                datasets.build(
+                    name,
+                    data_dir=data_dir,
+                    raw_dir=raw_dir,
+                    mirror=mirror,
+                    allow_download=allow_download,
+                    progress=False,
+                )
+            ]
             if datasets.has_dev_split(name):
                 try:
-                    splits.append(datasets.build(name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download,
-                                                 progress=False, split="dev"))
+                    splits.append(
+                        datasets.build(
+                            name,
+                            data_dir=data_dir,
+                            raw_dir=raw_dir,
+                            mirror=mirror,
+                            allow_download=allow_download,
+                            progress=False,
+                            split="dev",
+                        )
+                    )
                 except FetchError as exc:  # the training split is still excluded; the record says what was not
                     dev_missing = str(exc).splitlines()[0][:300]
         except FetchError as exc:
@@ -143,13 +174,17 @@ def text_file_documents(path: str | os.PathLike) -> list[Document]:
     return documents + ([current] if current else [])
 
 
-def source_documents(source: str, *, cache, mirror=None, allow_download: bool = True, wordnet_dir=None) -> list[Document]:
+def source_documents(
+    source: str, *, cache, mirror=None, allow_download: bool = True, wordnet_dir=None
+) -> list[Document]:
     if source == "brown":
         return brown_documents(cache=cache, mirror=mirror, allow_download=allow_download)
     if source == "wordnet":
         return wordnet_documents(cache=cache, mirror=mirror, wordnet_dir=wordnet_dir)
     if not Path(source).expanduser().is_file():
-        raise FileNotFoundError(f"pretraining source {source!r} is neither one of {', '.join(BUILT_IN_SOURCES)} nor a text file")
+        raise FileNotFoundError(
+            f"pretraining source {source!r} is neither one of {', '.join(BUILT_IN_SOURCES)} nor a text file"
+        )
     return text_file_documents(Path(source).expanduser())
 
 
@@ -173,7 +208,11 @@ def split_documents(documents: Sequence[Document], fraction: float, seed: int) -
 
 
 def _count(documents: Sequence[Document]) -> dict:
-    return {"documents": len(documents), "sentences": sum(len(d) for d in documents), "words": sum(len(s.split()) for d in documents for s in d)}
+    return {
+        "documents": len(documents),
+        "sentences": sum(len(d) for d in documents),
+        "words": sum(len(s.split()) for d in documents for s in d),
+    }
 
 
 def write_documents(documents: Iterable[Document], path: Path) -> None:
@@ -182,9 +221,20 @@ def write_documents(documents: Iterable[Document], path: Path) -> None:
             fh.write("\n".join(doc) + "\n\n")
 
 
-def build_corpus(out: str | os.PathLike, *, sources: Sequence[str] = BUILT_IN_SOURCES, exclude_tasks: Sequence[str] = SENTENCE_TASKS,
-                 settings: CorpusSettings = CorpusSettings(), data_dir="data", raw_dir=None, mirror=None, allow_download: bool = True,
-                 wordnet_dir=None, force: bool = False, log=print) -> Path:
+def build_corpus(
+    out: str | os.PathLike,
+    *,
+    sources: Sequence[str] = BUILT_IN_SOURCES,
+    exclude_tasks: Sequence[str] = SENTENCE_TASKS,
+    settings: CorpusSettings = CorpusSettings(),
+    data_dir="data",
+    raw_dir=None,
+    mirror=None,
+    allow_download: bool = True,
+    wordnet_dir=None,
+    force: bool = False,
+    log=print,
+) -> Path:
     """Assemble the corpus from ``sources`` without the text of ``exclude_tasks`` and write it to ``out``."""
     from ..datasets import raw_cache
     from ..settings import as_dict, check
@@ -193,27 +243,45 @@ def build_corpus(out: str | os.PathLike, *, sources: Sequence[str] = BUILT_IN_SO
     if not sources:
         raise ValueError("pretraining needs at least one source (brown, wordnet or a text file)")
     cache = raw_cache(data_dir, raw_dir)
-    texts, tasks_report = task_texts(exclude_tasks, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download)
+    texts, tasks_report = task_texts(
+        exclude_tasks, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download
+    )
     task_text = TaskText(texts)
-    log(f"pretraining corpus: {len(texts)} task texts to exclude ({len(task_text.grams)} n-grams) from "
-        f"{sum('texts' in r for r in tasks_report.values())} of {len(exclude_tasks)} tasks")
+    log(
+        f"pretraining corpus: {len(texts)} task texts to exclude ({len(task_text.grams)} n-grams) from "
+        f"{sum('texts' in r for r in tasks_report.values())} of {len(exclude_tasks)} tasks"
+    )
     train, heldout, per_source = [], [], {}
     for i, source in enumerate(sources):
-        documents = source_documents(source, cache=cache, mirror=mirror, allow_download=allow_download, wordnet_dir=wordnet_dir)
+        documents = source_documents(
+            source, cache=cache, mirror=mirror, allow_download=allow_download, wordnet_dir=wordnet_dir
+        )
         before = _count(documents)
         clean, dropped = decontaminate(documents, task_text)
         tr, he = split_documents(clean, settings.heldout_fraction, settings.seed + i)
         train += tr
         heldout += he
         per_source[source] = {"read": before, "dropped_sentences": dropped, "train": _count(tr), "heldout": _count(he)}
-        log(f"  {source}: {before['words']:,} words in {before['documents']:,} documents; {dropped} sentence(s) dropped as task text; "
-            f"{per_source[source]['train']['words']:,} words for training, {per_source[source]['heldout']['words']:,} held out")
+        log(
+            f"  {source}: {before['words']:,} words in {before['documents']:,} documents; {dropped} sentence(s) "
+            f"dropped as task text; "
+            f"{per_source[source]['train']['words']:,} words for training, {per_source[source]['heldout']['words']:,} "
+            f"held out"
+        )
     if not heldout:
-        raise DataFormatError("the pretraining corpus has a single document, so nothing can be held out; give more text")
-    record = {"sources": per_source, "train": _count(train), "heldout": _count(heldout), "settings": as_dict(settings),
-              "excluded_tasks": tasks_report,
-              "rule": f"a sentence is dropped if it shares a word {NGRAM}-gram with a task text or contains a whole task text of "
-                      f"{MIN_WHOLE}-{NGRAM - 1} words (words: lower-cased runs of letters and digits)"}
+        raise DataFormatError(
+            "the pretraining corpus has a single document, so nothing can be held out; give more text"
+        )
+    record = {
+        "sources": per_source,
+        "train": _count(train),
+        "heldout": _count(heldout),
+        "settings": as_dict(settings),
+        "excluded_tasks": tasks_report,
+        "rule": f"a sentence is dropped if it shares a word {NGRAM}-gram with a task text or contains a whole task "
+        f"text of "
+        f"{MIN_WHOLE}-{NGRAM - 1} words (words: lower-cased runs of letters and digits)",
+    }
     with atomic_dir(out, expected=FILES, force=force, kind="pretraining corpus") as tmp:
         write_documents(train, tmp / "train.txt")
         write_documents(heldout, tmp / "heldout.txt")

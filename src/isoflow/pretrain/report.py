@@ -29,15 +29,29 @@ def read_models(folders: Sequence[str | os.PathLike]) -> tuple[pd.DataFrame, pd.
         record = json.loads(record_path.read_text())
         name = folder.name
         s = record["settings"]
-        rows.append({
-            "model": name, "objective": record["objective"], "architecture": record["architecture"], "parameters": record["parameters"],
-            "layers": s["layers"], "hidden": s["hidden"], "vocabulary": record["tokenizer"]["vocabulary"],
-            "train_tokens": record["train_tokens"], "steps": s["steps"], "epochs": record["epochs"],
-            "heldout_loss": record["heldout"]["loss"], "heldout_perplexity": record["heldout"]["perplexity"],
-            "heldout_accuracy": record["heldout"]["accuracy"], "unigram_loss": record["unigram_baseline"]["loss"],
-            "unigram_perplexity": record["unigram_baseline"]["perplexity"], "unigram_accuracy": record["unigram_baseline"]["accuracy"],
-            "heldout_targets": record["heldout_targets"], "hours": record["seconds"] / 3600, "seed": s["seed"],
-        })
+        rows.append(
+            {
+                "model": name,
+                "objective": record["objective"],
+                "architecture": record["architecture"],
+                "parameters": record["parameters"],
+                "layers": s["layers"],
+                "hidden": s["hidden"],
+                "vocabulary": record["tokenizer"]["vocabulary"],
+                "train_tokens": record["train_tokens"],
+                "steps": s["steps"],
+                "epochs": record["epochs"],
+                "heldout_loss": record["heldout"]["loss"],
+                "heldout_perplexity": record["heldout"]["perplexity"],
+                "heldout_accuracy": record["heldout"]["accuracy"],
+                "unigram_loss": record["unigram_baseline"]["loss"],
+                "unigram_perplexity": record["unigram_baseline"]["perplexity"],
+                "unigram_accuracy": record["unigram_baseline"]["accuracy"],
+                "heldout_targets": record["heldout_targets"],
+                "hours": record["seconds"] / 3600,
+                "seed": s["seed"],
+            }
+        )
         curve = pd.read_csv(folder / "curve.csv")
         curve.insert(0, "model", name)
         curves.append(curve)
@@ -63,8 +77,11 @@ def curves_figure(table: pd.DataFrame, curves: pd.DataFrame, stem: Path) -> list
     for ax in (loss_ax, acc_ax):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="upper right" if ax is loss_ax else "lower right")
-    suptitle(fig, "Pretraining: masked (targets: the 15 % masked tokens) and causal (targets: every next token) LMs, "
-                  "same corpus and size; dashed: the unigram baseline on the same targets")
+    suptitle(
+        fig,
+        "Pretraining: masked (targets: the 15 % masked tokens) and causal (targets: every next token) LMs, "
+        "same corpus and size; dashed: the unigram baseline on the same targets",
+    )
     return save(fig, stem)
 
 
@@ -89,14 +106,20 @@ def copy_records(folders: Sequence[str | os.PathLike], runs: str | os.PathLike) 
     return written
 
 
-def pretrain_report(folders: Sequence[str | os.PathLike], tables: str | os.PathLike, figures: str | os.PathLike,
-                    runs: str | os.PathLike | None = None) -> list[Path]:
+def pretrain_report(
+    folders: Sequence[str | os.PathLike],
+    tables: str | os.PathLike,
+    figures: str | os.PathLike,
+    runs: str | os.PathLike | None = None,
+) -> list[Path]:
     """The table and the figure of the models in ``folders`` (model folders, or their records copied by
     :func:`copy_records`), and, with ``runs``, their records copied there."""
     table, curves = read_models(folders)
-    caption = ("Pretrained models: held-out cross-entropy (nats per predicted token), perplexity and accuracy of the most "
-               "likely token, beside the unigram baseline on the same targets (a masked model's targets are its masked "
-               "tokens; a causal model's every next token)")
+    caption = (
+        "Pretrained models: held-out cross-entropy (nats per predicted token), perplexity and accuracy of the most "
+        "likely token, beside the unigram baseline on the same targets (a masked model's targets are its masked "
+        "tokens; a causal model's every next token)"
+    )
     out = write_table(table, Path(tables) / "pretrain", caption=caption)
     out += curves_figure(table, curves, Path(figures) / "pretrain_curves")
     return out + (copy_records(folders, runs) if runs is not None else [])

@@ -17,7 +17,14 @@ from pathlib import Path
 from ..settings import as_dict, check
 from .settings import PretrainSettings
 
-OUTPUT_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "pretrain.json", "curve.csv")
+OUTPUT_FILES = (
+    "config.json",
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "pretrain.json",
+    "curve.csv",
+)
 
 
 def checkpoint_folder(out: str | os.PathLike) -> Path:
@@ -38,15 +45,27 @@ def _tokenizer(settings: PretrainSettings, corpus: Path, checkpoint, log):
     started = time.perf_counter()
     sentences = [s for doc in read_documents(corpus / "train.txt") for s in doc]
     tokenizer = train_tokenizer(TOKENIZER_OF[settings.objective], sentences, settings.vocab_size, settings.seq_len)
-    log(f"tokenizer ({TOKENIZER_OF[settings.objective]}): {len(tokenizer)} tokens, trained in {time.perf_counter() - started:.0f} s")
+    log(
+        f"tokenizer ({TOKENIZER_OF[settings.objective]}): {len(tokenizer)} tokens, trained in "
+        f"{time.perf_counter() - started:.0f} s"
+    )
     tmp = checkpoint.folder / ".tokenizer.tmp"
     tokenizer.save_pretrained(str(tmp))
     tmp.rename(checkpoint.tokenizer)
     return tokenizer
 
 
-def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: PretrainSettings = PretrainSettings(), *, device: str = "auto",
-                 force: bool = False, progress: bool | None = None, log=print, stop_after: int | None = None) -> Path | None:
+def run_pretrain(
+    corpus: str | os.PathLike,
+    out: str | os.PathLike,
+    settings: PretrainSettings = PretrainSettings(),
+    *,
+    device: str = "auto",
+    force: bool = False,
+    progress: bool | None = None,
+    log=print,
+    stop_after: int | None = None,
+) -> Path | None:
     """Train the tokenizer and the model on ``corpus`` (a folder written by :func:`isoflow.pretrain.build_corpus`) and
     write the model folder ``out``. Returns ``out``, or None when ``stop_after`` left the run unfinished."""
     import torch
@@ -62,7 +81,9 @@ def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: Pr
     corpus, out = Path(corpus), Path(out)
     for name in ("train.txt", "heldout.txt", "corpus.json"):
         if not (corpus / name).is_file():
-            raise FileNotFoundError(f"{corpus}: no {name}; make the corpus first with `isoflow pretrain-corpus --out {corpus}`")
+            raise FileNotFoundError(
+                f"{corpus}: no {name}; make the corpus first with `isoflow pretrain-corpus --out {corpus}`"
+            )
     check_replaceable(out, expected=OUTPUT_FILES, force=force)
     dev = resolve_device(device)
     checkpoint = Checkpoint(checkpoint_folder(out))
@@ -72,26 +93,45 @@ def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: Pr
     held_seqs = pack(read_documents(corpus / "heldout.txt"), tokenizer, settings.objective, settings.seq_len)
     held = HeldOut.build(held_seqs, train_seqs, settings, tokenizer)
     tokens_per_step = settings.batch_size * settings.seq_len
-    log(f"pretrain {settings.objective}: {train_seqs.size:,} training tokens in {len(train_seqs):,} sequences of {settings.seq_len}; "
-        f"{settings.steps} steps of {settings.batch_size} = {settings.steps * tokens_per_step / train_seqs.size:.2f} epochs; "
-        f"{len(held.inputs)} held-out sequences; {torch.get_num_threads()} CPU thread(s), device {dev}")
+    log(
+        f"pretrain {settings.objective}: {train_seqs.size:,} training tokens in {len(train_seqs):,} sequences of "
+        f"{settings.seq_len}; "
+        f"{settings.steps} steps of {settings.batch_size} = {settings.steps * tokens_per_step / train_seqs.size:.2f} "
+        f"epochs; "
+        f"{len(held.inputs)} held-out sequences; {torch.get_num_threads()} CPU thread(s), device {dev}"
+    )
     corpus_sha = sha256_of(corpus / "train.txt")
-    model, curve, seconds = train(settings, train_seqs, held, tokenizer, checkpoint, device=dev, corpus_sha256=corpus_sha, log=log,
-                                  progress=progress, stop_after=stop_after)
+    model, curve, seconds = train(
+        settings,
+        train_seqs,
+        held,
+        tokenizer,
+        checkpoint,
+        device=dev,
+        corpus_sha256=corpus_sha,
+        log=log,
+        progress=progress,
+        stop_after=stop_after,
+    )
     if stop_after is not None and stop_after < settings.steps:
         return None
     final = next(row for row in reversed(curve) if "heldout_loss" in row)
     import json
 
     measured = {
-        "objective": settings.objective, "architecture": type(model).__name__,
-        "parameters": parameter_count(model), "tokenizer": {"kind": type(tokenizer).__name__, "vocabulary": len(tokenizer)},
+        "objective": settings.objective,
+        "architecture": type(model).__name__,
+        "parameters": parameter_count(model),
+        "tokenizer": {"kind": type(tokenizer).__name__, "vocabulary": len(tokenizer)},
         "corpus": {"path": str(corpus), "train_sha256": corpus_sha, **json.loads((corpus / "corpus.json").read_text())},
-        "train_tokens": int(train_seqs.size), "heldout_tokens": int(held_seqs[: settings.eval_sequences].size),
+        "train_tokens": int(train_seqs.size),
+        "heldout_tokens": int(held_seqs[: settings.eval_sequences].size),
         "epochs": settings.steps * tokens_per_step / train_seqs.size,
         "heldout": {k.removeprefix("heldout_"): v for k, v in final.items() if k != "step"},
-        "heldout_targets": int((held.labels != -100).sum()), "unigram_baseline": held.unigram,
-        "seconds": seconds, "device": str(dev),
+        "heldout_targets": int((held.labels != -100).sum()),
+        "unigram_baseline": held.unigram,
+        "seconds": seconds,
+        "device": str(dev),
     }
     record = run_record("pretrain", as_dict(settings), measured)
     with atomic_dir(out, expected=OUTPUT_FILES, force=force, kind="pretrained model") as tmp:
@@ -100,6 +140,8 @@ def run_pretrain(corpus: str | os.PathLike, out: str | os.PathLike, settings: Pr
         dump(record, tmp / "pretrain.json")
         write_curve(curve, tmp / "curve.csv")
     remove_checkpoint(checkpoint)
-    log(f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; unigram "
-        f"{held.unigram['perplexity']:.1f}), accuracy {record['heldout']['accuracy']:.3f} -> {out}")
+    log(
+        f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; unigram "
+        f"{held.unigram['perplexity']:.1f}), accuracy {record['heldout']['accuracy']:.3f} -> {out}"
+    )
     return out

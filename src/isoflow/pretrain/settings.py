@@ -16,8 +16,12 @@ TOKENIZER_OF = {"masked": "wordpiece", "causal": "bpe"}
 class CorpusSettings:
     """How the pretraining corpus is split."""
 
-    heldout_fraction: float = setting(0.02, "fraction of each source's documents held out for evaluation",
-                                      exclusive_minimum=0.0, exclusive_maximum=0.5)
+    heldout_fraction: float = setting(
+        0.02,
+        "fraction of each source's documents held out for evaluation",
+        exclusive_minimum=0.0,
+        exclusive_maximum=0.5,
+    )
     seed: int = setting(0, "seed of the held-out documents' choice", minimum=0)
 
     def __post_init__(self):
@@ -28,7 +32,9 @@ class CorpusSettings:
 class PretrainSettings:
     """A pretraining run: the model's size, the optimisation and the evaluation."""
 
-    objective: str = setting("masked", "masked (BERT-style, WordPiece) or causal (GPT-2-style, byte-level BPE)", choices=OBJECTIVES)
+    objective: str = setting(
+        "masked", "masked (BERT-style, WordPiece) or causal (GPT-2-style, byte-level BPE)", choices=OBJECTIVES
+    )
     layers: int = setting(4, "transformer blocks", minimum=1)
     hidden: int = setting(256, "hidden size", minimum=8)
     heads: int = setting(4, "attention heads (must divide --hidden)", minimum=1)
@@ -38,10 +44,14 @@ class PretrainSettings:
     steps: int = setting(4000, "optimisation steps", minimum=1)
     batch_size: int = setting(32, "sequences per step", minimum=1)
     lr: float = setting(5e-4, "peak AdamW learning rate", exclusive_minimum=0.0)
-    warmup: float = setting(0.06, "fraction of the steps spent warming up the learning rate", minimum=0.0, exclusive_maximum=1.0)
+    warmup: float = setting(
+        0.06, "fraction of the steps spent warming up the learning rate", minimum=0.0, exclusive_maximum=1.0
+    )
     weight_decay: float = setting(0.01, "AdamW weight decay (matrices only)", minimum=0.0)
     dropout: float = setting(0.1, "dropout in the transformer", minimum=0.0, exclusive_maximum=1.0)
-    mask_probability: float = setting(0.15, "share of tokens a masked model predicts", exclusive_minimum=0.0, exclusive_maximum=1.0)
+    mask_probability: float = setting(
+        0.15, "share of tokens a masked model predicts", exclusive_minimum=0.0, exclusive_maximum=1.0
+    )
     seed: int = setting(0, "seeds the initialisation, the batch order, the masks and dropout", minimum=0)
     eval_every: int = setting(250, "steps between held-out evaluations", minimum=1)
     eval_sequences: int = setting(512, "held-out sequences scored (at most)", minimum=1)
@@ -57,5 +67,3 @@ class PretrainSettings:
         """What a resumed run must share with its checkpoint (evaluation and checkpoint cadence may change)."""
         skip = {"eval_every", "checkpoint_every", "log_every", "eval_sequences"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}
-
-

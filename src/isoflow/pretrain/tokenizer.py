@@ -30,15 +30,24 @@ def train_tokenizer(kind: str, sentences: Iterable[str], vocab_size: int, max_le
     if kind == "wordpiece":
         from transformers import BertTokenizer
 
-        return BertTokenizer(vocab=wordpiece_vocabulary(sentences, vocab_size), do_lower_case=True, model_max_length=max_length)
+        return BertTokenizer(
+            vocab=wordpiece_vocabulary(sentences, vocab_size), do_lower_case=True, model_max_length=max_length
+        )
     if kind == "bpe":
         from transformers import GPT2Tokenizer
 
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tok.decoder = decoders.ByteLevel()
-        tok.train_from_iterator(sentences, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[EOT], show_progress=False,
-                                                               initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+        tok.train_from_iterator(
+            sentences,
+            trainers.BpeTrainer(
+                vocab_size=vocab_size,
+                special_tokens=[EOT],
+                show_progress=False,
+                initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            ),
+        )
         model = json.loads(tok.to_str())["model"]
         merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
         return GPT2Tokenizer(vocab=model["vocab"], merges=merges, model_max_length=max_length)
@@ -61,8 +70,10 @@ def wordpiece_vocabulary(sentences: list[str], vocab_size: int) -> dict[str, int
     alphabet = sorted({c for sentence in words for w in sentence for c in w[1:]})
     stand_ins = [chr(c) for lo, hi in PRIVATE_USE for c in range(lo, hi + 1)]
     if len(alphabet) > len(stand_ins):
-        raise ValueError(f"the corpus has {len(alphabet):,} distinct characters inside words; WordPiece training here takes at most "
-                         f"{len(stand_ins):,}")
+        raise ValueError(
+            f"the corpus has {len(alphabet):,} distinct characters inside words; WordPiece training here takes at most "
+            f"{len(stand_ins):,}"
+        )
     inside = {c: stand_ins[i] for i, c in enumerate(alphabet)}
     original = {v: k for k, v in inside.items()}
     cache: dict[str, str] = {}
@@ -74,8 +85,10 @@ def wordpiece_vocabulary(sentences: list[str], vocab_size: int) -> dict[str, int
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tok.train_from_iterator((" ".join(marked(w) for w in sentence) for sentence in words),
-                            trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(BERT_SPECIALS), show_progress=False))
+    tok.train_from_iterator(
+        (" ".join(marked(w) for w in sentence) for sentence in words),
+        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(BERT_SPECIALS), show_progress=False),
+    )
 
     def unmarked(token: str) -> str:
         if token[0] in original:

@@ -41,7 +41,8 @@ MASK_TOKEN_SHARE, RANDOM_TOKEN_SHARE = 0.8, 0.1
 
 def pack(documents: Sequence[Sequence[str]], tokenizer, objective: str, seq_len: int) -> np.ndarray:
     """(n, seq_len) int64 training sequences: the documents' tokens in order with a separator after each document,
-    cut into consecutive chunks (the last, incomplete one dropped); a masked model's chunks wrapped in [CLS] ... [SEP]."""
+    cut into consecutive chunks (the last, incomplete one dropped); a masked model's chunks wrapped in [CLS] ...
+    [SEP]."""
     from .tokenizer import document_separator
 
     sep = document_separator(tokenizer)
@@ -50,7 +51,10 @@ def pack(documents: Sequence[Sequence[str]], tokenizer, objective: str, seq_len:
     width = seq_len - 2 if objective == "masked" else seq_len
     n = len(stream) // width
     if n == 0:
-        raise ValueError(f"the text gives {len(stream)} tokens, fewer than one sequence of {seq_len}; give more text or a shorter --seq-len")
+        raise ValueError(
+            f"the text gives {len(stream)} tokens, fewer than one sequence of {seq_len}; give more text or a shorter "
+            f"--seq-len"
+        )
     chunks = stream[: n * width].reshape(n, width)
     if objective == "masked":
         cls = np.full((n, 1), tokenizer.cls_token_id, dtype=np.int64)
@@ -58,7 +62,9 @@ def pack(documents: Sequence[Sequence[str]], tokenizer, objective: str, seq_len:
     return np.ascontiguousarray(chunks)
 
 
-def mask_tokens(ids: torch.Tensor, tokenizer, probability: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(
+    ids: torch.Tensor, tokenizer, probability: float, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's masking: (inputs, labels) where labels are -100 except at the chosen positions (never a special token);
     of those, 80 % become [MASK], 10 % a random non-special token, 10 % stay as they are."""
     special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
@@ -93,17 +99,34 @@ def build_model(settings: PretrainSettings, tokenizer):
     if settings.objective == "masked":
         from transformers import BertConfig, BertForMaskedLM
 
-        config = BertConfig(vocab_size=len(tokenizer), hidden_size=settings.hidden, num_hidden_layers=settings.layers,
-                            num_attention_heads=settings.heads, intermediate_size=settings.ffn, max_position_embeddings=settings.seq_len,
-                            hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.dropout,
-                            pad_token_id=tokenizer.pad_token_id)
+        config = BertConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=settings.hidden,
+            num_hidden_layers=settings.layers,
+            num_attention_heads=settings.heads,
+            intermediate_size=settings.ffn,
+            max_position_embeddings=settings.seq_len,
+            hidden_dropout_prob=settings.dropout,
+            attention_probs_dropout_prob=settings.dropout,
+            pad_token_id=tokenizer.pad_token_id,
+        )
         return BertForMaskedLM(config)
     from transformers import GPT2Config, GPT2LMHeadModel
 
     eot = tokenizer.eos_token_id
-    config = GPT2Config(vocab_size=len(tokenizer), n_positions=settings.seq_len, n_embd=settings.hidden, n_layer=settings.layers,
-                        n_head=settings.heads, n_inner=settings.ffn, resid_pdrop=settings.dropout, embd_pdrop=settings.dropout,
-                        attn_pdrop=settings.dropout, bos_token_id=eot, eos_token_id=eot)
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=settings.seq_len,
+        n_embd=settings.hidden,
+        n_layer=settings.layers,
+        n_head=settings.heads,
+        n_inner=settings.ffn,
+        resid_pdrop=settings.dropout,
+        embd_pdrop=settings.dropout,
+        attn_pdrop=settings.dropout,
+        bos_token_id=eot,
+        eos_token_id=eot,
+    )
     return GPT2LMHeadModel(config)
 
 
@@ -136,8 +159,9 @@ class HeldOut:
     @classmethod
     def build(cls, sequences: np.ndarray, train: np.ndarray, settings: PretrainSettings, tokenizer) -> HeldOut:
         ids = torch.from_numpy(sequences[: settings.eval_sequences])
-        inputs, labels = targets_of(ids, settings.objective, tokenizer, settings.mask_probability,
-                                    torch.Generator().manual_seed(EVAL_MASK_SEED))
+        inputs, labels = targets_of(
+            ids, settings.objective, tokenizer, settings.mask_probability, torch.Generator().manual_seed(EVAL_MASK_SEED)
+        )
         return cls(inputs, labels, unigram_baseline(train, labels, settings.objective, tokenizer))
 
 
@@ -159,7 +183,9 @@ def evaluate(model, objective: str, held: HeldOut, device, batch_size: int = 32)
     total, correct, count = 0.0, 0, 0
     with torch.no_grad():
         for i in range(0, len(held.inputs), batch_size):
-            logits, targets = logits_at(model, objective, held.inputs[i : i + batch_size].to(device), held.labels[i : i + batch_size].to(device))
+            logits, targets = logits_at(
+                model, objective, held.inputs[i : i + batch_size].to(device), held.labels[i : i + batch_size].to(device)
+            )
             total += float(torch.nn.functional.cross_entropy(logits.double(), targets, reduction="sum"))
             correct += int((logits.argmax(-1) == targets).sum())
             count += int(targets.numel())
@@ -223,9 +249,20 @@ class Checkpoint:
         return torch.load(self.state, weights_only=False) if self.state.is_file() else None
 
 
-def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tokenizer, checkpoint: Checkpoint, *, device="cpu",
-          corpus_sha256: str = "", log: Callable[[str], None] = print, progress: bool | None = None, stop_after: int | None = None,
-          on_step: Callable[[int], None] | None = None):
+def train(
+    settings: PretrainSettings,
+    train_seqs: np.ndarray,
+    held: HeldOut,
+    tokenizer,
+    checkpoint: Checkpoint,
+    *,
+    device="cpu",
+    corpus_sha256: str = "",
+    log: Callable[[str], None] = print,
+    progress: bool | None = None,
+    stop_after: int | None = None,
+    on_step: Callable[[int], None] | None = None,
+):
     """Train (or resume) to ``settings.steps``; returns (model, curve rows, seconds spent training, over every resume).
 
     ``stop_after``: leave after that many steps in total (a checkpoint written), as an interrupted run would — the
@@ -243,28 +280,48 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
             theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
             ours = {**settings.training_fields(), "corpus": corpus_sha256[:12]}
             differ = ", ".join(f"{k} {theirs[k]} (checkpoint) vs {ours[k]}" for k in ours if theirs.get(k) != ours[k])
-            raise ValueError(f"{checkpoint.folder}: a checkpoint of another run ({differ}); delete that folder to start over, "
-                             "or resume with the checkpoint's settings")
+            raise ValueError(
+                f"{checkpoint.folder}: a checkpoint of another run ({differ}); delete that folder to start over, "
+                "or resume with the checkpoint's settings"
+            )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, curve, spent_before, window = state["step"], state["curve"], state["seconds"], state["window"]
         log(f"resuming from step {step} of {settings.steps} ({checkpoint.state})")
 
     def save() -> None:
-        checkpoint.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "curve": curve,
-                         "settings": settings.training_fields(), "corpus_sha256": corpus_sha256, "seconds": spent(),
-                         "window": window})
+        checkpoint.save(
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "step": step,
+                "curve": curve,
+                "settings": settings.training_fields(),
+                "corpus_sha256": corpus_sha256,
+                "seconds": spent(),
+                "window": window,
+            }
+        )
 
     def spent() -> float:
         return spent_before + time.perf_counter() - started
 
     def record_eval() -> None:
         result = evaluate(model, settings.objective, held, device)
-        curve.append({"step": step, "heldout_loss": result["loss"], "heldout_perplexity": result["perplexity"],
-                      "heldout_accuracy": result["accuracy"]})
-        log(f"step {step}/{settings.steps}: held-out loss {result['loss']:.3f}, perplexity {result['perplexity']:.1f}, "
-            f"accuracy {result['accuracy']:.3f} (unigram: {held.unigram['loss']:.3f}, {held.unigram['perplexity']:.1f}, "
-            f"{held.unigram['accuracy']:.3f})")
+        curve.append(
+            {
+                "step": step,
+                "heldout_loss": result["loss"],
+                "heldout_perplexity": result["perplexity"],
+                "heldout_accuracy": result["accuracy"],
+            }
+        )
+        log(
+            f"step {step}/{settings.steps}: held-out loss {result['loss']:.3f}, perplexity {result['perplexity']:.1f}, "
+            f"accuracy {result['accuracy']:.3f} (unigram: {held.unigram['loss']:.3f}, "
+            f"{held.unigram['perplexity']:.1f}, "
+            f"{held.unigram['accuracy']:.3f})"
+        )
 
     started = time.perf_counter()
     if step == 0 and not curve:
@@ -285,7 +342,9 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
             logits, targets = logits_at(model, settings.objective, inputs.to(device), labels.to(device))
             loss = torch.nn.functional.cross_entropy(logits, targets)
             if not torch.isfinite(loss):
-                raise RuntimeError(f"the training loss became {float(loss)} at step {step}; lower --lr (now {settings.lr:g})")
+                raise RuntimeError(
+                    f"the training loss became {float(loss)} at step {step}; lower --lr (now {settings.lr:g})"
+                )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -295,8 +354,14 @@ def train(settings: PretrainSettings, train_seqs: np.ndarray, held: HeldOut, tok
             if bar is not None:
                 bar.update(1)
             if step % settings.log_every == 0 or step == settings.steps:
-                curve.append({"step": step, "train_loss": float(np.mean(window)), "lr": learning_rate(step - 1, settings),
-                              "seconds": spent()})
+                curve.append(
+                    {
+                        "step": step,
+                        "train_loss": float(np.mean(window)),
+                        "lr": learning_rate(step - 1, settings),
+                        "seconds": spent(),
+                    }
+                )
                 if bar is not None:
                     bar.set_postfix(loss=f"{np.mean(window):.3f}")
                 window.clear()

@@ -1,5 +1,6 @@
 """Figures that read without the text: headless pyplot, one panel grid, titles wrapped to the figure's width, one
-colour per λ and one per model in every figure, saved reproducibly (no timestamp: the same data give byte-identical files, which DVC compares)."""
+colour per λ and one per model in every figure, saved reproducibly (no timestamp: the same data give byte-identical
+files, which DVC compares)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ def pyplot():
 
 def grid(nrow: int, ncol: int, height: float, width: float = 3.8):
     """(figure, nrow × ncol array of axes), ``width`` inches per panel (at least 6 in all), ``height`` in all."""
-    return pyplot().subplots(nrow, ncol, figsize=(max(width * ncol, 6.0), height), squeeze=False, constrained_layout=True)
+    return pyplot().subplots(
+        nrow, ncol, figsize=(max(width * ncol, 6.0), height), squeeze=False, constrained_layout=True
+    )
 
 
 def panels(n: int, width: float = 3.8, height: float = 3.0):
@@ -56,8 +59,17 @@ def save(fig, stem: Path) -> list[Path]:
 
 # One colour per model, fixed by its name in every figure (the built-in models and the project's own pretrained ones);
 # any other name gets a colour of the rest of the palette picked by a stable hash of the name.
-MODEL_COLOURS = {"minilm": "#1f77b4", "mpnet": "#ff7f0e", "glove-50d": "#2ca02c", "word2vec-222": "#8c564b", "distilroberta": "#9467bd",
-                 "plain-bert": "#d62728", "plain-gpt2": "#17becf", "minilm-words": "#aec7e8", "mpnet-words": "#ffbb78"}
+MODEL_COLOURS = {
+    "minilm": "#1f77b4",
+    "mpnet": "#ff7f0e",
+    "glove-50d": "#2ca02c",
+    "word2vec-222": "#8c564b",
+    "distilroberta": "#9467bd",
+    "plain-bert": "#d62728",
+    "plain-gpt2": "#17becf",
+    "minilm-words": "#aec7e8",
+    "mpnet-words": "#ffbb78",
+}
 _OTHER_COLOURS = ("#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 
 
@@ -70,8 +82,17 @@ def model_colour(name: str) -> str:
 
 # One colour per λ, fixed in every figure: blues where isotropy is pushed down (λ < 0), reds where pushed up, darker
 # the larger |λ|, black for the plain run; none near white. CosReg, the other regulariser, is grey.
-LAMBDA_COLOURS = {-5.0: "#08306b", -3.0: "#2166ac", -1.0: "#4393c3", -0.5: "#74add1", 0.0: "#000000", 0.5: "#f4a582",
-                  1.0: "#d6604d", 3.0: "#b2182b", 5.0: "#67001f"}
+LAMBDA_COLOURS = {
+    -5.0: "#08306b",
+    -3.0: "#2166ac",
+    -1.0: "#4393c3",
+    -0.5: "#74add1",
+    0.0: "#000000",
+    0.5: "#f4a582",
+    1.0: "#d6604d",
+    3.0: "#b2182b",
+    5.0: "#67001f",
+}
 COSREG_COLOUR = "#7f7f7f"
 
 
@@ -97,15 +118,25 @@ def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
 
     handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
     if markers and len(markers) > 1:
-        handles += [Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()]
+        handles += [
+            Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()
+        ]
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 9), fontsize=7, frameon=False)
 
 
 WRAP = 3  # task panels to a row where each task has several panels
 
 
-def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], xlabel: str, ylabel: str | tuple[str, ...],
-                         title: str, stem: Path, ymax: tuple[float | None, ...] | None = None) -> list[Path]:
+def lambda_points_figure(
+    table: pd.DataFrame,
+    x: str,
+    y: str | tuple[str, ...],
+    xlabel: str,
+    ylabel: str | tuple[str, ...],
+    title: str,
+    stem: Path,
+    ymax: tuple[float | None, ...] | None = None,
+) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
     legend below), one marker per model: I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
     Several ``y`` (with as many ``ylabel``) give each task that many panels, one above the other, each ``y`` on one
@@ -121,8 +152,11 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
         ncol = min(WRAP, len(tasks))
         blocks = -(-len(tasks) // ncol)
         fig, axes = grid(len(ys) * blocks, ncol, 2.9 * len(ys) * blocks + 0.6, width=3.8)
-        cells = [(axes[len(ys) * (j // ncol) + i, j % ncol], task, yi, li) for i, (yi, li) in enumerate(zip(ys, ylabels))
-                 for j, task in enumerate(tasks)]
+        cells = [
+            (axes[len(ys) * (j // ncol) + i, j % ncol], task, yi, li)
+            for i, (yi, li) in enumerate(zip(ys, ylabels))
+            for j, task in enumerate(tasks)
+        ]
         for j in range(len(tasks), blocks * ncol):
             for i in range(len(ys)):
                 axes[len(ys) * (j // ncol) + i, j % ncol].axis("off")
@@ -130,9 +164,26 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
     for ax, task, col, label in cells:
         for model, rows in table[table.task == task].groupby("model"):
             rows = rows.dropna(subset=[f"{col}_mean"]).sort_values("lambda")
-            ax.errorbar(rows[f"{x}_mean"], rows[f"{col}_mean"], xerr=rows[f"{x}_std"], yerr=rows[f"{col}_std"],
-                        fmt=markers[model], ls="-", lw=0.8, color="0.6", ecolor="0.4", mfc="none", capsize=2)
-            ax.scatter(rows[f"{x}_mean"], rows[f"{col}_mean"], color=[colour[v] for v in rows["lambda"]], marker=markers[model], zorder=3)
+            ax.errorbar(
+                rows[f"{x}_mean"],
+                rows[f"{col}_mean"],
+                xerr=rows[f"{x}_std"],
+                yerr=rows[f"{col}_std"],
+                fmt=markers[model],
+                ls="-",
+                lw=0.8,
+                color="0.6",
+                ecolor="0.4",
+                mfc="none",
+                capsize=2,
+            )
+            ax.scatter(
+                rows[f"{x}_mean"],
+                rows[f"{col}_mean"],
+                color=[colour[v] for v in rows["lambda"]],
+                marker=markers[model],
+                zorder=3,
+            )
         ax.set_title(task, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(label)
@@ -150,7 +201,9 @@ def lambda_points_figure(table: pd.DataFrame, x: str, y: str | tuple[str, ...], 
     return save(fig, stem)
 
 
-def lambda_curves_figure(mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path) -> list[Path]:
+def lambda_curves_figure(
+    mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path
+) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
     a dot at its end. Used by the optimisation's sweep and fine-tuning."""
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})

@@ -27,7 +27,9 @@ def finals(states: pd.DataFrame, info: pd.DataFrame, order: str, key=KEY) -> pd.
     return last.merge(ok, on=run)
 
 
-def lambda_summary(states: pd.DataFrame, info: pd.DataFrame, *, order: str, length: str, columns, key=KEY) -> pd.DataFrame:
+def lambda_summary(
+    states: pd.DataFrame, info: pd.DataFrame, *, order: str, length: str, columns, key=KEY
+) -> pd.DataFrame:
     """Per ``key`` (task × model × weight): ``seeds`` (runs that finished), ``diverged`` (runs that did not),
     ``length`` (the most steps or epochs any run was set to), then ``<column>_mean`` and ``<column>_std`` over the
     finished runs' last states (std NaN for a single run)."""
@@ -36,7 +38,11 @@ def lambda_summary(states: pd.DataFrame, info: pd.DataFrame, *, order: str, leng
     rows = []
     for values, runs in info.assign(diverged=diverged(info)).groupby(key, sort=True):
         row = {SHOWN.get(k, k): v for k, v in zip(key, values)}
-        row.update(seeds=int((~runs["diverged"]).sum()), diverged=int(runs["diverged"].sum()), **{length: int(runs[length].max())})
+        row.update(
+            seeds=int((~runs["diverged"]).sum()),
+            diverged=int(runs["diverged"].sum()),
+            **{length: int(runs[length].max())},
+        )
         f = final.loc[(final[key] == pd.Series(dict(zip(key, values)))).all(axis=1)]
         for col in columns:
             row[f"{col}_mean"] = f[col].mean() if len(f) else np.nan

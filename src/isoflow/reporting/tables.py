@@ -17,7 +17,12 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floa
     for suffix, text in (
         (".csv", df.to_csv(index=False)),
         (".md", f"{caption}\n\n" + df.to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
-        (".tex", df.to_latex(index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True)),
+        (
+            ".tex",
+            df.to_latex(
+                index=False, float_format=lambda v: floatfmt % v, caption=caption, label=f"tab:{stem.name}", escape=True
+            ),
+        ),
     ):
         path = stem.with_suffix(suffix)
         with atomic_file(path) as tmp:
