@@ -41,12 +41,10 @@ benchmark: install
 	$(PYTHON) benchmarks/metrics.py
 	ISOFLOW_CPU_GEMM=numpy $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-numpy-blas.json
 
-# Fetch the results shared through DVC, then give the restored files the mtimes of their place in the workflow
-# (`dvc pull` writes them in arbitrary order; without this Snakemake would plan to re-run jobs whose outputs are there).
-CONFIGS = $(shell $(PYTHON) -c "import yaml; print(' '.join(c['config'] for c in yaml.safe_load(open('dvc-configs.yaml'))['configs'].values()))")
+# Fetch the results shared through DVC for this commit (or say in one line why there is nothing to fetch), then give
+# the restored files the mtimes of their place in the workflow: scripts/pull.py.
 pull:
-	dvc pull $(DVC_PULL_ARGS)
-	for cfg in $(CONFIGS); do snakemake --touch --cores 1 --configfile $$cfg --quiet || exit 1; done
+	@$(PYTHON) scripts/pull.py $(DVC_PULL_ARGS)
 
 # docs/results/<publication>: a section of the workflow under its config (isoflow.sections.PUBLICATIONS: optimize,
 # supersense-ablation, istar, layers, finetune, finetune-longer, stability, pretrain), then its tables, figures and the
@@ -59,9 +57,10 @@ reproduce: $(addprefix reproduce-,$(PUBLICATIONS))
 reproduce-%: install
 	$(PYTHON) scripts/publish_results.py $* --reproduce --snakemake-args "$(SNAKEMAKE_ARGS)"
 
-# The HTML report of a finished workflow: every figure and table with its caption. By default that of what `make run`
-# made; REPORT_CONFIG=config.yaml for the paper's.
-REPORT_CONFIG ?= $(RUN_CONFIG)
+# The HTML report of a finished workflow: every figure and table with its caption. By default that of the config whose
+# run last finished (make run, make example-own, or snakemake with your own --configfile); another one with
+# REPORT_CONFIG=path/to/config.yaml (e.g. config.yaml for the paper's).
+REPORT_CONFIG ?= $(shell cat .snakemake/isoflow-last-config 2>/dev/null || echo $(RUN_CONFIG))
 REPORT_DIR = $(shell $(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")
 report:
 	snakemake --configfile $(REPORT_CONFIG) --report $(REPORT_DIR)/report.html

@@ -37,3 +37,12 @@ rule all:
     default_target: True
     input:
         report_files(),
+
+
+# A failed job's isoflow error line on the terminal, not only in its log.
+onerror:
+    report_failures(log)
+
+
+onsuccess:
+    record_last_config()

@@ -4,8 +4,8 @@ Not a test. polarity × all-MiniLM-L6-v2 (10,662 × 384): the plain loop (λ = 0
 λ = 1 with the penalty's backward product in float32 (the default) and in float64. Each variant is warmed up, then
 the variants alternate in one process with the order rotated at every repeat (this shared VM's speed drifts by
 ±10 % between runs, and the first run after another variant is often slower), so that drift hits all alike; the
-ratios use the medians of the repeats.
-Writes ``benchmarks/results/istar_penalty.json``. Run: ``python benchmarks/istar_penalty.py`` (prepares and
+ratios use the medians of the repeats. Writes ``benchmarks/results/istar_penalty.json``. Run: ``python
+benchmarks/istar_penalty.py`` (prepares and
 encodes polarity through ``$ISOFLOW_MIRROR`` if needed).
 """
 

@@ -2,9 +2,8 @@
 
 Not a test. Runs ``isoflow.layers.run_layers`` once in this process (its peak resident memory is the process's:
 run the script on its own) and writes ``benchmarks/results/layers.json``: seconds per stage (reading the corpus,
-loading the model,
-sampling, encoding, each layer's measurements) and the peak RSS. The target (README): ≤ 15 minutes and ≤ 4 GB on
-this project's 2-core CPU. Run: ``python benchmarks/layers.py`` (Brown through ``$ISOFLOW_MIRROR``).
+loading the model, sampling, encoding, each layer's measurements) and the peak RSS. The target (README): ≤ 15 minutes
+and ≤ 4 GB on this project's 2-core CPU. Run: ``python benchmarks/layers.py`` (Brown through ``$ISOFLOW_MIRROR``).
 """
 
 from __future__ import annotations

@@ -18,8 +18,7 @@ Run: ``python benchmarks/metrics.py`` (about 5 minutes on 2 cores; ``--quick`` f
 ``--device cuda`` runs isoflow's side on the GPU (the reference stays on this machine's CPU, as it runs there)
 and writes ``benchmarks/results/metrics-cuda.json`` with the GPU's name, the torch/CUDA versions and the
 fraction of the GPU's own GEMM rate. On the CPU, the GEMM rate is the faster of torch's and NumPy's BLAS, the one
-isoflow uses (:mod:`isoflow.metrics.device_policy`).
-"""
+isoflow uses (:mod:`isoflow.metrics.device_policy`)."""
 
 from __future__ import annotations
 

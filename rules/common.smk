@@ -12,6 +12,7 @@
 import os
 import re
 import shlex
+import sys
 from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
@@ -78,6 +79,13 @@ def tables_of(name, stems):
 
 def figures_of(name, stems):
     return [f"{section_dir(name)}/figures/{stem}.{ext}" for stem in stems for ext in ("png", "pdf")]
+
+
+def kept(outputs):
+    """A job's outputs, kept until the job that remakes them succeeds: Snakemake backs them up before the job runs and
+    puts them back if it fails (its `update` flag), instead of deleting them first. A failed re-run (a bad edit of an
+    own file, an interrupted job) never removes good results; isoflow itself replaces them only once complete."""
+    return update(outputs)
 
 
 def reported(paths, name):
@@ -468,8 +476,8 @@ def check_vectors_cover_their_tasks():
     """Vectors made elsewhere come with a file for every task they are paired with (config.smk checked the names)."""
     for task, model in all_task_model_pairs():
         if model in OWN_VECTORS and task not in OWN_VECTORS[model]:
-            raise WorkflowError(
-                f"config: own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
+            refuse(
+                f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
             )
 
 
@@ -489,3 +497,55 @@ def report_files():
     """Every table and figure: the default target `all` and its alias `report`; each section's `<name>_files()` (the
     files its config enables), in the registry's order (isoflow.sections)."""
     return [path for name in SECTIONS for path in globals()[f"{name}_files"]()]
+
+
+# ----- Failures on the terminal ----------------------------------------------------------------------------------
+
+
+def failed_jobs(snakemake_log):
+    """The jobs that failed in this run, from Snakemake's log: (rule, inputs, outputs, log) each."""
+    logs = [snakemake_log] if isinstance(snakemake_log, (str, os.PathLike)) else list(snakemake_log or [])
+    text = "".join(Path(f).read_text(errors="replace") for f in logs if Path(f).is_file())
+    jobs = []
+    for block in re.findall(r"^Error in rule \w+:\n(?:    .*\n?)*", text, re.M):
+        field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0]  # noqa: E731
+        split = lambda value: [re.sub(r" \(.*\)$", "", v.strip()) for v in value.split(", ") if v.strip()]  # noqa: E731
+        name = re.match(r"Error in rule (\w+):", block).group(1)
+        jobs.append((name, split(field("input")), split(field("output")), field("log").split(" (")[0]))
+    return jobs
+
+
+def isoflow_error(job_log):
+    """The clear line isoflow wrote before failing (the file, the field, the fix), else the log's last line."""
+    said = Path(job_log).read_text(errors="replace").splitlines() if job_log and Path(job_log).is_file() else []
+    errors = [line for line in said if re.match(r"^isoflow [\w-]+: (error|terminated|interrupted)", line)]
+    return (errors[-1] if errors else next((line for line in reversed(said) if line.strip()), "no output")).strip()
+
+
+def report_failures(snakemake_log):
+    """Snakemake's onerror. (1) The failed jobs' isoflow errors, last on the terminal, where the user looks. (2) The
+    outputs Snakemake put back after a failed job (kept()) carry the time of that restore, and Snakemake records them
+    as made from the failed run's inputs: set them just before their inputs and drop that record, so that the next run
+    tries the job again instead of taking them for the failed run's results (no stale success)."""
+    from snakemake.io import IOFile
+
+    lines = []
+    for name, inputs, outputs, job_log in failed_jobs(snakemake_log):
+        lines.append(f"{name} failed ({job_log}): {isoflow_error(job_log)}")
+        times = [os.path.getmtime(f) for f in inputs if os.path.exists(f)]
+        for out in outputs:
+            if times and os.path.exists(out):
+                os.utime(out, (min(times) - 1, min(times) - 1))
+            # Snakemake records a failed job's inputs as those of the restored outputs: forget that record
+            workflow.persistence.cleanup_metadata(IOFile(out))
+    if lines:
+        print("\nWhat failed (the outputs of a failed job are kept as they were):", *lines, sep="\n", file=sys.stderr)
+
+
+LAST_CONFIG = ".snakemake/isoflow-last-config"  # `make report` reports the config that last ran to the end
+
+
+def record_last_config():
+    """Snakemake's onsuccess: remember which config this finished run used."""
+    os.makedirs(os.path.dirname(LAST_CONFIG), exist_ok=True)
+    Path(LAST_CONFIG).write_text(CONFIG_FILES + "\n")

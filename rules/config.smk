@@ -1,6 +1,9 @@
-# Config checks before anything is planned: complete files (nothing inherited), then the JSON schema.
+# Config checks before anything is planned: complete files (nothing inherited), the JSON schema, the names, and the
+# own files. A mistake stops the workflow with one line per mistake, naming the config file, the field and the fix
+# (refuse), instead of a traceback or a schema dump.
 
 import os
+import sys
 
 import yaml
 from snakemake.utils import validate
@@ -12,12 +15,54 @@ REQUIRED_KEYS = _SCHEMA["required"]
 BOOLEAN_KEYS = [k for k, v in _SCHEMA["properties"].items() if v.get("type") == "boolean"]
 
 
+CONFIG_FILES = ", ".join(
+    os.path.relpath(f) if os.path.abspath(f).startswith(os.getcwd() + os.sep) else str(f)
+    for f in workflow.overwrite_configfiles or ["config.yaml"]
+)
+
+
+def refuse(*problems):
+    """Stop before anything is planned: one line per problem, each naming the config file (problems start with the
+    field), on the terminal."""
+    for problem in problems:
+        print(f"{CONFIG_FILES}: {problem}", file=sys.stderr)
+    sys.exit(1)
+
+
+def schema_problems(config):
+    """The schema's objections, one line each: the field (dotted), what is wrong with its value, what is allowed."""
+    import jsonschema
+
+    problems = []
+    validator = jsonschema.Draft202012Validator(_SCHEMA)
+    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+        field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path).replace(".[", "[")
+        schema, value = error.schema, error.instance
+        if error.validator == "additionalProperties":
+            allowed = sorted(schema.get("properties", {}))
+            extra = sorted(set(value) - set(allowed))
+            what = f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not a key here"
+            problems.append(f"{field or 'the top level'}: {what}; allowed: {', '.join(allowed) or 'none'}")
+        elif error.validator == "required":
+            missing = error.message.split("'")[1]
+            problems.append(
+                f"{field or 'the top level'}: missing key {missing!r} (required: {', '.join(schema['required'])})"
+            )
+        elif error.validator == "enum":
+            problems.append(f"{field}: {value!r} is not one of {', '.join(map(str, schema['enum']))}")
+        elif error.validator == "type":
+            problems.append(f"{field}: {value!r} is not of type {schema['type']}")
+        else:
+            problems.append(f"{field}: {error.message}")
+    return problems
+
+
 def check_complete(config, files):
     """A config file given with --configfile must name every required key itself."""
     missing = [key for key in REQUIRED_KEYS if key not in config]
     if missing:
-        raise WorkflowError(
-            f"{', '.join(map(str, files))}: missing key(s) {', '.join(missing)}. A config file given with --configfile "
+        refuse(
+            f"missing key(s) {', '.join(missing)}. A config file given with --configfile "
             "is used on its own (not merged into config.yaml): start from a copy of config.yaml or "
             "config/offline.yaml and edit it (an empty list disables a section, e.g. `paper: []`)."
         )
@@ -64,8 +109,8 @@ def check_task_lambdas(config):
     istar = config.get("istar") or {}
     unknown = sorted(set(istar.get("task_lambdas") or {}) - set(istar.get("tasks", [])))
     if unknown:
-        raise WorkflowError(
-            f"config: istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
+        refuse(
+            f"istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
             "add the task to istar.tasks or remove its entry from istar.task_lambdas"
         )
 
@@ -84,15 +129,11 @@ def check_own_names(config):
     for kind, names, builtin in (("tasks", tasks, DATASETS), ("models", models, MODELS), ("corpora", corpora, CORPORA)):
         taken = sorted(set(names) & set(builtin))
         if taken:
-            raise WorkflowError(
-                f"config: own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})"
-            )
+            refuse(f"own.{kind}.{taken[0]} is the name of a built-in one; rename it (e.g. my-{taken[0]})")
     for name in sorted(pretrained):
         if name in MODELS or name in models:
             where = "a built-in model" if name in MODELS else f"own.models.{name}"
-            raise WorkflowError(
-                f"config: pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})"
-            )
+            refuse(f"pretrain.models.{name} has the name of {where}; rename one of them (e.g. plain-{name})")
     vectors = {m: set(entry["embeddings"]) for m, entry in models.items() if "embeddings" in entry}
     encoders = {m for m, entry in models.items() if "path" in entry or "hub" in entry} | set(pretrained)
     models = {**models, **pretrained}
@@ -100,8 +141,8 @@ def check_own_names(config):
     def check(field, values, allowed, hint):
         for value in values:
             if value not in allowed:
-                raise WorkflowError(
-                    f"config: {field} names {value!r}, which is neither {hint} nor declared under own; add it to own or fix the name"
+                refuse(
+                    f"{field} names {value!r}, which is neither {hint} nor declared under own; add it to own or fix the name"
                 )
 
     sentence_tasks = [t for t in DATASETS if t not in WORD_TASKS]
@@ -114,8 +155,8 @@ def check_own_names(config):
     for field, names in (("finetune.models", finetune.get("models", [])), ("layers.models", layers.get("models", []))):
         for model in names:
             if model in vectors:
-                raise WorkflowError(
-                    f"config: {field} names {model!r}, vectors made elsewhere (no encoder to run); give a model folder "
+                refuse(
+                    f"{field} names {model!r}, vectors made elsewhere (no encoder to run); give a model folder "
                     f"instead (own.models.{model}.path)"
                 )
     check("finetune.tasks", finetune.get("tasks", []), [*sentence_tasks, *tasks], "a built-in sentence task")
@@ -130,10 +171,35 @@ def check_own_names(config):
     check("pretrain.corpus.exclude_tasks", excluded, [*sentence_tasks, *tasks], "a built-in sentence task")
 
 
+def check_own_files(config):
+    """Every file and folder the config declares is there, on every run: a missing one is named by its field, never
+    ignored because results made from it exist (Snakemake alone would plan nothing and report success)."""
+    own = config.get("own") or {}
+    declared = [(f"own.tasks.{name}.file", entry["file"]) for name, entry in (own.get("tasks") or {}).items()]
+    for name, entry in (own.get("models") or {}).items():
+        if "path" in entry:
+            declared.append((f"own.models.{name}.path", entry["path"]))
+        declared += [
+            (f"own.models.{name}.embeddings.{task}", path) for task, path in (entry.get("embeddings") or {}).items()
+        ]
+    declared += [(f"own.corpora.{name}", path) for name, path in (own.get("corpora") or {}).items()]
+    sources = ((config.get("pretrain") or {}).get("corpus") or {}).get("sources", [])
+    declared += [(f"pretrain.corpus.sources[{i}]", s) for i, s in enumerate(sources) if s not in ("brown", "wordnet")]
+    missing = [(field, path) for field, path in declared if not os.path.exists(os.path.expanduser(path))]
+    if missing:
+        refuse(
+            *(f"{field}: {path} does not exist; fix the path (relative to {os.getcwd()})" for field, path in missing)
+        )
+
+
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
 numbers_from_command_line(config)
 
 
-validate(config, SCHEMA)
+problems = schema_problems(config)
+if problems:
+    refuse(*problems)
+validate(config, SCHEMA)  # fills in the schema's defaults
 check_task_lambdas(config)
 check_own_names(config)
+check_own_files(config)

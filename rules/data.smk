@@ -10,7 +10,7 @@ rule prepare:
     input:
         own_task_file,
     output:
-        multiext(f"{DATA}/tasks/{{task}}/", "items.parquet", "examples.parquet", "meta.json"),
+        kept(multiext(f"{DATA}/tasks/{{task}}/", "items.parquet", "examples.parquet", "meta.json")),
     log:
         "logs/prepare/{task}.log",
     conda:

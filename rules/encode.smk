@@ -7,7 +7,7 @@ rule encode:
         f"{DATA}/tasks/{{task}}/items.parquet",
         model_files,
     output:
-        multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
+        kept(multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json")),
     log:
         "logs/encode/{model}/{task}.log",
     wildcard_constraints:
@@ -39,7 +39,7 @@ rule import_embeddings:
         task=f"{DATA}/tasks/{{task}}/items.parquet",
         vectors=own_vectors_file,
     output:
-        multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json"),
+        kept(multiext(f"{DATA}/embeddings/{{model}}/{{task}}/", "embeddings.npy", "index.parquet", "meta.json")),
     log:
         "logs/import_embeddings/{model}/{task}.log",
     wildcard_constraints:

@@ -18,9 +18,9 @@ rule finetune_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
     output:
-        parquet=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet",
-        steps=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet",
-        record=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json",
+        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet"),
+        steps=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet"),
+        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json"),
     log:
         "logs/finetune/{task}/{model}/{reg}{lam}/seed{seed}.log",
     benchmark:
@@ -51,8 +51,8 @@ rule finetune_report:
     input:
         finetune_run_files(),
     output:
-        tables=reported(FINETUNE_TABLES, "finetune"),
-        figures=reported(FINETUNE_FIGURES, "finetune"),
+        tables=kept(reported(FINETUNE_TABLES, "finetune")),
+        figures=kept(reported(FINETUNE_FIGURES, "finetune")),
     log:
         "logs/finetune_report.log",
     conda:

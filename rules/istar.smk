@@ -15,8 +15,8 @@ rule istar_runs:
 
 use rule optimize_run as istar_run with:
     output:
-        parquet=run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".parquet"),
-        record=run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".json"),
+        parquet=kept(run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".parquet")),
+        record=kept(run_files(f"{section_dir('istar')}/runs/{{task}}/{{model}}/istar{{lam}}", ".json")),
     log:
         f"logs/istar/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.log",
     benchmark:
@@ -31,7 +31,7 @@ rule istar_aggregate:
         records=records_of(istar_trajectories()),
         trajectories=istar_trajectories(),
     output:
-        ISTAR_AGGREGATE,
+        kept(ISTAR_AGGREGATE),
     log:
         "logs/istar_aggregate.log",
     conda:
@@ -46,8 +46,8 @@ rule istar_report:
     input:
         ISTAR_AGGREGATE,
     output:
-        tables=reported(ISTAR_TABLES, "istar"),
-        figures=reported(ISTAR_FIGURES, "istar"),
+        tables=kept(reported(ISTAR_TABLES, "istar")),
+        figures=kept(reported(ISTAR_FIGURES, "istar")),
     log:
         "logs/istar_report.log",
     conda:

@@ -16,13 +16,15 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        multiext(
-            f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/",
-            "layers.parquet",
-            "layers.csv",
-            "pca.parquet",
-            "clusters.parquet",
-            "meta.json",
+        kept(
+            multiext(
+                f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/",
+                "layers.parquet",
+                "layers.csv",
+                "pca.parquet",
+                "clusters.parquet",
+                "meta.json",
+            )
         ),
     log:
         "logs/layers/{model}/{corpus}.log",
@@ -44,7 +46,7 @@ rule layers_run:
         model=model_option,
         corpus=corpus_option,
     shell:
-        "isoflow layers {params.model} --corpus {params.corpus} {params.settings} "
+        "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "
         "--device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
@@ -53,8 +55,8 @@ rule layers_report:
     input:
         layer_run_files(),
     output:
-        tables=reported(LAYERS_TABLES, "layers"),
-        figures=reported(LAYERS_FIGURES, "layers"),
+        tables=kept(reported(LAYERS_TABLES, "layers")),
+        figures=kept(reported(LAYERS_FIGURES, "layers")),
     log:
         "logs/layers_report.log",
     conda:

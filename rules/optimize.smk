@@ -21,8 +21,8 @@ rule optimize_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
     output:
-        parquet=run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".parquet"),
-        record=run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".json"),
+        parquet=kept(run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".parquet")),
+        record=kept(run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}", ".json")),
     log:
         f"logs/optimize/{{task}}/{{model}}/{RUN_LOG}.log",
     benchmark:
@@ -51,7 +51,7 @@ rule optimize_aggregate:
         records=records_of(trajectories(all_pairs())),
         trajectories=trajectories(all_pairs()),
     output:
-        OPTIMIZE_AGGREGATE,
+        kept(OPTIMIZE_AGGREGATE),
     log:
         "logs/optimize_aggregate.log",
     conda:
@@ -66,8 +66,8 @@ rule optimize_report:
     input:
         OPTIMIZE_AGGREGATE,
     output:
-        tables=reported(optimize_tables(), "optimize"),
-        figures=reported(OPTIMIZE_FIGURES, "optimize"),
+        tables=kept(reported(optimize_tables(), "optimize")),
+        figures=kept(reported(OPTIMIZE_FIGURES, "optimize")),
     log:
         "logs/optimize_report.log",
     conda:

@@ -16,7 +16,7 @@ rule pretrain_corpus:
     input:
         pretrain_corpus_inputs,
     output:
-        directory(PRETRAIN_CORPUS),
+        kept(directory(PRETRAIN_CORPUS)),
     log:
         "logs/pretrain/corpus.log",
     conda:
@@ -33,7 +33,7 @@ rule pretrain_model:
     input:
         PRETRAIN_CORPUS,
     output:
-        directory(f"{DATA}/pretrained/{{pretrained}}"),
+        kept(directory(f"{DATA}/pretrained/{{pretrained}}")),
     log:
         "logs/pretrain/{pretrained}.log",
     benchmark:
@@ -56,9 +56,9 @@ rule pretrain_report:
     input:
         [pretrained_folder(name) for name in PRETRAINED],
     output:
-        tables=reported(PRETRAIN_TABLES, "pretrain"),
-        figures=reported(PRETRAIN_FIGURES, "pretrain"),
-        runs=directory(f"{section_dir('pretrain')}/runs"),
+        tables=kept(reported(PRETRAIN_TABLES, "pretrain")),
+        figures=kept(reported(PRETRAIN_FIGURES, "pretrain")),
+        runs=kept(directory(f"{section_dir('pretrain')}/runs")),
     log:
         "logs/pretrain_report.log",
     conda:

@@ -9,9 +9,9 @@ rule stability:
 
 rule stability_run:
     output:
-        tables=reported(STABILITY_TABLES, "stability"),
-        figures=reported(STABILITY_FIGURES, "stability"),
-        runs=STABILITY_RUNS,
+        tables=kept(reported(STABILITY_TABLES, "stability")),
+        figures=kept(reported(STABILITY_FIGURES, "stability")),
+        runs=kept(STABILITY_RUNS),
     log:
         "logs/stability.log",
     conda:

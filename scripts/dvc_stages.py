@@ -6,8 +6,7 @@ section that makes runs, and one report stage, each for every config of dvc-conf
 A stage runs its Snakemake target with only its own rules allowed (files restored by `dvc pull` carry arbitrary
 mtimes, which must not make one stage re-run another's jobs), depends on the isoflow files its commands import
 (scripts/stage_modules.py), on the rule files that define its rules, on the config keys its runs read and on the
-folders they read, and outputs the section's folders.
-"""
+folders they read, and outputs the section's folders."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ HEADER = """\
 #   ISOFLOW_SNAKEMAKE="--profile slurm" dvc repro         # on a SLURM login node
 #   ISOFLOW_SNAKEMAKE="--resources gpu=1" dvc repro       # on a GPU box
 # Each stage lets Snakemake run only its own rules (--allowed-rules): files restored by `dvc pull` carry arbitrary
-# mtimes, which must not make one stage re-run another stage's jobs.
-"""
+# mtimes, which must not make one stage re-run another stage's jobs. """
 ITEM = {"data": "${item.data}", "results": "${item.results}"}
 
 

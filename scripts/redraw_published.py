@@ -6,8 +6,7 @@ figures are remade from the committed runs without rerunning hours of training.
 
 Which commands redraw a publication is its section's registration (isoflow.sections: ``redraw``). Each
 publication's PUBLISHED.json then records the redraw (commands, code commit) beside how the runs were made; its
-paths are relative to the repository.
-"""
+paths are relative to the repository."""
 
 from __future__ import annotations
 

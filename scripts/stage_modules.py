@@ -4,8 +4,7 @@ call.
 Static (read with ``ast``, every ``import`` inside functions included, so the lists are a safe superset): a stage
 must depend on every file listed, or a change to that code would not make ``dvc status`` report it. The test
 ``tests/test_dvc.py::test_stage_dependencies_cover_every_imported_module`` checks dvc.yaml against this; print the
-lists with ``python scripts/stage_modules.py``.
-"""
+lists with ``python scripts/stage_modules.py``."""
 
 from __future__ import annotations
 

@@ -137,9 +137,16 @@ def test_cli_table_and_errors(tmp_path, cloud):
     assert ok.stdout.split()[-2:] == ["silhouette", f"{silhouette(X, y):.6f}"]
     np.save(tmp_path / "short.npy", y[:10])
     bad_len = run(paths["npy"], "--labels", tmp_path / "short.npy")
-    assert bad_len.returncode == 2 and "labels have 10 entries but X has 400 rows" in bad_len.stderr
+    assert (
+        bad_len.returncode == 2
+        and f"{tmp_path / 'short.npy'}: labels have 10 entries but X has 400 rows" in bad_len.stderr
+    )
     bad = X.copy()  # the fixture is shared by the module's tests: never change it in place
     bad[3, 1] = np.nan
     np.save(tmp_path / "nan.npy", bad)
     nan = run(tmp_path / "nan.npy")
-    assert nan.returncode == 2 and "first bad row: 3" in nan.stderr and "Traceback" not in nan.stderr
+    assert nan.returncode == 2 and "Traceback" not in nan.stderr
+    assert (
+        f"{tmp_path / 'nan.npy'}: X contains 1 NaN/inf value(s) in 1 row(s); the first is row 4 (rows counted from 1)"
+        in nan.stderr
+    )

@@ -74,7 +74,7 @@ def test_isoscore_rotation_and_scale_invariant():
     "bad,match",
     [
         (np.array([[1.0, np.nan], [0.0, 1.0], [2.0, 2.0]]), "NaN/inf"),
-        (np.array([[1.0, np.inf], [0.0, 1.0], [2.0, 2.0]]), "first bad row: 0"),
+        (np.array([[1.0, np.inf], [0.0, 1.0], [2.0, 2.0]]), "the first is row 1 \\(rows counted from 1\\)"),
         (np.zeros(5), "shape \\(n_points, dim\\)"),
         (np.zeros((2, 3, 4)), "3-d"),
         (np.ones((1, 4)), "at least 2 points"),

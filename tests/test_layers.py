@@ -16,6 +16,7 @@ from IsoScore.IsoScore import IsoScore
 from sklearn.neighbors import NearestNeighbors
 
 from isoflow import corpora
+from isoflow.cli import main
 from isoflow.layers import LayerSettings, layer_metrics, run_layers
 from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder
 from isoflow.layers.measure import cap_per_type
@@ -277,7 +278,6 @@ def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
             ["--model", "minilm", "--corpus", "brown", "--max-tokens", "300", "--view-layer", "9"],
             "view layer 9 is out of range: minilm has layers 0..6",
         ),
-        (["--model", "minilm", "--corpus", "brown", "--max-tokens", "50"], "fewer than LID's 100 neighbours + 1"),
         (["--model", "bert-base-uncased", "--corpus", "brown"], "cannot be reached"),
     ]
     for argv, message in cases:
@@ -285,6 +285,41 @@ def test_bad_corpora_and_options(tmp_path, shared_mirror, capsys):
         err = capsys.readouterr().err
         assert rc == 2 and message in err and "Traceback" not in err, (argv, err)
     assert not (tmp_path / "out").exists()  # nothing half-written
+
+
+def test_a_measurement_the_corpus_is_too_small_for_is_left_empty_and_named(tmp_path, shared_mirror, capsys):
+    """Too few points for LID (and a repetitive corpus for TwoNN): the job goes on, those cells are NaN, the table says
+    why, and a warning names the model, the corpus and the layer."""
+    corpus = tmp_path / "tiny-notes.txt"
+    corpus.write_text("\n".join(["the cat sat on the mat ."] * 8) + "\n")
+    rc = main(
+        [
+            "layers",
+            "--model",
+            "glove-50d",
+            "--corpus",
+            str(corpus),
+            "--corpus-name",
+            "notes",
+            "--k-lid",
+            "20",
+            "--k-max",
+            "2",
+            "--data-dir",
+            str(tmp_path),
+            "--mirror",
+            str(shared_mirror),
+            "--results",
+            str(tmp_path / "r"),
+            "--quiet",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    table = pd.read_parquet(tmp_path / "r/layers/runs/glove-50d/notes/layers.parquet")
+    assert table["lid_euclidean"].isna().all() and table["twonn"].isna().all() and set(table["corpus"]) == {"notes"}
+    assert "fewer than LID's 20 neighbours + 1" in table["notes"].iloc[0]
+    assert "isoflow layers: warning: glove-50d x notes, layer 0: LID, TwoNN: 6 points" in err
 
 
 def test_a_model_without_hidden_states_is_refused(minilm):

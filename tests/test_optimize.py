@@ -207,8 +207,7 @@ if sys.argv[3] == "cli":
     raise SystemExit(main(sys.argv[4:]))
 from isoflow.optimize import run_optimize
 run_optimize("polarity-300", "minilm", 0, steps=int(sys.argv[4]), data_dir=sys.argv[5], results=sys.argv[6],
-progress=False)
-"""
+progress=False) """
 
 
 def interrupt_at(step: int, mode: str, *args: str):

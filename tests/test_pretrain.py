@@ -1,6 +1,6 @@
 """Plain language models of our own: the corpus without task text, the tokenizers, the objectives, the loop's
-resumption,
-and the model folder every other command takes (tiny models and a few hundred sentences; never the published ones)."""
+resumption, and the model folder every other command takes (tiny models and a few hundred sentences; never the published
+ones)."""
 
 from __future__ import annotations
 

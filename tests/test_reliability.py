@@ -3,8 +3,7 @@ user must get (one line, naming the file or option and the fix), and checks that
 
 Elsewhere: Ctrl-C at a chosen update, also when Python drops it in a finaliser (test_optimization.py); a seed added to
 a config re-makes the tables, and --forcerun re-makes what depends on the rule (test_workflow.py); a config file is
-not merged into config.yaml (test_workflow.py).
-"""
+not merged into config.yaml (test_workflow.py)."""
 
 from __future__ import annotations
 

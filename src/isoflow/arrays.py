@@ -2,8 +2,7 @@
 
 ``.npy``, ``.npz``, ``.parquet``, ``.pt``/``.pth`` for matrices; the same plus
 ``.txt`` (one label per line) and ``.csv``/``.tsv`` (a table with a header row: its only column, or the one named
-with the key) for labels. Errors name the file and say how to fix it.
-"""
+with the key) for labels. Errors name the file and say how to fix it."""
 
 from __future__ import annotations
 

@@ -8,8 +8,7 @@ write is ever deleted.
   its parents, the home directory and ``/`` are refused even then.
 
 Both honour the process umask (``tempfile`` creates 0600 files and 0700 directories, which colleagues on shared
-cluster storage could not read).
-"""
+cluster storage could not read)."""
 
 from __future__ import annotations
 

@@ -135,6 +135,7 @@ def encode(
     local = is_local(model)
     name = local_name(model, model_name) if local else model
     static = False if local else is_static(model)
+    expected_source = None if local else (static_model(model).source if static else sentence_model(model).hub_id)
     tdata = read_task(task_path or task_dir(task, data_dir))
     texts = tdata.items["text"].astype(str).tolist()
     digest = items_digest(texts)
@@ -146,7 +147,9 @@ def encode(
         except (EmbeddingsError, FileNotFoundError) as exc:  # our own cache, damaged: encode again
             logger.warning("re-encoding: %s", exc)
         else:
-            if meta.get("items_sha256") == digest and meta.get("model") == name and not local:
+            # reused only if this model made it: vectors imported or encoded under its name elsewhere are replaced
+            made_here = meta.get("model") == name and meta.get("source") == expected_source
+            if meta.get("items_sha256") == digest and made_here and not local:
                 return out
 
     cache = raw_cache(data_dir, raw_dir)
@@ -169,6 +172,7 @@ def encode(
         st = load_sentence_model(spec, dev, cache, mirror)
         emb = encode_sentences(st, texts, batch_size=batch_size, progress=progress)
         source = spec.hub_id
+    warn_repeated_rows(emb, f"{name} x {tdata.name}")
     meta = {
         "model": name,
         "source": source,
@@ -183,6 +187,27 @@ def encode(
     }
     write_embeddings(out, emb, texts, meta, force=force)
     return out
+
+
+REPEATED_ROWS_WARN = 0.01  # share of rows that repeat another row exactly, above which a table is suspect
+
+
+def warn_repeated_rows(emb: np.ndarray, what: str) -> int:
+    """Warn when distinct texts got identical vectors (a tokenizer that maps most words to its unknown token, a
+    broken pooling): the table would measure the model's blind spot, not the texts. Returns the repeated rows."""
+    distinct = len(np.unique(emb, axis=0)) if len(emb) else 0
+    repeated = len(emb) - distinct
+    if repeated > REPEATED_ROWS_WARN * len(emb):
+        logger.warning(
+            "%s: %d of its %d rows repeat another row exactly (%d distinct vectors for %d distinct texts): the model "
+            "cannot tell those texts apart; check its tokenizer (most words unknown?) and pooling",
+            what,
+            repeated,
+            len(emb),
+            distinct,
+            len(emb),
+        )
+    return repeated
 
 
 def write_embeddings(out: Path, emb: np.ndarray, texts: list[str], meta: dict, *, force: bool = False) -> None:
@@ -213,12 +238,13 @@ def import_embeddings(
     (float32, checksummed) to ``<data_dir>/embeddings/<model>/<task>`` like an encoded one, for ``isoflow optimize``."""
     from .arrays import InputFileError, load_matrix
     from .fetch import sha256_of
-    from .models.local import NAME
+    from .models.local import NAME, check_not_built_in
 
     if not NAME.match(model):
         raise ValueError(
             f"model name {model!r} must be lower-case letters, digits, '.', '_' or '-' (it names the output directory)"
         )
+    check_not_built_in(model, "--model")
     tdata = read_task(task_path or task_dir(task, data_dir))
     texts = tdata.items["text"].astype(str).tolist()
     out = Path(out or embeddings_dir(model, task, data_dir))
@@ -234,8 +260,10 @@ def import_embeddings(
     bad = np.flatnonzero(~np.isfinite(emb).all(axis=1))
     if len(bad):
         raise InputFileError(
-            f"{path}: row {int(bad[0])} (of {len(bad)} rows) holds NaN or inf values; fix or drop them before importing"
+            f"{path}: {len(bad)} of its {len(emb)} rows hold NaN or inf values, the first is row {int(bad[0]) + 1} "
+            "(rows counted from 1); fix them before importing"
         )
+    warn_repeated_rows(emb, f"{path} ({model} x {tdata.name})")
     meta = {
         "model": model,
         "source": {"path": str(Path(path).resolve()), "sha256": sha256_of(Path(path)), "key": key},

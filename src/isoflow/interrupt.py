@@ -5,8 +5,7 @@ a finaliser (``__del__``, a weakref callback: common while torch, pandas and pya
 exception is printed as "Exception ignored" and the run goes on as if nothing happened. :func:`install` replaces
 the handlers with ones that also *remember* the signal, and long loops call :func:`check` at every step, so a
 swallowed interrupt still stops the run at the next step. The CLI installs them; library users keep Python's
-default behaviour unless they call :func:`install` themselves.
-"""
+default behaviour unless they call :func:`install` themselves."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@ Under Snakemake or SLURM, stderr is a log file. A tqdm bar there is a stream of 
 switched off the log stays empty until the run ends, so a cluster user cannot tell a slow job from a stuck one.
 When stderr is not a terminal, `progress_bar` returns a `LineProgress` instead: one line at the start and one each
 time another tenth of the work is done (triggered by the count, never by a timer), carrying the latest postfix
-values (loss, silhouette, IsoScore in the optimisation).
-"""
+values (loss, silhouette, IsoScore in the optimisation)."""
 
 from __future__ import annotations
 

@@ -5,9 +5,8 @@ Every section's run record (a run's ``<stem>.json``; the layer analysis' ``meta.
 ``pretrain.json``) has the same frame: ``section`` (the section it belongs to: where it lives is
 ``<results>/<section>/runs/``), ``settings``, what the run measured of itself, ``diverged`` / ``diverged_at`` /
 ``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``) and ``"complete":
-true``,
-written last. An optimisation run is two files with one stem: ``<stem>.parquet`` (one row per recorded state) and
-``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
+true``, written last. An optimisation run is two files with one stem: ``<stem>.parquet`` (one row per recorded state)
+and ``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
 else (the workflow passes the runs its rule declares); :func:`discover` lists the complete runs under a results
 directory, for interactive use.
 

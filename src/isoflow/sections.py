@@ -20,8 +20,7 @@ A section writes everything under ``<results_dir>/<name>/``: ``runs/`` (one reco
 publication copies its runs, and how its tables and figures are redrawn from published runs. The workflow
 (rules/*.smk), ``scripts/publish_results.py``, ``scripts/redraw_published.py``, ``scripts/dvc_stages.py`` (which
 writes dvc.yaml) and the Makefile's ``reproduce-*`` targets read this registry; adding a section is one entry here
-plus its code and rule file.
-"""
+plus its code and rule file."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ fresh sample of the same distribution, as I-STAR estimates Σ_S from the trainin
 variably, does a batch's estimate sit from the true value, and how much does shrinkage help?
 
 :func:`simulate` gives one row per batch and ζ; :func:`summary` the mean and std per dim × true IsoScore × batch × ζ;
-:func:`figure` the curves.
-"""
+:func:`figure` the curves."""
 
 from __future__ import annotations
 

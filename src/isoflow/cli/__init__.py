@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
+import os
 import sys
 
 from . import (
@@ -89,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     interrupt.install()
     parser = build_parser()
     args = parser.parse_args(argv)
+    # the library's warnings (silent garbage: identical rows, unknown words, unmeasurable cells) as one line each
+    logging.basicConfig(format=f"isoflow {args.command}: warning: %(message)s", level=logging.WARNING, force=True)
+    if getattr(args, "quiet", False) or not sys.stderr.isatty():
+        # Hugging Face's own bars (loading and writing weights): none under --quiet, and none in a log, where isoflow
+        # writes a line per tenth of the work instead; read when transformers is first imported, i.e. later
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         return args.func(args)
     except KeyboardInterrupt as exc:  # outputs are renamed into place only when complete: nothing partial is left

@@ -85,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
             else "give more points"
         )
         raise ValueError(f"{args.embeddings}: {exc}. To compute the others, {fix}") from exc
+    except ValueError as exc:  # the input's values or its labels and types: name the file each came from
+        text = str(exc)
+        culprit = args.labels if "label" in text else args.types if "type" in text else args.embeddings
+        raise ValueError(f"{culprit}: {text}") from exc
     if args.format == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

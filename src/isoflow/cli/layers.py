@@ -20,6 +20,12 @@ def add_parser(sub) -> None:
         "--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)"
     )
     y.add_argument(
+        "--corpus-name",
+        default=None,
+        help="the corpus' name in the outputs (default: a built-in corpus' name, or the text file's stem); the "
+        "workflow passes the config's name",
+    )
+    y.add_argument(
         "--types",
         choices=("tokens", "words"),
         default="tokens",
@@ -48,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         args.model,
         args.corpus,
         settings=settings,
+        corpus_name=args.corpus_name,
         types=args.types,
         view_layer=args.view_layer,
         out=args.out,

@@ -67,9 +67,8 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
     p.add_argument(
         "--model",
         required=True,
-        help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), or "
-        f"a "
-        "Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else "
+        help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), "
+        "or a Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else "
         "downloaded)",
     )
     p.add_argument(

@@ -11,12 +11,10 @@ Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per d
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
 ``finetune_baselines`` (every regulariser's paired difference in the held-out metric against plain fine-tuning,
 per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7),
-``finetune_silhouette_vs_isoscore`` (silhouette
-against IsoScore of the pooled outputs across epochs, one curve per λ) and ``finetune_epochs`` (the held-out metric
-after every epoch, one curve per regulariser and weight: is training still improving it?). Runs measured per layer
-(``layer_geometry``) add the table and figure ``finetune_layers``: every layer's IsoScore, S_inter and TwoNN before
-and after fine-tuning.
-"""
+``finetune_silhouette_vs_isoscore`` (silhouette against IsoScore of the pooled outputs across epochs, one curve per λ)
+and ``finetune_epochs`` (the held-out metric after every epoch, one curve per regulariser and weight: is training still
+improving it?). Runs measured per layer (``layer_geometry``) add the table and figure ``finetune_layers``: every layer's
+IsoScore, S_inter and TwoNN before and after fine-tuning."""
 
 from __future__ import annotations
 

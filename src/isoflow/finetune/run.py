@@ -4,8 +4,7 @@ speeds, versions, code commit), the JSON last: an interrupted run leaves no reco
 that diverges (NaN) is recorded with ``"diverged": true`` and the epoch, so that the sweep's table reports it.
 
 Default place: ``results/finetune/<task>/<model>/istar<λ>/seed<S>`` (λ = 0 included: every fine-tuning run is
-part of a sweep), or ``.../cosreg<w>/seed<S>`` for CosReg runs.
-"""
+part of a sweep), or ``.../cosreg<w>/seed<S>`` for CosReg runs."""
 
 from __future__ import annotations
 

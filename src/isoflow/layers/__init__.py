@@ -4,8 +4,7 @@ cluster's mean, LID (Euclidean and cosine) and TwoNN.
 
 Modules: :mod:`.encoder` (hidden states of every layer, special tokens excluded), :mod:`.store` (layer-by-layer
 storage: memory or disk), :mod:`.settings` (what an analysis is), :mod:`.measure` (the metrics of one layer),
-:mod:`.run` (corpus in, table out),
-:mod:`.report` (tables and figures over runs).
+:mod:`.run` (corpus in, table out), :mod:`.report` (tables and figures over runs).
 """
 
 from .settings import LayerSettings

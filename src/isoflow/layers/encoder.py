@@ -3,8 +3,7 @@
 Models: the SBERT encoders isoflow ships offline (``minilm``, ``mpnet``: their underlying transformer, i.e. the
 states sentence-transformers pools), a local model folder, or any Hugging Face hub id that is cached or reachable (the
 paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). Layer 0 is the
-embedding layer's output,
-layers 1..L the transformer blocks' (``output_hidden_states``).
+embedding layer's output, layers 1..L the transformer blocks' (``output_hidden_states``).
 
 Points and their types:
 

@@ -10,8 +10,7 @@ On all points (they are O(n·d)):
 on a seeded sample of ≤ ``sample_cap`` (20,000) points:
 
 * K-means for K in 2..15 (``k_max``; one k-means++ start and tolerance 1e-4, scikit-learn's defaults), K chosen by the
-best
-  silhouette; K = 1 when that silhouette is below ``min_silhouette`` (0.1): ``cluster_k``, ``cluster_silhouette``;
+  best silhouette; K = 1 when that silhouette is below ``min_silhouette`` (0.1): ``cluster_k``, ``cluster_silhouette``;
 * ``lid_euclidean`` and ``lid_cosine``: mean k-NN MLE local intrinsic dimension with k = ``k_lid`` (100, Cai et
   al.'s), on Euclidean distances and on the same points scaled to unit length (chord distance √(2 − 2 cos), a
   monotone function of the cosine, so the neighbours are the cosine ones; plain, not squared, distances);
@@ -20,8 +19,7 @@ best
 and after subtracting from every point the mean of its cluster (all points assigned to the nearest of the
 sample's cluster means; Cai et al.'s centring): ``s_inter_centred``, ``s_intra_centred``, ``isoscore_centred``,
 ``cosine_anisotropy_centred`` (a point equal to its cluster's mean, e.g. alone in its cluster, has no direction
-and is left out of the cosines).
-"""
+and is left out of the cosines)."""
 
 from __future__ import annotations
 
@@ -94,9 +92,10 @@ def _similarities(x: torch.Tensor, codes: torch.Tensor, intra: torch.Tensor, suf
     }
 
 
-def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> tuple[dict[str, float], dict]:
+def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> tuple[dict, dict]:
     """The measurements of one layer (see the module docstring) and, for the figures, the sample's indices and
-    cluster labels: ``(row, {"sample": indices, "clusters": labels})``.
+    cluster labels: ``(row, {"sample": indices, "clusters": labels})``. A measurement the points do not allow (too
+    few for K-means or LID, all neighbours at distance 0 for TwoNN) is NaN, and ``row["notes"]`` says why.
 
     ``points``: (n, d) tensor or array; ``types``: a type id per point (strings or ints)."""
     x = as_points(points)
@@ -106,39 +105,50 @@ def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> t
     idx = sample_rows(n, s.sample_cap, s.seed, x.device)
     xs = x if idx is None else x[idx]
     m = xs.shape[0]
-    if m < s.k_lid + 1:
-        raise ValueError(
-            f"{m} points, fewer than LID's {s.k_lid} neighbours + 1: use more tokens (--max-tokens) or a smaller k "
-            f"(--k-lid)"
-        )
-    if m < s.k_max + 1:
-        raise ValueError(f"{m} points, too few for K-means with K up to {s.k_max}")
     intra = torch.as_tensor(cap_per_type(codes.cpu().numpy(), s.max_per_type, s.seed), device=x.device)
-    row: dict[str, float] = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
+    row: dict = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
+    notes: list[str] = []  # what could not be measured here, and why: the cell is left empty, the rest goes on
     row.update(_similarities(x, codes, intra))
 
-    choice = select_clusters(
-        xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300
-    )
-    row["cluster_k"] = float(choice.k)
-    row["cluster_silhouette"] = max(choice.silhouettes.values()) if choice.silhouettes else float("nan")
-    if choice.k > 1:
-        present = torch.unique(choice.labels)
-        sample_labels = torch.searchsorted(present, choice.labels)
-        centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(
-            0, sample_labels, xs.to(torch.float64)
-        )
-        centres /= torch.bincount(sample_labels, minlength=len(present)).to(torch.float64)[:, None]
-        labels = nearest_centre(x, centres)
+    sample_labels = torch.zeros(m, dtype=torch.int64, device=x.device)
+    labels = torch.zeros(n, dtype=torch.int64, device=x.device)
+    row["cluster_k"] = row["cluster_silhouette"] = float("nan")
+    if m < s.k_max + 1:
+        notes.append(f"clusters: {m} points, too few for K-means with K up to {s.k_max} (--k-max); no centring")
     else:
-        sample_labels = torch.zeros(m, dtype=torch.int64, device=x.device)
-        labels = torch.zeros(n, dtype=torch.int64, device=x.device)
+        choice = select_clusters(
+            xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300
+        )
+        row["cluster_k"] = float(choice.k)
+        row["cluster_silhouette"] = max(choice.silhouettes.values()) if choice.silhouettes else float("nan")
+        if choice.k > 1:
+            present = torch.unique(choice.labels)
+            sample_labels = torch.searchsorted(present, choice.labels)
+            centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(
+                0, sample_labels, xs.to(torch.float64)
+            )
+            centres /= torch.bincount(sample_labels, minlength=len(present)).to(torch.float64)[:, None]
+            labels = nearest_centre(x, centres)
     row.update(_similarities(subtract_cluster_means(x, labels), codes, intra, "_centred"))
 
-    r = knn_distances(xs, s.k_lid)  # one neighbour search for LID and TwoNN
-    row["lid_euclidean"] = lid_from_distances(r)
-    row["twonn"] = twonn_from_distances(r)
-    row["lid_cosine"] = lid_mle(_unit(xs), k=s.k_lid)
+    row["lid_euclidean"] = row["twonn"] = row["lid_cosine"] = float("nan")
+    if m < s.k_lid + 1:
+        notes.append(
+            f"LID, TwoNN: {m} points, fewer than LID's {s.k_lid} neighbours + 1 (more --max-tokens or a "
+            "smaller --k-lid)"
+        )
+    else:
+        r = knn_distances(xs, s.k_lid)  # one neighbour search for LID and TwoNN
+        for name, compute in (
+            ("lid_euclidean", lambda: lid_from_distances(r)),
+            ("twonn", lambda: twonn_from_distances(r)),
+            ("lid_cosine", lambda: lid_mle(_unit(xs), k=s.k_lid)),
+        ):
+            try:
+                row[name] = compute()
+            except ValueError as exc:  # e.g. TwoNN on a repetitive corpus: every neighbour at distance 0
+                notes.append(f"{name}: {exc}")
+    row["notes"] = "; ".join(notes)
     return row, {"sample": idx, "clusters": sample_labels}
 
 

@@ -10,6 +10,7 @@ Static vectors (``glove-50d``, ``word2vec-222``): one "layer", one point per dis
 from __future__ import annotations
 
 import json
+import logging
 import os
 import resource
 import time
@@ -25,6 +26,7 @@ from ..atomic import atomic_dir, check_replaceable
 from ..datasets import raw_cache
 from ..devices import resolve_device
 from ..models import STATIC_MODELS
+from ..models.local import warn_unknown_tokens
 from ..progress import progress_bar
 from ..records import run_record
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
@@ -34,9 +36,17 @@ from .store import LayerStore
 LAYER_FILES = ("layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet", "meta.json")
 
 
+logger = logging.getLogger(__name__)
+
+
 def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") -> Path:
-    """``results/layers/runs/<model>/<corpus>`` (the layers section's runs)."""
-    return Path(results) / "layers" / "runs" / model / corpora.corpus_name(corpus)
+    """``results/layers/runs/<model>/<corpus>`` (the layers section's runs; ``corpus``: its name)."""
+    return Path(results) / "layers" / "runs" / model / corpus
+
+
+def _warn_unmeasured(model: str, corpus: str, layer: int, row: dict) -> None:
+    if row.get("notes"):
+        logger.warning("%s x %s, layer %d: %s; those cells are left empty", model, corpus, layer, row["notes"])
 
 
 def _peak_rss_mb() -> float:
@@ -61,10 +71,10 @@ def run_layers(
     force: bool = False,
     progress: bool | None = None,
     model_name: str | None = None,
+    corpus_name: str | None = None,
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
-    local
-    model folder (outputs then go under ``model_name`` or the folder's name)."""
+    local model folder (outputs then go under ``model_name`` or the folder's name)."""
     from ..models.hub import resolve
     from ..models.local import describe, is_local, local_name
 
@@ -76,7 +86,8 @@ def run_layers(
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
-    out = Path(out or layers_dir(name, corpus, results))
+    corpus_label = corpus_name or corpora.corpus_name(corpus)
+    out = Path(out or layers_dir(name, corpus_label, results))
     check_replaceable(out, expected=LAYER_FILES, force=force)
     dev = resolve_device(device)
     cache = raw_cache(data_dir, raw_dir)
@@ -87,7 +98,7 @@ def run_layers(
     meta = {
         "model": name,
         **({"source": describe(model)} if local else {}),
-        "corpus": corpora.corpus_name(corpus),
+        "corpus": corpus_label,
         "corpus_sentences": len(sentences),
         "max_tokens": max_tokens,
         "types": types,
@@ -114,6 +125,8 @@ def run_layers(
             timings,
             progress,
         )
+    for row in rows:
+        _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(info)
     meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
     meta = run_record("layers", meta.pop("settings"), meta)
@@ -159,6 +172,7 @@ def _contextual(
     t = time.perf_counter()
     chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
     n_points = sum(count_points(encoder, words, types) for words in chosen)
+    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], model)
     if n_points == 0:
         raise ValueError(f"the corpus gave no {types} to analyse")
     timings["sample"] = time.perf_counter() - t

@@ -3,8 +3,7 @@
 A model gives all its layers at once for a batch of sentences, but the metrics need one layer's points for the
 whole corpus. On disk (the default), each layer is a ``.npy`` file written through a memory map: peak memory is one
 layer's points (n × d float32) while measuring, not all (L + 1) layers'. In memory, every layer stays in RAM (small
-runs, and the test that streaming changes nothing).
-"""
+runs, and the test that streaming changes nothing)."""
 
 from __future__ import annotations
 

@@ -53,7 +53,7 @@ def as_points(X: ArrayLike, *, name: str = "X", min_points: int = 2, check_finit
             rows = torch.nonzero(bad.any(dim=1)).flatten()
             raise ValueError(
                 f"{name} contains {int(bad.sum())} NaN/inf value(s) in {rows.numel()} row(s); "
-                f"first bad row: {int(rows[0])}. Drop or repair those rows first."
+                f"the first is row {int(rows[0]) + 1} (rows counted from 1). Drop or repair those rows first."
             )
         # Otherwise the row sums merely overflowed: the values themselves are finite.
     return t

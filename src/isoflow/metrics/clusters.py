@@ -161,8 +161,7 @@ def cluster_centered(
     >>> blob = torch.randn(400, 2, generator=torch.Generator().manual_seed(0))
     >>> X = torch.cat([blob + torch.tensor([8., 0.]), blob - torch.tensor([8., 0.])])  # two round clusters on a line
     >>> round(isoscore(X), 2), round(cluster_centered(X), 2)  # anisotropic as a whole, isotropic within the clusters
-    (0.04, 0.97)
-    """
+    (0.04, 0.97)"""
     x = as_points(X)
     choice = select_clusters(x, k_values, min_silhouette=min_silhouette, seed=seed)
     return metric(subtract_cluster_means(x, choice.labels))

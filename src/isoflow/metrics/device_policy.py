@@ -12,11 +12,10 @@ multiplies the blocks. One code path for every device; only these two choices di
   root, then a torch op) and takes NumPy only if it is at least 15 % faster. The measurement is made once per host
   and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed by host, CPU and library versions), so that every
   later run on the host makes the same choice (runs on a busy machine would otherwise flip between the two and
-  differ by rounding). Results agree to rounding (tested to
-  1e-6); the choice is recorded in each run's JSON. The large element-wise passes over a NumPy-made block stay in
-  NumPy too (``sqrt_clamped_``): OpenBLAS's threads keep spinning after a product, and torch's OpenMP threads
-  started in between fight them for the same cores (measured here: 3× slower per block on 2 cores).
-"""
+  differ by rounding). Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON. The large
+  element-wise passes over a NumPy-made block stay in NumPy too (``sqrt_clamped_``): OpenBLAS's threads keep spinning
+  after a product, and torch's OpenMP threads started in between fight them for the same cores (measured here: 3× slower
+per block on 2 cores)."""
 
 from __future__ import annotations
 

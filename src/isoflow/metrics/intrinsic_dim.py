@@ -80,8 +80,7 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
     >>> flat = torch.rand(2000, 2, generator=g, dtype=torch.float64)
     >>> plane = torch.cat([flat, torch.zeros(2000, 1, dtype=torch.float64)], 1)
     >>> round(lid_mle(plane, k=20), 1)  # a square in 3-d: about 2 (the MLE is biased up near the border)
-    2.2
-    """
+    2.2"""
     if k < 2:
         raise ValueError(f"LID needs k >= 2 neighbours; got {k}")
     return lid_from_distances(knn_distances(X, k, block=block), reduce=reduce)

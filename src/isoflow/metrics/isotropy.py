@@ -140,8 +140,7 @@ def isoscore(X: ArrayLike) -> float:
     >>> round(isoscore(torch.tensor([[1., 0.], [-1., 0.], [0., 1.], [0., -1.]])), 6)  # the same variance both ways
     1.0
     >>> round(isoscore(torch.tensor([[1., 0.], [-1., 0.], [2., 0.]])), 6)  # all of it along one direction
-    0.0
-    """
+    0.0"""
     x = as_points(X)
     _check_dim(x)
     score = isoscore_tensor(x)
@@ -252,8 +251,7 @@ def cosine_anisotropy(X: ArrayLike, n_pairs: int | None = None, seed: int = 0) -
     >>> import torch
     >>> from isoflow.metrics import cosine_anisotropy
     >>> round(cosine_anisotropy(torch.tensor([[1., 0.], [0., 1.], [1., 1.]])), 4)  # pairs: 0, 0.7071, 0.7071
-    0.4714
-    """
+    0.4714"""
     x = as_points(X)
     u = _unit_rows(x)
     n = u.shape[0]

@@ -150,8 +150,7 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
     >>> from isoflow.metrics import silhouette
     >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
     >>> round(silhouette(X, [0, 0, 1, 1]), 4)  # a = 1, b = (10 + sqrt(101)) / 2 for every point: 1 - a / b
-    0.9002
-    """
+    0.9002"""
     x, clusters = _checked(X, labels, block)
     return float(silhouette_tensor(x, clusters, block=block))
 
@@ -205,8 +204,7 @@ def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int | None
     >>> from isoflow.metrics import silhouette_sqeuclidean
     >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
     >>> round(silhouette_sqeuclidean(X, [0, 0, 1, 1]), 4)  # a = 1, b = (100 + 101) / 2 = 100.5: 1 - a / b
-    0.99
-    """
+    0.99"""
     x, clusters = _checked(X, labels, block)
     return float(silhouette_sqeuclidean_tensor(x, clusters, block=block))
 

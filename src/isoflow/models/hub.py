@@ -4,9 +4,8 @@ The id becomes a local folder, after which it is used exactly like your own mode
 
 1. the Hugging Face cache (``$HF_HUB_CACHE``, default ``~/.cache/huggingface/hub``) when it holds a snapshot of the id
    — this works with the hub switched off (``HF_HUB_OFFLINE=1``), so a cluster node without internet uses what a login
-   node downloaded;
-2. otherwise a download into that cache, when the hub can be reached (configuration, tokenizer and safetensors files
-   only; ``pytorch_model.bin`` where a model has no safetensors);
+node downloaded; 2. otherwise a download into that cache, when the hub can be reached (configuration, tokenizer and
+   safetensors files only; ``pytorch_model.bin`` where a model has no safetensors);
 3. otherwise one line saying that the id is neither cached nor reachable, and what to do.
 
 Outputs are named by ``--model-name`` or the id's last part, lower-cased (``bert-base-uncased``,

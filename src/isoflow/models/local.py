@@ -30,13 +30,26 @@ def is_local(model: str | os.PathLike) -> bool:
 
 
 def local_name(model: str | os.PathLike, given: str | None = None) -> str:
-    """The name outputs go under: ``given``, else the folder's name, lower-cased."""
+    """The name outputs go under: ``given``, else the folder's name, lower-cased; never a built-in model's."""
     name = given or Path(model).expanduser().resolve().name.lower()
     if not NAME.match(name):
         raise ValueError(
             f"model name {name!r} must be lower-case letters, digits, '.', '_' or '-'; give one with --model-name"
         )
+    check_not_built_in(name, "--model-name")
     return name
+
+
+def check_not_built_in(name: str, option: str) -> None:
+    """Outputs go under a model's name: a name of isoflow's own models would mix another model's vectors into their
+    cache (and be taken for them)."""
+    from . import MODELS
+
+    if name in MODELS:
+        raise ValueError(
+            f"model name {name!r} is a built-in model's ({', '.join(MODELS)}); its outputs would replace that model's: "
+            f"give another name with {option}"
+        )
 
 
 def is_sentence_transformers(path: str | os.PathLike) -> bool:
@@ -84,10 +97,34 @@ def describe(path: str | os.PathLike) -> dict:
     }
 
 
+UNKNOWN_WARN = 0.5  # share of word pieces mapped to the unknown token, above which a tokenizer does not fit the text
+
+
+def warn_unknown_tokens(tokenizer, texts: list[str], what: str, sample: int = 2000) -> float:
+    """Warn when ``tokenizer`` maps most of the texts' word pieces to its unknown token (a tokenizer from another
+    model, a vocabulary of another language): the vectors would say little about the texts. Returns the share (on
+    at most ``sample`` texts)."""
+    import logging
+
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or not texts:
+        return 0.0  # byte-level tokenizers (GPT-2's) have no unknown token
+    ids = [i for enc in tokenizer(list(texts[:sample]), add_special_tokens=False)["input_ids"] for i in enc]
+    share = sum(i == unk for i in ids) / max(len(ids), 1)
+    if share > UNKNOWN_WARN:
+        logging.getLogger(__name__).warning(
+            "%s: its tokenizer maps %.0f %% of the word pieces to its unknown token %s: the vectors say little about "
+            "the text; is it the model's own tokenizer?",
+            what,
+            100 * share,
+            tokenizer.unk_token,
+        )
+    return share
+
+
 def load_hf(path: str | os.PathLike, device: str = "cpu"):
     """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``; a tokenizer without a
-    padding
-    token (GPT-2) pads with its end-of-text token (padding is masked out)."""
+    padding token (GPT-2) pads with its end-of-text token (padding is masked out)."""
     from transformers import AutoModel, AutoTokenizer
 
     folder = check_local(path)
@@ -120,10 +157,11 @@ def encode_local(
 
         from .sbert import encode_sentences
 
-        return encode_sentences(
-            SentenceTransformer(str(folder), device=device), texts, batch_size=batch_size, progress=progress
-        )
+        st = SentenceTransformer(str(folder), device=device)
+        warn_unknown_tokens(st.tokenizer, texts, str(folder))
+        return encode_sentences(st, texts, batch_size=batch_size, progress=progress)
     model, tokenizer = load_hf(folder, device)
+    warn_unknown_tokens(tokenizer, texts, str(folder))
     limit = max_sequence_length(model, tokenizer)
     parts = []
     with torch.no_grad():

@@ -3,14 +3,13 @@
 Per task × model × λ (seeds averaged; runs that diverged are counted, never averaged):
 
 * final IsoScore, IsoScore*, silhouette, task loss and training accuracy (mean ± std over seeds). "Performance" is
-  training accuracy: the table experiment has no held-out data (it studies the optimisation itself); held-out
-  performance is the fine-tuning experiment's;
+  training accuracy: the optimize section has no held-out data (it studies the optimisation itself); held-out
+  performance is the finetune section's;
 * Pearson r and Spearman ρ between IsoScore and silhouette over training (updates 1..N, seed-mean curve), as in
   the main tables, now within each λ.
 
 Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure
-5 analogue);
-(b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
+5 analogue); (b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
 ``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
 """
 

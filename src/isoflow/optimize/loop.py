@@ -127,6 +127,11 @@ class _Problem:
             raise OptimizationError(
                 f"{task.name}: the embedding table contains NaN/inf values; re-run `isoflow encode --force`"
             )
+        if len(self.table0) > 1 and bool((self.table0 == self.table0[0]).all()):
+            raise OptimizationError(
+                f"{task.name}: all {len(self.table0)} rows of the embedding table are identical (a tokenizer that maps "
+                "every word to its unknown token gives this); nothing to measure: check the model or the vectors"
+            )
         try:  # one absurdly long row (corrupt embeddings) would make every distance among the others meaningless
             self.measure_dtype = distance_dtype(self.table0, name=f"{task.name}: the embedding table")
         except ValueError as exc:

@@ -3,8 +3,7 @@ curves (a figure), read from the model folders' ``pretrain.json`` and ``curve.cs
 
 Perplexities of the two objectives are not comparable with each other (different tokenizers, and a masked model sees
 both sides of the token it predicts); each is comparable with its own unigram baseline, which uses the same tokens
-and the same targets.
-"""
+and the same targets."""
 
 from __future__ import annotations
 

@@ -1,0 +1,312 @@
+"""The workflow as safe and as clear as the command line, tried as a user would with their own files (a CSV, vectors
+made elsewhere, a model folder, text files) through Snakemake: a failed job's isoflow error line on the terminal and
+its previous outputs kept (sha256 before and after) and re-tried on the next run; config mistakes in one line each; a
+declared file that is gone named on every run; the config's names kept in every output; built-in names reserved;
+silent garbage warned about; `make report` and `make pull` saying what they do."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT, checkout_copy, job_counts, sh
+
+from isoflow.cli import main
+
+CONFIG = {
+    "data_dir": "data/mine",
+    "raw_dir": "data/raw",
+    "results_dir": "results/mine",
+    "mirror": None,
+    "device": "cpu",
+    "seeds": [0],
+    "steps": {"default": 5, "glue": 5},
+    "own": {
+        "tasks": {"reviews": {"file": "mine/reviews.csv", "text": "sentence", "label": "sentiment"}},
+        "models": {"bag-of-words": {"embeddings": {"reviews": "mine/reviews.npy"}}},
+    },
+    "paper": [{"task": "reviews", "model": "bag-of-words"}],
+    "glue": {"tasks": [], "models": []},
+}
+
+
+def write_config(repo, changes: dict | None = None, name: str = "config.yaml") -> str:
+    config = json.loads(json.dumps(CONFIG))
+    for dotted, value in (changes or {}).items():
+        *parents, key = dotted.split(".")
+        node = config
+        for p in parents:
+            node = node[p]
+        node[key] = value
+    (repo / "mine" / name).write_text(yaml.safe_dump(config))
+    return f"mine/{name}"
+
+
+@pytest.fixture
+def mine(tmp_path):
+    """A checkout with a user's own CSV and vectors (one row per sentence) beside a config that uses them."""
+    repo = checkout_copy(tmp_path / "isoflow")
+    (repo / "mine").mkdir()
+    (repo / "mine/reviews.csv").write_bytes((ROOT / "examples/own/reviews.csv").read_bytes())
+    n = len(pd.read_csv(repo / "mine/reviews.csv"))
+    np.save(repo / "mine/reviews.npy", np.random.default_rng(0).normal(size=(n, 16)).astype("float32"))
+    write_config(repo)
+    return repo
+
+
+def snakemake(repo, *args, config="mine/config.yaml", check=True):
+    return sh(["snakemake", "--cores", "2", *args, "--configfile", config], repo, check=check, timeout=900)
+
+
+def sha256s(repo, folder: str) -> dict[str, str]:
+    return {
+        str(p.relative_to(repo)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((repo / folder).rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.mark.slow
+def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine):
+    snakemake(mine)
+    before = {**sha256s(mine, "data/mine"), **sha256s(mine, "results/mine")}
+    csv = mine / "mine/reviews.csv"
+    good = csv.read_text()
+    csv.write_text(good.replace("sentiment", "sentimnt", 1))  # a column typo in the header
+    failed = snakemake(mine, check=False)
+    assert failed.returncode != 0
+    said = (failed.stdout + failed.stderr).splitlines()
+    line = "prepare failed (logs/prepare/reviews.log): isoflow prepare: error: mine/reviews.csv: no column 'sentiment'"
+    assert any(s.startswith(line) for s in said[-6:]), said[-6:]  # where the user looks: at the end
+    after = {**sha256s(mine, "data/mine"), **sha256s(mine, "results/mine")}
+    assert {k: v for k, v in after.items() if k in before} == before and set(before) <= set(after)
+    # no stale success: the next run tries the failed job again (and everything after it), rather than nothing
+    jobs = job_counts(snakemake(mine, "-n", "--quiet", "rules").stdout)
+    assert jobs["prepare"] == 1 and jobs["optimize_run"] == 1
+    csv.write_text(good)
+    snakemake(mine)
+    assert sha256s(mine, "data/mine/tasks") == {k: v for k, v in before.items() if k.startswith("data/mine/tasks")}
+
+
+def test_config_mistakes_are_one_line_each_naming_the_file_and_field(mine):
+    typo = write_config(
+        mine, {"own.tasks.reviews": {"file": "mine/reviews.csv", "text": "sentence", "lable": "sentiment"}}, "typo.yaml"
+    )
+    p = snakemake(mine, "-n", config=typo, check=False)
+    lines = [line for line in (p.stdout + p.stderr).splitlines() if line.strip()]
+    assert p.returncode != 0 and lines == [
+        "mine/typo.yaml: own.tasks.reviews: missing key 'label' (required: file, text, label)",
+        "mine/typo.yaml: own.tasks.reviews: 'lable' is not a key here; allowed: file, label, label_sep, text, text_b",
+    ]
+    wrong = write_config(mine, {"seeds": [0, -1], "device": "gpu"}, "wrong.yaml")
+    lines = [line for line in (snakemake(mine, "-n", config=wrong, check=False).stderr).splitlines() if line.strip()]
+    assert lines == [
+        "mine/wrong.yaml: device: 'gpu' does not match '^(auto|cpu|cuda(:[0-9]+)?)$'",
+        "mine/wrong.yaml: seeds[1]: -1 is less than the minimum of 0",
+    ]
+
+
+@pytest.mark.slow
+def test_a_declared_file_that_is_gone_is_named_on_every_run(mine):
+    snakemake(mine)
+    results = sha256s(mine, "results/mine")
+    (mine / "mine/reviews.npy").unlink()
+    for _ in range(2):  # not only the first time: the old results must not pass for current ones
+        p = snakemake(mine, check=False)
+        assert p.returncode != 0 and p.stderr.strip() == (
+            "mine/config.yaml: own.models.bag-of-words.embeddings.reviews: mine/reviews.npy does not exist; fix the "
+            f"path (relative to {mine})"
+        )
+    assert sha256s(mine, "results/mine") == results
+
+
+@pytest.mark.slow
+def test_corpora_are_named_by_the_config_even_when_their_files_share_a_name(mine, shared_mirror):
+    for folder, words in (("a", "the cat sat on the mat ."), ("b", "a dog slept by the warm fire .")):
+        (mine / "mine" / folder).mkdir()
+        (mine / "mine" / folder / "notes.txt").write_text("\n".join(f"{words} {i} ." for i in range(40)) + "\n")
+    config = write_config(
+        mine,
+        {
+            "paper": [],
+            "mirror": str(shared_mirror),
+            "own.corpora": {"notes-a": "mine/a/notes.txt", "notes-b": "mine/b/notes.txt"},
+            "layers": {
+                "models": [],
+                "static": ["glove-50d"],
+                "corpora": ["notes-a", "notes-b"],
+                "k_lid": 5,
+                "k_max": 3,
+            },
+        },
+        "corpora.yaml",
+    )
+    snakemake(mine, "layers", config=config)
+    runs = mine / "results/mine/layers/runs/glove-50d"
+    for name in ("notes-a", "notes-b"):
+        assert set(pd.read_parquet(runs / name / "layers.parquet")["corpus"]) == {name}
+        assert json.loads((runs / name / "meta.json").read_text())["corpus"] == name
+    table = pd.read_csv(mine / "results/mine/layers/tables/layers.csv")
+    assert sorted(set(table["corpus"])) == ["notes-a", "notes-b"]
+
+
+def test_built_in_model_names_are_reserved_on_the_command_line(tmp_path, tiny_bert, capsys):
+    (tmp_path / "r.csv").write_text(
+        "text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n" for i in range(5))
+    )
+    assert (
+        main(
+            [
+                "prepare",
+                "r",
+                "--from-file",
+                str(tmp_path / "r.csv"),
+                "--text",
+                "text",
+                "--label",
+                "label",
+                "--data-dir",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    np.save(tmp_path / "v.npy", np.ones((10, 4), dtype=np.float32) + np.arange(10)[:, None])
+    cases = [
+        (
+            ["import-embeddings", str(tmp_path / "v.npy"), "--task", "r", "--model", "minilm"],
+            "model name 'minilm' is a built-in",
+        ),
+        (
+            ["import-embeddings", str(tmp_path / "v.npy"), "--task", "r", "--model", "glove-50d"],
+            "model name 'glove-50d' is a built-in",
+        ),
+        (
+            ["encode", "--model", str(tiny_bert), "--model-name", "mpnet", "--task", "r"],
+            "model name 'mpnet' is a built-in",
+        ),
+    ]
+    for argv, message in cases:
+        assert main([*argv, "--data-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "give another name with" in err, err
+    assert not (tmp_path / "embeddings").exists()
+
+
+def test_a_cache_of_another_source_is_never_taken_for_a_models_own(tmp_path, capsys):
+    """A table under a built-in model's name that this model did not make (imported, or from an older isoflow) is
+    encoded again, not reused."""
+    (tmp_path / "r.csv").write_text(
+        "text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n" for i in range(5))
+    )
+    assert (
+        main(
+            [
+                "prepare",
+                "r",
+                "--from-file",
+                str(tmp_path / "r.csv"),
+                "--text",
+                "text",
+                "--label",
+                "label",
+                "--data-dir",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    from isoflow.embed import import_embeddings, load_embeddings
+
+    np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(10, 16)).astype(np.float32))
+    out = import_embeddings(tmp_path / "v.npy", "r", "stand-in", data_dir=tmp_path)
+    planted = tmp_path / "embeddings/minilm/r"
+    planted.parent.mkdir(parents=True)
+    out.rename(planted)
+    meta = json.loads((planted / "meta.json").read_text())
+    (planted / "meta.json").write_text(json.dumps({**meta, "model": "minilm"}))
+    assert main(["encode", "--model", "minilm", "--task", "r", "--data-dir", str(tmp_path), "--quiet"]) == 0
+    emb, meta = load_embeddings(planted)
+    assert emb.shape[1] == 384 and meta["model"] == "minilm" and "path" not in meta["source"]
+
+
+def test_silent_garbage_is_warned_about_or_refused(tmp_path, capsys):
+    """A tokenizer that knows none of the words gives one vector for every text: a warning names the share of unknown
+    word pieces and the repeated rows, and the optimisation refuses a table whose rows are all identical."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from _tiny_model import tiny_bert
+
+    folder = tiny_bert(tmp_path / "blind", words=["zebra", "quark"])  # knows none of the texts' words
+    rows = "".join(f"nice movie {i},pos\nawful movie {i},neg\n" for i in range(5))
+    (tmp_path / "r.csv").write_text("text,label\n" + rows)
+    assert (
+        main(
+            [
+                "prepare",
+                "r",
+                "--from-file",
+                str(tmp_path / "r.csv"),
+                "--text",
+                "text",
+                "--label",
+                "label",
+                "--data-dir",
+                str(tmp_path),
+                "--quiet",
+            ]
+        )
+        == 0
+    )
+    capsys.readouterr()
+    assert main(["encode", "--model", str(folder), "--task", "r", "--data-dir", str(tmp_path), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "isoflow encode: warning:" in err and "of the word pieces to its unknown token [UNK]" in err, err
+    assert "9 of its 10 rows repeat another row exactly (1 distinct vectors for 10 distinct texts)" in err, err
+    assert (
+        main(
+            [
+                "optimize",
+                "--task",
+                "r",
+                "--model",
+                "blind",
+                "--steps",
+                "2",
+                "--data-dir",
+                str(tmp_path),
+                "--results",
+                str(tmp_path / "results"),
+                "--device",
+                "cpu",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
+    assert "r: all 10 rows of the embedding table are identical" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_make_report_reports_the_config_that_last_ran(mine):
+    snakemake(mine)
+    assert (
+        sh(["make", "-n", "report"], mine)
+        .stdout.strip()
+        .endswith("--configfile mine/config.yaml --report results/mine/report.html")
+    )
+
+
+def test_make_pull_on_a_fresh_clone_says_nothing_is_shared_yet(tmp_path):
+    clone = checkout_copy(tmp_path / "isoflow")
+    p = sh(["make", "pull"], clone)
+    assert (p.stdout + p.stderr).strip() == (
+        "make pull: nothing has been shared through DVC for this commit yet (no dvc.lock); make the results (`dvc "
+        "repro`, or `make run`), then share them: `dvc push`, `git add dvc.lock`, commit and push"
+    )
