@@ -482,6 +482,7 @@ def check_vectors_cover_their_tasks():
 
 
 check_vectors_cover_their_tasks()
+check_own_files(config)  # config.smk: last, once every name is known to be right
 
 
 def all_tasks():

@@ -202,4 +202,3 @@ if problems:
 validate(config, SCHEMA)  # fills in the schema's defaults
 check_task_lambdas(config)
 check_own_names(config)
-check_own_files(config)

@@ -76,8 +76,8 @@ def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine
     snakemake(mine)
     before = {**sha256s(mine, "data/mine"), **sha256s(mine, "results/mine")}
     csv = mine / "mine/reviews.csv"
-    good = csv.read_text()
-    csv.write_text(good.replace("sentiment", "sentimnt", 1))  # a column typo in the header
+    good = csv.read_bytes()
+    csv.write_bytes(good.replace(b"sentiment", b"sentimnt", 1))  # a column typo in the header
     failed = snakemake(mine, check=False)
     assert failed.returncode != 0
     said = (failed.stdout + failed.stderr).splitlines()
@@ -88,7 +88,7 @@ def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine
     # no stale success: the next run tries the failed job again (and everything after it), rather than nothing
     jobs = job_counts(snakemake(mine, "-n", "--quiet", "rules").stdout)
     assert jobs["prepare"] == 1 and jobs["optimize_run"] == 1
-    csv.write_text(good)
+    csv.write_bytes(good)
     snakemake(mine)
     assert sha256s(mine, "data/mine/tasks") == {k: v for k, v in before.items() if k.startswith("data/mine/tasks")}
 
