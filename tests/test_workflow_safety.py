@@ -155,28 +155,15 @@ def test_corpora_are_named_by_the_config_even_when_their_files_share_a_name(mine
     assert sorted(set(table["corpus"])) == ["notes-a", "notes-b"]
 
 
+def prepare_small_task(data_dir, rows: str = "a good film {i},pos\na bad film {i},neg\n") -> None:
+    """An own task ``r`` of 10 texts, prepared under ``data_dir``."""
+    (data_dir / "r.csv").write_text("text,label\n" + "".join(rows.format(i=i) for i in range(5)))
+    argv = ["prepare", "r", "--from-file", str(data_dir / "r.csv"), "--text", "text", "--label", "label"]
+    assert main([*argv, "--data-dir", str(data_dir), "--quiet"]) == 0
+
+
 def test_built_in_model_names_are_reserved_on_the_command_line(tmp_path, tiny_bert, capsys):
-    (tmp_path / "r.csv").write_text(
-        "text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n" for i in range(5))
-    )
-    assert (
-        main(
-            [
-                "prepare",
-                "r",
-                "--from-file",
-                str(tmp_path / "r.csv"),
-                "--text",
-                "text",
-                "--label",
-                "label",
-                "--data-dir",
-                str(tmp_path),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    prepare_small_task(tmp_path)
     np.save(tmp_path / "v.npy", np.ones((10, 4), dtype=np.float32) + np.arange(10)[:, None])
     cases = [
         (
@@ -202,27 +189,7 @@ def test_built_in_model_names_are_reserved_on_the_command_line(tmp_path, tiny_be
 def test_a_cache_of_another_source_is_never_taken_for_a_models_own(tmp_path, capsys):
     """A table under a built-in model's name that this model did not make (imported, or from an older isoflow) is
     encoded again, not reused."""
-    (tmp_path / "r.csv").write_text(
-        "text,label\n" + "".join(f"a good film {i},pos\na bad film {i},neg\n" for i in range(5))
-    )
-    assert (
-        main(
-            [
-                "prepare",
-                "r",
-                "--from-file",
-                str(tmp_path / "r.csv"),
-                "--text",
-                "text",
-                "--label",
-                "label",
-                "--data-dir",
-                str(tmp_path),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    prepare_small_task(tmp_path)
     from isoflow.embed import import_embeddings, load_embeddings
 
     np.save(tmp_path / "v.npy", np.random.default_rng(0).normal(size=(10, 16)).astype(np.float32))
@@ -244,26 +211,7 @@ def test_silent_garbage_is_warned_about_or_refused(tmp_path, capsys):
     from _tiny_model import tiny_bert
 
     folder = tiny_bert(tmp_path / "blind", words=["zebra", "quark"])  # knows none of the texts' words
-    rows = "".join(f"nice movie {i},pos\nawful movie {i},neg\n" for i in range(5))
-    (tmp_path / "r.csv").write_text("text,label\n" + rows)
-    assert (
-        main(
-            [
-                "prepare",
-                "r",
-                "--from-file",
-                str(tmp_path / "r.csv"),
-                "--text",
-                "text",
-                "--label",
-                "label",
-                "--data-dir",
-                str(tmp_path),
-                "--quiet",
-            ]
-        )
-        == 0
-    )
+    prepare_small_task(tmp_path, "nice movie {i},pos\nawful movie {i},neg\n")
     capsys.readouterr()
     assert main(["encode", "--model", str(folder), "--task", "r", "--data-dir", str(tmp_path), "--quiet"]) == 0
     err = capsys.readouterr().err

@@ -15,6 +15,7 @@ import os
 import resource
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -106,25 +107,10 @@ def run_layers(
         "device": str(dev),
     }
 
-    if model in STATIC_MODELS:
-        rows, view, clusters, info = _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings)
-    else:
-        rows, view, clusters, info = _contextual(
-            model,
-            sentences,
-            max_tokens,
-            settings,
-            types,
-            view_layer,
-            cache,
-            mirror,
-            dev,
-            batch_size,
-            stream,
-            out,
-            timings,
-            progress,
-        )
+    job = _Job(
+        model, sentences, settings, types, view_layer, cache, mirror, dev, batch_size, stream, out, timings, progress
+    )
+    rows, view, clusters, info = _static(job) if model in STATIC_MODELS else _contextual(job)
     for row in rows:
         _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(info)
@@ -146,22 +132,29 @@ def run_layers(
     return out
 
 
-def _contextual(
-    model,
-    sentences,
-    max_tokens,
-    settings,
-    types,
-    view_layer,
-    cache,
-    mirror,
-    dev,
-    batch_size,
-    stream,
-    out,
-    timings,
-    progress,
-):
+@dataclass
+class _Job:
+    """What one analysis works with, past the checks of :func:`run_layers`."""
+
+    model: str
+    sentences: list
+    settings: LayerSettings
+    types: str
+    view_layer: int | None
+    cache: Path
+    mirror: object
+    dev: torch.device
+    batch_size: int
+    stream: bool
+    out: Path
+    timings: dict
+    progress: bool | None
+
+
+def _contextual(job: _Job):
+    model, sentences, settings, types, view_layer = job.model, job.sentences, job.settings, job.types, job.view_layer
+    cache, mirror, dev, batch_size, stream, out = job.cache, job.mirror, job.dev, job.batch_size, job.stream, job.out
+    timings, progress, max_tokens = job.timings, job.progress, job.settings.max_tokens
     t = time.perf_counter()
     encoder = load_encoder(model, cache, mirror, dev)
     timings["load_model"] = time.perf_counter() - t
@@ -243,7 +236,16 @@ def _contextual(
     return rows, view, clusters, info
 
 
-def _static(model, sentences, max_tokens, settings, cache, mirror, dev, timings):
+def _static(job: _Job):
+    model, sentences, settings, cache, mirror, dev = (
+        job.model,
+        job.sentences,
+        job.settings,
+        job.cache,
+        job.mirror,
+        job.dev,
+    )
+    timings, max_tokens = job.timings, job.settings.max_tokens
     t = time.perf_counter()
     vectors = STATIC_MODELS[model].load(cache, mirror)
     timings["load_model"] = time.perf_counter() - t
