@@ -175,11 +175,13 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
         for ax in axes.flat:  # one legend below the panels, each series once
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lab, h)
+        # as many columns as fit the figure's width (7-pt labels: about 0.05 in a character, 0.45 in for the handle)
+        column = 0.05 * max(map(len, handles)) + 0.45
         fig.legend(
             handles.values(),
             handles.keys(),
             loc="outside lower center",
-            ncol=min(len(handles), 4),
+            ncol=max(1, min(len(handles), int(fig.get_figwidth() * 0.95 // column))),
             fontsize=7,
             frameon=False,
         )
@@ -248,8 +250,9 @@ def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
             sc = ax.scatter(v["pc1"], v["pc2"], c=pos, cmap="plasma", norm=pnorm, s=2)
             ax = panel(3, "3-D (PC1-3), by position", projection="3d")
             ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
-            ax.set_zlabel("PC3", fontsize=7)
-            fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8)
+            ax.set_zlabel("PC3", fontsize=7, labelpad=6)
+            ax.set_box_aspect(None, zoom=0.8)  # room for the z label inside the panel
+            fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
         else:
             for j in (2, 3):
                 ax = fig.add_subplot(len(keys), cols, cols * i + j)
