@@ -254,6 +254,11 @@ def embedding_files(pairs):
     return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
 
 
+# The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
+# one folder deeper (optimize.settings.Settings.head_dir), so that they never replace the linear head's.
+HEAD_DIR = "" if config.get("head", "linear") == "linear" else f"/{config['head']}{config.get('head_layers', 1)}"
+
+
 # ----- The optimize section: Mickus et al.'s main tasks (config `paper`) and GLUE (`glue`) (optimize.smk) -------
 
 
@@ -270,7 +275,9 @@ def all_pairs():
 
 
 def trajectories(pairs):
-    return [f"{section_dir('optimize')}/runs/{t}/{m}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+    return [
+        f"{section_dir('optimize')}/runs/{t}/{m}{HEAD_DIR}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]
+    ]
 
 
 LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
@@ -319,7 +326,11 @@ def istar_trajectories():
     for t, m in istar_pairs():
         for lam in istar_lambdas(t):
             sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
-            where = f"{section_dir('istar')}/runs/{t}/{m}/{sub}" if sub else f"{section_dir('optimize')}/runs/{t}/{m}/"
+            where = (
+                f"{section_dir('istar')}/runs/{t}/{m}{HEAD_DIR}/{sub}"
+                if sub
+                else f"{section_dir('optimize')}/runs/{t}/{m}{HEAD_DIR}/"
+            )
             out += [f"{where}seed{s}.parquet" for s in config["seeds"]]
     return out
 

@@ -114,6 +114,33 @@ def test_extra_metrics_every_k(small):
     assert np.isfinite(col[[0, 3, 6]]).all() and np.isnan(col[[1, 2, 4, 5]]).all()
 
 
+def test_a_non_linear_head_is_trained_and_recorded_apart(small, tmp_path):
+    """--head mlp: hidden layers as wide as the input (GELU) before the output layer; the run goes one folder deeper
+    than the paper's linear head, which it never replaces."""
+    parquet, meta = run_optimize(
+        "polarity-300",
+        "minilm",
+        0,
+        steps=15,
+        data_dir=small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        head="mlp",
+        head_layers=2,
+    )
+    assert parquet == tmp_path / "optimize/runs/polarity-300/minilm/mlp2/seed0.parquet"
+    info = json.loads(meta.read_text())
+    d = 384
+    assert info["settings"]["head"] == "mlp" and info["n_params"] == 300 * d + 2 * (d * d + d) + (d * 2 + 2)
+    rec = pd.read_parquet(parquet)
+    assert rec["loss"].iloc[-1] < rec["loss"].iloc[0] and rec["silhouette"].iloc[-1] > rec["silhouette"].iloc[0]
+    linear, _ = run_optimize(
+        "polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cpu", progress=False
+    )
+    assert linear == tmp_path / "optimize/runs/polarity-300/minilm/seed0.parquet" and parquet.is_file()
+
+
 def test_bad_input(small):
     task, emb = load(small, "polarity-300", "minilm")
     one = build_task("one", ["a", "b"], ["x", "x"])

@@ -43,6 +43,8 @@ IN_SCHEMA = [
             "sample_cap": SCHEMA["sample_cap"],
             "label_centred_every": SCHEMA["label_centred_every"],
             "zeta": SCHEMA["istar"]["properties"]["zeta"],
+            "head": SCHEMA["head"],
+            "head_layers": SCHEMA["head_layers"],
         },
         True,
         set(),

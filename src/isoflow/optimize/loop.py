@@ -84,6 +84,15 @@ class Trajectory:
         return df
 
 
+def classifier(in_dim: int, n_labels: int, s: Settings) -> torch.nn.Module:
+    """The paper's linear layer (d → k; pairs 2d → k), or, to ask whether its reasoning holds for deep classifiers
+    (its Limitations), ``head_layers`` hidden layers as wide as the input, each followed by GELU, then d → k."""
+    if s.head == "linear":
+        return torch.nn.Linear(in_dim, n_labels)
+    hidden = [m for _ in range(s.head_layers) for m in (torch.nn.Linear(in_dim, in_dim), torch.nn.GELU())]
+    return torch.nn.Sequential(*hidden, torch.nn.Linear(in_dim, n_labels))
+
+
 class _Problem:
     """Tensors of one task on one device: the table, example indices, targets, clusters."""
 
@@ -208,7 +217,7 @@ def optimize(
     torch.manual_seed(s.seed)
     table = torch.nn.Parameter(p.table0.clone())
     in_dim = table.shape[1] * (1 if p.b is None else 2)
-    head = torch.nn.Linear(in_dim, len(p.labels)).to(device)  # seeded init (PyTorch's default uniform)
+    head = classifier(in_dim, len(p.labels), s).to(device)  # seeded init (PyTorch's default uniform)
     opt = torch.optim.Adam([table, *head.parameters()], lr=s.lr, betas=s.betas)
     gen = torch.Generator(device=device).manual_seed(s.seed)  # the per-state samples
     n_params = table.numel() + sum(q.numel() for q in head.parameters())

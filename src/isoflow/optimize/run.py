@@ -36,14 +36,19 @@ def default_steps(task: str) -> int:
 
 
 def trajectory_path(
-    task: str, model: str, seed: int, results: str | os.PathLike = "results", istar_lambda: float = 0.0
+    task: str,
+    model: str,
+    seed: int,
+    results: str | os.PathLike = "results",
+    istar_lambda: float = 0.0,
+    head_dir: str = "",
 ) -> Path:
     """``results/optimize/runs/<task>/<model>/seed<S>`` (the optimize section's), or
     ``results/istar/runs/<task>/<model>/istar<λ>/seed<S>`` for I-STAR runs with λ ≠ 0 (the istar section's; its λ = 0
-    rows are the optimize runs); add .parquet / .json."""
-    if istar_lambda:
-        return Path(results) / "istar" / "runs" / resolve_name(task) / model / lambda_dir(istar_lambda) / f"seed{seed}"
-    return Path(results) / "optimize" / "runs" / resolve_name(task) / model / f"seed{seed}"
+    rows are the optimize runs); a non-linear head's runs one folder deeper, ``<model>/<head_dir>/`` (``mlp1``); add
+    .parquet / .json."""
+    where = Path(results) / ("istar" if istar_lambda else "optimize") / "runs" / resolve_name(task) / model / head_dir
+    return where / (lambda_dir(istar_lambda) if istar_lambda else "") / f"seed{seed}"
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
@@ -125,7 +130,7 @@ def run_seeds(
         target = (
             str(out).replace("{seed}", str(s.seed))
             if out is not None
-            else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda)
+            else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda, s.head_dir)
         )
         diverged_at = None
         try:

@@ -10,13 +10,14 @@ from ..istar_settings import zeta_setting
 from ..settings import check, setting
 
 SHRINKAGE_KINDS = ("pretrained", "isotropic")
+HEADS = ("linear", "mlp")
 
 
 @dataclass
 class Settings:
     """Everything that determines a run (written to its JSON record). The fields with a help text are declared once:
     the command line (``isoflow optimize``) and the config schema's keys (``sample_cap``, ``label_centred_every``,
-    ``istar.zeta``) derive from them (tests/test_settings.py)."""
+    ``istar.zeta``, ``head``, ``head_layers``) derive from them (tests/test_settings.py)."""
 
     task: str
     model: str
@@ -67,9 +68,20 @@ class Settings:
         minimum=0,
         metavar="K",
     )
+    head: str = setting(
+        "linear",
+        "the classifier on the embeddings: linear (the paper's) or mlp (hidden layers as wide as its input, GELU)",
+        choices=HEADS,
+    )
+    head_layers: int = setting(1, "hidden layers of an mlp head", minimum=1, maximum=2)
 
     def __post_init__(self):
         check_settings(self)
+
+    @property
+    def head_dir(self) -> str:
+        """Where a run with a non-linear head goes below its model (``mlp1``, ``mlp2``); nothing for the paper's."""
+        return "" if self.head == "linear" else f"{self.head}{self.head_layers}"
 
 
 def check_settings(s: Settings) -> None:
