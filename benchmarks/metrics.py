@@ -6,6 +6,9 @@ For each size and dtype it measures, in the same run on the same machine:
 * wall time of one "metric step" (silhouette + IsoScore, as after every update
   of the experiment): isoflow vs ``sklearn.metrics.silhouette_score`` +
   ``IsoScore.IsoScore``, and the speed ratio;
+* the machine's floor for that step: the silhouette's blocked distance GEMMs and square roots alone, at the faster
+  of NumPy's and torch's BLAS, measured ``--runs`` times interleaved with isoflow's step; ``fraction_of_floor`` =
+  floor / isoflow (the median of the runs; 1 would be no overhead at all);
 * the values and their absolute difference;
 * achieved GFLOP/s of isoflow's step (floating-point operations it actually
   performs / its wall time), and its fraction of this machine's GEMM speed:
@@ -112,6 +115,40 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # non-Linux fallback
 
 
+def _floor_step(X: np.ndarray, device: str, block: int = 1024):
+    """The silhouette's unavoidable work at this machine's best BLAS: the upper-triangular blocked distance GEMM
+    (augmented rows, as isoflow forms them) and the square roots, with no per-cluster sums, no IsoScore and no
+    bookkeeping. On the CPU both NumPy's OpenBLAS and torch's MKL are timed and the faster one is the floor."""
+    n = X.shape[0]
+    sq = (X * X).sum(axis=1, keepdims=True)
+    left = np.ascontiguousarray(np.hstack([X, sq, np.ones_like(sq)]))
+    right = np.ascontiguousarray(np.hstack([-2.0 * X, np.ones_like(sq), sq]))
+    blocks = [(i, min(i + block, n), j, min(j + block, n)) for i in range(0, n, block) for j in range(i, n, block)]
+
+    def numpy_floor():
+        buf = np.empty((block, block), dtype=X.dtype)
+        for i0, i1, j0, j1 in blocks:
+            D = np.matmul(left[i0:i1], right[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
+            np.sqrt(np.maximum(D, 0.0, out=D), out=D)
+        return (0.0, 0.0)
+
+    tl, tr = torch.from_numpy(left).to(device), torch.from_numpy(right).to(device)
+
+    def torch_floor():
+        for i0, i1, j0, j1 in blocks:
+            (tl[i0:i1] @ tr[j0:j1].T).clamp_(min=0.0).sqrt_()
+        _sync(None, device)
+        return (0.0, 0.0)
+
+    if str(device).startswith("cuda"):
+        return torch_floor
+    best = {}
+    for name, f in (("numpy", numpy_floor), ("torch", torch_floor)):
+        f()
+        best[name] = min(_time(f, 1)[0] for _ in range(3))
+    return numpy_floor if best["numpy"] <= best["torch"] else torch_floor
+
+
 def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device: str = "cpu") -> None:
     """One side of the comparison, in a fresh process so that its peak RSS is its own.
 
@@ -131,6 +168,8 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device
         from sklearn.metrics import silhouette_score
 
         step = lambda: (float(silhouette_score(X, y)), float(IsoScore(X)))  # noqa: E731
+    if which == "floor":  # the machine's floor for the silhouette: its distance GEMMs and square roots, nothing else
+        step = _floor_step(X, device)
     base_rss = _peak_rss_mb()
     step()  # warm-up (thread pools, allocator)
     seconds, (sil, iso) = _time(step, reps)
@@ -167,13 +206,14 @@ def write_case(case: dict, folder: Path) -> Path:
 def markdown_table(rows: list[dict]) -> str:
     """The README's table, rendered from the results."""
     lines = [
-        "| case (n × d, k) | dtype | isoflow | sklearn + IsoScore | speed-up | max abs Δ (sil, iso) | GFLOP/s (% of "
-        "GEMM speed) | peak RSS isoflow / ref |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case (n × d, k) | dtype | floor | isoflow (% of the floor) | sklearn + IsoScore | speed-up | max abs Δ "
+        "(sil, iso) | GFLOP/s (% of GEMM speed) | peak RSS isoflow / ref |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['name']} ({r['n']:,} × {r['d']}, {r['k']}) | {r['dtype']} | {r['ours']['seconds']:.3f} s | "
+            f"| {r['name']} ({r['n']:,} × {r['d']}, {r['k']}) | {r['dtype']} | {r['floor_seconds']:.3f} s | "
+            f"{r['ours']['seconds']:.3f} s ({100 * r['fraction_of_floor']:.0f} %) | "
             f"{r['reference']['seconds']:.3f} s | {r['speedup']:.1f}× | {r['abs_diff_silhouette']:.1e}, "
             f"{r['abs_diff_isoscore']:.1e} | "
             f"{r['ours_gflops']:.0f} ({100 * r['fraction_of_gemm']:.0f} %) | {r['ours']['peak_rss_mb']:.0f} / "
@@ -194,6 +234,9 @@ def main() -> int:
         help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})",
     )
     parser.add_argument("--device", default="cpu", help="where isoflow's side runs: cpu (default) or cuda[:N]")
+    parser.add_argument(
+        "--runs", type=int, default=3, help="times the floor and isoflow's step are measured, interleaved (median)"
+    )
     args = parser.parse_args()
     cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in CASES] if args.quick else CASES
     cuda = args.device.startswith("cuda")
@@ -226,14 +269,21 @@ def main() -> int:
     for case in cases:
         with tempfile.TemporaryDirectory() as tmp:
             data = write_case(case, Path(tmp))
-            sides = {
-                dtype: (
-                    run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device),
-                    run_isolated("reference", data, dtype, 1),
-                )
-                for dtype in DTYPES
-            }
-        for dtype, (ours, ref) in sides.items():
+            sides = {}
+            for dtype in DTYPES:
+                # floor and ours `runs` times each, interleaved (a busy moment hits both); the reference once
+                pairs = [
+                    (
+                        run_isolated("floor", data, dtype, 1 if args.quick else 5, args.device),
+                        run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device),
+                    )
+                    for _ in range(args.runs)
+                ]
+                sides[dtype] = (pairs, run_isolated("reference", data, dtype, 1))
+        for dtype, (pairs, ref) in sides.items():
+            fractions = [floor["seconds"] / ours["seconds"] for floor, ours in pairs]
+            median_run = sorted(range(len(pairs)), key=lambda i: fractions[i])[len(pairs) // 2]
+            floor, ours = pairs[median_run]
             flops = ours_flops(
                 case["n"], case["d"], case["k"], compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024)
             )
@@ -252,10 +302,14 @@ def main() -> int:
                 "ours_gflop": total / 1e9,
                 "ours_gflops": achieved,
                 "fraction_of_gemm": ideal_seconds / ours["seconds"],
+                "floor_seconds": floor["seconds"],
+                "fraction_of_floor": floor["seconds"] / ours["seconds"],
+                "fraction_of_floor_runs": fractions,
             }
             rows.append(row)
             print(
-                f"{case['name']:<28} {dtype}: ours {ours['seconds']:.3f}s vs reference {ref['seconds']:.3f}s "
+                f"{case['name']:<28} {dtype}: floor {floor['seconds']:.3f}s, ours {ours['seconds']:.3f}s "
+                f"({100 * row['fraction_of_floor']:.0f} % of the floor) vs reference {ref['seconds']:.3f}s "
                 f"-> {row['speedup']:.1f}x | |dsil| {row['abs_diff_silhouette']:.1e} |diso| "
                 f"{row['abs_diff_isoscore']:.1e} | "
                 f"{achieved:.0f} GFLOP/s, {100 * row['fraction_of_gemm']:.0f}% of GEMM speed | peak RSS "

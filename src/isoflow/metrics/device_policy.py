@@ -6,16 +6,16 @@ multiplies the blocks. One code path for every device; only these two choices di
   within a quarter of the device's free memory, i.e. a single block for the paper's sizes on a large GPU, since a
   GPU is bound by kernel launches, not by cache. ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
-* **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's
-  AMD EPYC machines) OpenBLAS is faster on the bare products, which need not make the metric step faster (below).
-  ``ISOFLOW_CPU_GEMM=torch|numpy`` chooses; ``auto`` (the default) times both on one block step (product, square
-  root, then a torch op) and takes NumPy only if it is at least 15 % faster. The measurement is made once per host
-  and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed by host, CPU and library versions), so that every
-  later run on the host makes the same choice (runs on a busy machine would otherwise flip between the two and
-  differ by rounding). Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON. The large
-  element-wise passes over a NumPy-made block stay in NumPy too (``sqrt_clamped_``): OpenBLAS's threads keep spinning
-  after a product, and torch's OpenMP threads started in between fight them for the same cores (measured here: 3× slower
-per block on 2 cores)."""
+* **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
+  EPYC machines) OpenBLAS is faster on the bare products, which need not make the metric step faster (below).
+  ``ISOFLOW_CPU_GEMM=torch|numpy`` chooses; ``auto`` (the default) times both on three block steps (product, square
+  roots, per-cluster sums, then a torch op) and takes NumPy only if it is at least 15 % faster. The measurement is
+  made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed by host, CPU and library versions),
+  so that every later run on the host makes the same choice (runs on a busy machine would otherwise flip between the
+  two and differ by rounding). Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
+  With NumPy, the silhouette's whole block step stays in NumPy (the products, the square roots and the per-cluster
+  sums: ``silhouette._euclidean_cluster_sums_numpy``): OpenBLAS's threads keep spinning after a product, and torch's
+  OpenMP threads started in between fight them for the same cores (measured here: 3× slower per block on 2 cores)."""
 
 from __future__ import annotations
 
@@ -84,22 +84,28 @@ def _measured_cpu_gemm() -> str:
 
 
 def _measure_cpu_gemm() -> str:
-    # One silhouette block step each way: the product, the element-wise pass in the same library, then a torch
-    # op, as the rest of a metric step and an update follow. Bare products would miss that OpenBLAS's spinning
-    # threads slow the torch work after them: on this project's 2-core hosts NumPy's bare GEMM is faster, yet the
-    # metric step is not (benchmarks/results/metrics.json vs metrics-numpy-blas.json; README, "CPU GEMM").
+    # Three silhouette block steps each way, each in one library from end to end (the product, the square roots, the
+    # per-cluster sums), then one torch op, as the rest of a metric step and an update follow: OpenBLAS's threads
+    # keep spinning after a product, and that cost comes with NumPy's faster GEMM (README, "CPU GEMM").
     rng = np.random.default_rng(0)
     a = rng.random((1024, 386), dtype=np.float32)
-    b = rng.random((2048, 386), dtype=np.float32)
-    ta, tb, after = torch.from_numpy(a), torch.from_numpy(b), torch.ones(1024, 2048)
+    b = rng.random((1024, 386), dtype=np.float32)
+    onehot = (rng.random((2, 1024)) < 0.5).astype(np.float32)
+    ta, tb, th, after = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(onehot), torch.ones(1024, 1024)
 
-    def numpy_step() -> None:
-        d = a @ b.T
-        np.sqrt(np.maximum(d, 0.0, out=d), out=d)
+    def numpy_steps() -> None:
+        for _ in range(3):
+            d = a @ b.T
+            np.sqrt(np.maximum(d, 0.0, out=d), out=d)
+            onehot @ d
+            d @ onehot.T
         after.mul_(1.0)
 
-    def torch_step() -> None:
-        (ta @ tb.T).clamp_(min=0.0).sqrt_()
+    def torch_steps() -> None:
+        for _ in range(3):
+            d = (ta @ tb.T).clamp_(min=0.0).sqrt_()
+            th @ d
+            d @ th.T
         after.mul_(1.0)
 
     def best(f) -> float:
@@ -107,12 +113,11 @@ def _measure_cpu_gemm() -> str:
         times = []
         for _ in range(3):
             t = time.perf_counter()
-            for _ in range(3):
-                f()
+            f()
             times.append(time.perf_counter() - t)
         return min(times)
 
-    return "numpy" if best(numpy_step) * 1.15 < best(torch_step) else "torch"
+    return "numpy" if best(numpy_steps) * 1.15 < best(torch_steps) else "torch"
 
 
 def cpu_gemm() -> str:

@@ -7,10 +7,11 @@ distance from every point to every cluster, and share the final step
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
-from .device_policy import block_size, matmul, sqrt_clamped_
+from .device_policy import block_size, cpu_gemm, matmul, sqrt_clamped_
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
@@ -37,6 +38,41 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     return s.mean()
 
 
+def _euclidean_cluster_sums_numpy(
+    left: np.ndarray, right: np.ndarray, codes: np.ndarray, k: int, block: int, scatter: bool
+) -> np.ndarray:
+    """The block steps of :func:`_euclidean_cluster_sums` in NumPy from end to end (products, square roots,
+    per-cluster sums): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products
+    would fight OpenBLAS's still-spinning threads for the cores (device_policy.py). Returns S transposed, (k, n)."""
+    n = left.shape[0]
+    S = np.zeros((k, n), dtype=np.float64)
+    onehot_t = None if scatter else (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
+    buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
+
+    def cluster_sums(rows: slice, D: np.ndarray) -> np.ndarray:
+        """(k, D's columns): Σ over D's rows of each cluster, rows of the block ``rows``."""
+        if not scatter:
+            return onehot_t[:, rows] @ D
+        local = np.argsort(codes[rows], kind="stable")
+        present, starts = np.unique(codes[rows][local], return_index=True)
+        out = np.zeros((k, D.shape[1]), dtype=D.dtype)
+        out[present] = np.add.reduceat(D[local], starts, axis=0)
+        return out
+
+    for i0 in range(0, n, block):
+        i1 = min(i0 + block, n)
+        for j0 in range(i0, n, block):
+            j1 = min(j0 + block, n)
+            D = np.matmul(left[i0:i1], right[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
+            np.sqrt(np.maximum(D, 0.0, out=D), out=D)
+            if i0 == j0:
+                np.fill_diagonal(D, 0.0)  # exact zero self-distance, as scikit-learn does
+            S[:, j0:j1] += cluster_sums(slice(i0, i1), D)
+            if j0 != i0:
+                S[:, i0:i1] += cluster_sums(slice(j0, j1), D.T)
+    return S
+
+
 def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle).
 
@@ -57,6 +93,9 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
     one = torch.ones_like(sq)
     left = torch.cat([x, sq, one], dim=1)
     right = torch.cat([-2.0 * x, one, sq], dim=1)
+    if x.device.type == "cpu" and cpu_gemm() == "numpy":  # one BLAS from end to end (see the function)
+        S = _euclidean_cluster_sums_numpy(left.numpy(), right.numpy(), codes.numpy(), clusters.k, block, scatter)
+        return torch.from_numpy(S).T
     S = torch.zeros(clusters.k, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
