@@ -271,6 +271,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         "held-out metric",
         "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
         figures_dir / "finetune_performance",
+        ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
     )
     written += _twonn_figure(istar, figures_dir / "finetune_twonn")
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]

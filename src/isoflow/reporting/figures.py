@@ -136,11 +136,13 @@ def lambda_points_figure(
     title: str,
     stem: Path,
     ymax: tuple[float | None, ...] | None = None,
+    ylabel_of: dict[str, str] | None = None,
 ) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
     legend below), one marker per model: I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
     Several ``y`` (with as many ``ylabel``) give each task that many panels, one above the other, each ``y`` on one
-    scale across the tasks; ``ymax``: an upper end per ``y`` (an accuracy's axis stops at 1)."""
+    scale across the tasks; ``ymax``: an upper end per ``y`` (an accuracy's axis stops at 1); ``ylabel_of``: a task's
+    own y label (its metric), where tasks differ."""
     ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
     tops = dict(zip(ys, ymax or (None,) * len(ys)))
     colour = lambda_colours(sorted(table["lambda"].unique()))
@@ -186,7 +188,7 @@ def lambda_points_figure(
             )
         ax.set_title(task, fontsize=9)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(label)
+        ax.set_ylabel((ylabel_of or {}).get(task, label))
         ax.grid(alpha=0.3)
     if len(ys) > 1:  # each y on one scale across the tasks, stopping at its upper end (with room for a marker on it)
         for col in ys:
