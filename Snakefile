@@ -45,4 +45,4 @@ onerror:
 
 
 onsuccess:
-    record_last_config()
+    finished(log)

@@ -514,10 +514,31 @@ def report_files():
 # ----- Failures on the terminal ----------------------------------------------------------------------------------
 
 
+def run_log_text(snakemake_log):
+    """Snakemake's log of this run (onerror and onsuccess are given its path, or a list of paths)."""
+    logs = [snakemake_log] if isinstance(snakemake_log, (str, os.PathLike)) else list(snakemake_log or [])
+    return "".join(Path(f).read_text(errors="replace") for f in logs if Path(f).is_file())
+
+
+def job_warnings(snakemake_log):
+    """isoflow's warnings (silent garbage: unknown words, repeated rows, unmeasurable cells) in the logs of the jobs
+    this run started, one line each with its log: they would otherwise stay in logs nobody opens."""
+    lines = []
+    for job_log in dict.fromkeys(re.findall(r"^    log: (\S+)", run_log_text(snakemake_log), re.M)):
+        said = Path(job_log).read_text(errors="replace").splitlines() if Path(job_log).is_file() else []
+        lines += [f"{job_log}: {line.strip()}" for line in said if re.match(r"^isoflow [\w-]+: warning:", line)]
+    return lines
+
+
+def report_warnings(snakemake_log):
+    lines = job_warnings(snakemake_log)
+    if lines:
+        print("\nWarnings from this run's jobs:", *lines, sep="\n", file=sys.stderr)
+
+
 def failed_jobs(snakemake_log):
     """The jobs that failed in this run, from Snakemake's log: (rule, inputs, outputs, log) each."""
-    logs = [snakemake_log] if isinstance(snakemake_log, (str, os.PathLike)) else list(snakemake_log or [])
-    text = "".join(Path(f).read_text(errors="replace") for f in logs if Path(f).is_file())
+    text = run_log_text(snakemake_log)
     jobs = []
     for block in re.findall(r"^Error in rule \w+:\n(?:    .*\n?)*", text, re.M):
         field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0]  # noqa: E731
@@ -550,6 +571,7 @@ def report_failures(snakemake_log):
                 os.utime(out, (min(times) - 1, min(times) - 1))
             # Snakemake records a failed job's inputs as those of the restored outputs: forget that record
             workflow.persistence.cleanup_metadata(IOFile(out))
+    report_warnings(snakemake_log)
     if lines:
         print("\nWhat failed (the outputs of a failed job are kept as they were):", *lines, sep="\n", file=sys.stderr)
 
@@ -557,7 +579,13 @@ def report_failures(snakemake_log):
 LAST_CONFIG = ".snakemake/isoflow-last-config"  # `make report` reports the config that last ran to the end
 
 
+def finished(snakemake_log):
+    """Snakemake's onsuccess: the jobs' warnings on the terminal; remember which config this finished run used."""
+    report_warnings(snakemake_log)
+    record_last_config()
+
+
 def record_last_config():
-    """Snakemake's onsuccess: remember which config this finished run used."""
+    """Which config this finished run used (for `make report`)."""
     os.makedirs(os.path.dirname(LAST_CONFIG), exist_ok=True)
     Path(LAST_CONFIG).write_text(CONFIG_FILES + "\n")

@@ -242,6 +242,28 @@ def test_silent_garbage_is_warned_about_or_refused(tmp_path, capsys):
 
 
 @pytest.mark.slow
+def test_silent_garbage_in_the_workflow_is_named_on_the_terminal(mine):
+    """A model folder whose tokenizer knows none of the words: the run succeeds, and its end names the warnings the
+    encode job wrote into its log (unknown word pieces, repeated rows)."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from _tiny_model import tiny_bert
+
+    tiny_bert(mine / "mine/blind", words=["zebra", "quark"])
+    config = write_config(
+        mine,
+        {"own.models": {"blind": {"path": "mine/blind"}}, "paper": [{"task": "reviews", "model": "blind"}]},
+        "blind.yaml",
+    )
+    p = snakemake(mine, config=config)
+    tail = p.stderr[p.stderr.index("Warnings from this run's jobs:") :].splitlines()
+    assert any(
+        line.startswith("logs/encode/blind/reviews.log: isoflow encode: warning: ") and "its tokenizer maps" in line
+        for line in tail
+    ), tail
+    assert any("rows repeat another row exactly" in line for line in tail), tail
+
+
+@pytest.mark.slow
 def test_make_report_reports_the_config_that_last_ran(mine):
     snakemake(mine)
     assert (
