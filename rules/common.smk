@@ -336,9 +336,27 @@ def istar_trajectories():
 
 
 ISTAR_AGGREGATE = [f"{section_dir('istar')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
-ISTAR_TABLES = tables_of("istar", ["istar"])
-ISTAR_FIGURES = figures_of("istar", ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"])
+# A baseline sweep to compare with (istar.baseline: a runs.csv, e.g. docs/results/istar/runs.csv, the linear head's):
+# its runs aggregated beside this sweep's, and the table and figure istar_heads.
+ISTAR_BASELINE = ISTAR.get("baseline")
+ISTAR_BASELINE_AGGREGATE = [
+    f"{section_dir('istar')}/aggregate/baseline/{f}" for f in ("trajectories.parquet", "runs.csv")
+]
+_HEADS = ["istar_heads"] if ISTAR_BASELINE else []
+ISTAR_TABLES = tables_of("istar", ["istar", *_HEADS])
+ISTAR_FIGURES = figures_of("istar", ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *_HEADS])
 ISTAR_REPORT = ISTAR_TABLES + ISTAR_FIGURES
+
+
+def baseline_records():
+    """The baseline sweep's run records (.json and .parquet), as its runs.csv lists them."""
+    import csv
+
+    if not ISTAR_BASELINE:
+        return []
+    with open(ISTAR_BASELINE, newline="", encoding="utf-8") as fh:
+        stems = [row["record"] for row in csv.DictReader(fh)]
+    return [f"{stem}{suffix}" for stem in stems for suffix in (".json", ".parquet")]
 
 
 def istar_files():

@@ -42,9 +42,26 @@ rule istar_aggregate:
         "isoflow optimize-aggregate --out {params.out} {input.records} > {log} 2>&1"
 
 
+rule istar_baseline_aggregate:
+    input:
+        runs=ISTAR_BASELINE or [],
+        records=baseline_records(),
+    output:
+        kept(ISTAR_BASELINE_AGGREGATE),
+    log:
+        "logs/istar_baseline_aggregate.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+    shell:
+        "isoflow optimize-aggregate --out {params.out} --manifest {input.runs} > {log} 2>&1"
+
+
 rule istar_report:
     input:
-        ISTAR_AGGREGATE,
+        aggregate=ISTAR_AGGREGATE,
+        baseline=ISTAR_BASELINE_AGGREGATE if ISTAR_BASELINE else [],
     output:
         tables=kept(reported(ISTAR_TABLES, "istar")),
         figures=kept(reported(ISTAR_FIGURES, "istar")),
@@ -53,8 +70,10 @@ rule istar_report:
     conda:
         "../envs/isoflow.yaml"
     params:
-        aggregate=lambda wildcards, input: os.path.dirname(input[0]),
+        aggregate=lambda wildcards, input: os.path.dirname(input.aggregate[0]),
+        baseline=lambda wildcards, input: f"--baseline {os.path.dirname(input.baseline[0])}" if input.baseline else "",
         tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
         figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
     shell:
-        "isoflow istar-report --aggregate {params.aggregate} --tables {params.tables} --figures {params.figures} > {log} 2>&1"
+        "isoflow istar-report --aggregate {params.aggregate} {params.baseline} --tables {params.tables} "
+        "--figures {params.figures} > {log} 2>&1"

@@ -31,7 +31,8 @@ HEADER = """\
 #   ISOFLOW_SNAKEMAKE="--profile slurm" dvc repro         # on a SLURM login node
 #   ISOFLOW_SNAKEMAKE="--resources gpu=1" dvc repro       # on a GPU box
 # Each stage lets Snakemake run only its own rules (--allowed-rules): files restored by `dvc pull` carry arbitrary
-# mtimes, which must not make one stage re-run another stage's jobs. """
+# mtimes, which must not make one stage re-run another stage's jobs.
+"""
 ITEM = {"data": "${item.data}", "results": "${item.results}"}
 
 

@@ -325,6 +325,47 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
         assert (tmp_path / f"f/{name}.png").stat().st_size > 5000 and (tmp_path / f"f/{name}.pdf").is_file()
 
 
+def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task, tmp_path):
+    """istar-report --baseline: the same tasks, models and λ with the linear head beside an mlp head's, row by row
+    (istar_heads: this, baseline, difference) and in one figure; the baseline read from its runs.csv as a manifest."""
+    for head, folder in (("linear", "lin"), ("mlp", "mlp")):
+        for lam in (-1.0, 0.0, 1.0):
+            for seed in (0, 1):
+                run_optimize(
+                    "blobs",
+                    "m",
+                    seed,
+                    steps=8,
+                    data_dir=clusters_task,
+                    results=tmp_path / folder,
+                    progress=False,
+                    istar_lambda=lam,
+                    head=head,
+                )
+        assert (
+            main(["optimize-aggregate", "--results", str(tmp_path / folder), "--out", str(tmp_path / folder / "agg")])
+            == 0
+        )
+    assert (
+        main(["optimize-aggregate", "--manifest", str(tmp_path / "lin/agg/runs.csv"), "--out", str(tmp_path / "base")])
+        == 0
+    )
+    argv = ["istar-report", "--aggregate", str(tmp_path / "mlp/agg"), "--baseline", str(tmp_path / "base")]
+    assert main([*argv, "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
+    heads = pd.read_csv(tmp_path / "t/istar_heads.csv")
+    assert (
+        list(heads["lambda"]) == [-1.0, 0.0, 1.0]
+        and set(heads["head"]) == {"mlp1"}
+        and set(heads["baseline_head"]) == {"linear"}
+    )
+    lin = istar_report.summary(*load_runs(pd.read_csv(tmp_path / "lin/agg/runs.csv")["record"]))
+    assert heads["silhouette_mean_baseline"].to_numpy() == pytest.approx(lin["silhouette_mean"].to_numpy(), abs=1e-12)
+    assert heads["silhouette_mean_diff"].to_numpy() == pytest.approx(
+        (heads["silhouette_mean"] - heads["silhouette_mean_baseline"]).to_numpy(), abs=1e-12
+    )
+    assert (tmp_path / "f/istar_heads.png").stat().st_size > 5000
+
+
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
     ok = [
         run_optimize(

@@ -140,7 +140,7 @@ SECTIONS: dict[str, Section] = {
             ("optimize",),
             ("optimize-aggregate", "istar-report"),
             run_rules=("istar_run",),
-            report_rules=("istar_aggregate", "istar_report"),
+            report_rules=("istar_aggregate", "istar_baseline_aggregate", "istar_report"),
             published_runs="listed",
             shares_runs_with="optimize",
             redraw=_redraw_istar,

@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..finetune import run_finetune
+    from ..finetune.run import run_finetune  # the module itself: DVC's stage deps follow imports
     from ..finetune.settings import FinetuneSettings
 
     if args.cosreg is not None and args.istar:

@@ -47,7 +47,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..layers import LayerSettings, run_layers
+    from ..layers.run import run_layers  # the module itself: DVC's stage deps follow imports
+    from ..layers.settings import LayerSettings
 
     settings = declared.from_namespace(LayerSettings, args)
     out = run_layers(

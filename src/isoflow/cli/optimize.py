@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..optimize import run_seeds
+    from ..optimize.run import run_seeds  # the module itself: DVC's stage deps follow imports
     from ..optimize.settings import Settings
 
     seeds = args.seeds or [0 if args.seed is None else args.seed]

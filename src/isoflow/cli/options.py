@@ -158,7 +158,11 @@ def run_list(p: argparse.ArgumentParser) -> None:
         nargs="*",
         help="run records (<stem>.json or .parquet) to use; default: every complete run under --results",
     )
-    p.add_argument("--manifest", action="append", help="a file listing run records, one per line (repeatable)")
+    p.add_argument(
+        "--manifest",
+        action="append",
+        help="a file listing run records, one per line, or an aggregate's runs.csv (its record column); repeatable",
+    )
     p.add_argument(
         "--results", default="results", help="results root holding optimize/runs and istar/runs (default: results)"
     )
@@ -174,7 +178,16 @@ def runs_of(args: argparse.Namespace) -> list[str] | None:
             raise ValueError(
                 f"{manifest}: not UTF-8 text ({exc.reason}); a manifest lists one run record path per line"
             ) from exc
-        runs += [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+        if lines and "record" in lines[0].split(","):  # an aggregate's runs.csv: its record column
+            import csv
+            import io
+
+            rows = list(csv.DictReader(io.StringIO(text)))
+            if not rows or "record" not in rows[0]:
+                raise ValueError(f"{manifest}: a CSV manifest needs a 'record' column (an aggregate's runs.csv)")
+            lines = [row["record"] for row in rows]
+        runs += lines
     return runs or None
 
 

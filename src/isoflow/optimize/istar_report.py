@@ -65,6 +65,93 @@ CAPTION = (
 
 CURVE_COLUMNS = 3  # task x model panels to a row in istar_curves
 
+HEADS_CAPTION = (
+    "The classifier's depth: this sweep against a baseline sweep (the paper's linear head) on the same task, model "
+    "and λ, final values (mean over seeds) and r, ρ between IsoScore and silhouette over training; "
+    "diff: this − baseline."
+)
+
+
+def head_of(info: pd.DataFrame) -> str:
+    """The classifier a sweep's runs were trained with (``linear``, ``mlp1``, ``mlp2``), read from their settings."""
+    heads = {
+        "linear" if h in (None, "linear") or h != h else f"{h}{int(n) if n == n else 1}"
+        for h, n in zip(info.get("head", [None] * len(info)), info.get("head_layers", [1] * len(info)))
+    }
+    return " / ".join(sorted(heads))
+
+
+def heads_table(table: pd.DataFrame, baseline: pd.DataFrame, this: str, base: str) -> pd.DataFrame:
+    """One row per task × model × λ both sweeps have: final silhouette, IsoScore and accuracy, and r, ρ, for this
+    sweep's head, the baseline's (``_baseline``), and their difference (``_diff``)."""
+    keys = ["task", "model", "lambda"]
+    cols = ["silhouette_mean", "isoscore_mean", "accuracy_mean", "pearson_r", "spearman_rho"]
+    both = table[keys + cols].merge(baseline[keys + cols], on=keys, suffixes=("", "_baseline"))
+    for c in cols:
+        both[f"{c}_diff"] = both[c] - both[f"{c}_baseline"]
+    both.insert(3, "head", this)
+    both.insert(4, "baseline_head", base)
+    return both.sort_values(keys).reset_index(drop=True)
+
+
+def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: str, stem: Path) -> list[Path]:
+    """Silhouette against IsoScore during training, one panel per task × model: this sweep's curves solid, the
+    baseline's dashed, one colour per λ (the λs both have); a dot at the end of each."""
+    from matplotlib.lines import Line2D
+
+    from ..reporting.figures import panels
+
+    pairs = sorted(
+        {(t, m) for t, m in zip(mean.task, mean.model)} & {(t, m) for t, m in zip(base_mean.task, base_mean.model)}
+    )
+    lams = sorted(set(mean.istar_lambda) & set(base_mean.istar_lambda))
+    colour = lambda_colours(lams)
+    fig, axes = panels(max(len(pairs), 1), width=3.6, height=3.2)
+    for ax, (task, model) in zip(axes, pairs):
+        for frame, style in ((mean, "-"), (base_mean, "--")):
+            for lam, m in frame[(frame.task == task) & (frame.model == model) & frame.istar_lambda.isin(lams)].groupby(
+                "istar_lambda"
+            ):
+                m = m.sort_values("step")
+                ax.plot(m["isoscore"], m["silhouette"], style, color=colour[lam], lw=1.2)
+                ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+        ax.set_title(f"{task} x {model}", fontsize=9)
+        ax.set_xlabel("IsoScore")
+        ax.set_ylabel("silhouette")
+        ax.grid(alpha=0.3)
+    handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
+    handles += [
+        Line2D([], [], color="0.3", ls="-", label=f"{this} head"),
+        Line2D([], [], color="0.3", ls="--", label=f"{base} head"),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize=7, frameon=False)
+    suptitle(
+        fig,
+        f"Silhouette against IsoScore during training: the {this} head (solid) against the {base} head (dashed), "
+        "seed means; dot: end of training",
+    )
+    return save(fig, stem)
+
+
+def heads(traj, info, base_traj, base_info, tables_dir, figures_dir) -> list[Path]:
+    """The comparison with a baseline sweep: the table ``istar_heads`` and the figure ``istar_heads``."""
+    this, base = head_of(info), head_of(base_info)
+    written = write_table(
+        heads_table(summary(traj, info), summary(base_traj, base_info), this, base),
+        Path(tables_dir) / "istar_heads",
+        caption=HEADS_CAPTION,
+        floatfmt="%.4f",
+    )
+    means = []
+    for t, i in ((traj, info), (base_traj, base_info)):
+        finished = i.loc[~diverged(i), ["task", "model", "istar_lambda", "seed"]]
+        kept = t.merge(finished, on=["task", "model", "istar_lambda", "seed"])
+        means.append(
+            kept.groupby(["task", "model", "istar_lambda", "step"])[["silhouette", "isoscore"]].mean().reset_index()
+        )
+    Path(figures_dir).mkdir(parents=True, exist_ok=True)
+    return written + heads_figure(*means, this, base, Path(figures_dir) / "istar_heads")
+
 
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
