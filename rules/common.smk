@@ -355,7 +355,7 @@ def baseline_records():
     if not ISTAR_BASELINE:
         return []
     with open(ISTAR_BASELINE, newline="", encoding="utf-8") as fh:
-        stems = [row["record"] for row in csv.DictReader(fh)]
+        stems = [re.sub(r"\.(json|parquet)$", "", row["record"]) for row in csv.DictReader(fh)]
     return [f"{stem}{suffix}" for stem in stems for suffix in (".json", ".parquet")]
 
 

@@ -79,10 +79,19 @@ def _redraw_optimize(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_istar(folder: Path, tmp: Path) -> Commands:
-    return [
-        ["optimize-aggregate", "--out", str(tmp), *_listed(folder)],
-        ["istar-report", "--aggregate", str(tmp), *_outputs(folder)],
-    ]
+    """The sweep's aggregate and report; with the publication's config's istar.baseline (another sweep's runs.csv),
+    that sweep's aggregate too, for the comparison istar_heads."""
+    import yaml
+
+    commands = [["optimize-aggregate", "--out", str(tmp), *_listed(folder)]]
+    publication = PUBLICATIONS.get(folder.name)
+    config = yaml.safe_load(Path(publication.config).read_text()) if publication else {}
+    baseline = (config.get("istar") or {}).get("baseline")
+    extra = []
+    if baseline:
+        commands.append(["optimize-aggregate", "--out", str(tmp / "baseline"), "--manifest", baseline])
+        extra = ["--baseline", str(tmp / "baseline")]
+    return [*commands, ["istar-report", "--aggregate", str(tmp), *extra, *_outputs(folder)]]
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
@@ -217,6 +226,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
         Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
+        Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
         Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
     )
