@@ -256,7 +256,12 @@ def embedding_files(pairs):
 
 # The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
 # one folder deeper (optimize.settings.Settings.head_dir), so that they never replace the linear head's.
-HEAD_DIR = "" if config.get("head", "linear") == "linear" else f"/{config['head']}{config.get('head_layers', 1)}"
+HEAD_DIR = "" if config.get("head", "linear") == "linear" else f"{config['head']}{config.get('head_layers', 1)}"
+
+
+def under_model(model_dir):
+    """Where a run of this config's head goes below its model's folder."""
+    return f"{model_dir}/{HEAD_DIR}" if HEAD_DIR else model_dir
 
 
 # ----- The optimize section: Mickus et al.'s main tasks (config `paper`) and GLUE (`glue`) (optimize.smk) -------
@@ -274,10 +279,13 @@ def all_pairs():
     return paper_pairs() + glue_pairs()
 
 
+def run_dir(section, task, model):
+    """A task x model's runs of the optimize or istar section, below the model's folder for this config's head."""
+    return under_model(f"{section_dir(section)}/runs/{task}/{model}")
+
+
 def trajectories(pairs):
-    return [
-        f"{section_dir('optimize')}/runs/{t}/{m}{HEAD_DIR}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]
-    ]
+    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
 
 
 LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
@@ -326,11 +334,7 @@ def istar_trajectories():
     for t, m in istar_pairs():
         for lam in istar_lambdas(t):
             sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
-            where = (
-                f"{section_dir('istar')}/runs/{t}/{m}{HEAD_DIR}/{sub}"
-                if sub
-                else f"{section_dir('optimize')}/runs/{t}/{m}{HEAD_DIR}/"
-            )
+            where = f"{run_dir('istar', t, m)}/{sub}" if sub else f"{run_dir('optimize', t, m)}/"
             out += [f"{where}seed{s}.parquet" for s in config["seeds"]]
     return out
 
@@ -554,14 +558,19 @@ def report_warnings(snakemake_log):
         print("\nWarnings from this run's jobs:", *lines, sep="\n", file=sys.stderr)
 
 
+# Snakemake's report of a failed job: a line "Error in", the word for a rule and its name, then indented fields (input,
+# output, log, ...); the word is spelled apart so that `snakemake --lint` does not take the pattern for a rule here.
+FAILED_BLOCK = re.compile("^Error in {} (\\w+):\n(?:    .*\n?)*".format("rule"), re.M)
+
+
 def failed_jobs(snakemake_log):
     """The jobs that failed in this run, from Snakemake's log: (rule, inputs, outputs, log) each."""
     text = run_log_text(snakemake_log)
     jobs = []
-    for block in re.findall(r"^Error in rule \w+:\n(?:    .*\n?)*", text, re.M):
-        field = lambda name: (re.findall(rf"^    {name}: (.*)$", block, re.M) or [""])[0]  # noqa: E731
+    for match in FAILED_BLOCK.finditer(text):
+        block, name = match.group(0), match.group(1)
+        field = lambda key: (re.findall(rf"^    {key}: (.*)$", block, re.M) or [""])[0]  # noqa: E731
         split = lambda value: [re.sub(r" \(.*\)$", "", v.strip()) for v in value.split(", ") if v.strip()]  # noqa: E731
-        name = re.match(r"Error in rule (\w+):", block).group(1)
         jobs.append((name, split(field("input")), split(field("output")), field("log").split(" (")[0]))
     return jobs
 
@@ -606,4 +615,4 @@ def finished(snakemake_log):
 def record_last_config():
     """Which config this finished run used (for `make report`)."""
     os.makedirs(os.path.dirname(LAST_CONFIG), exist_ok=True)
-    Path(LAST_CONFIG).write_text(CONFIG_FILES + "\n")
+    Path(LAST_CONFIG).write_text(f"{CONFIG_FILES}\n")

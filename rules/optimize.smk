@@ -21,8 +21,8 @@ rule optimize_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
     output:
-        parquet=kept(run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}{HEAD_DIR}", ".parquet")),
-        record=kept(run_files(f"{section_dir('optimize')}/runs/{{task}}/{{model}}{HEAD_DIR}", ".json")),
+        parquet=kept(run_files(run_dir("optimize", "{task}", "{model}"), ".parquet")),
+        record=kept(run_files(run_dir("optimize", "{task}", "{model}"), ".json")),
     log:
         f"logs/optimize/{{task}}/{{model}}/{RUN_LOG}.log",
     benchmark:
