@@ -96,7 +96,8 @@ def reported(paths, name):
     for path in paths:
         stem, ext = os.path.splitext(os.path.basename(path))
         if ext in (".png", ".csv"):
-            where = f"{SECTIONS[name].title}: GLUE (Appendix A)" if "glue" in stem else SECTIONS[name].title
+            # the category is a reST link target: a colon in it would end the target's name
+            where = f"{SECTIONS[name].title}, GLUE (Appendix A)" if "glue" in stem else SECTIONS[name].title
             caption = (
                 f"../report/{stem}_table.rst" if ext == ".csv" else f"../report/{stem}.rst"
             )  # a table and a figure may share a stem

@@ -28,8 +28,8 @@ def _remote(pull_args: list[str]) -> tuple[str, str]:
     """(name, url) of the remote `dvc pull` would read: ``-r NAME`` or the default."""
     name = next((pull_args[i + 1] for i, a in enumerate(pull_args[:-1]) if a in ("-r", "--remote")), None)
     name = name or _dvc("remote", "default").strip()
-    urls = dict(line.split()[:2] for line in _dvc("remote", "list").splitlines() if line.strip())
-    return name, urls.get(name, "")
+    url = _dvc("config", f"remote.{name}.url").strip() if name else ""
+    return name, url
 
 
 def nothing_to_pull(pull_args: list[str]) -> str | None:

@@ -68,6 +68,8 @@ def sh(cmd: list[str], cwd: Path, *, timeout: float = 1800, env: dict | None = N
 
 
 GIT = ["git", "-c", "user.name=isoflow tests", "-c", "user.email=tests@localhost"]
+# make as a user runs it: not as a sub-make of CI's `make test` (which would print "Entering directory" lines)
+MAKE = ["make", "--no-print-directory"]
 
 
 def job_counts(text: str) -> dict[str, int]:

@@ -191,3 +191,10 @@ def test_report_captions_are_valid_restructured_text(caption):
         )
     except docutils.utils.SystemMessage as exc:
         pytest.fail(f"report/{caption.name}: {exc}")
+
+
+def test_report_categories_are_valid_link_targets():
+    """A section's title is a category of the HTML report, i.e. a reST link target: a colon would end its name."""
+    from isoflow.sections import SECTIONS
+
+    assert not [s.title for s in SECTIONS.values() if ":" in s.title]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import GIT, OFFLINE_CONFIG, ROOT, sh
+from conftest import GIT, MAKE, OFFLINE_CONFIG, ROOT, sh
 
 OFFLINE_STAGES = [
     f"{stage}@offline"
@@ -165,7 +165,7 @@ def pulled_clone(origin: Path, name: str) -> Path:
     alone, in any order (none relies on another's push)."""
     sh(["dvc", "push", "-q"], origin)
     clone = fresh_clone(origin, name)
-    sh(["make", "pull", "DVC_PULL_ARGS=-q"], clone)
+    sh([*MAKE, "pull", "DVC_PULL_ARGS=-q"], clone)
     return clone
 
 
@@ -203,7 +203,7 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
     assert (tmp_path / "ssh-store" / "files" / "md5").is_dir()
     clone = fresh_clone(committed, "clone-ssh")
     add_remote(clone)
-    sh(["make", "pull", "DVC_PULL_ARGS=-q -r lab"], clone)
+    sh([*MAKE, "pull", "DVC_PULL_ARGS=-q -r lab"], clone)
     assert out_checksums(clone) == sums
     assert_nothing_to_do(clone)
 

@@ -149,7 +149,8 @@ def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
 def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path):
     """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
     config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())
-    config["own"]["models"]["hub-bert"] = {"hub": "isoflow-test/tiny-bert"}
+    # only the hub model: the example's model folder and vectors are not made here
+    config["own"]["models"] = {"hub-bert": {"hub": "isoflow-test/tiny-bert"}}
     config["layers"]["models"] = ["hub-bert"]
     config["finetune"]["models"] = ["hub-bert"]
     config["paper"] = [{"task": "reviews", "model": "hub-bert"}]

@@ -295,7 +295,9 @@ def test_embeddings_made_elsewhere_are_imported_and_optimised(reviews_csv, tmp_p
         )
         == 2
     )
-    assert "row 2 (of 1 rows) holds NaN or inf" in capsys.readouterr().err
+    assert (
+        "1 of its 24 rows hold NaN or inf values, the first is row 3 (rows counted from 1)" in capsys.readouterr().err
+    )
     np.save(tmp_path / "short.npy", rows[:-1])
     assert (
         main(

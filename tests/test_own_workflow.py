@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, checkout_copy, job_counts, sh
+from conftest import MAKE, ROOT, checkout_copy, job_counts, sh
 
 CONFIG = "examples/own/config.yaml"
 
@@ -209,6 +209,6 @@ def test_a_model_folder_not_there_is_named(tmp_path):
 
 def test_make_example_own_runs_what_the_tests_run():
     """`make example-own` is the fixture's two commands (the tests run them without the install step)."""
-    lines = sh(["make", "-n", "example-own"], ROOT).stdout.splitlines()
+    lines = sh([*MAKE, "-n", "example-own"], ROOT).stdout.splitlines()
     assert any(line.endswith("examples/own/make_inputs.py data/own-example") for line in lines)
     assert "snakemake --cores 2 --configfile examples/own/config.yaml" in lines

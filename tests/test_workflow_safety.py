@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import ROOT, checkout_copy, job_counts, sh
+from conftest import MAKE, ROOT, checkout_copy, job_counts, sh
 
 from isoflow.cli import main
 
@@ -267,7 +267,7 @@ def test_silent_garbage_in_the_workflow_is_named_on_the_terminal(mine):
 def test_make_report_reports_the_config_that_last_ran(mine):
     snakemake(mine)
     assert (
-        sh(["make", "-n", "report"], mine)
+        sh([*MAKE, "-n", "report"], mine)
         .stdout.strip()
         .endswith("--configfile mine/config.yaml --report results/mine/report.html")
     )
@@ -275,7 +275,7 @@ def test_make_report_reports_the_config_that_last_ran(mine):
 
 def test_make_pull_on_a_fresh_clone_says_nothing_is_shared_yet(tmp_path):
     clone = checkout_copy(tmp_path / "isoflow")
-    p = sh(["make", "pull"], clone)
+    p = sh([*MAKE, "pull"], clone)
     assert (p.stdout + p.stderr).strip() == (
         "make pull: nothing has been shared through DVC for this commit yet (no dvc.lock); make the results (`dvc "
         "repro`, or `make run`), then share them: `dvc push`, `git add dvc.lock`, commit and push"

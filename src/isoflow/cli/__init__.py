@@ -85,14 +85,28 @@ def _os_message(exc: OSError) -> str:
     return f"{message} ({hint})" if hint else message
 
 
+def _warnings_to_stderr(command: str) -> None:
+    """The library's warnings (silent garbage: identical rows, unknown words, unmeasurable cells; a fallback copy) as
+    one line each on stderr, ``isoflow <command>: warning: ...``. A handler of isoflow's own logger, replaced on each
+    call; records still propagate to any handler a caller installed (a test's log capture)."""
+    logger = logging.getLogger("isoflow")
+    for handler in [h for h in logger.handlers if getattr(h, "isoflow_cli", False)]:
+        logger.removeHandler(handler)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(f"isoflow {command}: warning: %(message)s"))
+    handler.setLevel(logging.WARNING)
+    handler.isoflow_cli = True
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .. import interrupt
 
     interrupt.install()
     parser = build_parser()
     args = parser.parse_args(argv)
-    # the library's warnings (silent garbage: identical rows, unknown words, unmeasurable cells) as one line each
-    logging.basicConfig(format=f"isoflow {args.command}: warning: %(message)s", level=logging.WARNING, force=True)
+    _warnings_to_stderr(args.command)
     if getattr(args, "quiet", False) or not sys.stderr.isatty():
         # Hugging Face's own bars (loading and writing weights): none under --quiet, and none in a log, where isoflow
         # writes a line per tenth of the work instead; read when transformers is first imported, i.e. later
