@@ -318,6 +318,8 @@ def optimize_files():
 # ----- The I-STAR sweep (istar.smk) ---------------------------------------------------------------------------
 
 ISTAR = config.get("istar") or {}
+# The sweep's own seeds (a subset of the config's: its lambda = 0 runs are the optimize section's), else the config's.
+ISTAR_SEEDS = ISTAR.get("seeds") or config["seeds"]
 
 
 def istar_pairs():
@@ -336,7 +338,7 @@ def istar_trajectories():
         for lam in istar_lambdas(t):
             sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
             where = f"{run_dir('istar', t, m)}/{sub}" if sub else f"{run_dir('optimize', t, m)}/"
-            out += [f"{where}seed{s}.parquet" for s in config["seeds"]]
+            out += [f"{where}seed{s}.parquet" for s in ISTAR_SEEDS]
     return out
 
 
@@ -471,18 +473,18 @@ def stability_options(wildcards):
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
 
 
-def run_files(stem_dir, suffix):
+def run_files(stem_dir, suffix, seeds=None):
     """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
     if GROUP_SEEDS:
-        return [f"{stem_dir}/seed{s}{suffix}" for s in config["seeds"]]
+        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or config["seeds"]]
     return f"{stem_dir}/seed{{seed}}{suffix}"
 
 
 def seed_option(wildcards, output):
     """--seeds S,S,... and an --out holding {seed} (grouped), or --seed S and the run's own --out."""
     first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
-    if GROUP_SEEDS:
-        seeds = ",".join(str(s) for s in config["seeds"])
+    if GROUP_SEEDS:  # the job's seeds: those of its outputs (the section's seeds)
+        seeds = ",".join(re.search(r"seed(\d+)\.parquet$", p).group(1) for p in output.parquet)
         return f"--seeds {seeds} --out '{os.path.dirname(first)}/seed{{seed}}'"
     return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
 

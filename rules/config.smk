@@ -104,6 +104,17 @@ def numbers_from_command_line(config):
                     )
 
 
+def check_istar_seeds(config):
+    """istar.seeds is a subset of the config's seeds: its lambda = 0 rows are the optimize section's runs."""
+    seeds = (config.get("istar") or {}).get("seeds")
+    extra = sorted(set(seeds or []) - set(config["seeds"]))
+    if extra:
+        refuse(
+            f"istar.seeds has {extra}, not in seeds {config['seeds']}: the sweep's lambda = 0 rows are the optimize "
+            "section's runs; add them to seeds or leave them out of istar.seeds"
+        )
+
+
 def check_task_lambdas(config):
     """istar.task_lambdas may only name tasks of the sweep (the schema checks each name and its weights)."""
     istar = config.get("istar") or {}
@@ -201,4 +212,5 @@ if problems:
     refuse(*problems)
 validate(config, SCHEMA)  # fills in the schema's defaults
 check_task_lambdas(config)
+check_istar_seeds(config)
 check_own_names(config)

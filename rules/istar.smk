@@ -15,8 +15,8 @@ rule istar_runs:
 
 use rule optimize_run as istar_run with:
     output:
-        parquet=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".parquet")),
-        record=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".json")),
+        parquet=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".parquet", ISTAR_SEEDS)),
+        record=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".json", ISTAR_SEEDS)),
     log:
         f"logs/istar/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.log",
     benchmark:
