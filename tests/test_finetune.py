@@ -27,6 +27,17 @@ from isoflow.metrics import covariance
 from isoflow.models import SENTENCE_MODELS
 from isoflow.models.sbert import load_sentence_model
 
+# A run small enough for a test: 60 training and 20 held-out texts, one epoch.
+SMALL_RUN = dict(
+    device="cpu",
+    progress=False,
+    epochs=1,
+    batch_size=50,
+    max_heldout=20,
+    shrinkage_points=1000,
+    max_train=60,
+)
+
 
 @pytest.fixture(scope="module")
 def st_minilm(tmp_path_factory):
@@ -354,13 +365,7 @@ def test_seeds_share_the_heldout_set(polarity_small, tmp_path, tiny_bert):
                 seed,
                 data_dir=polarity_small,
                 results=tmp_path,
-                device="cpu",
-                progress=False,
-                epochs=1,
-                batch_size=50,
-                max_heldout=20,
-                shrinkage_points=1000,
-                max_train=60,
+                **SMALL_RUN,
             )[0]
         ).iloc[0]
         for seed in (0, 1)
@@ -431,13 +436,7 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     common = dict(
         data_dir=polarity_small,
         results=tmp_path,
-        device="cpu",
-        progress=False,
-        batch_size=50,
-        max_heldout=20,
-        epochs=1,
-        shrinkage_points=1000,
-        max_train=60,
+        **SMALL_RUN,
     )
     records = [
         run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1]
@@ -528,13 +527,7 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
     common = dict(
         data_dir=polarity_small,
         results=tmp_path,
-        device="cpu",
-        progress=False,
-        batch_size=50,
-        max_heldout=20,
-        epochs=1,
-        shrinkage_points=1000,
-        max_train=60,
+        **SMALL_RUN,
         layer_geometry=True,
         sample_cap=300,
     )

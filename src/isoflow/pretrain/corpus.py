@@ -102,30 +102,12 @@ def task_texts(
             report[name] = {"texts": len(found), "splits": ["prepared"]}
             continue
         dev_missing = None
+        fetch = dict(data_dir=data_dir, raw_dir=raw_dir, mirror=mirror, allow_download=allow_download, progress=False)
         try:
-            splits = [
-                datasets.build(
-                    name,
-                    data_dir=data_dir,
-                    raw_dir=raw_dir,
-                    mirror=mirror,
-                    allow_download=allow_download,
-                    progress=False,
-                )
-            ]
+            splits = [datasets.build(name, **fetch)]
             if datasets.has_dev_split(name):
                 try:
-                    splits.append(
-                        datasets.build(
-                            name,
-                            data_dir=data_dir,
-                            raw_dir=raw_dir,
-                            mirror=mirror,
-                            allow_download=allow_download,
-                            progress=False,
-                            split="dev",
-                        )
-                    )
+                    splits.append(datasets.build(name, split="dev", **fetch))
                 except FetchError as exc:  # the training split is still excluded; the record says what was not
                     dev_missing = str(exc).splitlines()[0][:300]
         except FetchError as exc:
