@@ -75,7 +75,8 @@ def curves_figure(table: pd.DataFrame, curves: pd.DataFrame, stem: Path) -> list
     acc_ax.set(xlabel="step", ylabel="accuracy of the most likely token", title="Held-out accuracy", ylim=(0, None))
     for ax in (loss_ax, acc_ax):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper right" if ax is loss_ax else "lower right")
+        # below the panel: inside, it would cover the baselines' dashed lines
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     suptitle(
         fig,
         "Pretraining: masked (targets: the 15 % masked tokens) and causal (targets: every next token) LMs, "
