@@ -202,6 +202,23 @@ def test_layers_of_a_local_model(kind, states, request, tmp_path):
     assert meta["source"]["path"] == str(folder) and meta["n_points"] >= 300
 
 
+def test_layers_progress_and_warnings_use_the_models_name(tiny_bert, tmp_path, capsys):
+    """Under a workflow the model is a folder path; the log's progress lines say the config's name."""
+    from conftest import WORDS
+
+    from isoflow.layers import LayerSettings, run_layers
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(" ".join(WORDS[i : i + 6]) for i in range(0, 60, 3)) + "\n")
+    settings = LayerSettings(max_tokens=100, sample_cap=100, k_lid=3)
+    out = run_layers(
+        str(tiny_bert), str(corpus), settings=settings, results=tmp_path, device="cpu", progress=True, model_name="mine"
+    )
+    lines = [line for line in capsys.readouterr().err.splitlines() if ": encoding" in line or ": measuring" in line]
+    assert out.parts[-2:] == ("mine", "corpus")
+    assert lines and all(line.startswith("mine: ") for line in lines), lines
+
+
 def test_finetune_a_local_model(tiny_sentence_transformer, reviews_csv, tmp_path):
     from isoflow.finetune import run_finetune
 

@@ -108,7 +108,20 @@ def run_layers(
     }
 
     job = _Job(
-        model, sentences, settings, types, view_layer, cache, mirror, dev, batch_size, stream, out, timings, progress
+        model,
+        name,
+        sentences,
+        settings,
+        types,
+        view_layer,
+        cache,
+        mirror,
+        dev,
+        batch_size,
+        stream,
+        out,
+        timings,
+        progress,
     )
     rows, view, clusters, info = _static(job) if model in STATIC_MODELS else _contextual(job)
     for row in rows:
@@ -137,6 +150,7 @@ class _Job:
     """What one analysis works with, past the checks of :func:`run_layers`."""
 
     model: str
+    name: str  # the model's name in the outputs (the config's, or the folder's), also in progress and warnings
     sentences: list
     settings: LayerSettings
     types: str
@@ -161,11 +175,11 @@ def _contextual(job: _Job):
     n_layers = encoder.n_states
     view_layer = n_layers // 2 if view_layer is None else view_layer
     if not 0 <= view_layer < n_layers:
-        raise ValueError(f"view layer {view_layer} is out of range: {model} has layers 0..{n_layers - 1}")
+        raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
     t = time.perf_counter()
     chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
     n_points = sum(count_points(encoder, words, types) for words in chosen)
-    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], model)
+    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], job.name)
     if n_points == 0:
         raise ValueError(f"the corpus gave no {types} to analyse")
     timings["sample"] = time.perf_counter() - t
@@ -173,7 +187,7 @@ def _contextual(job: _Job):
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []
     n_special = 0
-    bar = progress_bar(progress, len(chosen), f"{model}: encoding", "sent")
+    bar = progress_bar(progress, len(chosen), f"{job.name}: encoding", "sent")
     with LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None) as store:
         for layers, point_types, specials, positions in batches(encoder, chosen, batch_size=batch_size, mode=types):
             store.append(layers)
@@ -190,7 +204,7 @@ def _contextual(job: _Job):
         position_arr = np.concatenate(position_parts)
         freq = Counter(type_list)
         rows, view, clusters = [], {}, []
-        bar = progress_bar(progress, n_layers, f"{model}: measuring", "layer")
+        bar = progress_bar(progress, n_layers, f"{job.name}: measuring", "layer")
         for layer in range(n_layers):
             t = time.perf_counter()
             points = torch.from_numpy(store.layer(layer)).to(dev)
