@@ -390,7 +390,7 @@ def layer_run_files():
     ]
 
 
-LAYERS_TABLES = tables_of("layers", ["layers", "layers_lid", "layers_clusters"])
+LAYERS_TABLES = tables_of("layers", ["layers", "layers_lid", "layers_clusters", "layers_views"])
 LAYERS_FIGURES = figures_of("layers", ["layers_similarity", "layers_isoscore", "layers_lid", "layers_pca"])
 LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 

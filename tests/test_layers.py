@@ -259,6 +259,37 @@ def test_ptb_through_its_canonical_url(tmp_path, monkeypatch):
         corpora.load("ptb", tmp_path / "other-cache")
 
 
+def test_view_table_is_spearmans_rho_of_each_component():
+    from scipy.stats import spearmanr
+
+    from isoflow.layers.report import view_table
+
+    rng = np.random.default_rng(0)
+    position = rng.integers(0, 50, 400)
+    frequency = rng.integers(1, 1000, 400)
+    contextual = pd.DataFrame(
+        {
+            "model": "m",
+            "corpus": "c",
+            "layer": 2,
+            "pc1": position + rng.normal(0, 5, 400),  # position along PC1: a Swiss roll's axis
+            "pc2": rng.normal(size=400),
+            "pc3": -np.log(frequency),
+            "frequency": frequency,
+            "position": position,
+        }
+    )
+    static = contextual.assign(model="v", position=-1)  # static vectors: no position
+    table = view_table(pd.concat([contextual, static], ignore_index=True)).set_index("model")
+    for pc in ("pc1", "pc2", "pc3"):
+        for what in ("position", "frequency"):
+            expected = spearmanr(contextual[pc], contextual[what]).statistic
+            assert table.loc["m", f"rho_{what}_{pc}"] == pytest.approx(expected, abs=1e-12)
+        assert np.isnan(table.loc["v", f"rho_position_{pc}"])
+    assert table.loc["m", "rho_frequency_pc3"] == pytest.approx(-1.0) and table.loc["m", "rho_position_pc1"] > 0.9
+    assert table.loc["m", "points"] == 400 and table.loc["m", "layer"] == 2
+
+
 # ----- bad input ------------------------------------------------------------------------------------------------------
 
 

@@ -20,6 +20,6 @@ def run(args: argparse.Namespace) -> int:
     from ..layers import report
 
     layers, views, metas, clusters = report.load(args.runs)
-    written = report.tables(layers, metas, args.tables, clusters) + report.figures(layers, views, args.figures)
+    written = report.tables(layers, metas, args.tables, clusters, views) + report.figures(layers, views, args.figures)
     print(f"wrote {len(written)} files: layer tables under {args.tables}, figures under {args.figures}")
     return 0

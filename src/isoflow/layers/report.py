@@ -2,10 +2,11 @@
 
 Tables: ``layers`` (every model × corpus × layer, every metric) and ``layers_lid``, the analogue of Cai et al.'s
 Table 3: per model and corpus, the average LID (cosine; Euclidean beside it) over the layers and at the last layer,
-contextual models against static vectors. Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and
+contextual models against static vectors; ``layers_clusters`` (what the clusters of every layer with K > 1 hold) and
+``layers_views`` (the view layer's principal components against position and frequency). Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and
 after cluster-centring: their Figures 1-2 and the centred comparison), ``layers_isoscore`` (IsoScore before and
 after centring), ``layers_lid`` (LID per layer, their Figure 9), ``layers_pca`` (2-D and 3-D PCA views of one layer
-coloured by cluster and by token frequency: their cluster and "Swiss roll" pictures).
+coloured by cluster, by position and by token frequency: their cluster and "Swiss roll" pictures).
 """
 
 from __future__ import annotations
@@ -95,8 +96,33 @@ def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
     )
 
 
+PCS = ("pc1", "pc2", "pc3")
+
+
+def view_table(views: pd.DataFrame) -> pd.DataFrame:
+    """Per model × corpus, the view layer's principal components against the position in the sentence and the
+    type's log frequency: Spearman's ρ over the view's points (the numbers behind the "Swiss roll" and frequency
+    pictures of ``layers_pca``). Static vectors have no position: NaN there."""
+    rows = []
+    for (model, corpus), v in views.groupby(["model", "corpus"], sort=True):
+        row = {"model": model, "corpus": corpus, "layer": int(v["layer"].iloc[0]), "points": len(v)}
+        has_position = "position" in v and v["position"].notna().all() and (v["position"] >= 0).all()
+        for what in ("position", "frequency"):
+            values = v[what].astype(float) if what == "frequency" or has_position else None
+            for pc in PCS:
+                row[f"rho_{what}_{pc}"] = (
+                    float(v[pc].rank().corr(values.rank())) if values is not None else float("nan")
+                )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def tables(
-    layers: pd.DataFrame, metas: dict[str, dict], out_dir: str | os.PathLike, clusters: pd.DataFrame | None = None
+    layers: pd.DataFrame,
+    metas: dict[str, dict],
+    out_dir: str | os.PathLike,
+    clusters: pd.DataFrame | None = None,
+    views: pd.DataFrame | None = None,
 ) -> list[Path]:
     out_dir = Path(out_dir)
     cols = [c for c in layers.columns if c != "static"]
@@ -132,6 +158,17 @@ def tables(
                 "20,000 points): size, share of the sample, share of symbol tokens (no letter or digit) and of first "
                 "tokens "
                 "(position 0 in the sentence), mean position, most frequent types (count)."
+            ),
+            floatfmt="%.3f",
+        )
+    if views is not None:
+        written += write_table(
+            view_table(views),
+            out_dir / "layers_views",
+            caption=(
+                "The PCA view's layer (layers_pca): Spearman's rho of each of its first three principal components "
+                "with the token's position in the sentence and with its type's frequency (log), over the view's "
+                "points; NaN where there are no positions (static vectors)."
             ),
             floatfmt="%.3f",
         )
