@@ -3,10 +3,11 @@
 Tables: ``layers`` (every model × corpus × layer, every metric) and ``layers_lid``, the analogue of Cai et al.'s
 Table 3: per model and corpus, the average LID (cosine; Euclidean beside it) over the layers and at the last layer,
 contextual models against static vectors; ``layers_clusters`` (what the clusters of every layer with K > 1 hold) and
-``layers_views`` (the view layer's principal components against position and frequency). Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and
-after cluster-centring: their Figures 1-2 and the centred comparison), ``layers_isoscore`` (IsoScore before and
-after centring), ``layers_lid`` (LID per layer, their Figure 9), ``layers_pca`` (2-D and 3-D PCA views of one layer
-coloured by cluster, by position and by token frequency: their cluster and "Swiss roll" pictures).
+``layers_views`` (the view layer's principal components against position and frequency). Figures:
+``layers_similarity`` (S_inter and S_intra per layer, before and after cluster-centring: their Figures 1-2 and the
+centred comparison), ``layers_isoscore`` (IsoScore before and after centring), ``layers_lid`` (LID per layer, their
+Figure 9), ``layers_pca`` (2-D and 3-D PCA views of one layer coloured by cluster, by position and by token
+frequency: their cluster and "Swiss roll" pictures).
 """
 
 from __future__ import annotations
