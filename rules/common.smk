@@ -21,6 +21,7 @@ from isoflow.layers.settings import LayerSettings
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
+from isoflow.optimize.settings import head_dir
 from isoflow.pretrain.settings import CorpusSettings
 from isoflow.records import lambda_dir
 from isoflow.sections import SECTIONS
@@ -256,8 +257,8 @@ def embedding_files(pairs):
 
 
 # The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
-# one folder deeper (optimize.settings.Settings.head_dir), so that they never replace the linear head's.
-HEAD_DIR = "" if config.get("head", "linear") == "linear" else f"{config['head']}{config.get('head_layers', 1)}"
+# one folder deeper (isoflow.optimize.settings.head_dir), so that they never replace the linear head's.
+HEAD_DIR = head_dir(config.get("head", "linear"), config.get("head_layers", 1))
 
 
 def under_model(model_dir):

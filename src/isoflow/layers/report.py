@@ -100,6 +100,11 @@ def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
 PCS = ("pc1", "pc2", "pc3")
 
 
+def has_positions(view: pd.DataFrame) -> bool:
+    """Whether a view's points carry their position in the sentence (static vectors: none, or -1)."""
+    return "position" in view and view["position"].notna().all() and (view["position"] >= 0).all()
+
+
 def view_table(views: pd.DataFrame) -> pd.DataFrame:
     """Per model × corpus, the view layer's principal components against the position in the sentence and the
     type's log frequency: Spearman's ρ over the view's points (the numbers behind the "Swiss roll" and frequency
@@ -107,13 +112,10 @@ def view_table(views: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, corpus), v in views.groupby(["model", "corpus"], sort=True):
         row = {"model": model, "corpus": corpus, "layer": int(v["layer"].iloc[0]), "points": len(v)}
-        has_position = "position" in v and v["position"].notna().all() and (v["position"] >= 0).all()
         for what in ("position", "frequency"):
-            values = v[what].astype(float) if what == "frequency" or has_position else None
-            for pc in PCS:
-                row[f"rho_{what}_{pc}"] = (
-                    float(v[pc].rank().corr(values.rank())) if values is not None else float("nan")
-                )
+            ranks = v[what].astype(float).rank() if what == "frequency" or has_positions(v) else None
+            for pc in PCS:  # Spearman's rho: Pearson's r of the ranks
+                row[f"rho_{what}_{pc}"] = float(v[pc].rank().corr(ranks)) if ranks is not None else float("nan")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -266,7 +268,7 @@ def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
         v = views[(views.model == model) & (views.corpus == corpus)]
         layer = int(v["layer"].iloc[0])
         symbol = v["symbol"].to_numpy(dtype=bool) if "symbol" in v else np.zeros(len(v), dtype=bool)
-        has_position = "position" in v and v["position"].notna().all() and (v["position"] >= 0).all()
+        has_position = has_positions(v)
 
         def panel(j, title, projection=None, row=i):
             ax = fig.add_subplot(len(keys), cols, cols * row + j, projection=projection)

@@ -74,8 +74,11 @@ HEADS_CAPTION = (
 
 def head_of(info: pd.DataFrame) -> str:
     """The classifier a sweep's runs were trained with (``linear``, ``mlp1``, ``mlp2``), read from their settings."""
+    from .settings import head_dir
+
+    # runs recorded before heads existed have no head (NaN in the aggregate): the paper's linear one
     heads = {
-        "linear" if h in (None, "linear") or h != h else f"{h}{int(n) if n == n else 1}"
+        head_dir(h if isinstance(h, str) else "linear", int(n) if n == n else 1) or "linear"
         for h, n in zip(info.get("head", [None] * len(info)), info.get("head_layers", [1] * len(info)))
     }
     return " / ".join(sorted(heads))

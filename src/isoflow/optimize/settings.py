@@ -13,6 +13,12 @@ SHRINKAGE_KINDS = ("pretrained", "isotropic")
 HEADS = ("linear", "mlp")
 
 
+def head_dir(head: str, head_layers: int = 1) -> str:
+    """Where a run with a non-linear head goes below its model (``mlp1``, ``mlp2``); nothing for the paper's linear
+    one. The settings, the workflow's rules and the I-STAR report all name a head by it."""
+    return "" if head == "linear" else f"{head}{head_layers}"
+
+
 @dataclass
 class Settings:
     """Everything that determines a run (written to its JSON record). The fields with a help text are declared once:
@@ -80,8 +86,8 @@ class Settings:
 
     @property
     def head_dir(self) -> str:
-        """Where a run with a non-linear head goes below its model (``mlp1``, ``mlp2``); nothing for the paper's."""
-        return "" if self.head == "linear" else f"{self.head}{self.head_layers}"
+        """Where this run goes below its model: :func:`head_dir`."""
+        return head_dir(self.head, self.head_layers)
 
 
 def check_settings(s: Settings) -> None:
