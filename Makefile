@@ -57,6 +57,15 @@ reproduce: $(addprefix reproduce-,$(PUBLICATIONS))
 reproduce-%: install
 	$(PYTHON) scripts/publish_results.py $* --reproduce --snakemake-args "$(SNAKEMAKE_ARGS)"
 
+# A sweep in parts, on one machine after another (docs/workflow.md): save-partial-<publication> keeps the finished runs
+# in partial-results/<publication> (commit them); resume-<publication> puts them back, and the runs already published,
+# once their inputs are built, runs only the missing ones, publishes the whole and removes the saved runs.
+save-partial-%: install
+	$(PYTHON) scripts/partial_runs.py save $*
+
+resume-%: install
+	$(PYTHON) scripts/publish_results.py $* --reproduce --resume --snakemake-args "$(SNAKEMAKE_ARGS)"
+
 # The HTML report of a finished workflow: every figure and table with its caption. By default that of the config whose
 # run last finished (make run, make example-own, or snakemake with your own --configfile); another one with
 # REPORT_CONFIG=path/to/config.yaml (e.g. config.yaml for the paper's).

@@ -33,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+import partial_runs
+
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
 from isoflow.provenance import code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
@@ -139,12 +141,20 @@ def publish(
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
 
 
-def reproduce(publication: str, snakemake_args: str = "", cores: int = 2) -> Path:
+def _snakemake(command: list[str]) -> None:
+    print("+ " + " ".join(command), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume: bool = False) -> Path:
     """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
-    publish it; the command run is what PUBLISHED.json records."""
+    publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
+    those already published are put back first (scripts/partial_runs.py), after the inputs they were made from are
+    built, so only the missing runs run; once published whole, the saved runs are removed."""
     import yaml
 
     pub = PUBLICATIONS[publication]
+    section = SECTIONS[pub.section]
     command = [
         "snakemake",
         pub.section,
@@ -155,11 +165,16 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2) -> Pat
         "--rerun-incomplete",
         *shlex.split(snakemake_args),
     ]
-    print("+ " + " ".join(command), flush=True)
-    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if resume:
+        _snakemake([*command, "--omit-from", *section.run_rules])  # the runs' inputs, none of the runs
+        print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
+    _snakemake(command)
     results = ROOT / yaml.safe_load((ROOT / pub.config).read_text())["results_dir"]
     dest = ROOT / "docs" / "results" / publication
-    publish(publication, results, dest, root=ROOT, made_by=" ".join(command))
+    made_by = " ".join(command) + (" (resumed: scripts/partial_runs.py restore, PARTIAL.json)" if resume else "")
+    publish(publication, results, dest, root=ROOT, made_by=made_by)
+    if resume:
+        partial_runs.discard(publication, ROOT)
     return dest
 
 
@@ -172,6 +187,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("dest", type=Path, nargs="?", help="e.g. docs/results/optimize")
     parser.add_argument(
         "--reproduce", action="store_true", help="run the workflow for the publication first (its config), then publish"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --reproduce: put back the saved (partial-results) and published runs first; only the missing run",
     )
     parser.add_argument("--snakemake-args", default="", help="with --reproduce: more options for snakemake")
     parser.add_argument(
@@ -189,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.reproduce:
-            dest = reproduce(args.publication, args.snakemake_args)
+            dest = reproduce(args.publication, args.snakemake_args, resume=args.resume)
             print(f"{dest}: published")
             return 0
         if args.results is None or args.dest is None:

@@ -115,7 +115,8 @@ def _make_targets() -> set[str]:
 
     text = (ROOT / "Makefile").read_text()
     targets = set(re.findall(r"^([A-Za-z][\w-]*):(?!=)", text, re.M))
-    return targets | {f"reproduce-{name}" for name in PUBLICATIONS}
+    per_publication = re.findall(r"^([a-z][\w-]*-)%:", text, re.M)  # reproduce-%, resume-%, save-partial-%
+    return targets | {f"{prefix}{name}" for prefix in per_publication for name in [*PUBLICATIONS, "X"]}
 
 
 def _snakemake_targets() -> set[str]:
@@ -147,7 +148,7 @@ def _unknown_names(line: str, options, make, snake, stages, configs) -> list[str
             if o not in options[command]
         ]
     for m in re.finditer(r"(?:^|[\s(])make ((?:[a-z][\w-]*)(?: [a-z][\w-]*)*)", line):
-        bad += [f"make {t}" for t in m.group(1).split() if t not in make and t != "reproduce-X"]
+        bad += [f"make {t}" for t in m.group(1).split() if t not in make]
     for m in re.finditer(r"\bsnakemake ((?:[a-z]\w*\s*)+)", line):
         bad += [f"snakemake {t}" for t in m.group(1).split() if t not in snake]
     for stage, config in re.findall(r"\b([a-z]+)@([A-Za-z]\w*)\b", line):

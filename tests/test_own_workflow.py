@@ -212,3 +212,29 @@ def test_make_example_own_runs_what_the_tests_run():
     lines = sh([*MAKE, "-n", "example-own"], ROOT).stdout.splitlines()
     assert any(line.endswith("examples/own/make_inputs.py data/own-example") for line in lines)
     assert "snakemake --cores 2 --configfile examples/own/config.yaml" in lines
+
+
+@pytest.mark.slow
+def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout, tmp_path, monkeypatch):
+    """`make save-partial-X` here, then `make resume-X` on another machine (scripts/partial_runs.py): with the runs'
+    inputs built there and nothing recorded of the runs, the saved runs put back are taken as done; only the unsaved
+    run runs."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import partial_runs
+
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "own-finetune", Publication("own-finetune", "finetune", CONFIG))
+    repo = tmp_path / "isoflow"
+    shutil.copytree(own_checkout, repo, symlinks=True)
+    runs = repo / "results/own-example/finetune/runs"
+    partial_runs.save("own-finetune", repo)
+    shutil.rmtree(repo / "partial-results/own-finetune/runs/reviews/tiny-bert/istar1")  # a run not finished there
+    shutil.rmtree(runs)
+    shutil.rmtree(repo / ".snakemake")  # another machine: no record of the runs
+    # The first step of a resume builds the runs' inputs and none of the runs.
+    omitted = snakemake("finetune", "-n", "--quiet", "rules", "--omit-from", "finetune_run", cwd=repo).stdout
+    assert "finetune_run" not in job_counts(omitted)
+    assert partial_runs.restore("own-finetune", repo) == 3 * 3  # the other three runs, three files each
+    jobs = job_counts(snakemake("finetune", "-n", "--quiet", "rules", cwd=repo).stdout)
+    assert (jobs["finetune_run"], jobs["finetune_report"]) == (1, 1)

@@ -194,3 +194,89 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
         "snakemake toy_runs --cores all --configfile ${item.config} --allowed-rules toy_runs toy_run"
     )
     assert sections.section("toy") is toy
+
+
+# ----- a sweep in parts: scripts/partial_runs.py ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def sweep(tmp_path, monkeypatch):
+    """A checkout whose publication `sweep` (the finetune section under config/sweep.yaml) has two finished runs and
+    one in the making in its results directory."""
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "sweep", Publication("sweep", "finetune", "config/sweep.yaml"))
+    _write(tmp_path / "config" / "sweep.yaml", "results_dir: results/sweep\n")
+    runs = tmp_path / "results" / "sweep" / "finetune" / "runs" / "glue" / "sst2" / "m"
+    for run in ("istar-1/seed0", "istar0/seed0"):
+        for suffix in (".json", ".parquet"):
+            _write((runs / run).with_suffix(suffix), f"{run}{suffix}")
+    _write(runs / "istar1" / ".seed0.x1y2.tmp.json", "half-written")
+    return tmp_path, runs
+
+
+def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is_there(sweep):
+    import os
+    import time
+
+    import partial_runs
+
+    root, runs = sweep
+    saved = partial_runs.save("sweep", root)
+    assert saved == root / "partial-results" / "sweep"
+    assert sorted(str(p.relative_to(saved / "runs")) for p in (saved / "runs").rglob("*") if p.is_file()) == [
+        "glue/sst2/m/istar-1/seed0.json",
+        "glue/sst2/m/istar-1/seed0.parquet",
+        "glue/sst2/m/istar0/seed0.json",
+        "glue/sst2/m/istar0/seed0.parquet",
+    ]
+    info = json.loads((saved / "PARTIAL.json").read_text())
+    assert (info["records"], info["files"], info["config"]) == (2, 4, "config/sweep.yaml")
+    assert info["from"] == "results/sweep/finetune/runs"
+    # Another machine: the results are gone but one run made again there; a run of the publication is published.
+    shutil_rmtree(root / "results")
+    _write(runs / "istar0" / "seed0.json", "made here")
+    _write(root / "docs/results/sweep/runs/glue/sst2/m/istar1/seed0.json", "published")
+    before = time.time() - 1
+    assert partial_runs.restore("sweep", root) == 4  # 3 saved files that are missing + 1 published
+    assert (runs / "istar0" / "seed0.json").read_text() == "made here"  # never replaced
+    assert (runs / "istar-1" / "seed0.parquet").read_text() == "istar-1/seed0.parquet"
+    assert (runs / "istar1" / "seed0.json").read_text() == "published"
+    assert all(os.stat(p).st_mtime >= before for p in runs.rglob("*") if p.is_file())
+    assert partial_runs.restore("sweep", root) == 0
+    partial_runs.discard("sweep", root)
+    assert not saved.exists() and (root / "partial-results").is_dir()
+
+
+def test_a_section_publishing_another_sections_runs_restores_only_the_saved_ones(tmp_path, monkeypatch):
+    import partial_runs
+
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "sweep", Publication("sweep", "istar", "config/sweep.yaml"))
+    _write(tmp_path / "config" / "sweep.yaml", "results_dir: results/sweep\n")
+    # istar's published runs hold optimize's lambda = 0 runs too, at optimize's paths: never put into istar's folder
+    _write(tmp_path / "docs/results/sweep/runs/polarity/minilm/seed0.json", "an optimize run")
+    _write(tmp_path / "partial-results/sweep/runs/polarity/minilm/istar1/seed0.json", "saved")
+    assert partial_runs.restore("sweep", tmp_path) == 1
+    runs = tmp_path / "results/sweep/istar/runs"
+    assert [str(p.relative_to(runs)) for p in runs.rglob("*") if p.is_file()] == ["polarity/minilm/istar1/seed0.json"]
+
+
+def test_saving_no_finished_runs_is_one_line_and_writes_nothing(sweep, capsys, monkeypatch):
+    import partial_runs
+
+    root, runs = sweep
+    shutil_rmtree(runs.parents[3])
+    monkeypatch.setattr(partial_runs, "ROOT", root)
+    assert partial_runs.main(["save", "sweep"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: {runs.parents[2]}: no finished runs to save; run `make resume-sweep` first\n"
+    )
+    assert not (root / "partial-results").exists()
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)

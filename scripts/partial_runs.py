@@ -1,0 +1,143 @@
+"""A publication's sweep in parts: its finished runs kept in the repository between machines, and put back before
+the workflow resumes, so that only the missing runs run (what `make save-partial-<publication>` and
+`make resume-<publication>` do; docs/workflow.md, "A sweep in parts").
+
+    python scripts/partial_runs.py save finetune-plain     # <results_dir>/finetune/runs -> partial-results/...
+    python scripts/partial_runs.py restore finetune-plain  # partial-results and the publication's runs -> results
+
+Saved runs live in ``partial-results/<publication>/runs/`` (every file the section's run jobs wrote, each record with
+its own commit and settings) beside ``PARTIAL.json`` (how many, from which config, which checkout, when). Restoring
+copies the saved runs, and the publication's own published runs (docs/results/<publication>/runs, unless its
+section publishes another section's runs too: istar's λ = 0 rows), into the section's runs folder of the config's
+results directory: files that are there already are left alone, and the copies are dated now, so Snakemake takes them
+as made after their inputs (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose
+job's outputs are not all restored (a publication that keeps only some of a run's files) is simply run again.
+Restored runs are taken as they are: after changing a run setting of the config, delete the saved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from isoflow.atomic import atomic_dir
+from isoflow.provenance import code_version
+from isoflow.sections import PUBLICATIONS, SECTIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTIAL = "partial-results"
+
+
+class PartialError(RuntimeError):
+    pass
+
+
+def _is_temporary(rel: Path) -> bool:
+    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``), never a finished run's."""
+    return any(part.startswith(".") and ".tmp" in part for part in rel.parts)
+
+
+def _run_files(runs: Path) -> list[Path]:
+    """Every finished file under a runs folder, relative to it."""
+    if not runs.is_dir():
+        return []
+    return sorted(
+        p.relative_to(runs) for p in runs.rglob("*") if p.is_file() and not _is_temporary(p.relative_to(runs))
+    )
+
+
+def _results_runs(publication: str, root: Path) -> Path:
+    pub = PUBLICATIONS[publication]
+    results = yaml.safe_load((root / pub.config).read_text())["results_dir"]
+    return root / results / SECTIONS[pub.section].name / "runs"
+
+
+def save(publication: str, root: Path = ROOT) -> Path:
+    """Copy the section's finished runs (under the config's results directory) into partial-results/<publication>,
+    replacing an earlier save of the same publication; return that folder."""
+    pub = PUBLICATIONS[publication]
+    runs = _results_runs(publication, root)
+    files = _run_files(runs)
+    if not files:
+        raise PartialError(f"{runs}: no finished runs to save; run `make resume-{publication}` first")
+    dest = root / PARTIAL / publication
+    with atomic_dir(dest, expected={"runs", "PARTIAL.json"}, kind=f"saved runs of {publication}") as staging:
+        for rel in files:
+            (staging / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(runs / rel, staging / "runs" / rel)
+        records = sum(1 for rel in files if rel.suffix == ".json")
+        (staging / "PARTIAL.json").write_text(
+            json.dumps(
+                {
+                    "publication": publication,
+                    "config": pub.config,
+                    "files": len(files),
+                    "records": records,
+                    "from": str(runs.relative_to(root)),
+                    "workflow_checkout": code_version(root),
+                    "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return dest
+
+
+def sources(publication: str, root: Path = ROOT) -> list[Path]:
+    """The runs folders a resume restores from: the saved runs, then the published ones (if all the section's own)."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    found = [root / PARTIAL / publication / "runs"]
+    if section.shares_runs_with is None:
+        found.append(root / "docs" / "results" / publication / "runs")
+    return [s for s in found if s.is_dir()]
+
+
+def restore(publication: str, root: Path = ROOT) -> int:
+    """Copy the saved and published runs into the section's runs folder of the config's results directory, leaving
+    what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
+    runs = _results_runs(publication, root)
+    copied = 0
+    for source in sources(publication, root):
+        for rel in _run_files(source):
+            target = runs / rel
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, target)  # not copy2: dated now, after the inputs the workflow just built
+            copied += 1
+    return copied
+
+
+def discard(publication: str, root: Path = ROOT) -> None:
+    """Remove a publication's saved runs (once it is published whole, they are in docs/results)."""
+    shutil.rmtree(root / PARTIAL / publication, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=("save", "restore"))
+    parser.add_argument("publication", choices=sorted(PUBLICATIONS))
+    args = parser.parse_args(argv)
+    if args.action == "save":
+        try:
+            dest = save(args.publication, ROOT)
+        except PartialError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        saved = json.loads((dest / "PARTIAL.json").read_text())
+        print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
+    else:
+        where = _results_runs(args.publication, ROOT).relative_to(ROOT)
+        print(f"{restore(args.publication, ROOT)} files restored into {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
