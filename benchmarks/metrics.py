@@ -4,8 +4,8 @@ Not a test: it prints numbers and writes ``benchmarks/results/metrics.json``.
 For each size and dtype it measures, in the same run on the same machine:
 
 * wall time of one "metric step" (silhouette + IsoScore, as after every update
-  of the experiment): isoflow vs ``sklearn.metrics.silhouette_score`` +
-  ``IsoScore.IsoScore``, and the speed ratio;
+  of the experiment: ``silhouette_tensor`` and ``isoscore_tensor`` on input the loop checked once): isoflow vs
+  ``sklearn.metrics.silhouette_score`` + ``IsoScore.IsoScore``, and the speed ratio;
 * the machine's floor for that step: the silhouette's blocked distance GEMMs and square roots alone, at the faster
   of NumPy's and torch's BLAS, measured ``--runs`` times interleaved with isoflow's step; ``fraction_of_floor`` =
   floor / isoflow (the median of the runs; 1 would be no overhead at all);
@@ -157,12 +157,14 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device
     """
     X = np.load(data / f"X_{dtype}.npy")
     y = np.load(data / "y.npy")
-    if which == "ours":
-        from isoflow.metrics import isoscore, silhouette
+    if which == "ours":  # what the optimisation loop does after every update (its input checked once, before it)
+        from isoflow.metrics import encode_labels
+        from isoflow.metrics.isotropy import isoscore_tensor
+        from isoflow.metrics.silhouette import silhouette_tensor
 
         Xt = torch.from_numpy(X).to(device)
-        yt = torch.from_numpy(y).to(device)
-        step = lambda: _sync((silhouette(Xt, yt), isoscore(Xt)), device)  # noqa: E731
+        clusters = encode_labels(torch.from_numpy(y), len(y), device=Xt.device)
+        step = lambda: _sync((float(silhouette_tensor(Xt, clusters)), float(isoscore_tensor(Xt))), device)  # noqa: E731
     else:
         from IsoScore.IsoScore import IsoScore
         from sklearn.metrics import silhouette_score
@@ -234,11 +236,13 @@ def main() -> int:
         help=f"JSON output (default {OUT.relative_to(Path.cwd()) if OUT.is_relative_to(Path.cwd()) else OUT})",
     )
     parser.add_argument("--device", default="cpu", help="where isoflow's side runs: cpu (default) or cuda[:N]")
+    parser.add_argument("--case", choices=[c["name"] for c in CASES], help="this case only (default: every case)")
     parser.add_argument(
         "--runs", type=int, default=3, help="times the floor and isoflow's step are measured, interleaved (median)"
     )
     args = parser.parse_args()
-    cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in CASES] if args.quick else CASES
+    cases = [c for c in CASES if args.case in (None, c["name"])]
+    cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in cases] if args.quick else cases
     cuda = args.device.startswith("cuda")
     out_path = args.out or (None if args.quick else OUT.with_name("metrics-cuda.json") if cuda else OUT)
 

@@ -1,5 +1,5 @@
 """The device policy of the blocked metrics: the CPU BLAS choice and the block-size policy change speed, never the
-result (scikit-learn to 1e-6 in float64, 1e-5 in float32, whichever BLAS and policy)."""
+result (scikit-learn and the IsoScore package to 1e-6 in float64, 1e-5 in float32, whichever BLAS and policy)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import make_cloud
+from IsoScore.IsoScore import IsoScore
 from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
-from isoflow.metrics import device_policy, knn_distances, silhouette
+from isoflow.metrics import device_policy, isoscore, knn_distances, silhouette
+from isoflow.metrics.isotropy import isoscore_and_star_tensor
 
 
 @pytest.fixture
@@ -36,6 +38,12 @@ def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm
     Xd = X.astype(dtype).astype(np.float64)  # the points as given; distances are recomputed exactly in float64
     d, _ = NearestNeighbors(n_neighbors=6).fit(Xd).kneighbors(Xd)
     np.testing.assert_allclose(knn_distances(X.astype(dtype), 5).numpy(), d[:, 1:], atol=1e-9)
+    # IsoScore's covariance goes through the same BLAS (n >= dim), or the Gram matrix (n < dim)
+    for points in (Xd, Xd[:10]):
+        reference = float(IsoScore(torch.from_numpy(points)))
+        assert isoscore(points.astype(dtype)) == pytest.approx(reference, abs=tol)
+        iso, _, _ = isoscore_and_star_tensor(torch.from_numpy(points.astype(dtype)), None, 0.0)
+        assert float(iso) == pytest.approx(reference, abs=tol)
 
 
 def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):

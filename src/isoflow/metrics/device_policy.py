@@ -13,9 +13,11 @@ multiplies the blocks. One code path for every device; only these two choices di
   made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed by host, CPU and library versions),
   so that every later run on the host makes the same choice (runs on a busy machine would otherwise flip between the
   two and differ by rounding). Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
-  With NumPy, the silhouette's whole block step stays in NumPy (the products, the square roots and the per-cluster
-  sums: ``silhouette._euclidean_cluster_sums_numpy``): OpenBLAS's threads keep spinning after a product, and torch's
-  OpenMP threads started in between fight them for the same cores (measured here: 3× slower per block on 2 cores)."""
+  With NumPy, the whole metric step stays in NumPy (:func:`numpy_blas`): the silhouette's rescaling, centring,
+  products, square roots and per-cluster sums (``silhouette._euclidean_cluster_sums_numpy``) and IsoScore's centring
+  and covariance (``isotropy._centred_rescaled``, ``_scatter_matrix``): OpenBLAS's threads keep spinning after a
+  product, and torch's OpenMP threads started in between fight them for the same cores (measured here: 3× slower per
+  block on 2 cores)."""
 
 from __future__ import annotations
 
@@ -126,7 +128,9 @@ def cpu_gemm() -> str:
     return _measured_cpu_gemm() if choice == "auto" else choice
 
 
-def _numpy_ok(a: torch.Tensor) -> bool:
+def numpy_blas(a: torch.Tensor) -> bool:
+    """Whether ``a``'s products go through NumPy's BLAS: a CPU float32/float64 tensor outside autograd on a host whose
+    choice is NumPy. The metrics then do the whole step in NumPy (silhouette, IsoScore's covariance)."""
     return (
         a.device.type == "cpu"
         and a.dtype in (torch.float32, torch.float64)
@@ -137,18 +141,9 @@ def _numpy_ok(a: torch.Tensor) -> bool:
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` through the chosen CPU BLAS (no copies: NumPy views of the tensors), or torch's elsewhere."""
-    if _numpy_ok(a) and _numpy_ok(b):
+    if numpy_blas(a) and numpy_blas(b):
         return torch.from_numpy(np.matmul(a.numpy(), b.numpy()))
     return a @ b
-
-
-def sqrt_clamped_(d: torch.Tensor) -> torch.Tensor:
-    """``d.clamp_(min=0).sqrt_()`` in the library that multiplied ``d`` (NumPy on a NumPy-BLAS host; see above)."""
-    if _numpy_ok(d):
-        a = d.numpy()
-        np.sqrt(np.maximum(a, 0.0, out=a), out=a)
-        return d
-    return d.clamp_(min=0.0).sqrt_()
 
 
 def block_size(n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int) -> int:

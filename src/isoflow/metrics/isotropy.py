@@ -7,9 +7,11 @@ multiplied in float32, 1,024 rows at a time, the products added up in float64: :
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from ._validate import ArrayLike, as_points, encode_labels, power_of_two_factor, rescaled
+from .device_policy import numpy_blas
 
 
 def covariance(X: ArrayLike) -> torch.Tensor:
@@ -62,6 +64,13 @@ def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     exactly centred float64 copy to float32 would; what is left of the mean (≤ half an ulp of it per column) changes
     the covariance by its square, below float32's own rounding of the input."""
     x = X if X.dtype == torch.float32 else X.to(torch.float64)
+    if numpy_blas(x):  # in NumPy, as the products that follow (device_policy.py); the same steps
+        a = x.numpy()
+        scale = np.abs(a).max(initial=0.0)
+        e = int(np.frexp(scale)[1]) if scale > 0 else 0
+        xc = np.ldexp(a, -e).astype(a.dtype, copy=False)
+        xc -= xc.mean(axis=0, dtype=np.float64).astype(a.dtype)
+        return torch.from_numpy(xc), torch.tensor(2.0**-e, dtype=x.dtype)
     f = power_of_two_factor(x)
     xc = x * f
     xc -= xc.mean(dim=0, keepdim=True)
@@ -74,9 +83,18 @@ SCATTER_CHUNK = 1024
 def _scatter_matrix(xc: torch.Tensor) -> torch.Tensor:
     """xcᵀ·xc as float64. A float32 ``xc`` is multiplied in float32 (twice float64's GEMM rate) in 1,024-row chunks
     whose products add up in float64: each chunk's sum rounds in float32 over at most 1,024 terms, so IsoScore stays
-    within ~1e-7 of the all-float64 value, below the effect of the input's own float32 rounding. Differentiable."""
+    within ~1e-7 of the all-float64 value, below the effect of the input's own float32 rounding. Differentiable; in
+    NumPy outside autograd on a host whose CPU BLAS is NumPy's (the silhouette's products are there too:
+    device_policy.py)."""
     if xc.dtype != torch.float32:
-        return xc.T @ xc
+        return torch.from_numpy(xc.numpy().T @ xc.numpy()) if numpy_blas(xc) else xc.T @ xc
+    if numpy_blas(xc):
+        x = xc.numpy()
+        G = np.zeros((x.shape[1], x.shape[1]))
+        for i0 in range(0, x.shape[0], SCATTER_CHUNK):
+            chunk = x[i0 : i0 + SCATTER_CHUNK]
+            G += chunk.T @ chunk
+        return torch.from_numpy(G)
     G = torch.zeros(xc.shape[1], xc.shape[1], dtype=torch.float64, device=xc.device)
     for i0 in range(0, xc.shape[0], SCATTER_CHUNK):
         chunk = xc[i0 : i0 + SCATTER_CHUNK]

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
-from .device_policy import block_size, cpu_gemm, matmul, sqrt_clamped_
+from .device_policy import block_size, numpy_blas
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
@@ -38,15 +38,33 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     return s.mean()
 
 
-def _euclidean_cluster_sums_numpy(
-    left: np.ndarray, right: np.ndarray, codes: np.ndarray, k: int, block: int, scatter: bool
-) -> np.ndarray:
-    """The block steps of :func:`_euclidean_cluster_sums` in NumPy from end to end (products, square roots,
-    per-cluster sums): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products
-    would fight OpenBLAS's still-spinning threads for the cores (device_policy.py). Returns S transposed, (k, n)."""
+def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows, in NumPy from the start (see
+    :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
+    scale = np.abs(x).max(initial=0.0)
+    if scale > 0:  # a power of two: exact (rescaled())
+        x = np.ldexp(x, -np.frexp(scale)[1])
+    n, d = x.shape
+    left, right = np.empty((n, d + 2), dtype=x.dtype), np.empty((n, d + 2), dtype=x.dtype)
+    np.subtract(x, x.mean(axis=0, dtype=np.float64).astype(x.dtype), out=left[:, :d])
+    np.einsum("ij,ij->i", left[:, :d], left[:, :d], out=left[:, d])
+    left[:, d + 1] = 1.0
+    np.multiply(left[:, :d], -2.0, out=right[:, :d])
+    right[:, d] = 1.0
+    right[:, d + 1] = left[:, d]
+    return left, right
+
+
+def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int, scatter: bool) -> np.ndarray:
+    """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
+    roots and per-cluster sums): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its
+    products would fight OpenBLAS's still-spinning threads for the cores, and OpenBLAS's products torch's
+    (device_policy.py). Returns S transposed, (k, n)."""
+    left, right = _augmented_numpy(x)
     n = left.shape[0]
     S = np.zeros((k, n), dtype=np.float64)
     onehot_t = None if scatter else (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
+    onehot = None if scatter else np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
     buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
 
     def cluster_sums(rows: slice, D: np.ndarray) -> np.ndarray:
@@ -69,18 +87,20 @@ def _euclidean_cluster_sums_numpy(
                 np.fill_diagonal(D, 0.0)  # exact zero self-distance, as scikit-learn does
             S[:, j0:j1] += cluster_sums(slice(i0, i1), D)
             if j0 != i0:
-                S[:, i0:i1] += cluster_sums(slice(j0, j1), D.T)
+                S[:, i0:i1] += (D @ onehot[j0:j1]).T if not scatter else cluster_sums(slice(j0, j1), D.T)
     return S
 
 
 def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
-    """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle).
+    """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle), for rescaled, centred
+    ``x`` (:func:`_centred`).
 
     Memory is O(block² + n·(d + k)): no n×n matrix is ever formed. Squared
     distances ‖x‖² + ‖y‖² − 2x·y come out of a single GEMM of the augmented rows
     [x, ‖x‖², 1]·[−2y, 1, ‖y‖²]ᵀ (no separate broadcast-add pass), on centred data
     (centring shrinks the norms, hence the cancellation error, without changing
-    any distance). Per-cluster sums accumulate in float64.
+    any distance). Per-cluster sums accumulate in float64. In torch (a GPU, or a host whose CPU BLAS is torch's; the
+    NumPy one: :func:`_euclidean_cluster_sums_numpy`).
     """
     n = x.shape[0]
     block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (device_policy.py)
@@ -93,16 +113,12 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
     one = torch.ones_like(sq)
     left = torch.cat([x, sq, one], dim=1)
     right = torch.cat([-2.0 * x, one, sq], dim=1)
-    if x.device.type == "cpu" and cpu_gemm() == "numpy":  # one BLAS from end to end (see the function)
-        S = _euclidean_cluster_sums_numpy(left.numpy(), right.numpy(), codes.numpy(), clusters.k, block, scatter)
-        return torch.from_numpy(S).T
     S = torch.zeros(clusters.k, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
-            D = matmul(left[i0:i1], right[j0:j1].T)  # through the faster CPU BLAS (device_policy.py)
-            sqrt_clamped_(D)  # in D's own library (device_policy.py)
+            D = (left[i0:i1] @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
             if scatter:  # into a contiguous block buffer in D's dtype, then once into the float64 sums
@@ -111,9 +127,9 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
                     S[:, i0:i1] += D.new_zeros(clusters.k, i1 - i0).index_add_(0, codes[j0:j1], D.T)
                 continue
             # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major.
-            S[:, j0:j1] += matmul(onehot_t[:, i0:i1], D)
+            S[:, j0:j1] += onehot_t[:, i0:i1] @ D
             if j0 != i0:
-                S[:, i0:i1] += matmul(D, onehot_t[:, j0:j1].T).T
+                S[:, i0:i1] += (D @ onehot_t[:, j0:j1].T).T
     return S.T
 
 
@@ -143,8 +159,18 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
     dtype (float32 runs the GEMM at full speed), reductions in float64.
     """
     with torch.no_grad():
-        S = _euclidean_cluster_sums(_centred(X.detach()), clusters, block)
-        return _silhouette_from_sums(S, clusters)
+        x = X.detach()
+        if numpy_blas(x):  # the whole step in NumPy, its rescaling and centring too (device_policy.py)
+            n = x.shape[0]
+            S = _euclidean_cluster_sums_numpy(
+                x.numpy(),
+                clusters.codes.numpy(),
+                clusters.k,
+                block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK),
+                clusters.k > SCATTER_ABOVE_K,
+            )
+            return _silhouette_from_sums(torch.from_numpy(S).T, clusters)
+        return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
 
 
 def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> float:
