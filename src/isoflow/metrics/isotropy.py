@@ -27,6 +27,9 @@ def covariance(X: ArrayLike) -> torch.Tensor:
 
 def _participation_ratio(C: torch.Tensor) -> torch.Tensor:
     # (Σλ)² / Σλ² = tr(C)² / ‖C‖_F² for a symmetric PSD C: no eigendecomposition needed.
+    if numpy_blas(C):  # after NumPy's products, in NumPy (torch's threads would fight OpenBLAS's: device_policy.py)
+        a = C.numpy()
+        return torch.tensor(np.trace(a) ** 2 / np.vdot(a, a), dtype=C.dtype)
     return torch.trace(C) ** 2 / (C * C).sum()
 
 
