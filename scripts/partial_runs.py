@@ -5,14 +5,15 @@ the workflow resumes, so that only the missing runs run (what `make save-partial
     python scripts/partial_runs.py save finetune-plain     # <results_dir>/finetune/runs -> partial-results/...
     python scripts/partial_runs.py restore finetune-plain  # partial-results and the publication's runs -> results
 
-Saved runs live in ``partial-results/<publication>/runs/`` (every file the section's run jobs wrote, each record with
-its own commit and settings) beside ``PARTIAL.json`` (how many, from which config, which checkout, when). Restoring
-copies the saved runs, and the publication's own published runs (docs/results/<publication>/runs, unless its
-section publishes another section's runs too: istar's λ = 0 rows), into the section's runs folder of the config's
-results directory: files that are there already are left alone, and the copies are dated now, so Snakemake takes them
-as made after their inputs (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose
-job's outputs are not all restored (a publication that keeps only some of a run's files) is simply run again.
-Restored runs are taken as they are: after changing a run setting of the config, delete the saved runs.
+Saved runs live in ``partial-results/<publication>/<section>/runs/`` (every file the section's run jobs wrote, each
+record with its own commit and settings; for istar, optimize's runs too: its λ = 0 rows) beside ``PARTIAL.json`` (how
+many, from which config, which checkout, when). Restoring copies the saved runs, and the publication's own published
+runs (docs/results/<publication>/runs, unless its section publishes another section's runs too: istar's λ = 0 rows),
+into the sections' runs folders of the config's results directory: files that are there already are left alone, and
+the copies are dated now, so Snakemake takes them as made after their inputs (restore *after* the inputs are built:
+``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
+some of a run's files) is simply run again. Restored runs are taken as they are: after changing a run setting of the
+config, delete the saved runs.
 """
 
 from __future__ import annotations
@@ -52,34 +53,43 @@ def _run_files(runs: Path) -> list[Path]:
     )
 
 
-def _results_runs(publication: str, root: Path) -> Path:
-    pub = PUBLICATIONS[publication]
-    results = yaml.safe_load((root / pub.config).read_text())["results_dir"]
-    return root / results / SECTIONS[pub.section].name / "runs"
+def _results(publication: str, root: Path) -> Path:
+    return root / yaml.safe_load((root / PUBLICATIONS[publication].config).read_text())["results_dir"]
+
+
+def _sections(publication: str) -> list[str]:
+    """The sections whose runs a publication's runs are: its own, and the one it reuses runs of (istar: optimize's,
+    its λ = 0 rows)."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    return [section.name, *([section.shares_runs_with] if section.shares_runs_with else [])]
 
 
 def save(publication: str, root: Path = ROOT) -> Path:
-    """Copy the section's finished runs (under the config's results directory) into partial-results/<publication>,
-    replacing an earlier save of the same publication; return that folder."""
+    """Copy the finished runs of the publication's sections (under the config's results directory) into
+    partial-results/<publication>/<section>/runs, replacing an earlier save of the same publication; return that
+    folder."""
     pub = PUBLICATIONS[publication]
-    runs = _results_runs(publication, root)
-    files = _run_files(runs)
-    if not files:
-        raise PartialError(f"{runs}: no finished runs to save; run `make resume-{publication}` first")
+    results = _results(publication, root)
+    found = {name: _run_files(results / name / "runs") for name in _sections(publication)}
+    if not found[pub.section]:
+        raise PartialError(
+            f"{results / pub.section / 'runs'}: no finished runs to save; run `make resume-{publication}` first"
+        )
     dest = root / PARTIAL / publication
-    with atomic_dir(dest, expected={"runs", "PARTIAL.json"}, kind=f"saved runs of {publication}") as staging:
-        for rel in files:
-            (staging / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(runs / rel, staging / "runs" / rel)
-        records = sum(1 for rel in files if rel.suffix == ".json")
+    with atomic_dir(dest, expected={*found, "PARTIAL.json"}, kind=f"saved runs of {publication}") as staging:
+        for name, files in found.items():
+            for rel in files:
+                (staging / name / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(results / name / "runs" / rel, staging / name / "runs" / rel)
+        every = [rel for files in found.values() for rel in files]
         (staging / "PARTIAL.json").write_text(
             json.dumps(
                 {
                     "publication": publication,
                     "config": pub.config,
-                    "files": len(files),
-                    "records": records,
-                    "from": str(runs.relative_to(root)),
+                    "files": len(every),
+                    "records": sum(1 for rel in every if rel.suffix == ".json"),
+                    "from": [str((results / name / "runs").relative_to(root)) for name in found],
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
@@ -90,23 +100,24 @@ def save(publication: str, root: Path = ROOT) -> Path:
     return dest
 
 
-def sources(publication: str, root: Path = ROOT) -> list[Path]:
-    """The runs folders a resume restores from: the saved runs, then the published ones (if all the section's own)."""
+def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
+    """(runs folder, section it goes to) a resume restores from: the saved runs, then the published ones (only if
+    they are all the section's own: istar's publication holds optimize's runs among its own, at their paths)."""
     section = SECTIONS[PUBLICATIONS[publication].section]
-    found = [root / PARTIAL / publication / "runs"]
+    found = [(root / PARTIAL / publication / name / "runs", name) for name in _sections(publication)]
     if section.shares_runs_with is None:
-        found.append(root / "docs" / "results" / publication / "runs")
-    return [s for s in found if s.is_dir()]
+        found.append((root / "docs" / "results" / publication / "runs", section.name))
+    return [(folder, name) for folder, name in found if folder.is_dir()]
 
 
 def restore(publication: str, root: Path = ROOT) -> int:
-    """Copy the saved and published runs into the section's runs folder of the config's results directory, leaving
-    what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
-    runs = _results_runs(publication, root)
+    """Copy the saved and published runs into their sections' runs folders under the config's results directory,
+    leaving what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
+    results = _results(publication, root)
     copied = 0
-    for source in sources(publication, root):
+    for source, name in sources(publication, root):
         for rel in _run_files(source):
-            target = runs / rel
+            target = results / name / "runs" / rel
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -134,8 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads((dest / "PARTIAL.json").read_text())
         print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
     else:
-        where = _results_runs(args.publication, ROOT).relative_to(ROOT)
-        print(f"{restore(args.publication, ROOT)} files restored into {where}")
+        where = _results(args.publication, ROOT).relative_to(ROOT)
+        print(f"{restore(args.publication, ROOT)} files restored under {where}")
     return 0
 
 

@@ -165,8 +165,9 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         "--rerun-incomplete",
         *shlex.split(snakemake_args),
     ]
-    if resume:
-        _snakemake([*command, "--omit-from", *section.run_rules])  # the runs' inputs, none of the runs
+    if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
+        shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
+        _snakemake([*command, "--omit-from", *section.run_rules, *shared])
         print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
     _snakemake(command)
     results = ROOT / yaml.safe_load((ROOT / pub.config).read_text())["results_dir"]

@@ -229,7 +229,8 @@ def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout
     shutil.copytree(own_checkout, repo, symlinks=True)
     runs = repo / "results/own-example/finetune/runs"
     partial_runs.save("own-finetune", repo)
-    shutil.rmtree(repo / "partial-results/own-finetune/runs/reviews/tiny-bert/istar1")  # a run not finished there
+    unfinished = "partial-results/own-finetune/finetune/runs/reviews/tiny-bert/istar1"  # a run not finished there
+    shutil.rmtree(repo / unfinished)
     shutil.rmtree(runs)
     shutil.rmtree(repo / ".snakemake")  # another machine: no record of the runs
     # The first step of a resume builds the runs' inputs and none of the runs.

@@ -224,7 +224,8 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
     root, runs = sweep
     saved = partial_runs.save("sweep", root)
     assert saved == root / "partial-results" / "sweep"
-    assert sorted(str(p.relative_to(saved / "runs")) for p in (saved / "runs").rglob("*") if p.is_file()) == [
+    kept = saved / "finetune" / "runs"
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file()) == [
         "glue/sst2/m/istar-1/seed0.json",
         "glue/sst2/m/istar-1/seed0.parquet",
         "glue/sst2/m/istar0/seed0.json",
@@ -232,7 +233,7 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
     ]
     info = json.loads((saved / "PARTIAL.json").read_text())
     assert (info["records"], info["files"], info["config"]) == (2, 4, "config/sweep.yaml")
-    assert info["from"] == "results/sweep/finetune/runs"
+    assert info["from"] == ["results/sweep/finetune/runs"]
     # Another machine: the results are gone but one run made again there; a run of the publication is published.
     shutil_rmtree(root / "results")
     _write(runs / "istar0" / "seed0.json", "made here")
@@ -248,19 +249,29 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
     assert not saved.exists() and (root / "partial-results").is_dir()
 
 
-def test_a_section_publishing_another_sections_runs_restores_only_the_saved_ones(tmp_path, monkeypatch):
+def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
     import partial_runs
 
     from isoflow.sections import PUBLICATIONS, Publication
 
     monkeypatch.setitem(PUBLICATIONS, "sweep", Publication("sweep", "istar", "config/sweep.yaml"))
     _write(tmp_path / "config" / "sweep.yaml", "results_dir: results/sweep\n")
+    results = tmp_path / "results/sweep"
+    _write(results / "istar/runs/polarity/minilm/istar1/seed0.json", "an istar run")
+    _write(results / "optimize/runs/polarity/minilm/seed0.json", "its lambda = 0 row: an optimize run")
+    saved = partial_runs.save("sweep", tmp_path)
+    assert json.loads((saved / "PARTIAL.json").read_text())["from"] == [
+        "results/sweep/istar/runs",
+        "results/sweep/optimize/runs",
+    ]
+    shutil_rmtree(results)
     # istar's published runs hold optimize's lambda = 0 runs too, at optimize's paths: never put into istar's folder
-    _write(tmp_path / "docs/results/sweep/runs/polarity/minilm/seed0.json", "an optimize run")
-    _write(tmp_path / "partial-results/sweep/runs/polarity/minilm/istar1/seed0.json", "saved")
-    assert partial_runs.restore("sweep", tmp_path) == 1
-    runs = tmp_path / "results/sweep/istar/runs"
-    assert [str(p.relative_to(runs)) for p in runs.rglob("*") if p.is_file()] == ["polarity/minilm/istar1/seed0.json"]
+    _write(tmp_path / "docs/results/sweep/runs/polarity/minilm/seed1.json", "an optimize run")
+    assert partial_runs.restore("sweep", tmp_path) == 2
+    assert sorted(str(p.relative_to(results)) for p in results.rglob("*") if p.is_file()) == [
+        "istar/runs/polarity/minilm/istar1/seed0.json",
+        "optimize/runs/polarity/minilm/seed0.json",
+    ]
 
 
 def test_saving_no_finished_runs_is_one_line_and_writes_nothing(sweep, capsys, monkeypatch):
