@@ -226,7 +226,11 @@ def finetune(
     torch.manual_seed(s.seed)
     encoder.to(device).train()
     head = ClassificationHead(encoder.dim, len(train.label_names), s.dropout).to(device).train()
-    opt = torch.optim.AdamW([*encoder.parameters(), *head.parameters()], lr=s.lr, weight_decay=s.weight_decay)
+    # foreach: the per-tensor loop's arithmetic bit for bit, in a few large ops (the loop, torch's CPU default, took
+    # up to a third of a small encoder's step on 2 cores)
+    opt = torch.optim.AdamW(
+        [*encoder.parameters(), *head.parameters()], lr=s.lr, weight_decay=s.weight_decay, foreach=True
+    )
     gen = torch.Generator().manual_seed(s.seed)
     reg = regulariser(s)
     active = s.weight != 0.0
