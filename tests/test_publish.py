@@ -291,3 +291,25 @@ def shutil_rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path)
+
+
+def test_a_resume_builds_inputs_restores_runs_publishes_and_drops_the_saved_runs(tmp_path, monkeypatch):
+    import partial_runs
+    import publish_results
+
+    steps = []
+    monkeypatch.setattr(publish_results, "ROOT", tmp_path)
+    monkeypatch.setattr(publish_results, "_snakemake", lambda command: steps.append(("snakemake", command[1:])))
+    monkeypatch.setattr(partial_runs, "restore", lambda pub, root: steps.append(("restore", pub)) or 3)
+    monkeypatch.setattr(publish_results, "publish", lambda pub, *a, **k: steps.append(("publish", pub, k["made_by"])))
+    monkeypatch.setattr(partial_runs, "discard", lambda pub, root: steps.append(("discard", pub)))
+    _write(tmp_path / "config/reproduce-offline.yaml", "results_dir: results/reproduce-offline\n")
+    publish_results.reproduce("istar", resume=True)
+    run = ["istar", "--cores", "2", "--configfile", "config/reproduce-offline.yaml", "--rerun-incomplete"]
+    assert steps == [
+        ("snakemake", [*run, "--omit-from", "istar_run", "optimize_run"]),  # istar's lambda = 0 rows: optimize's
+        ("restore", "istar"),
+        ("snakemake", run),
+        ("publish", "istar", f"snakemake {' '.join(run)} (resumed: scripts/partial_runs.py restore, PARTIAL.json)"),
+        ("discard", "istar"),
+    ]
