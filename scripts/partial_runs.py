@@ -53,7 +53,8 @@ def _run_files(runs: Path) -> list[Path]:
     )
 
 
-def _results(publication: str, root: Path) -> Path:
+def results_of(publication: str, root: Path) -> Path:
+    """The results directory of the publication's config."""
     return root / yaml.safe_load((root / PUBLICATIONS[publication].config).read_text())["results_dir"]
 
 
@@ -69,7 +70,7 @@ def save(publication: str, root: Path = ROOT) -> Path:
     partial-results/<publication>/<section>/runs, replacing an earlier save of the same publication; return that
     folder."""
     pub = PUBLICATIONS[publication]
-    results = _results(publication, root)
+    results = results_of(publication, root)
     found = {name: _run_files(results / name / "runs") for name in _sections(publication)}
     if not found[pub.section]:
         raise PartialError(
@@ -113,7 +114,7 @@ def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
 def restore(publication: str, root: Path = ROOT) -> int:
     """Copy the saved and published runs into their sections' runs folders under the config's results directory,
     leaving what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
-    results = _results(publication, root)
+    results = results_of(publication, root)
     copied = 0
     for source, name in sources(publication, root):
         for rel in _run_files(source):
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads((dest / "PARTIAL.json").read_text())
         print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
     else:
-        where = _results(args.publication, ROOT).relative_to(ROOT)
+        where = results_of(args.publication, ROOT).relative_to(ROOT)
         print(f"{restore(args.publication, ROOT)} files restored under {where}")
     return 0
 

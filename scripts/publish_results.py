@@ -151,8 +151,6 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
     publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
     those already published are put back first (scripts/partial_runs.py), after the inputs they were made from are
     built, so only the missing runs run; once published whole, the saved runs are removed."""
-    import yaml
-
     pub = PUBLICATIONS[publication]
     section = SECTIONS[pub.section]
     command = [
@@ -170,7 +168,7 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         _snakemake([*command, "--omit-from", *section.run_rules, *shared])
         print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
     _snakemake(command)
-    results = ROOT / yaml.safe_load((ROOT / pub.config).read_text())["results_dir"]
+    results = partial_runs.results_of(publication, ROOT)
     dest = ROOT / "docs" / "results" / publication
     made_by = " ".join(command) + (" (resumed: scripts/partial_runs.py restore, PARTIAL.json)" if resume else "")
     publish(publication, results, dest, root=ROOT, made_by=made_by)

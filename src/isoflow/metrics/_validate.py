@@ -69,6 +69,14 @@ def power_of_two_factor(x: torch.Tensor) -> torch.Tensor:
     return torch.pow(torch.tensor(2.0, dtype=x.dtype, device=x.device), -e)
 
 
+def rescaled_numpy(a: np.ndarray) -> tuple[np.ndarray, int]:
+    """(``a`` times 2**-e, e): :func:`rescaled` for an array, in NumPy (for the NumPy-BLAS path of
+    :mod:`.device_policy`), in ``a``'s dtype; e = 0 for an all-zero array."""
+    scale = np.abs(a).max(initial=0.0)
+    e = int(np.frexp(scale)[1]) if scale > 0 else 0
+    return np.ldexp(a, -e).astype(a.dtype, copy=False), e
+
+
 def rescaled(x: torch.Tensor) -> torch.Tensor:
     """``x`` times the power of two that brings max|x| into [0.5, 1): for the scale-invariant metrics.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validate import ArrayLike, as_points, encode_labels, power_of_two_factor, rescaled
+from ._validate import ArrayLike, as_points, encode_labels, power_of_two_factor, rescaled, rescaled_numpy
 from .device_policy import numpy_blas
 
 
@@ -68,11 +68,8 @@ def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     the covariance by its square, below float32's own rounding of the input."""
     x = X if X.dtype == torch.float32 else X.to(torch.float64)
     if numpy_blas(x):  # in NumPy, as the products that follow (device_policy.py); the same steps
-        a = x.numpy()
-        scale = np.abs(a).max(initial=0.0)
-        e = int(np.frexp(scale)[1]) if scale > 0 else 0
-        xc = np.ldexp(a, -e).astype(a.dtype, copy=False)
-        xc -= xc.mean(axis=0, dtype=np.float64).astype(a.dtype)
+        xc, e = rescaled_numpy(x.numpy())
+        xc -= xc.mean(axis=0, dtype=np.float64).astype(xc.dtype)
         return torch.from_numpy(xc), torch.tensor(2.0**-e, dtype=x.dtype)
     f = power_of_two_factor(x)
     xc = x * f

@@ -10,7 +10,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validate import ArrayLike, Clusters, as_points, check_cluster_count, distance_dtype, encode_labels, rescaled
+from ._validate import (
+    ArrayLike,
+    Clusters,
+    as_points,
+    check_cluster_count,
+    distance_dtype,
+    encode_labels,
+    rescaled,
+    rescaled_numpy,
+)
 from .device_policy import block_size, numpy_blas
 
 DEFAULT_BLOCK = 1024
@@ -41,9 +50,7 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
 def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows, in NumPy from the start (see
     :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
-    scale = np.abs(x).max(initial=0.0)
-    if scale > 0:  # a power of two: exact (rescaled())
-        x = np.ldexp(x, -np.frexp(scale)[1])
+    x, _ = rescaled_numpy(x)
     n, d = x.shape
     left, right = np.empty((n, d + 2), dtype=x.dtype), np.empty((n, d + 2), dtype=x.dtype)
     np.subtract(x, x.mean(axis=0, dtype=np.float64).astype(x.dtype), out=left[:, :d])
