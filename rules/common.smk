@@ -301,8 +301,8 @@ OPTIMIZE_FIGURES = figures_of(
 
 def optimize_tables():
     """What `isoflow optimize-report` writes for this config: per-run correlations always; main-task and GLUE tables
-    if enabled."""
-    stems = ["correlations_per_run"]
+    if enabled; the seeds' spread with two seeds or more."""
+    stems = ["correlations_per_run"] + (["seed_spread"] if len(config["seeds"]) > 1 else [])
     if paper_pairs():
         stems += ["correlations", "table1_sizes"]
     if glue_pairs():

@@ -46,6 +46,29 @@ def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm
         assert float(iso) == pytest.approx(reference, abs=tol)
 
 
+@pytest.mark.parametrize("dtype, tol, between_blas", [(np.float64, 1e-6, 1e-10), (np.float32, 1e-5, 1e-6)])
+def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_blas):
+    """NumPy's path takes square roots without clamping first and redoes a block whose sums came out NaN: on points
+    repeated many times (squared distances that round below zero) it still gives scikit-learn's value, and the
+    torch path's, with blocks smaller than the data."""
+    from isoflow.metrics import encode_labels
+    from isoflow.metrics.silhouette import _augmented_numpy, silhouette_tensor
+
+    X, y = make_cloud("clustered", 300, 24, 3)
+    X = np.concatenate([X, X[:150], X[:150]]).astype(dtype)
+    y = np.concatenate([y, y[:150], y[:150]])
+    left, right = _augmented_numpy(X)
+    squared = left @ right.T
+    np.fill_diagonal(squared, 0.0)
+    assert (squared < 0).any()  # the case is real: squared distances between two points round below zero
+    monkeypatch.setenv(device_policy.GEMM_ENV, "numpy")
+    clusters = encode_labels(torch.from_numpy(y), len(y))
+    got = float(silhouette_tensor(torch.from_numpy(X), clusters, block=128))
+    assert got == pytest.approx(silhouette_score(X.astype(np.float64), y), abs=tol)
+    monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
+    assert got == pytest.approx(float(silhouette_tensor(torch.from_numpy(X), clusters, block=128)), abs=between_blas)
+
+
 def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.

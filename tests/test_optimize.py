@@ -26,6 +26,7 @@ from isoflow.optimize.report import (
     label_centred_summary,
     load_trajectories,
     log_normalised_isoscore,
+    seed_spread,
 )
 
 
@@ -303,6 +304,7 @@ def test_analysis_outputs(small, tmp_path, capsys):
         "correlations.md",
         "correlations.tex",
         "correlations_glue.md",
+        "seed_spread.md",
         "table1_sizes.md",
         "table2_sizes_glue.tex",
         "silhouette.png",
@@ -393,6 +395,54 @@ def test_label_centred_summary_takes_seed_means_at_the_first_and_last_measured_u
     assert row["isoscore_label_centred_ratio"] == pytest.approx(5 / 7)
     # Runs made without the option give no table (the workflow then declares none).
     assert label_centred_summary(pd.DataFrame(rows).drop(columns=list(LABEL_CENTRED))).empty
+
+
+def test_seed_spread_is_the_std_over_seeds_per_update_beside_the_papers_bounds():
+    """A hand case: the std over seeds (ddof = 1) at each update 1..N (step 0 left out), its max and mean per metric
+    and over both; the paper's bounds (max < 0.0054, mean < 0.0008) only on its main tasks; one seed: no row."""
+    rows = []
+
+    def add(task, seeds_values):  # seeds_values: {seed: [(isoscore, silhouette) at steps 0, 1, 2, 3]}
+        for seed, values in seeds_values.items():
+            for step, (iso, sil) in enumerate(values):
+                rows.append(
+                    {"task": task, "model": "minilm", "seed": seed, "step": step, "isoscore": iso, "silhouette": sil}
+                )
+
+    # polarity: IsoScore spread 0, 0.1, sqrt(0.0003) at updates 1..3; silhouette 0.004 at each; step 0 spread 1.0.
+    add(
+        "polarity",
+        {
+            s: [
+                (float(s), 0.0),
+                (0.5, 0.1 + 0.004 * s),
+                (0.1 * (s + 1), 0.2 + 0.004 * s),
+                ((0.0, 0.0, 0.03)[s], 0.004 * s),
+            ]
+            for s in range(3)
+        },
+    )
+    # snli: within the paper's bounds (IsoScore 0.001, silhouette 0.0001 at every update).
+    add("snli", {s: [(0.9, 0.0)] + [(0.5 + 0.001 * s, 0.1 + 0.0001 * s)] * 3 for s in range(2)})
+    add("glue/rte", {s: [(0.9, 0.0)] + [(0.5 + 0.01 * s, 0.1)] * 3 for s in range(2)})
+    add("glue/wnli", {0: [(0.9, 0.0)] * 4})
+    table = seed_spread(pd.DataFrame(rows)).set_index("task")
+    assert list(table.index) == ["glue/rte", "polarity", "snli"]
+    pol = table.loc["polarity"]
+    assert (pol["seeds"], pol["steps"]) == (3, 3)
+    assert pol["isoscore_max_std"] == pytest.approx(0.1)
+    assert pol["isoscore_mean_std"] == pytest.approx((0 + 0.1 + 0.0003**0.5) / 3)
+    assert (pol["silhouette_max_std"], pol["silhouette_mean_std"]) == pytest.approx((0.004, 0.004))
+    assert pol["max_std_over_seeds"] == pytest.approx(0.1)
+    assert pol["mean_std_over_seeds"] == pytest.approx((0 + 0.1 + 0.0003**0.5 + 3 * 0.004) / 6)
+    assert (pol["paper_max_std"], pol["paper_mean_std"], pol["paper_seeds"]) == ("< 0.0054", "< 0.0008", 5)
+    assert not pol["below_paper_bounds"]
+    snli = table.loc["snli"]
+    assert snli["max_std_over_seeds"] == pytest.approx(0.001 / 2**0.5)
+    assert snli["mean_std_over_seeds"] == pytest.approx((0.001 + 0.0001) / 2**0.5 / 2)
+    assert snli["below_paper_bounds"]
+    rte = table.loc["glue/rte"]
+    assert rte["paper_max_std"] == "" and rte["below_paper_bounds"] is None and np.isnan(rte["paper_seeds"])
 
 
 def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):

@@ -68,8 +68,10 @@ def test_sqeuclidean_matches_sklearn(kind):
     )
 
 
-def test_singleton_clusters_score_zero():
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+def test_singleton_clusters_score_zero(monkeypatch, gemm):
     # sklearn convention: a point alone in its cluster has s = 0 (and still counts in the mean).
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
     X = np.array([[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0], [10.0, 0.0]])
     y = np.array([0, 0, 1, 1, 2])
     expected = silhouette_score(X, y)
@@ -158,8 +160,10 @@ def test_paper_size_float32_parity():
     assert silhouette(X, y) == pytest.approx(silhouette_score(X, y), abs=1e-5)
 
 
-def test_subset_with_absent_cluster_matches_sklearn():
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+def test_subset_with_absent_cluster_matches_sklearn(monkeypatch, gemm):
     # The loop's samples keep all k cluster ids; a cluster missing from the sample must simply not count.
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
     X, y = make_cloud("clustered", 600, 8, 9)
     clusters = encode_labels(y)
     keep = torch.from_numpy(np.flatnonzero(y != 2))  # cluster 2 absent

@@ -47,6 +47,22 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     return s.mean()
 
 
+def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> float:
+    """:func:`_silhouette_from_sums` in NumPy, from S transposed (k, n): after NumPy's products even these few small
+    torch ops would wait on OpenBLAS's still-spinning threads (16 ms against 0.2 ms at paper size: device_policy.py).
+    """
+    sizes = sizes.astype(np.float64)
+    own_size = sizes[codes]
+    rows = np.arange(codes.shape[0])
+    a = S_t[codes, rows] / np.maximum(own_size - 1, 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean_other = np.where(sizes[:, None] > 0, S_t / np.maximum(sizes, 1)[:, None], np.inf)
+        mean_other[codes, rows] = np.inf
+        b = mean_other.min(axis=0)
+        s = np.nan_to_num((b - a) / np.maximum(a, b), nan=0.0)
+    return float(np.where(own_size > 1, s, 0.0).mean())
+
+
 def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows, in NumPy from the start (see
     :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
@@ -84,17 +100,32 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
         out[present] = np.add.reduceat(D[local], starts, axis=0)
         return out
 
+    def both_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """The block's sums into its columns' points and (off the diagonal) into its rows' points."""
+        into_rows = None
+        if j0 != i0:
+            into_rows = (D @ onehot[j0:j1]).T if not scatter else cluster_sums(slice(j0, j1), D.T)
+        return cluster_sums(slice(i0, i1), D), into_rows
+
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
             j1 = min(j0 + block, n)
             D = np.matmul(left[i0:i1], right[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
-            np.sqrt(np.maximum(D, 0.0, out=D), out=D)
+            # No clamp pass before the square root (a tenth of the block's time): a squared distance that rounding
+            # made negative (near-duplicate points) turns into a NaN that reaches the block's sums, and only then is
+            # the block redone with those distances at 0, exactly what clamping would have given.
+            with np.errstate(invalid="ignore"):
+                np.sqrt(D, out=D)
             if i0 == j0:
                 np.fill_diagonal(D, 0.0)  # exact zero self-distance, as scikit-learn does
-            S[:, j0:j1] += cluster_sums(slice(i0, i1), D)
-            if j0 != i0:
-                S[:, i0:i1] += (D @ onehot[j0:j1]).T if not scatter else cluster_sums(slice(j0, j1), D.T)
+            into_cols, into_rows = both_sums(i0, i1, j0, j1, D)
+            if np.isnan(into_cols).any() or (into_rows is not None and np.isnan(into_rows).any()):
+                np.nan_to_num(D, copy=False, nan=0.0)
+                into_cols, into_rows = both_sums(i0, i1, j0, j1, D)
+            S[:, j0:j1] += into_cols
+            if into_rows is not None:
+                S[:, i0:i1] += into_rows
     return S
 
 
@@ -169,14 +200,15 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
         x = X.detach()
         if numpy_blas(x):  # the whole step in NumPy, its rescaling and centring too (device_policy.py)
             n = x.shape[0]
-            S = _euclidean_cluster_sums_numpy(
+            codes = clusters.codes.numpy()
+            S_t = _euclidean_cluster_sums_numpy(
                 x.numpy(),
-                clusters.codes.numpy(),
+                codes,
                 clusters.k,
                 block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK),
                 clusters.k > SCATTER_ABOVE_K,
             )
-            return _silhouette_from_sums(torch.from_numpy(S).T, clusters)
+            return torch.tensor(_silhouette_from_sums_numpy(S_t, codes, clusters.sizes.numpy()), dtype=torch.float64)
         return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
 
 
