@@ -60,9 +60,19 @@ def _inside_runs(record: Path, results: Path) -> Path:
     return Path(*rel.parts[2:])
 
 
+def _from_root(path: Path, root: Path) -> Path:
+    """``path`` relative to the repository ``root`` when it lies below it (a published list must not name the
+    checkout it was made in), else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return path
+
+
 def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> None:
     """Every run of the list (its .json record and .parquet trajectory) under staging/runs/, and the list. Relative
-    ``record`` paths are relative to the workflow's working directory ``root``."""
+    ``record`` paths are relative to the workflow's working directory ``root``, in the list read and the list
+    written."""
     with open(runs_csv, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     if not rows or "record" not in rows[0]:
@@ -81,7 +91,7 @@ def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, 
             if not src.is_file():
                 raise PublishError(f"{runs_csv}: listed run {src} is missing; rerun the workflow")
             _copy(src, staging / "runs" / inside.with_suffix(suffix))
-        row["record"] = str(published / "runs" / inside)
+        row["record"] = str(_from_root(published / "runs" / inside, root))
     with open(staging / "runs.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
