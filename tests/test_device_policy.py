@@ -3,6 +3,7 @@ result (scikit-learn and the IsoScore package to 1e-6 in float64, 1e-5 in float3
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -100,3 +101,16 @@ def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
     assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
     assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {device_policy._host_key(): "numpy"}
     device_policy._measured_cpu_gemm.cache_clear()
+
+
+def test_the_measurement_times_both_paths_and_leaves_the_setting_alone(monkeypatch):
+    """auto's measurement runs the real metric step once with each choice (both seen by the metrics while it times
+    them), then cpu_gemm() answers from the setting again."""
+    monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
+    seen = []
+    silhouette_module = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function
+    real = device_policy.numpy_blas
+    monkeypatch.setattr(silhouette_module, "numpy_blas", lambda a: seen.append(device_policy.cpu_gemm()) or real(a))
+    assert device_policy._measure_cpu_gemm() in ("torch", "numpy")
+    assert {"numpy", "torch"} <= set(seen)
+    assert device_policy.cpu_gemm() == "torch" and device_policy._timing is None

@@ -33,8 +33,10 @@ def test_block_size_does_not_change_result(block):
     assert silhouette(X, y, block=block) == pytest.approx(silhouette_score(X, y), abs=1e-10)
 
 
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])  # NumPy's BLAS: its own path up to SCATTER_ABOVE_K, torch's above
 @pytest.mark.parametrize("k", [2, 5, 17, 129, 300])  # 129, 300: above SCATTER_ABOVE_K, the scatter-add path
-def test_many_clusters(k):
+def test_many_clusters(monkeypatch, gemm, k):
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
     rng = np.random.default_rng(k)
     X = rng.normal(size=(900, 12))
     y = rng.integers(0, k, 900)

@@ -78,34 +78,21 @@ def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return left, right
 
 
-def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int, scatter: bool) -> np.ndarray:
+def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
     """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
-    roots and per-cluster sums): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its
-    products would fight OpenBLAS's still-spinning threads for the cores, and OpenBLAS's products torch's
-    (device_policy.py). Returns S transposed, (k, n)."""
+    roots and per-cluster sums as thin products), for up to ``SCATTER_ABOVE_K`` clusters: on a host whose fastest CPU
+    BLAS is NumPy's OpenBLAS, a torch op between two of its products would fight OpenBLAS's still-spinning threads for
+    the cores, and OpenBLAS's products torch's (device_policy.py). Returns S transposed, (k, n)."""
     left, right = _augmented_numpy(x)
     n = left.shape[0]
     S = np.zeros((k, n), dtype=np.float64)
-    onehot_t = None if scatter else (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
-    onehot = None if scatter else np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
+    onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
+    onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
     buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
-
-    def cluster_sums(rows: slice, D: np.ndarray) -> np.ndarray:
-        """(k, D's columns): Σ over D's rows of each cluster, rows of the block ``rows``."""
-        if not scatter:
-            return onehot_t[:, rows] @ D
-        local = np.argsort(codes[rows], kind="stable")
-        present, starts = np.unique(codes[rows][local], return_index=True)
-        out = np.zeros((k, D.shape[1]), dtype=D.dtype)
-        out[present] = np.add.reduceat(D[local], starts, axis=0)
-        return out
 
     def both_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """The block's sums into its columns' points and (off the diagonal) into its rows' points."""
-        into_rows = None
-        if j0 != i0:
-            into_rows = (D @ onehot[j0:j1]).T if not scatter else cluster_sums(slice(j0, j1), D.T)
-        return cluster_sums(slice(i0, i1), D), into_rows
+        return onehot_t[:, i0:i1] @ D, (D @ onehot[j0:j1]).T if j0 != i0 else None
 
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
@@ -198,15 +185,13 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
     """
     with torch.no_grad():
         x = X.detach()
-        if numpy_blas(x):  # the whole step in NumPy, its rescaling and centring too (device_policy.py)
+        # The whole step in NumPy, its rescaling and centring too (device_policy.py), unless there are so many
+        # clusters that the sums are scatter-adds: NumPy's are 3x slower than torch's (metrics-numpy-blas.json).
+        if numpy_blas(x) and clusters.k <= SCATTER_ABOVE_K:
             n = x.shape[0]
             codes = clusters.codes.numpy()
             S_t = _euclidean_cluster_sums_numpy(
-                x.numpy(),
-                codes,
-                clusters.k,
-                block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK),
-                clusters.k > SCATTER_ABOVE_K,
+                x.numpy(), codes, clusters.k, block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)
             )
             return torch.tensor(_silhouette_from_sums_numpy(S_t, codes, clusters.sizes.numpy()), dtype=torch.float64)
         return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
