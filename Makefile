@@ -39,7 +39,7 @@ lint:
 
 benchmark: install
 	$(PYTHON) benchmarks/metrics.py
-	ISOFLOW_CPU_GEMM=numpy $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-numpy-blas.json
+	ISOFLOW_CPU_GEMM=torch $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-torch-blas.json
 
 # Fetch the results shared through DVC for this commit (or say in one line why there is nothing to fetch), then give
 # the restored files the mtimes of their place in the workflow: scripts/pull.py.

@@ -53,7 +53,7 @@ def _cache_file() -> Path:
 def _host_key() -> str:
     return "|".join(
         [
-            "block-step",
+            "metric-step",  # what was measured: a choice measured another way is measured again
             platform.node(),
             platform.processor() or platform.machine(),
             str(os.cpu_count()),

@@ -186,7 +186,7 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
     with torch.no_grad():
         x = X.detach()
         # The whole step in NumPy, its rescaling and centring too (device_policy.py), unless there are so many
-        # clusters that the sums are scatter-adds: NumPy's are 3x slower than torch's (metrics-numpy-blas.json).
+        # clusters that the sums are scatter-adds: NumPy's are slower than torch's (docs/performance.md).
         if numpy_blas(x) and clusters.k <= SCATTER_ABOVE_K:
             n = x.shape[0]
             codes = clusters.codes.numpy()
