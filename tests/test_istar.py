@@ -158,8 +158,9 @@ def test_recorded_isoscore_star_matches_the_public_function(clusters_task):
     task, emb = load(clusters_task)
     rec = optimize(task, emb, Settings("blobs", "m", 0, 3, istar_lambda=1.0, zeta=0.3), progress=False).records
     # At step 0 the table is the pretrained one, whose own covariance is Σ_S. The loop multiplies the float32 table in
-    # float32 (sums in float64); the public function's reference covariance is all float64.
-    assert rec["isoscore_star"][0] == pytest.approx(float(isoscore_star(emb, covariance(emb), 0.3)), abs=1e-8)
+    # float32 (sums in float64); the public function's reference covariance is all float64. Within ~1e-7, as
+    # isotropy._scatter_matrix bounds it, whichever BLAS multiplies.
+    assert rec["isoscore_star"][0] == pytest.approx(float(isoscore_star(emb, covariance(emb), 0.3)), abs=2e-7)
     assert rec["isoscore"][0] == pytest.approx(isoscore(emb), abs=1e-12)
     iso = IStarLoss.from_points(1.0, 0.3, torch.as_tensor(emb), kind="isotropic")
     assert torch.allclose(iso.reference, torch.eye(12, dtype=torch.float64) * torch.trace(covariance(emb)) / 12)

@@ -81,3 +81,5 @@ def test_report_captions_quote_the_data_module():
     # As the paper's text words it: "always below -0.838" (the largest is -0.8386), down to -0.94; rho below -0.966.
     assert glue[0] == int(max(rs) * 1000) / 1000 and glue[1] == round(min(rs), 2) and glue[2] == -0.966
     assert numbers((root / "layers_lid_table.rst").read_text()) == list(CAI_TABLE3.values())
+    spread = numbers((root / "seed_spread_table.rst").read_text())
+    assert spread == [3.2, paper.MAIN_SPREAD_BELOW["max"], paper.MAIN_SPREAD_BELOW["mean"]]
