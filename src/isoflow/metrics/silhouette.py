@@ -49,7 +49,8 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
 
 def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> float:
     """:func:`_silhouette_from_sums` in NumPy, from S transposed (k, n): after NumPy's products even these few small
-    torch ops would wait on OpenBLAS's still-spinning threads (16 ms against 0.2 ms at paper size: device_policy.py).
+    torch ops would wait on OpenBLAS's still-spinning threads (12 ms against 0.1 ms at paper size:
+    benchmarks/metric_step_parts.py).
     """
     sizes = sizes.astype(np.float64)
     own_size = sizes[codes]

@@ -1,0 +1,108 @@
+"""Benchmark: where the NumPy-BLAS metric step spends its time beyond the floor, piece by piece.
+
+Not a test. At the paper's size (10,662 × 384 float32, 2 clusters: polarity × MiniLM's shape, random points) and with
+NumPy's BLAS forced (``ISOFLOW_CPU_GEMM=numpy``), one process times (median of 5, after one warm-up): the floor
+(blocked GEMM + square roots, as ``benchmarks/metrics.py`` defines it), the silhouette's rescaling and centring, its
+per-cluster distance sums (products, roots and sums), the last step from sums to the mean silhouette in NumPy and in
+torch (each right after a NumPy product, as in the step), IsoScore, and the whole step. Writes
+``benchmarks/results/metric_step_parts.json``. Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ["ISOFLOW_CPU_GEMM"] = "numpy"  # before isoflow reads it: the parts of the NumPy path
+
+import torch  # noqa: E402
+
+from isoflow.atomic import atomic_file  # noqa: E402
+from isoflow.metrics import encode_labels  # noqa: E402
+from isoflow.metrics.isotropy import isoscore_tensor  # noqa: E402
+
+OUT = Path(__file__).parent / "results" / "metric_step_parts.json"
+N, D, K, BLOCK = 10_662, 384, 2, 1024
+
+
+def median_of(fn, reps: int = 5) -> float:
+    fn()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main() -> int:
+    sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D)).astype(np.float32)
+    codes = rng.integers(0, K, N)
+    clusters = encode_labels(torch.from_numpy(codes), N)
+    xt = torch.from_numpy(X)
+    left, right = sil._augmented_numpy(X)
+    buf = np.empty((BLOCK, BLOCK), dtype=np.float32)
+    S_t = sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK)
+    sizes = clusters.sizes.numpy()
+
+    def floor() -> None:
+        for i0 in range(0, N, BLOCK):
+            for j0 in range(i0, N, BLOCK):
+                out = buf[: min(BLOCK, N - i0), : min(BLOCK, N - j0)]
+                np.matmul(left[i0 : i0 + BLOCK], right[j0 : j0 + BLOCK].T, out=out)
+                with np.errstate(invalid="ignore"):
+                    np.sqrt(out, out=out)
+
+    def after_a_product(fn):
+        def run() -> None:
+            np.matmul(left[:BLOCK], right[:BLOCK].T, out=buf)  # OpenBLAS's threads left spinning, as in the step
+            fn()
+
+        return run
+
+    parts = {
+        "floor: blocked GEMM + square roots": floor,
+        "one block product (part of the two 'sums to mean' lines)": after_a_product(lambda: None),
+        "rescaling, centring, augmented rows": lambda: sil._augmented_numpy(X),
+        "silhouette cluster sums (incl. the above)": lambda: sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK),
+        "sums to mean silhouette, NumPy": after_a_product(lambda: sil._silhouette_from_sums_numpy(S_t, codes, sizes)),
+        "sums to mean silhouette, torch": after_a_product(
+            lambda: sil._silhouette_from_sums(torch.from_numpy(S_t).T, clusters)
+        ),
+        "IsoScore": lambda: isoscore_tensor(xt),
+        "whole step (silhouette_tensor + isoscore_tensor)": lambda: (
+            sil.silhouette_tensor(xt, clusters),
+            isoscore_tensor(xt),
+        ),
+    }
+    seconds = {}
+    for name, fn in parts.items():
+        seconds[name] = median_of(fn)
+        print(f"{name:52s} {1000 * seconds[name]:8.1f} ms", flush=True)
+    result = {
+        "case": f"{N:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5",
+        "seconds": seconds,
+        "environment": {
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+            "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+        },
+    }
+    with atomic_file(OUT) as tmp:
+        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
