@@ -4,14 +4,18 @@ Not a test. At the paper's size (10,662 × 384 float32, 2 clusters: polarity × 
 NumPy's BLAS forced (``ISOFLOW_CPU_GEMM=numpy``), one process times (median of 5, after one warm-up): the floor
 (blocked GEMM + square roots, as ``benchmarks/metrics.py`` defines it), the silhouette's rescaling and centring, its
 per-cluster distance sums (products, roots and sums), the last step from sums to the mean silhouette in NumPy and in
-torch (each right after a NumPy product, as in the step), IsoScore, and the whole step. Writes
-``benchmarks/results/metric_step_parts.json``. Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
+torch (each right after a NumPy product, as in the step), IsoScore, and the whole step. Then the whole step in fresh
+processes (three each way), its scratch arrays kept between calls or released before each
+(:mod:`isoflow.metrics.scratch`), and one block's per-cluster sums both ways at 2, 4 and 8 clusters
+(``silhouette.GEMV_UP_TO_K``). Writes ``benchmarks/results/metric_step_parts.json``.
+Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import multiprocessing as mp
 import os
 import platform
 import time
@@ -24,8 +28,9 @@ os.environ["ISOFLOW_CPU_GEMM"] = "numpy"  # before isoflow reads it: the parts o
 import torch  # noqa: E402
 
 from isoflow.atomic import atomic_file  # noqa: E402
-from isoflow.metrics import encode_labels  # noqa: E402
+from isoflow.metrics import encode_labels, scratch  # noqa: E402
 from isoflow.metrics.isotropy import isoscore_tensor  # noqa: E402
+from isoflow.metrics.silhouette import silhouette_tensor as sil_tensor  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "metric_step_parts.json"
 N, D, K, BLOCK = 10_662, 384, 2, 1024
@@ -41,14 +46,46 @@ def median_of(fn, reps: int = 5) -> float:
     return float(np.median(times))
 
 
-def main() -> int:
-    sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
+def paper_size_data() -> tuple[np.ndarray, np.ndarray, object]:
     rng = np.random.default_rng(0)
     X = rng.standard_normal((N, D)).astype(np.float32)
     codes = rng.integers(0, K, N)
-    clusters = encode_labels(torch.from_numpy(codes), N)
+    return X, codes, encode_labels(torch.from_numpy(codes), N)
+
+
+def _whole_step_in_a_fresh_process(keep_scratch: bool, q) -> None:
+    """The whole step's median time in this (new) process, its scratch arrays kept between calls or released before
+    each: in a fresh process, as a run's, the allocator maps big arrays anew and faults their pages in on first touch
+    (within one long benchmark process it may not, having grown its heap already)."""
+    X, _, clusters = paper_size_data()
     xt = torch.from_numpy(X)
-    left, right = sil._augmented_numpy(X)
+
+    def step() -> None:
+        if not keep_scratch:
+            scratch.release()
+        sil_tensor(xt, clusters)
+        isoscore_tensor(xt)
+
+    q.put(median_of(step))
+
+
+def whole_step_in_a_fresh_process(keep_scratch: bool) -> float:
+    """:func:`_whole_step_in_a_fresh_process`, run in a new (spawned) process."""
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_whole_step_in_a_fresh_process, args=(keep_scratch, q))
+    p.start()
+    seconds = q.get()
+    p.join()
+    return seconds
+
+
+def main() -> int:
+    sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
+    rng = np.random.default_rng(1)
+    X, codes, clusters = paper_size_data()
+    xt = torch.from_numpy(X)
+    left, right = (a.copy() for a in sil._augmented_numpy(X))  # copies: the step's own arrays are reused scratch
     buf = np.empty((BLOCK, BLOCK), dtype=np.float32)
     S_t = sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK)
     sizes = clusters.sizes.numpy()
@@ -65,6 +102,24 @@ def main() -> int:
         def run() -> None:
             np.matmul(left[:BLOCK], right[:BLOCK].T, out=buf)  # OpenBLAS's threads left spinning, as in the step
             fn()
+
+        return run
+
+    def block_sums(k: int, gemv: bool):
+        # One block's sums into its columns' and its rows' points, k clusters: the two ways of
+        # _euclidean_cluster_sums_numpy (GEMV_UP_TO_K picks), on a block of distances fresh from its product.
+        onehot_t = (rng.integers(0, k, BLOCK)[None, :] == np.arange(k)[:, None]).astype(np.float32)
+        onehot = np.ascontiguousarray(onehot_t.T)
+
+        def run() -> None:
+            np.matmul(left[:BLOCK], right[BLOCK : 2 * BLOCK].T, out=buf)
+            np.abs(buf, out=buf)
+            t0 = time.perf_counter()
+            if gemv:
+                [(onehot_t[c] @ buf, buf @ onehot_t[c]) for c in range(k)]
+            else:
+                onehot_t @ buf, buf @ onehot
+            return time.perf_counter() - t0
 
         return run
 
@@ -86,9 +141,24 @@ def main() -> int:
     seconds = {}
     for name, fn in parts.items():
         seconds[name] = median_of(fn)
-        print(f"{name:52s} {1000 * seconds[name]:8.1f} ms", flush=True)
+        print(f"{name:56s} {1000 * seconds[name]:8.2f} ms", flush=True)
+    fresh: dict[str, list[float]] = {}
+    for _ in range(3):  # three fresh processes each way, alternating; their median
+        for keep in (True, False):
+            kept = "kept between calls" if keep else "released before each"
+            name = f"whole step in a fresh process, scratch {kept}"
+            fresh.setdefault(name, []).append(whole_step_in_a_fresh_process(keep))
+    for name, times in fresh.items():
+        seconds[name] = float(np.median(times))
+        print(f"{name:56s} {1000 * seconds[name]:8.2f} ms", flush=True)
+    for k in (2, 4, 8):  # the sums alone, timed inside (after the block's product), median of 15
+        for gemv in (True, False):
+            name = f"block sums, {k} clusters, " + ("k matrix-vector products" if gemv else "thin GEMM")
+            seconds[name] = float(np.median([block_sums(k, gemv)() for _ in range(16)][1:]))
+            print(f"{name:56s} {1000 * seconds[name]:8.3f} ms", flush=True)
     result = {
-        "case": f"{N:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5",
+        "case": f"{N:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5 "
+        "(block sums: one block, median of 15)",
         "seconds": seconds,
         "environment": {
             "python": platform.python_version(),

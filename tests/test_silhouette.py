@@ -34,7 +34,8 @@ def test_block_size_does_not_change_result(block):
 
 
 @pytest.mark.parametrize("gemm", ["torch", "numpy"])  # NumPy's BLAS: its own path up to SCATTER_ABOVE_K, torch's above
-@pytest.mark.parametrize("k", [2, 5, 17, 129, 300])  # 129, 300: above SCATTER_ABOVE_K, the scatter-add path
+# 4, 5: either side of GEMV_UP_TO_K (NumPy: products with vectors, a thin GEMM); 129, 300: above SCATTER_ABOVE_K
+@pytest.mark.parametrize("k", [2, 4, 5, 17, 129, 300])
 def test_many_clusters(monkeypatch, gemm, k):
     monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
     rng = np.random.default_rng(k)

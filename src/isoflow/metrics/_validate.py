@@ -69,12 +69,30 @@ def power_of_two_factor(x: torch.Tensor) -> torch.Tensor:
     return torch.pow(torch.tensor(2.0, dtype=x.dtype, device=x.device), -e)
 
 
-def rescaled_numpy(a: np.ndarray) -> tuple[np.ndarray, int]:
-    """(``a`` times 2**-e, e): :func:`rescaled` for an array, in NumPy (for the NumPy-BLAS path of
-    :mod:`.device_policy`), in ``a``'s dtype; e = 0 for an all-zero array."""
-    scale = np.abs(a).max(initial=0.0)
-    e = int(np.frexp(scale)[1]) if scale > 0 else 0
-    return np.ldexp(a, -e).astype(a.dtype, copy=False), e
+# Within this range of max|x| (powers of two) no square or sum of squares of d ≤ 2**16 coordinates under- or overflows
+# float32, so rescaling would change no rounding: the NumPy path skips it there (see centred_rescaled_numpy).
+_NO_RESCALE_WITHIN = 32
+
+
+def centred_rescaled_numpy(a: np.ndarray, out: np.ndarray, *, exact_mean: bool = True) -> int:
+    """Write ``a`` times 2**-e, centred, into ``out`` (``a``'s shape and dtype; it may be a strided view) and return
+    e: :func:`rescaled`, then centring on the mean in float64 rounded to ``a``'s dtype (``exact_mean``; else the mean
+    in ``a``'s dtype, for metrics that any shift near the mean serves), in NumPy (for the NumPy-BLAS path of
+    :mod:`.device_policy`). e brings max|a| into [0.5, 1) when max|a| lies outside [2**-32, 2**32], else
+    e = 0: a power of two scales every rounded value exactly, so between those bounds the scale-free metrics come out
+    the same bit for bit, one pass sooner. The mean is taken of ``a`` itself and scaled by the same power of two
+    (exactly the mean of the rescaled rows), and max|a| from the maximum and the minimum: no copy beyond ``out``."""
+    scale = max(float(a.max()), -float(a.min()))
+    inside = 2.0**-_NO_RESCALE_WITHIN <= scale <= 2.0**_NO_RESCALE_WITHIN
+    e = int(np.frexp(scale)[1]) if scale > 0 and not inside else 0
+    # Far from 1 (e != 0) a float32 sum of ``a`` itself could overflow: the float64 mean there whatever ``exact_mean``.
+    mean = np.ldexp(a.mean(axis=0, dtype=np.float64 if exact_mean or e else a.dtype), -e).astype(a.dtype)
+    if e:
+        np.ldexp(a, -e, out=out)
+        out -= mean
+    else:
+        np.subtract(a, mean, out=out)
+    return e
 
 
 def rescaled(x: torch.Tensor) -> torch.Tensor:

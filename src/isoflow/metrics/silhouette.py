@@ -14,18 +14,23 @@ from ._validate import (
     ArrayLike,
     Clusters,
     as_points,
+    centred_rescaled_numpy,
     check_cluster_count,
     distance_dtype,
     encode_labels,
     rescaled,
-    rescaled_numpy,
 )
 from .device_policy import block_size, numpy_blas
+from .scratch import scratch
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
 # between 64 and 256 clusters (by size), and scatter-add is 2.1-2.3x faster at k = 821 (benchmarks/silhouette_paths.py).
 SCATTER_ABOVE_K = 128
+# Up to this many clusters the NumPy path sums each block into each cluster with matrix-vector products, not one
+# thin GEMM: OpenBLAS's GEMV reads a cache-resident block 2.2x faster at k = 2 and 1.3x at k = 4; from k = 8 its GEMM
+# is faster (benchmarks/results/metric_step_parts.json, "block sums").
+GEMV_UP_TO_K = 4
 
 
 def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
@@ -66,11 +71,11 @@ def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.nd
 
 def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows, in NumPy from the start (see
-    :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
-    x, _ = rescaled_numpy(x)
+    :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's. Scratch arrays
+    (scratch.py), valid until the next call."""
     n, d = x.shape
-    left, right = np.empty((n, d + 2), dtype=x.dtype), np.empty((n, d + 2), dtype=x.dtype)
-    np.subtract(x, x.mean(axis=0, dtype=np.float64).astype(x.dtype), out=left[:, :d])
+    left, right = scratch("silhouette.left", (n, d + 2), x.dtype), scratch("silhouette.right", (n, d + 2), x.dtype)
+    centred_rescaled_numpy(x, out=left[:, :d], exact_mean=False)  # any shift near the mean will do (_centred)
     np.einsum("ij,ij->i", left[:, :d], left[:, :d], out=left[:, d])
     left[:, d + 1] = 1.0
     np.multiply(left[:, :d], -2.0, out=right[:, :d])
@@ -89,11 +94,25 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
     S = np.zeros((k, n), dtype=np.float64)
     onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
     onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
-    buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
+    b = min(block, n)
+    buf = scratch("silhouette.block", (b, b), left.dtype)
+    cols, rows = np.empty((k, b), left.dtype), np.empty((k, b), left.dtype)
 
-    def both_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """The block's sums into its columns' points and (off the diagonal) into its rows' points."""
-        return onehot_t[:, i0:i1] @ D, (D @ onehot[j0:j1]).T if j0 != i0 else None
+    def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> bool:
+        """The block's sums into its columns' points (``cols``) and, off the diagonal, into its rows' points
+        (``rows``); whether they are all numbers."""
+        into_cols, into_rows = cols[:, : j1 - j0], rows[:, : i1 - i0]
+        if k > GEMV_UP_TO_K:
+            np.matmul(onehot_t[:, i0:i1], D, out=into_cols)
+            if j0 != i0:
+                into_rows[:] = (D @ onehot[j0:j1]).T
+        else:
+            for c in range(k):
+                np.matmul(onehot_t[c, i0:i1], D, out=into_cols[c])
+                if j0 != i0:
+                    np.matmul(D, onehot_t[c, j0:j1], out=into_rows[c])
+        # Sums of non-negative numbers: NaN only if a distance was NaN (one reduction, not a mask per array).
+        return not np.isnan(into_cols.sum() + (into_rows.sum() if j0 != i0 else 0.0))
 
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
@@ -107,13 +126,12 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
                 np.sqrt(D, out=D)
             if i0 == j0:
                 np.fill_diagonal(D, 0.0)  # exact zero self-distance, as scikit-learn does
-            into_cols, into_rows = both_sums(i0, i1, j0, j1, D)
-            if np.isnan(into_cols).any() or (into_rows is not None and np.isnan(into_rows).any()):
+            if not block_sums(i0, i1, j0, j1, D):
                 np.nan_to_num(D, copy=False, nan=0.0)
-                into_cols, into_rows = both_sums(i0, i1, j0, j1, D)
-            S[:, j0:j1] += into_cols
-            if into_rows is not None:
-                S[:, i0:i1] += into_rows
+                block_sums(i0, i1, j0, j1, D)
+            S[:, j0:j1] += cols[:, : j1 - j0]
+            if j0 != i0:
+                S[:, i0:i1] += rows[:, : i1 - i0]
     return S
 
 
