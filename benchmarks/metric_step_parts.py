@@ -4,10 +4,9 @@ Not a test. At the paper's size (10,662 × 384 float32, 2 clusters: polarity × 
 NumPy's BLAS forced (``ISOFLOW_CPU_GEMM=numpy``), one process times (median of 5, after one warm-up): the floor
 (blocked GEMM + square roots, as ``benchmarks/metrics.py`` defines it), the silhouette's rescaling and centring, its
 per-cluster distance sums (products, roots and sums), the last step from sums to the mean silhouette in NumPy and in
-torch (each right after a NumPy product, as in the step), IsoScore, and the whole step. Then the whole step in fresh
-processes (three each way), its scratch arrays kept between calls or released before each
-(:mod:`isoflow.metrics.scratch`), and one block's per-cluster sums both ways at 2, 4 and 8 clusters
-(``silhouette.GEMV_UP_TO_K``). Writes ``benchmarks/results/metric_step_parts.json``.
+torch (each right after a NumPy product, as in the step), IsoScore, and the whole step; then one block's per-cluster
+sums both ways at 2, 4 and 8 clusters (``silhouette.GEMV_UP_TO_K``). Writes
+``benchmarks/results/metric_step_parts.json``.
 Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
 """
 
@@ -15,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import multiprocessing as mp
 import os
 import platform
 import time
@@ -28,9 +26,8 @@ os.environ["ISOFLOW_CPU_GEMM"] = "numpy"  # before isoflow reads it: the parts o
 import torch  # noqa: E402
 
 from isoflow.atomic import atomic_file  # noqa: E402
-from isoflow.metrics import encode_labels, scratch  # noqa: E402
+from isoflow.metrics import encode_labels  # noqa: E402
 from isoflow.metrics.isotropy import isoscore_tensor  # noqa: E402
-from isoflow.metrics.silhouette import silhouette_tensor as sil_tensor  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "metric_step_parts.json"
 N, D, K, BLOCK = 10_662, 384, 2, 1024
@@ -53,39 +50,12 @@ def paper_size_data() -> tuple[np.ndarray, np.ndarray, object]:
     return X, codes, encode_labels(torch.from_numpy(codes), N)
 
 
-def _whole_step_in_a_fresh_process(keep_scratch: bool, q) -> None:
-    """The whole step's median time in this (new) process, its scratch arrays kept between calls or released before
-    each: in a fresh process, as a run's, the allocator maps big arrays anew and faults their pages in on first touch
-    (within one long benchmark process it may not, having grown its heap already)."""
-    X, _, clusters = paper_size_data()
-    xt = torch.from_numpy(X)
-
-    def step() -> None:
-        if not keep_scratch:
-            scratch.release()
-        sil_tensor(xt, clusters)
-        isoscore_tensor(xt)
-
-    q.put(median_of(step))
-
-
-def whole_step_in_a_fresh_process(keep_scratch: bool) -> float:
-    """:func:`_whole_step_in_a_fresh_process`, run in a new (spawned) process."""
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    p = ctx.Process(target=_whole_step_in_a_fresh_process, args=(keep_scratch, q))
-    p.start()
-    seconds = q.get()
-    p.join()
-    return seconds
-
-
 def main() -> int:
     sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
     rng = np.random.default_rng(1)
     X, codes, clusters = paper_size_data()
     xt = torch.from_numpy(X)
-    left, right = (a.copy() for a in sil._augmented_numpy(X))  # copies: the step's own arrays are reused scratch
+    left, right = sil._augmented_numpy(X)
     buf = np.empty((BLOCK, BLOCK), dtype=np.float32)
     S_t = sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK)
     sizes = clusters.sizes.numpy()
@@ -141,15 +111,6 @@ def main() -> int:
     seconds = {}
     for name, fn in parts.items():
         seconds[name] = median_of(fn)
-        print(f"{name:56s} {1000 * seconds[name]:8.2f} ms", flush=True)
-    fresh: dict[str, list[float]] = {}
-    for _ in range(3):  # three fresh processes each way, alternating; their median
-        for keep in (True, False):
-            kept = "kept between calls" if keep else "released before each"
-            name = f"whole step in a fresh process, scratch {kept}"
-            fresh.setdefault(name, []).append(whole_step_in_a_fresh_process(keep))
-    for name, times in fresh.items():
-        seconds[name] = float(np.median(times))
         print(f"{name:56s} {1000 * seconds[name]:8.2f} ms", flush=True)
     for k in (2, 4, 8):  # the sums alone, timed inside (after the block's product), median of 15
         for gemv in (True, False):

@@ -70,26 +70,6 @@ def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_
     assert got == pytest.approx(float(silhouette_tensor(torch.from_numpy(X), clusters, block=128)), abs=between_blas)
 
 
-def test_numpy_path_reuses_its_scratch_without_stale_values(monkeypatch):
-    """The NumPy path keeps its scratch arrays between calls (scratch.py): alternating two data sets of one shape,
-    with another shape in between, every value is still that data set's own."""
-    from isoflow.metrics import scratch
-
-    monkeypatch.setenv(device_policy.GEMM_ENV, "numpy")
-    sets = [make_cloud(kind, 600, 16, seed) for kind, seed in (("clustered", 1), ("lowrank", 2), ("clustered", 3))]
-    sets[2] = (sets[2][0][:250], sets[2][1][:250])  # another shape: the arrays are replaced, then replaced back
-    for X, y in sets + sets[:2]:
-        X32 = X.astype(np.float32)
-        assert silhouette(X32, y) == pytest.approx(silhouette_score(X, y), abs=1e-5)
-        assert isoscore(X32) == pytest.approx(float(IsoScore(torch.from_numpy(X))), abs=1e-5)
-    a = scratch.scratch("test.role", (5, 3), np.float32)
-    assert scratch.scratch("test.role", (5, 3), np.float32) is a
-    assert scratch.scratch("test.role", (5, 3), np.float64) is not a
-    scratch.release()
-    assert scratch.scratch("test.role", (5, 3), np.float64).shape == (5, 3)
-    scratch.release()
-
-
 def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.

@@ -12,7 +12,6 @@ import torch
 
 from ._validate import ArrayLike, as_points, centred_rescaled_numpy, encode_labels, power_of_two_factor, rescaled
 from .device_policy import numpy_blas
-from .scratch import scratch
 
 
 def covariance(X: ArrayLike) -> torch.Tensor:
@@ -69,7 +68,7 @@ def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     the covariance by its square, below float32's own rounding of the input."""
     x = X if X.dtype == torch.float32 else X.to(torch.float64)
     if numpy_blas(x):  # in NumPy, as the products that follow (device_policy.py); the same steps
-        xc = scratch("isoscore.centred", tuple(x.shape), x.numpy().dtype)  # valid until the next call (scratch.py)
+        xc = np.empty(tuple(x.shape), dtype=x.numpy().dtype)
         e = centred_rescaled_numpy(x.numpy(), out=xc)
         return torch.from_numpy(xc), torch.tensor(2.0**-e, dtype=x.dtype)
     f = power_of_two_factor(x)

@@ -21,7 +21,6 @@ from ._validate import (
     rescaled,
 )
 from .device_policy import block_size, numpy_blas
-from .scratch import scratch
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
@@ -71,10 +70,9 @@ def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.nd
 
 def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows, in NumPy from the start (see
-    :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's. Scratch arrays
-    (scratch.py), valid until the next call."""
+    :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
     n, d = x.shape
-    left, right = scratch("silhouette.left", (n, d + 2), x.dtype), scratch("silhouette.right", (n, d + 2), x.dtype)
+    left, right = np.empty((n, d + 2), dtype=x.dtype), np.empty((n, d + 2), dtype=x.dtype)
     centred_rescaled_numpy(x, out=left[:, :d], exact_mean=False)  # any shift near the mean will do (_centred)
     np.einsum("ij,ij->i", left[:, :d], left[:, :d], out=left[:, d])
     left[:, d + 1] = 1.0
@@ -95,7 +93,7 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
     onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
     onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
     b = min(block, n)
-    buf = scratch("silhouette.block", (b, b), left.dtype)
+    buf = np.empty((b, b), dtype=left.dtype)
     cols, rows = np.empty((k, b), left.dtype), np.empty((k, b), left.dtype)
 
     def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> bool:
