@@ -4,8 +4,8 @@ Not a test. At the paper's size (10,662 × 384 float32, 2 clusters: polarity × 
 NumPy's BLAS forced (``ISOFLOW_CPU_GEMM=numpy``), one process times (median of 5, after one warm-up): the floor
 (blocked GEMM + square roots, as ``benchmarks/metrics.py`` defines it), the silhouette's rescaling and centring, its
 per-cluster distance sums (products, roots and sums), the last step from sums to the mean silhouette in NumPy and in
-torch (each right after a NumPy product, as in the step), IsoScore, and the whole step; then one block's per-cluster
-sums both ways at 2, 4 and 8 clusters (``silhouette.GEMV_UP_TO_K``). Writes
+torch (each right after a NumPy product, as in the step), IsoScore's column means two ways, IsoScore, and the whole
+step; then one block's per-cluster sums both ways at 2, 4 and 8 clusters (``silhouette.GEMV_UP_TO_K``). Writes
 ``benchmarks/results/metric_step_parts.json``.
 Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
 """
@@ -27,6 +27,7 @@ import torch  # noqa: E402
 
 from isoflow.atomic import atomic_file  # noqa: E402
 from isoflow.metrics import encode_labels  # noqa: E402
+from isoflow.metrics._validate import _chunked_column_means  # noqa: E402
 from isoflow.metrics.isotropy import isoscore_tensor  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "metric_step_parts.json"
@@ -102,6 +103,8 @@ def main() -> int:
         "sums to mean silhouette, torch": after_a_product(
             lambda: sil._silhouette_from_sums(torch.from_numpy(S_t).T, clusters)
         ),
+        "column means in float64, NumPy's reduction": lambda: X.mean(axis=0, dtype=np.float64),
+        "column means in float64, chunked BLAS sums (IsoScore's)": lambda: _chunked_column_means(X),
         "IsoScore": lambda: isoscore_tensor(xt),
         "whole step (silhouette_tensor + isoscore_tensor)": lambda: (
             sil.silhouette_tensor(xt, clusters),

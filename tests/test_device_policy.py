@@ -70,6 +70,26 @@ def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_
     assert got == pytest.approx(float(silhouette_tensor(torch.from_numpy(X), clusters, block=128)), abs=between_blas)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1.0, 2.0**40, 2.0**-40])  # 2**±40: outside 2**±32, the rows are rescaled
+def test_numpy_centring_and_rescaling(dtype, scale):
+    """The NumPy path's centring: the float64 mean from chunked BLAS sums within 32 eps·mean|a| (eps of the input's
+    dtype) of NumPy's float64 mean (2,500 rows: three chunks); rows rescaled by 2**-e only outside 2**±32; written
+    into a strided view."""
+    from isoflow.metrics._validate import _chunked_column_means, centred_rescaled_numpy
+
+    rng = np.random.default_rng(3)
+    a = ((rng.normal(size=(2500, 7)) + 5.0) * scale).astype(dtype)
+    reference = a.mean(axis=0, dtype=np.float64)
+    bound = 32 * float(np.finfo(dtype).eps) * np.abs(a).mean(axis=0, dtype=np.float64)
+    assert np.all(np.abs(_chunked_column_means(a) - reference) <= bound)
+    out = np.empty((2500, 9), dtype=dtype)[:, 1:8]
+    e = centred_rescaled_numpy(a, out)
+    assert e == (0 if scale == 1.0 else np.frexp(np.abs(a).max())[1])
+    expected = (a.astype(np.float64) - reference) * 2.0**-e
+    assert np.allclose(out, expected, rtol=0, atol=16 * float(np.finfo(dtype).eps) * float(np.abs(a).max()) * 2.0**-e)
+
+
 def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.

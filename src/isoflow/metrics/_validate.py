@@ -72,26 +72,41 @@ def power_of_two_factor(x: torch.Tensor) -> torch.Tensor:
 # Within this range of max|x| (powers of two) no square or sum of squares of d ≤ 2**16 coordinates under- or overflows
 # float32, so rescaling would change no rounding: the NumPy path skips it there (see centred_rescaled_numpy).
 _NO_RESCALE_WITHIN = 32
+MEAN_CHUNK = 1024
 
 
-def centred_rescaled_numpy(a: np.ndarray, out: np.ndarray, *, exact_mean: bool = True) -> int:
+def _chunked_column_means(a: np.ndarray) -> np.ndarray:
+    """Column means of ``a`` in float64 from BLAS products of 1,024-row chunks with a ones vector, in ``a``'s dtype,
+    the chunks' sums added in float64 (as IsoScore's covariance, :func:`isotropy._scatter_matrix`): within
+    32·eps·mean|a| (eps of ``a``'s dtype; ~10 ulps of the mean in float32) of the float64 mean, and several times
+    faster than NumPy's float64 reduction, one thread converting every value (benchmarks/metric_step_parts.py)."""
+    ones = np.ones(min(MEAN_CHUNK, a.shape[0]), dtype=a.dtype)
+    total = np.zeros(a.shape[1])
+    for i0 in range(0, a.shape[0], MEAN_CHUNK):
+        chunk = a[i0 : i0 + MEAN_CHUNK]
+        total += ones[: chunk.shape[0]] @ chunk
+    return total / a.shape[0]
+
+
+def centred_rescaled_numpy(a: np.ndarray, out: np.ndarray, *, precise_mean: bool = True) -> int:
     """Write ``a`` times 2**-e, centred, into ``out`` (``a``'s shape and dtype; it may be a strided view) and return
-    e: :func:`rescaled`, then centring on the mean in float64 rounded to ``a``'s dtype (``exact_mean``; else the mean
-    in ``a``'s dtype, for metrics that any shift near the mean serves), in NumPy (for the NumPy-BLAS path of
-    :mod:`.device_policy`). e brings max|a| into [0.5, 1) when max|a| lies outside [2**-32, 2**32], else
-    e = 0: a power of two scales every rounded value exactly, so between those bounds the scale-free metrics come out
-    the same bit for bit, one pass sooner. The mean is taken of ``a`` itself and scaled by the same power of two
-    (exactly the mean of the rescaled rows), and max|a| from the maximum and the minimum: no copy beyond ``out``."""
+    e: :func:`rescaled`, then centring, in NumPy (for the NumPy-BLAS path of :mod:`.device_policy`). e brings max|a|
+    into [0.5, 1) when max|a| lies outside [2**-32, 2**32], else e = 0: a power of two scales every rounded value
+    exactly, so between those bounds the scale-free metrics come out the same bit for bit, one pass sooner. The mean
+    is rounded to ``a``'s dtype; with ``precise_mean`` it is accumulated in float64 (:func:`_chunked_column_means`;
+    a float64 reduction when e != 0, where a sum in ``a``'s dtype could overflow), else taken in ``a``'s dtype, for
+    metrics that any shift near the mean serves. max|a| comes from the maximum and the minimum: no copy beyond
+    ``out``."""
     scale = max(float(a.max()), -float(a.min()))
     inside = 2.0**-_NO_RESCALE_WITHIN <= scale <= 2.0**_NO_RESCALE_WITHIN
     e = int(np.frexp(scale)[1]) if scale > 0 and not inside else 0
-    # Far from 1 (e != 0) a float32 sum of ``a`` itself could overflow: the float64 mean there whatever ``exact_mean``.
-    mean = np.ldexp(a.mean(axis=0, dtype=np.float64 if exact_mean or e else a.dtype), -e).astype(a.dtype)
-    if e:
+    if e:  # the mean of ``a`` scaled by the same power of two: exactly the mean of the rescaled rows
+        mean = np.ldexp(a.mean(axis=0, dtype=np.float64), -e)
         np.ldexp(a, -e, out=out)
-        out -= mean
+        out -= mean.astype(a.dtype)
     else:
-        np.subtract(a, mean, out=out)
+        mean = _chunked_column_means(a) if precise_mean else a.mean(axis=0)
+        np.subtract(a, mean.astype(a.dtype), out=out)
     return e
 
 

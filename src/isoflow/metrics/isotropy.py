@@ -64,7 +64,7 @@ def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(centred copy of X times a power of two f, f): float32 for float32 input, float64 otherwise. Exact centring
     (XᵀX − nμμᵀ would cancel catastrophically far from the origin), after an exact rescaling (squares of 1e200
     overflow even in float64). Centring float32 input in float32 rounds each centred value once, as casting an
-    exactly centred float64 copy to float32 would; what is left of the mean (≤ half an ulp of it per column) changes
+    exactly centred float64 copy to float32 would; what is left of the mean (~10 ulps of it per column) changes
     the covariance by its square, below float32's own rounding of the input."""
     x = X if X.dtype == torch.float32 else X.to(torch.float64)
     if numpy_blas(x):  # in NumPy, as the products that follow (device_policy.py); the same steps

@@ -73,7 +73,7 @@ def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     :func:`_euclidean_cluster_sums_numpy`): the same steps as :func:`_centred` and the torch path's."""
     n, d = x.shape
     left, right = np.empty((n, d + 2), dtype=x.dtype), np.empty((n, d + 2), dtype=x.dtype)
-    centred_rescaled_numpy(x, out=left[:, :d], exact_mean=False)  # any shift near the mean will do (_centred)
+    centred_rescaled_numpy(x, out=left[:, :d], precise_mean=False)  # any shift near the mean will do (_centred)
     np.einsum("ij,ij->i", left[:, :d], left[:, :d], out=left[:, d])
     left[:, d + 1] = 1.0
     np.multiply(left[:, :d], -2.0, out=right[:, :d])
