@@ -27,8 +27,8 @@ DEFAULT_BLOCK = 1024
 # between 64 and 256 clusters (by size), and scatter-add is 2.1-2.3x faster at k = 821 (benchmarks/silhouette_paths.py).
 SCATTER_ABOVE_K = 128
 # Up to this many clusters the NumPy path sums each block into each cluster with matrix-vector products, not one
-# thin GEMM: OpenBLAS's GEMV reads a cache-resident block 2.2x faster at k = 2 and 1.3x at k = 4; from k = 8 its GEMM
-# is faster (benchmarks/results/metric_step_parts.json, "block sums").
+# thin GEMM: OpenBLAS's GEMV reads a cache-resident block 2.6x faster at k = 2 and 1.4x at k = 4; at k = 8 its GEMM
+# is 1.6x faster (benchmarks/results/metric_step_parts.json, "block sums").
 GEMV_UP_TO_K = 4
 
 
