@@ -47,8 +47,9 @@ def test_same_result_whatever_the_blas_and_block_policy(cloud, monkeypatch, gemm
         assert float(iso) == pytest.approx(reference, abs=tol)
 
 
+@pytest.mark.parametrize("many_clusters_path", [False, True])
 @pytest.mark.parametrize("dtype, tol, between_blas", [(np.float64, 1e-6, 1e-10), (np.float32, 1e-5, 1e-6)])
-def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_blas):
+def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_blas, many_clusters_path):
     """NumPy's path takes square roots without clamping first and redoes a block whose sums came out NaN: on points
     repeated many times (squared distances that round below zero) it still gives scikit-learn's value, and the
     torch path's, with blocks smaller than the data."""
@@ -62,6 +63,8 @@ def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_
     squared = left @ right.T
     np.fill_diagonal(squared, 0.0)
     assert (squared < 0).any()  # the case is real: squared distances between two points round below zero
+    if many_clusters_path:  # sorted runs instead of products (the torch side: scatter-adds)
+        monkeypatch.setattr(importlib.import_module("isoflow.metrics.silhouette"), "SCATTER_ABOVE_K", 1)
     monkeypatch.setenv(device_policy.GEMM_ENV, "numpy")
     clusters = encode_labels(torch.from_numpy(y), len(y))
     got = float(silhouette_tensor(torch.from_numpy(X), clusters, block=128))

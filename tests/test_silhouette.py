@@ -61,6 +61,23 @@ def test_gemm_and_scatter_paths_agree(monkeypatch):
         assert scatter == pytest.approx(gemm, abs=1e-12 if dtype == np.float64 else 1e-6)
 
 
+@pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 1e-5)])
+def test_numpy_sorted_runs_path(monkeypatch, dtype, tol):
+    """NumPy's path for many clusters (points sorted by cluster, sums over runs of columns): labels in no order, one
+    cluster spanning several blocks, singletons, blocks of 7 rows; scikit-learn's value."""
+    import importlib
+
+    sil = importlib.import_module("isoflow.metrics.silhouette")
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", "numpy")
+    monkeypatch.setattr(sil, "SCATTER_ABOVE_K", 1)  # every clustering takes the many-cluster path
+    rng = np.random.default_rng(8)
+    y = np.concatenate([np.zeros(40, int), rng.integers(1, 9, 60), [9, 10]])  # 0: 40 points; 9, 10: singletons
+    rng.shuffle(y)
+    X = rng.normal(size=(len(y), 6)) + 3.0 * rng.normal(size=(11, 6))[y]
+    assert silhouette(X.astype(dtype), y, block=7) == pytest.approx(silhouette_score(X, y), abs=tol)
+    assert silhouette(X.astype(dtype), y) == pytest.approx(silhouette_score(X, y), abs=tol)
+
+
 @pytest.mark.parametrize("kind", CLOUD_KINDS)
 def test_sqeuclidean_matches_sklearn(kind):
     X, y = make_cloud(kind, 1200, 20, 5)
