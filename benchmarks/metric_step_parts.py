@@ -24,6 +24,7 @@ import numpy as np
 os.environ["ISOFLOW_CPU_GEMM"] = "numpy"  # before isoflow reads it: the parts of the NumPy path
 
 import torch  # noqa: E402
+from metrics import _floor_step  # noqa: E402  (benchmarks/metrics.py: the floor as it defines it)
 
 from isoflow.atomic import atomic_file  # noqa: E402
 from isoflow.metrics import encode_labels  # noqa: E402
@@ -61,14 +62,6 @@ def main() -> int:
     S_t = sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK)
     sizes = clusters.sizes.numpy()
 
-    def floor() -> None:
-        for i0 in range(0, N, BLOCK):
-            for j0 in range(i0, N, BLOCK):
-                out = buf[: min(BLOCK, N - i0), : min(BLOCK, N - j0)]
-                np.matmul(left[i0 : i0 + BLOCK], right[j0 : j0 + BLOCK].T, out=out)
-                with np.errstate(invalid="ignore"):
-                    np.sqrt(out, out=out)
-
     def after_a_product(fn):
         def run() -> None:
             np.matmul(left[:BLOCK], right[:BLOCK].T, out=buf)  # OpenBLAS's threads left spinning, as in the step
@@ -95,7 +88,7 @@ def main() -> int:
         return run
 
     parts = {
-        "floor: blocked GEMM + square roots": floor,
+        "floor: blocked GEMM + square roots": _floor_step(X, "cpu"),  # benchmarks/metrics.py's own
         "one block product (part of the two 'sums to mean' lines)": after_a_product(lambda: None),
         "rescaling, centring, augmented rows": lambda: sil._augmented_numpy(X),
         "silhouette cluster sums (incl. the above)": lambda: sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK),

@@ -72,7 +72,8 @@ def power_of_two_factor(x: torch.Tensor) -> torch.Tensor:
 # Within this range of max|x| (powers of two) no square or sum of squares of d ≤ 2**16 coordinates under- or overflows
 # float32, so rescaling would change no rounding: the NumPy path skips it there (see centred_rescaled_numpy).
 _NO_RESCALE_WITHIN = 32
-MEAN_CHUNK = 1024
+# Rows per chunk whose float32 sums are added in float64: the column means here, IsoScore's covariance (isotropy.py).
+SUM_CHUNK_ROWS = 1024
 
 
 def _chunked_column_means(a: np.ndarray) -> np.ndarray:
@@ -80,10 +81,10 @@ def _chunked_column_means(a: np.ndarray) -> np.ndarray:
     the chunks' sums added in float64 (as IsoScore's covariance, :func:`isotropy._scatter_matrix`): within
     32·eps·mean|a| (eps of ``a``'s dtype; ~10 ulps of the mean in float32) of the float64 mean, and several times
     faster than NumPy's float64 reduction, one thread converting every value (benchmarks/metric_step_parts.py)."""
-    ones = np.ones(min(MEAN_CHUNK, a.shape[0]), dtype=a.dtype)
+    ones = np.ones(min(SUM_CHUNK_ROWS, a.shape[0]), dtype=a.dtype)
     total = np.zeros(a.shape[1])
-    for i0 in range(0, a.shape[0], MEAN_CHUNK):
-        chunk = a[i0 : i0 + MEAN_CHUNK]
+    for i0 in range(0, a.shape[0], SUM_CHUNK_ROWS):
+        chunk = a[i0 : i0 + SUM_CHUNK_ROWS]
         total += ones[: chunk.shape[0]] @ chunk
     return total / a.shape[0]
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ._validate import ArrayLike, as_points, centred_rescaled_numpy, encode_labels, power_of_two_factor, rescaled
+from ._validate import (
+    SUM_CHUNK_ROWS,
+    ArrayLike,
+    as_points,
+    centred_rescaled_numpy,
+    encode_labels,
+    power_of_two_factor,
+    rescaled,
+)
 from .device_policy import numpy_blas
 
 
@@ -77,9 +85,6 @@ def _centred_rescaled(X: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return xc, f
 
 
-SCATTER_CHUNK = 1024
-
-
 def _scatter_matrix(xc: torch.Tensor) -> torch.Tensor:
     """xcᵀ·xc as float64. A float32 ``xc`` is multiplied in float32 (twice float64's GEMM rate) in 1,024-row chunks
     whose products add up in float64: each chunk's sum rounds in float32 over at most 1,024 terms, so IsoScore stays
@@ -91,13 +96,13 @@ def _scatter_matrix(xc: torch.Tensor) -> torch.Tensor:
     if numpy_blas(xc):
         x = xc.numpy()
         G = np.zeros((x.shape[1], x.shape[1]))
-        for i0 in range(0, x.shape[0], SCATTER_CHUNK):
-            chunk = x[i0 : i0 + SCATTER_CHUNK]
+        for i0 in range(0, x.shape[0], SUM_CHUNK_ROWS):
+            chunk = x[i0 : i0 + SUM_CHUNK_ROWS]
             G += chunk.T @ chunk
         return torch.from_numpy(G)
     G = torch.zeros(xc.shape[1], xc.shape[1], dtype=torch.float64, device=xc.device)
-    for i0 in range(0, xc.shape[0], SCATTER_CHUNK):
-        chunk = xc[i0 : i0 + SCATTER_CHUNK]
+    for i0 in range(0, xc.shape[0], SUM_CHUNK_ROWS):
+        chunk = xc[i0 : i0 + SUM_CHUNK_ROWS]
         G = G + (chunk.T @ chunk).to(torch.float64)
     return G
 

@@ -84,37 +84,18 @@ def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
     """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
-    roots and per-cluster sums as products; above ``SCATTER_ABOVE_K`` clusters :func:`_sorted_cluster_sums_numpy`): on
-    a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products would fight OpenBLAS's
+    roots and per-cluster sums: :func:`_product_sums`, or above ``SCATTER_ABOVE_K`` clusters :func:`_run_sums`): on a
+    host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products would fight OpenBLAS's
     still-spinning threads for the cores, and OpenBLAS's products torch's (device_policy.py). Returns S transposed,
-    (k, n)."""
-    if k > SCATTER_ABOVE_K:
-        return _sorted_cluster_sums_numpy(x, codes, k, block)
+    (k, n), in the caller's order."""
+    order = np.argsort(codes, kind="stable") if k > SCATTER_ABOVE_K else None
+    if order is not None:
+        x, codes = x[order], codes[order]
     left, right = _augmented_numpy(x)
     n = left.shape[0]
     S = np.zeros((k, n), dtype=np.float64)
-    onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(left.dtype)  # (k, n)
-    onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
-    b = min(block, n)
-    buf = np.empty((b, b), dtype=left.dtype)
-    cols, rows = np.empty((k, b), left.dtype), np.empty((k, b), left.dtype)
-
-    def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> bool:
-        """The block's sums into its columns' points (``cols``) and, off the diagonal, into its rows' points
-        (``rows``); whether they are all numbers."""
-        into_cols, into_rows = cols[:, : j1 - j0], rows[:, : i1 - i0]
-        if k > GEMV_UP_TO_K:
-            np.matmul(onehot_t[:, i0:i1], D, out=into_cols)
-            if j0 != i0:
-                into_rows[:] = (D @ onehot[j0:j1]).T
-        else:
-            for c in range(k):
-                np.matmul(onehot_t[c, i0:i1], D, out=into_cols[c])
-                if j0 != i0:
-                    np.matmul(D, onehot_t[c, j0:j1], out=into_rows[c])
-        # Sums of non-negative numbers: NaN only if a distance was NaN (one reduction, not a mask per array).
-        return not np.isnan(into_cols.sum() + (into_rows.sum() if j0 != i0 else 0.0))
-
+    buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
+    block_sums = _product_sums(codes, k, min(block, n), left.dtype) if order is None else _run_sums(codes, n, block)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -127,58 +108,68 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
                 np.sqrt(D, out=D)
             if i0 == j0:
                 np.fill_diagonal(D, 0.0)  # exact zero self-distance, as scikit-learn does
-            if not block_sums(i0, i1, j0, j1, D):
+            sums = block_sums(i0, i1, j0, j1, D)
+            # Sums of non-negative numbers: NaN only if a distance was NaN (one reduction, not a mask per array).
+            if np.isnan(sum(values.sum() for _, _, values in sums)):
                 np.nan_to_num(D, copy=False, nan=0.0)
-                block_sums(i0, i1, j0, j1, D)
-            S[:, j0:j1] += cols[:, : j1 - j0]
-            if j0 != i0:
-                S[:, i0:i1] += rows[:, : i1 - i0]
-    return S
-
-
-def _sorted_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
-    """:func:`_euclidean_cluster_sums_numpy` for more than ``SCATTER_ABOVE_K`` clusters: the points sorted by cluster,
-    so that a block's sums into each cluster are sums over runs of adjacent columns (``np.add.reduceat``), O(b²) per
-    block pair whatever k, with no scatter-add (NumPy's are 3x slower than torch's, and torch's would fight OpenBLAS's
-    spinning threads). Each cluster's points are adjacent, so a block's runs name distinct clusters. The sums into a
-    block's columns go through its transpose copied row-major (reduceat down the rows is several times slower).
-    Returns S transposed, (k, n), in the caller's order."""
-    order = np.argsort(codes, kind="stable")
-    sorted_codes = codes[order]
-    left, right = _augmented_numpy(x[order])
-    n = left.shape[0]
-    run_starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    S = np.zeros((k, n), dtype=np.float64)
-    buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
-
-    def runs(i0: int, i1: int) -> tuple[np.ndarray, np.ndarray]:
-        """Where, within rows i0..i1 of the sorted points, each run of one cluster starts; and those clusters."""
-        starts = np.r_[0, run_starts[(run_starts > i0) & (run_starts < i1)] - i0]
-        return starts, sorted_codes[i0 + starts]
-
-    for i0 in range(0, n, block):
-        i1 = min(i0 + block, n)
-        starts_i, clusters_i = runs(i0, i1)
-        for j0 in range(i0, n, block):
-            j1 = min(j0 + block, n)
-            starts_j, clusters_j = runs(j0, j1)
-            D = np.matmul(left[i0:i1], right[j0:j1].T, out=buf[: i1 - i0, : j1 - j0])
-            with np.errstate(invalid="ignore"):  # no clamp first, as in _euclidean_cluster_sums_numpy
-                np.sqrt(D, out=D)
-            if i0 == j0:
-                np.fill_diagonal(D, 0.0)
-            into_rows = np.add.reduceat(D, starts_j, axis=1)  # (rows of i, runs of j)
-            into_cols = None if j0 == i0 else np.add.reduceat(np.ascontiguousarray(D.T), starts_i, axis=1)
-            if np.isnan(into_rows.sum() + (0.0 if into_cols is None else into_cols.sum())):
-                np.nan_to_num(D, copy=False, nan=0.0)
-                into_rows = np.add.reduceat(D, starts_j, axis=1)
-                into_cols = None if j0 == i0 else np.add.reduceat(np.ascontiguousarray(D.T), starts_i, axis=1)
-            S[clusters_j, i0:i1] += into_rows.T
-            if into_cols is not None:
-                S[clusters_i, j0:j1] += into_cols.T
+                sums = block_sums(i0, i1, j0, j1, D)
+            for clusters, points, values in sums:
+                S[clusters, points] += values
+    if order is None:
+        return S
     in_callers_order = np.empty_like(S)
     in_callers_order[:, order] = S
     return in_callers_order
+
+
+# A block's sums as (rows of S: its clusters, columns of S: its points, values) for `S[rows, columns] += values`.
+BlockSums = list[tuple[slice | np.ndarray, slice, np.ndarray]]
+
+
+def _product_sums(codes: np.ndarray, k: int, b: int, dtype: np.dtype):
+    """A block's sums into its columns' points and, off the diagonal, into its rows' points, as products with the
+    clusters' indicator vectors (up to ``GEMV_UP_TO_K`` clusters, one matrix-vector product each) or one thin GEMM."""
+    onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(dtype)  # (k, n)
+    onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
+    cols, rows = np.empty((k, b), dtype), np.empty((k, b), dtype)
+
+    def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> BlockSums:
+        into_cols, into_rows = cols[:, : j1 - j0], rows[:, : i1 - i0]
+        if k > GEMV_UP_TO_K:
+            np.matmul(onehot_t[:, i0:i1], D, out=into_cols)
+            if j0 != i0:
+                into_rows[:] = (D @ onehot[j0:j1]).T
+        else:
+            for c in range(k):
+                np.matmul(onehot_t[c, i0:i1], D, out=into_cols[c])
+                if j0 != i0:
+                    np.matmul(D, onehot_t[c, j0:j1], out=into_rows[c])
+        every = slice(None)
+        return [(every, slice(j0, j1), into_cols)] + ([(every, slice(i0, i1), into_rows)] if j0 != i0 else [])
+
+    return block_sums
+
+
+def _run_sums(sorted_codes: np.ndarray, n: int, block: int):
+    """A block's sums for more than ``SCATTER_ABOVE_K`` clusters, the points sorted by cluster: sums over runs of
+    adjacent columns (``np.add.reduceat``), O(b²) per block pair whatever k, with no scatter-add (NumPy's are 3x slower
+    than torch's, and torch's would fight OpenBLAS's spinning threads). Each cluster's points are adjacent, so a
+    block's runs name distinct clusters. The sums into a block's columns go through its transpose copied row-major
+    (reduceat down the rows is several times slower)."""
+    run_starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    runs = {}  # per block: where, within its rows, each run of one cluster starts; and those clusters
+    for i0 in range(0, n, block):
+        starts = np.r_[0, run_starts[(run_starts > i0) & (run_starts < i0 + block)] - i0]
+        runs[i0] = starts, sorted_codes[i0 + starts]
+
+    def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> BlockSums:
+        (starts_i, clusters_i), (starts_j, clusters_j) = runs[i0], runs[j0]
+        sums = [(clusters_j, slice(i0, i1), np.add.reduceat(D, starts_j, axis=1).T)]  # rows of i into runs of j
+        if j0 != i0:
+            sums.append((clusters_i, slice(j0, j1), np.add.reduceat(np.ascontiguousarray(D.T), starts_i, axis=1).T))
+        return sums
+
+    return block_sums
 
 
 def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
