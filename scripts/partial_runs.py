@@ -14,14 +14,21 @@ the copies are dated now, so Snakemake takes them as made after their inputs (re
 ``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
 some of a run's files) is simply run again. Restored runs are taken as they are: after changing a run setting of the
 config, delete the saved runs.
+
+The models the workflow pretrained for the section (``pretrain.models`` named in ``<section>.models``: 45 minutes or
+more of CPU each, 21 MB) are saved too, under ``partial-results/<publication>/inputs/pretrained/<name>/``; a resume
+builds their corpus, puts them back (dated after it) and only then the rest of the inputs, so that the next machine
+does not train them again (``restore_inputs``; each model's record, ``pretrain.json``, says how it was made).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,9 +60,30 @@ def _run_files(runs: Path) -> list[Path]:
     )
 
 
+def _config(publication: str, root: Path) -> dict:
+    return yaml.safe_load((root / PUBLICATIONS[publication].config).read_text()) or {}
+
+
 def results_of(publication: str, root: Path) -> Path:
     """The results directory of the publication's config."""
-    return root / yaml.safe_load((root / PUBLICATIONS[publication].config).read_text())["results_dir"]
+    return root / _config(publication, root)["results_dir"]
+
+
+# The rule that makes the inputs a save carries (rules/pretrain.smk): a resume builds every other input first.
+INPUT_RULE = "pretrain_model"
+
+
+def carried_inputs(publication: str, root: Path) -> list[Path]:
+    """The folders, relative to the config's data_dir, of the models the workflow pretrains (``pretrain.models``) that
+    the publication's section uses (``<section>.models``): the inputs a save carries to the next machine."""
+    config = _config(publication, root)
+    used = (config.get(PUBLICATIONS[publication].section) or {}).get("models") or []
+    pretrained = (config.get("pretrain") or {}).get("models") or {}
+    return [Path("pretrained") / name for name in used if name in pretrained]
+
+
+def _data_of(publication: str, root: Path) -> Path:
+    return root / _config(publication, root).get("data_dir", "data")
 
 
 def _sections(publication: str) -> list[str]:
@@ -76,12 +104,17 @@ def save(publication: str, root: Path = ROOT) -> Path:
         raise PartialError(
             f"{results / pub.section / 'runs'}: no finished runs to save; run `make resume-{publication}` first"
         )
+    data = _data_of(publication, root)
+    inputs = [rel for rel in carried_inputs(publication, root) if (data / rel).is_dir()]
     dest = root / PARTIAL / publication
-    with atomic_dir(dest, expected={*found, "PARTIAL.json"}, kind=f"saved runs of {publication}") as staging:
+    expected = {*found, "PARTIAL.json", "inputs"}
+    with atomic_dir(dest, expected=expected, kind=f"saved runs of {publication}") as staging:
         for name, files in found.items():
             for rel in files:
                 (staging / name / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(results / name / "runs" / rel, staging / name / "runs" / rel)
+        for rel in inputs:
+            shutil.copytree(data / rel, staging / "inputs" / rel)
         every = [rel for files in found.values() for rel in files]
         (staging / "PARTIAL.json").write_text(
             json.dumps(
@@ -91,6 +124,7 @@ def save(publication: str, root: Path = ROOT) -> Path:
                     "files": len(every),
                     "records": sum(1 for rel in every if rel.suffix == ".json"),
                     "from": [str((results / name / "runs").relative_to(root)) for name in found],
+                    "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 },
@@ -127,6 +161,33 @@ def restore(publication: str, root: Path = ROOT) -> int:
     return copied
 
 
+def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
+    """The carried inputs saved for the publication (folders under partial-results/<publication>/inputs)."""
+    saved = root / PARTIAL / publication / "inputs"
+    return [saved / rel for rel in carried_inputs(publication, root) if (saved / rel).is_dir()]
+
+
+def restore_inputs(publication: str, root: Path = ROOT) -> list[Path]:
+    """Put the saved inputs (pretrained models) back under the config's data_dir where they are missing, each folder
+    whole or not at all, dated now (after the corpus they were trained on, which the resume built first); return the
+    folders restored."""
+    data = _data_of(publication, root)
+    restored = []
+    for saved in saved_inputs(publication, root):
+        target = data / saved.relative_to(root / PARTIAL / publication / "inputs")
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            shutil.copytree(saved, staging / "copy", copy_function=shutil.copyfile)  # dated now
+            os.replace(staging / "copy", target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        restored.append(target)
+    return restored
+
+
 def discard(publication: str, root: Path = ROOT) -> None:
     """Remove a publication's saved runs (once it is published whole, they are in docs/results)."""
     shutil.rmtree(root / PARTIAL / publication, ignore_errors=True)
@@ -147,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
     else:
         where = results_of(args.publication, ROOT).relative_to(ROOT)
+        for folder in restore_inputs(args.publication, ROOT):
+            print(f"{folder.relative_to(ROOT)} restored")
         print(f"{restore(args.publication, ROOT)} files restored under {where}")
     return 0
 

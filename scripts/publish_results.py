@@ -160,7 +160,9 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
     """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
     publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
     those already published are put back first (scripts/partial_runs.py), after the inputs they were made from are
-    built, so only the missing runs run; once published whole, the saved runs are removed."""
+    built, so only the missing runs run; models the workflow pretrained, where they were saved with the runs, are put
+    back before the inputs made from them, so they are not trained again. Once published whole, the saved runs are
+    removed."""
     pub = PUBLICATIONS[publication]
     section = SECTIONS[pub.section]
     command = [
@@ -175,6 +177,10 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
     ]
     if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
         shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
+        if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
+            _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
+            for folder in partial_runs.restore_inputs(publication, ROOT):
+                print(f"{folder.relative_to(ROOT)} restored", flush=True)
         _snakemake([*command, "--omit-from", *section.run_rules, *shared])
         print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
     _snakemake(command)

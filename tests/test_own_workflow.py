@@ -239,3 +239,35 @@ def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout
     assert partial_runs.restore("own-finetune", repo) == 3 * 3  # the other three runs, three files each
     jobs = job_counts(snakemake("finetune", "-n", "--quiet", "rules", cwd=repo).stdout)
     assert (jobs["finetune_run"], jobs["finetune_report"]) == (1, 1)
+
+
+@pytest.mark.slow
+def test_a_resumed_sweep_does_not_pretrain_again_the_models_saved_with_its_runs(own_checkout, tmp_path, monkeypatch):
+    """The layer analysis of the two plain models, saved in parts: the models travel with the runs; on the next
+    machine they are put back after their corpus is built, and the workflow neither trains them nor analyses them
+    again."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import partial_runs
+
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "own-layers", Publication("own-layers", "layers", CONFIG))
+    repo = tmp_path / "isoflow"
+    shutil.copytree(own_checkout, repo, symlinks=True)
+    saved = partial_runs.save("own-layers", repo)
+    assert json.loads((saved / "PARTIAL.json").read_text())["inputs"] == [
+        "data/own-example/pretrained/plain-notes-bert",
+        "data/own-example/pretrained/plain-notes-gpt2",
+    ]
+    # Another machine: no models, no results, no record of either; the corpus is built again (kept here, as it was).
+    shutil.rmtree(repo / "data/own-example/pretrained")
+    shutil.rmtree(repo / "results/own-example")
+    shutil.rmtree(repo / ".snakemake")
+    first = job_counts(
+        snakemake("layers", "-n", "--quiet", "rules", "--omit-from", "pretrain_model", "layers_run", cwd=repo).stdout
+    )
+    assert "pretrain_model" not in first and "layers_run" not in first
+    assert [p.name for p in partial_runs.restore_inputs("own-layers", repo)] == ["plain-notes-bert", "plain-notes-gpt2"]
+    assert partial_runs.restore("own-layers", repo) > 0
+    jobs = job_counts(snakemake("layers", "-n", "--quiet", "rules", cwd=repo).stdout)
+    assert "pretrain_model" not in jobs and "layers_run" not in jobs

@@ -275,6 +275,41 @@ def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_pat
     ]
 
 
+def test_the_pretrained_models_a_sweep_uses_are_saved_with_its_runs_and_come_back_whole(sweep):
+    """A model the workflow pretrained (an hour of CPU) travels with the saved runs, so the next machine does not
+    train it again; a model the section does not use, or one it does not pretrain, stays behind."""
+    import os
+    import time
+
+    import partial_runs
+
+    root, runs = sweep
+    _write(
+        root / "config" / "sweep.yaml",
+        "results_dir: results/sweep\ndata_dir: data/sweep\n"
+        "finetune: {models: [plain-bert, minilm]}\npretrain: {models: {plain-bert: {}, plain-gpt2: {}}}\n",
+    )
+    for name in ("plain-bert", "plain-gpt2"):
+        for f in ("model.safetensors", "tokenizer.json"):
+            _write(root / "data/sweep/pretrained" / name / f, f"{name} {f}")
+    saved = partial_runs.save("sweep", root)
+    assert json.loads((saved / "PARTIAL.json").read_text())["inputs"] == ["data/sweep/pretrained/plain-bert"]
+    assert sorted(p.name for p in (saved / "inputs/pretrained").iterdir()) == ["plain-bert"]
+    assert partial_runs.saved_inputs("sweep", root) == [saved / "inputs/pretrained/plain-bert"]
+    # Another machine: no data; the corpus is built first, then the model put back, dated after it.
+    shutil_rmtree(root / "data")
+    before = time.time() - 1
+    assert partial_runs.restore_inputs("sweep", root) == [root / "data/sweep/pretrained/plain-bert"]
+    model = root / "data/sweep/pretrained/plain-bert"
+    assert (model / "model.safetensors").read_text() == "plain-bert model.safetensors"
+    assert all(os.stat(p).st_mtime >= before for p in model.iterdir())
+    assert sorted(p.name for p in model.parent.iterdir()) == ["plain-bert"]  # nothing half-copied beside it
+    # A model already there (trained on this machine) is never replaced.
+    (model / "model.safetensors").write_text("trained here")
+    assert partial_runs.restore_inputs("sweep", root) == []
+    assert (model / "model.safetensors").read_text() == "trained here"
+
+
 def test_saving_no_finished_runs_is_one_line_and_writes_nothing(sweep, capsys, monkeypatch):
     import partial_runs
 
@@ -313,4 +348,33 @@ def test_a_resume_builds_inputs_restores_runs_publishes_and_drops_the_saved_runs
         ("snakemake", run),
         ("publish", "istar", f"snakemake {' '.join(run)} (resumed: scripts/partial_runs.py restore, PARTIAL.json)"),
         ("discard", "istar"),
+    ]
+
+
+def test_a_resume_puts_saved_pretrained_models_back_before_the_inputs_that_need_them(tmp_path, monkeypatch):
+    import partial_runs
+    import publish_results
+
+    steps = []
+    monkeypatch.setattr(publish_results, "ROOT", tmp_path)
+    monkeypatch.setattr(publish_results, "_snakemake", lambda command: steps.append(("snakemake", command[1:])))
+    monkeypatch.setattr(partial_runs, "restore_inputs", lambda pub, root: steps.append(("restore inputs", pub)) or [])
+    monkeypatch.setattr(partial_runs, "restore", lambda pub, root: steps.append(("restore", pub)) or 3)
+    monkeypatch.setattr(publish_results, "publish", lambda pub, *a, **k: steps.append(("publish", pub)))
+    monkeypatch.setattr(partial_runs, "discard", lambda pub, root: steps.append(("discard", pub)))
+    _write(
+        tmp_path / "config/finetune-plain.yaml",
+        "results_dir: results/finetune-plain\nfinetune: {models: [plain-bert]}\npretrain: {models: {plain-bert: {}}}\n",
+    )
+    _write(tmp_path / "partial-results/finetune-plain/inputs/pretrained/plain-bert/config.json", "{}")
+    publish_results.reproduce("finetune-plain", resume=True)
+    run = ["finetune", "--cores", "2", "--configfile", "config/finetune-plain.yaml", "--rerun-incomplete"]
+    assert steps == [
+        ("snakemake", [*run, "--omit-from", "pretrain_model", "finetune_run"]),  # the corpus, the task: not the model
+        ("restore inputs", "finetune-plain"),
+        ("snakemake", [*run, "--omit-from", "finetune_run"]),
+        ("restore", "finetune-plain"),
+        ("snakemake", run),
+        ("publish", "finetune-plain"),
+        ("discard", "finetune-plain"),
     ]
