@@ -58,8 +58,9 @@ reproduce-%: install
 	$(PYTHON) scripts/publish_results.py $* --reproduce --snakemake-args "$(SNAKEMAKE_ARGS)"
 
 # A sweep in parts, on one machine after another (docs/workflow.md): save-partial-<publication> keeps the finished runs
-# in partial-results/<publication> (commit them); resume-<publication> puts them back, and the runs already published,
-# once their inputs are built, runs only the missing ones, publishes the whole and removes the saved runs.
+# in partial-results/<publication> (commit them), with the models the workflow pretrained for them; resume-<publication>
+# puts the models back (not trained again), then the runs and those already published, once their inputs are built,
+# runs only the missing ones, publishes the whole and removes the saved runs.
 save-partial-%: install
 	$(PYTHON) scripts/partial_runs.py save $*
 
