@@ -432,8 +432,8 @@ def finetune_run_files():
     return [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
 
 
-# Runs measured per layer (layer_geometry) add finetune_layers, a table and a figure.
-_FINETUNE_LAYERS = ["finetune_layers"] if FINETUNE.get("layer_geometry") else []
+# Runs measured per layer (layer_geometry) add finetune_layers and finetune_layers_epochs, each a table and a figure.
+_FINETUNE_LAYERS = ["finetune_layers", "finetune_layers_epochs"] if FINETUNE.get("layer_geometry") else []
 FINETUNE_TABLES = tables_of("finetune", ["finetune", "finetune_paired", *_FINETUNE_LAYERS])
 FINETUNE_FIGURES = figures_of(
     "finetune",

@@ -545,3 +545,14 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
     assert row["change"] == pytest.approx(np.mean(changes), abs=1e-12) and row["seeds"] == 2
     assert row["before"] == pytest.approx(np.mean([runs[s].loc[0, "layer_isoscore"][2] for s in (0, 1)]), abs=1e-12)
     assert {"finetune_layers.png", "finetune_layers.md"} <= {p.name for p in written}
+    # every epoch, every layer: the seeds' mean of what each run recorded
+    by_epoch = pd.read_csv(tmp_path / "tables/finetune_layers_epochs.csv")
+    assert len(by_epoch) == 2 * 3 * 2  # weights x measures x epochs (0 = before training, 1)
+    assert [c for c in by_epoch.columns if c.startswith("layer ")] == ["layer 0", "layer 1", "layer 2"]
+    for epoch in (0, 1):
+        row = by_epoch[(by_epoch.weight == -1) & (by_epoch.measure == "TwoNN") & (by_epoch.epoch == epoch)].iloc[0]
+        assert row["layer 1"] == pytest.approx(
+            np.mean([runs[s].loc[epoch, "layer_twonn"][1] for s in (0, 1)]), abs=1e-12
+        )
+    assert list(by_epoch.loc[by_epoch.weight == 0, "measure"].drop_duplicates()) == ["IsoScore", "S_inter", "TwoNN"]
+    assert {"finetune_layers_epochs.png", "finetune_layers_epochs.md"} <= {p.name for p in written}

@@ -14,7 +14,8 @@ per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (Tw
 ``finetune_silhouette_vs_isoscore`` (silhouette against IsoScore of the pooled outputs across epochs, one curve per λ)
 and ``finetune_epochs`` (the held-out metric after every epoch, one curve per regulariser and weight: is training still
 improving it?). Runs measured per layer (``layer_geometry``) add the table and figure ``finetune_layers``: every layer's
-IsoScore, S_inter and TwoNN before and after fine-tuning."""
+IsoScore, S_inter and TwoNN before and after fine-tuning, with the change's interval; and ``finetune_layers_epochs``:
+every layer after every epoch (does a change in the top layers reach the bottom ones as training goes on?)."""
 
 from __future__ import annotations
 
@@ -254,6 +255,106 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     return save(fig, stem)
 
 
+def layers_by_epoch(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
+    """Per task × model × regulariser × weight, measurement and epoch (0 = before training), every layer's value (one
+    column per layer, the mean over the seeds that did not diverge): whether a change that starts in the top layers
+    reaches the bottom ones as training goes on."""
+    epochs, info = _complete(epochs, info)
+    finished = info.loc[~diverged(info), [*KEY, "seed"]]
+    long = _long_layers(epochs.merge(finished, on=[*KEY, "seed"]))
+    rows = []
+    for (task, model, reg, lam, w, epoch), g in long.groupby([*KEY, "epoch"], sort=True):
+        for col, name in LAYER_METRICS.items():
+            if col not in g:
+                continue
+            means = g.groupby("layer")[col].mean()
+            rows.append(
+                {
+                    "task": task,
+                    "model": model,
+                    "reg": reg,
+                    "weight": lam if reg == "istar" else w,
+                    "measure": name,
+                    "epoch": int(epoch),
+                    "seeds": int(g["seed"].nunique()),
+                    **{f"layer {layer}": v for layer, v in means.items()},
+                }
+            )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    order = {name: i for i, name in enumerate(LAYER_METRICS.values())}
+    return table.sort_values(
+        ["task", "model", "measure", "reg", "weight", "epoch"], key=lambda c: c.map(order) if c.name == "measure" else c
+    ).reset_index(drop=True)
+
+
+LAYERS_BY_EPOCH_CAPTION = (
+    "Per layer of the fine-tuned encoder (layer 0 = embedding layer), on the held-out token states: IsoScore, S_inter "
+    "and TwoNN after every epoch (epoch 0: before training), means over the seeds that did not diverge."
+)
+
+
+def _shown_by_epoch(table: pd.DataFrame) -> list[tuple[str, float]]:
+    """The regulariser settings the per-epoch figure shows: plain fine-tuning, I-STAR's smallest and largest λ, and
+    CosReg's first weight (those the sweep has)."""
+    istar = sorted(table.loc[(table.reg == "istar") & (table.weight != 0), "weight"].unique())
+    cosreg = sorted(table.loc[table.reg == "cosreg", "weight"].unique())
+    wanted = [
+        ("istar", 0.0),
+        *[("istar", lam) for lam in dict.fromkeys(istar[:1] + istar[-1:])],
+        *[("cosreg", w) for w in cosreg[:1]],
+    ]
+    present = set(zip(table.reg, table.weight))
+    return [c for c in wanted if c in present]
+
+
+def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+    """Per task × model, one row per measurement and one column per regulariser setting (:func:`_shown_by_epoch`),
+    the measurement after every epoch, one line per layer (from light, the embeddings, to dark, the top); the panels of
+    a row share their y-axis."""
+    from matplotlib import colormaps
+    from matplotlib.lines import Line2D
+
+    pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
+    measures = [m for m in LAYER_METRICS.values() if m in set(table.measure)]
+    shown = _shown_by_epoch(table)
+    layers = [c for c in table.columns if c.startswith("layer ")]
+    shade = colormaps["viridis_r"]
+    colour = {c: shade(0.15 + 0.8 * i / max(len(layers) - 1, 1)) for i, c in enumerate(layers)}
+    fig, axes = grid(len(pairs) * len(measures), len(shown), 2.6 * len(pairs) * len(measures) + 0.8, width=3.4)
+    for i, (task, model) in enumerate(pairs):
+        for j, measure in enumerate(measures):
+            row = axes[i * len(measures) + j]
+            for ax, (reg, weight) in zip(row, shown):
+                g = table[
+                    (table.task == task)
+                    & (table.model == model)
+                    & (table.measure == measure)
+                    & (table.reg == reg)
+                    & (table.weight == weight)
+                ].sort_values("epoch")
+                for layer in layers:
+                    ax.plot(g["epoch"], g[layer], color=colour[layer], marker="o", ms=2.5, lw=1.1)
+                name = "none (λ = 0)" if weight == 0 else _label(reg, weight)
+                ax.set_title(f"{task} x {model}: {name}", fontsize=8)
+                ax.set_xlabel("epoch (0 = before training)")
+                ax.set_ylabel(f"{measure} (held-out tokens)")
+                ax.xaxis.get_major_locator().set_params(integer=True)
+                ax.grid(alpha=0.3)
+            low = min(ax.get_ylim()[0] for ax in row)
+            high = max(ax.get_ylim()[1] for ax in row)
+            for ax in row:
+                ax.set_ylim(low, high)
+    handles = [
+        Line2D([], [], color=colour[c], marker="o", ms=2.5, label=c + (" (embeddings)" if c == "layer 0" else ""))
+        for c in layers
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)
+    suptitle(fig, "Fine-tuning: every layer's held-out token states after every epoch (seed means)")
+    return save(fig, stem)
+
+
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
@@ -298,6 +399,11 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         per_layer = layers_table(epochs, info)
         written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=LAYERS_CAPTION, floatfmt="%.4f")
         written += _layers_figure(per_layer, figures_dir / "finetune_layers")
+        by_epoch = layers_by_epoch(epochs, info)
+        written += write_table(
+            by_epoch, Path(tables_dir) / "finetune_layers_epochs", caption=LAYERS_BY_EPOCH_CAPTION, floatfmt="%.4f"
+        )
+        written += _layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs")
     return written
 
 
