@@ -84,6 +84,14 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
     return epochs, info
 
 
+def _rows(frame: pd.DataFrame, **columns) -> pd.DataFrame:
+    """The rows of ``frame`` whose every named column equals the given value."""
+    keep = np.ones(len(frame), dtype=bool)
+    for column, value in columns.items():
+        keep &= (frame[column] == value).to_numpy()
+    return frame[keep]
+
+
 def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """One row per task × model × regulariser × weight, with the name of the task's metric."""
     epochs, info = _complete(epochs, info)
@@ -92,13 +100,9 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     last = finals(epochs, info, "epoch", KEY)
     names = []
     for _, row in table.iterrows():
-        match = last[
-            (last.task == row.task)
-            & (last.model == row.model)
-            & (last.reg == row.reg)
-            & (last.istar_lambda == row["lambda"])
-            & (last.cosreg_weight == row.cosreg_weight)
-        ]
+        match = _rows(
+            last, task=row.task, model=row.model, reg=row.reg, istar_lambda=row["lambda"], cosreg_weight=row.cosreg_weight
+        )
         names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
     return table
@@ -327,13 +331,7 @@ def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
         for j, measure in enumerate(measures):
             row = axes[i * len(measures) + j]
             for ax, (reg, weight) in zip(row, shown):
-                g = table[
-                    (table.task == task)
-                    & (table.model == model)
-                    & (table.measure == measure)
-                    & (table.reg == reg)
-                    & (table.weight == weight)
-                ].sort_values("epoch")
+                g = _rows(table, task=task, model=model, measure=measure, reg=reg, weight=weight).sort_values("epoch")
                 for layer in layers:
                     ax.plot(g["epoch"], g[layer], color=colour[layer], marker="o", ms=2.5, lw=1.1)
                 name = "none (λ = 0)" if weight == 0 else _label(reg, weight)
@@ -489,13 +487,7 @@ def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
         for ax in block[len(configs) :]:
             ax.axis("off")
         for ax, (reg, lam, w) in zip(block, configs):
-            runs = last[
-                (last.task == task)
-                & (last.model == model)
-                & (last.reg == reg)
-                & (last.istar_lambda == lam)
-                & (last.cosreg_weight == w)
-            ]
+            runs = _rows(last, task=task, model=model, reg=reg, istar_lambda=lam, cosreg_weight=w)
             if len(runs):
                 act = np.mean(np.stack([np.asarray(v, dtype=float) for v in runs["mean_abs_activation"]]), axis=0)
                 colour = lambda_colour(lam) if reg == "istar" else COSREG_COLOUR
