@@ -22,8 +22,17 @@ def test_commit_and_dirtiness_of_a_checkout(tmp_path):
     assert code_version(repo) == {"git_commit": head, "git_dirty": False}
     (repo / "results.csv").write_text("untracked output\n")  # outputs inside the checkout do not make it dirty
     assert code_version(repo)["git_dirty"] is False
+    saved = repo / "partial-results" / "sweep"
+    saved.mkdir(parents=True)
+    (saved / "PARTIAL.json").write_text("{}\n")
+    git(repo, "add", "partial-results")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "saved runs")
+    head = git(repo, "rev-parse", "HEAD")
+    (saved / "PARTIAL.json").write_text('{"runs": 2}\n')  # a sweep saving its runs as it goes changes no code
+    assert code_version(repo) == {"git_commit": head, "git_dirty": False}
     (repo / "a.py").write_text("x = 20\n")  # another size: git's stat check cannot miss it within the same second
     assert code_version(repo) == {"git_commit": head, "git_dirty": True}
+    assert code_version(saved) == {"git_commit": head, "git_dirty": True}  # asked from a folder: the whole checkout
 
 
 def test_outside_a_checkout(tmp_path):

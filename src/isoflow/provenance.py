@@ -13,9 +13,14 @@ def code_version(checkout: str | Path | None = None) -> dict:
 
     None when isoflow is not imported from a git checkout (an installed wheel) or git is missing. "Dirty" means
     uncommitted changes to tracked files (untracked files do not change what the code does unless imported,
-    and a results directory inside the checkout would otherwise mark every run dirty).
+    and a results directory inside the checkout would otherwise mark every run dirty) outside the committed results
+    (``RESULT_FOLDERS``: a sweep saving its runs into partial-results/ as it goes changes no code).
     """
     return dict(_own_version()) if checkout is None else _git_version(Path(checkout).resolve())
+
+
+# Folders of committed results, not code: changes there do not make a checkout dirty
+RESULT_FOLDERS = ("partial-results", "docs/results")
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,5 +39,6 @@ def _git_version(here: Path) -> dict:
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return {"git_commit": None, "git_dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    outside_results = [":(top)", *(f":(top,exclude){folder}" for folder in RESULT_FOLDERS)]
+    status = git("status", "--porcelain", "--untracked-files=no", "--", *outside_results)
     return {"git_commit": commit, "git_dirty": None if status is None else bool(status)}
