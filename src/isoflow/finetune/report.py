@@ -100,9 +100,8 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     last = finals(epochs, info, "epoch", KEY)
     names = []
     for _, row in table.iterrows():
-        match = _rows(
-            last, task=row.task, model=row.model, reg=row.reg, istar_lambda=row["lambda"], cosreg_weight=row.cosreg_weight
-        )
+        config = {"reg": row.reg, "istar_lambda": row["lambda"], "cosreg_weight": row.cosreg_weight}
+        match = _rows(last, task=row.task, model=row.model, **config)
         names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
     return table
