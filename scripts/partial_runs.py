@@ -35,11 +35,10 @@ from pathlib import Path
 import yaml
 
 from isoflow.atomic import atomic_dir
-from isoflow.provenance import code_version
+from isoflow.provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTIAL = "partial-results"
 
 
 class PartialError(RuntimeError):
@@ -106,7 +105,7 @@ def save(publication: str, root: Path = ROOT) -> Path:
         )
     data = _data_of(publication, root)
     inputs = [rel for rel in carried_inputs(publication, root) if (data / rel).is_dir()]
-    dest = root / PARTIAL / publication
+    dest = root / PARTIAL_RESULTS / publication
     expected = {*found, "PARTIAL.json", "inputs"}
     with atomic_dir(dest, expected=expected, kind=f"saved runs of {publication}") as staging:
         for name, files in found.items():
@@ -139,9 +138,9 @@ def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
     """(runs folder, section it goes to) a resume restores from: the saved runs, then the published ones (only if
     they are all the section's own: istar's publication holds optimize's runs among its own, at their paths)."""
     section = SECTIONS[PUBLICATIONS[publication].section]
-    found = [(root / PARTIAL / publication / name / "runs", name) for name in _sections(publication)]
+    found = [(root / PARTIAL_RESULTS / publication / name / "runs", name) for name in _sections(publication)]
     if section.shares_runs_with is None:
-        found.append((root / "docs" / "results" / publication / "runs", section.name))
+        found.append((root / PUBLISHED_RESULTS / publication / "runs", section.name))
     return [(folder, name) for folder, name in found if folder.is_dir()]
 
 
@@ -163,7 +162,7 @@ def restore(publication: str, root: Path = ROOT) -> int:
 
 def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
     """The carried inputs saved for the publication (folders under partial-results/<publication>/inputs)."""
-    saved = root / PARTIAL / publication / "inputs"
+    saved = root / PARTIAL_RESULTS / publication / "inputs"
     return [saved / rel for rel in carried_inputs(publication, root) if (saved / rel).is_dir()]
 
 
@@ -174,7 +173,7 @@ def restore_inputs(publication: str, root: Path = ROOT) -> list[Path]:
     data = _data_of(publication, root)
     restored = []
     for saved in saved_inputs(publication, root):
-        target = data / saved.relative_to(root / PARTIAL / publication / "inputs")
+        target = data / saved.relative_to(root / PARTIAL_RESULTS / publication / "inputs")
         if target.exists():
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -190,7 +189,7 @@ def restore_inputs(publication: str, root: Path = ROOT) -> list[Path]:
 
 def discard(publication: str, root: Path = ROOT) -> None:
     """Remove a publication's saved runs (once it is published whole, they are in docs/results)."""
-    shutil.rmtree(root / PARTIAL / publication, ignore_errors=True)
+    shutil.rmtree(root / PARTIAL_RESULTS / publication, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from pathlib import Path
 import partial_runs
 
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
-from isoflow.provenance import code_version
+from isoflow.provenance import PUBLISHED_RESULTS, code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +185,7 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
     _snakemake(command)
     results = partial_runs.results_of(publication, ROOT)
-    dest = ROOT / "docs" / "results" / publication
+    dest = ROOT / PUBLISHED_RESULTS / publication
     made_by = " ".join(command) + (" (resumed: scripts/partial_runs.py restore, PARTIAL.json)" if resume else "")
     publish(publication, results, dest, root=ROOT, made_by=made_by)
     if resume:

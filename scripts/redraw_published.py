@@ -18,11 +18,11 @@ import tempfile
 from pathlib import Path
 
 from isoflow.atomic import MARKER
-from isoflow.provenance import code_version
+from isoflow.provenance import PUBLISHED_RESULTS, code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLISHED = Path("docs/results")
+PUBLISHED = Path(PUBLISHED_RESULTS)
 
 
 def _isoflow(*args: str) -> None:

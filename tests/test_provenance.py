@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import subprocess
 
-from isoflow.provenance import code_version
+from isoflow.provenance import PARTIAL_RESULTS, code_version
 
 
 def git(repo, *args):
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def commit(repo, path, message):
+    """Commit `path` in `repo`; returns the new HEAD."""
+    git(repo, "add", path)
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
 
 
 def test_commit_and_dirtiness_of_a_checkout(tmp_path):
@@ -16,18 +23,14 @@ def test_commit_and_dirtiness_of_a_checkout(tmp_path):
     repo.mkdir()
     git(repo, "init", "-q")
     (repo / "a.py").write_text("x = 1\n")
-    git(repo, "add", "a.py")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one")
-    head = git(repo, "rev-parse", "HEAD")
+    head = commit(repo, "a.py", "one")
     assert code_version(repo) == {"git_commit": head, "git_dirty": False}
     (repo / "results.csv").write_text("untracked output\n")  # outputs inside the checkout do not make it dirty
     assert code_version(repo)["git_dirty"] is False
-    saved = repo / "partial-results" / "sweep"
+    saved = repo / PARTIAL_RESULTS / "sweep"
     saved.mkdir(parents=True)
     (saved / "PARTIAL.json").write_text("{}\n")
-    git(repo, "add", "partial-results")
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "saved runs")
-    head = git(repo, "rev-parse", "HEAD")
+    head = commit(repo, PARTIAL_RESULTS, "saved runs")
     (saved / "PARTIAL.json").write_text('{"runs": 2}\n')  # a sweep saving its runs as it goes changes no code
     assert code_version(repo) == {"git_commit": head, "git_dirty": False}
     (repo / "a.py").write_text("x = 20\n")  # another size: git's stat check cannot miss it within the same second

@@ -20,7 +20,9 @@ def code_version(checkout: str | Path | None = None) -> dict:
 
 
 # Folders of committed results, not code: changes there do not make a checkout dirty
-RESULT_FOLDERS = ("partial-results", "docs/results")
+PARTIAL_RESULTS = "partial-results"  # runs a long sweep saved as it went (scripts/partial_runs.py)
+PUBLISHED_RESULTS = "docs/results"  # the publications (scripts/publish_results.py)
+RESULT_FOLDERS = (PARTIAL_RESULTS, PUBLISHED_RESULTS)
 
 
 @functools.lru_cache(maxsize=1)

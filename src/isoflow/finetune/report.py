@@ -114,12 +114,12 @@ def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
 
     epochs, info = _complete(epochs, info)
     last = finals(epochs, info, "epoch", KEY)
-    plain = last[(last.istar_lambda == 0) & (last.cosreg_weight == 0)]
+    plain = _rows(last, istar_lambda=0, cosreg_weight=0)
     rows = []
     for (task, model, reg, lam, w), runs in last.groupby(list(KEY), sort=True):
         if lam == 0 and w == 0:
             continue
-        base = plain[(plain.task == task) & (plain.model == model)].set_index("seed")
+        base = _rows(plain, task=task, model=model).set_index("seed")
         both = runs.set_index("seed").join(base[list(PAIRED)], rsuffix="_plain", how="inner")
         row = {"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "seeds": len(both)}
         for col in PAIRED:
@@ -230,7 +230,7 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     fig, axes = grid(len(pairs), len(measures), 3.0 * len(pairs) + 0.8, width=4.0)
     handles = {"before training": Line2D([], [], color="black", ls="--", label="before training")}
     for i, (task, model) in enumerate(pairs):
-        mine = table[(table.task == task) & (table.model == model)]
+        mine = _rows(table, task=task, model=model)
         for j, measure in enumerate(measures):
             ax = axes[i, j]
             rows = mine[mine.measure == measure]
@@ -409,7 +409,7 @@ def _twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
     fig, axes = panels(len(pairs), height=3.3)
     for ax, (task, model) in zip(axes, pairs):
-        rows = table[(table.task == task) & (table.model == model)].dropna(subset=["twonn_mean"]).sort_values("lambda")
+        rows = _rows(table, task=task, model=model).dropna(subset=["twonn_mean"]).sort_values("lambda")
         ax.errorbar(rows["lambda"], rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
         ax.scatter(rows["lambda"], rows["twonn_mean"], c=[colour[v] for v in rows["lambda"]], zorder=3)
         ax.set_title(f"{task} x {model}", fontsize=9)
@@ -433,7 +433,7 @@ def _baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> l
         for ax in axes[1 : len(groups)]:
             ax.sharey(shared)
     for ax, (task, model) in zip(axes, groups):
-        rows = pairs[(pairs.task == task) & (pairs.model == model)].sort_values(
+        rows = _rows(pairs, task=task, model=model).sort_values(
             ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
         )
         labels = [_label(r, w) for r, w in zip(rows.reg, rows.weight)]
@@ -523,7 +523,7 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
     dashes = iter(("--", "-.", ":", (0, (5, 1))))
     style = {c: (colour[c[1]], "-") if c[0] == "istar" else (COSREG_COLOUR, next(dashes, "--")) for c in configs}
     for ax, (task, model) in zip(axes, pairs):
-        mine = epochs[(epochs.task == task) & (epochs.model == model) & (epochs.epoch > 0)]
+        mine = _rows(epochs, task=task, model=model).query("epoch > 0")
         for (reg, lam, w), runs in mine.groupby(["reg", "istar_lambda", "cosreg_weight"]):
             m = runs.groupby("epoch")["metric"].agg(["mean", "std"]).reset_index()
             c, ls = style[(reg, lam, w)]
