@@ -97,7 +97,7 @@ def test_full_paper_config_plans_completely(tmp_path):
             {
                 "prepare": 9,
                 "encode": 14,
-                "optimize_run": 28,
+                "optimize_run": 14 * 5,
                 "istar_run": (4 * 7 + 2 * 4) * 2,
                 "layers_run": 5,
                 "finetune_run": 2 * 6 * 3,
