@@ -467,6 +467,8 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     assert row["metric_diff"] == pytest.approx(diffs.mean(), abs=1e-12) and row["seeds"] == 2
     half = 12.706204736174707 * diffs.std() / np.sqrt(2)  # t(0.975, 1 degree of freedom)
     assert row["metric_diff_ci_high"] == pytest.approx(diffs.mean() + half, abs=1e-9)
+    for measure in ("twonn", "silhouette"):  # intrinsic dimension and clusters, paired the same way
+        assert row[f"{measure}_diff"] == pytest.approx((mine[measure] - plain[measure]).mean(), abs=1e-12)
     assert {p.name for p in written} >= {
         "finetune_performance.png",
         "finetune_twonn.pdf",

@@ -4,8 +4,8 @@ Tables: ``finetune`` — per task × model × regulariser × weight, after the l
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
 accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
 LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight
-against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric and of IsoScore*,
-with a 95 % t-interval over seeds.
+against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric, IsoScore*, TwoNN
+and the silhouette, with a 95 % t-interval over seeds.
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
@@ -55,7 +55,7 @@ FINAL = (
     "activation_peak_ratio",
 )
 KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
-PAIRED = ("metric", "isoscore_star")
+PAIRED = ("metric", "isoscore_star", "twonn", "silhouette")  # the poster's claims: performance, isotropy, ID, clusters
 
 
 def peak_ratio(mean_abs_activation) -> float:
@@ -150,7 +150,8 @@ CAPTION = (
 )
 PAIRED_CAPTION = (
     "Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
-    "and a 95 % t-interval. A positive metric_diff means the regulariser helped on the held-out data."
+    "and a 95 % t-interval, of the metric, IsoScore* (token states), and TwoNN and the silhouette (pooled outputs). "
+    "A positive metric_diff means the regulariser helped on the held-out data."
 )
 
 
