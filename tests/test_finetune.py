@@ -21,7 +21,7 @@ from isoflow.finetune import FinetuneSettings, run_finetune
 from isoflow.finetune import train as train_module
 from isoflow.finetune.data import examples_of, held_out, maximal_phrases, phrase_disjoint_split, stratified_split
 from isoflow.finetune.model import POINTS, SentenceEncoder, penalty_points
-from isoflow.finetune.report import report
+from isoflow.finetune.report import paired, report
 from isoflow.istar import IStarLoss
 from isoflow.metrics import covariance
 from isoflow.models import SENTENCE_MODELS
@@ -523,6 +523,26 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
         and "--istar -1 " in good
         and "--points pooled" in good
     )
+
+
+def test_isoscore_star_paired_only_on_the_same_points():
+    """CosReg on the last layer's token states has its IsoScore* on other points than plain fine-tuning's every layer:
+    no paired IsoScore* for it, while the metric is paired as for any run."""
+    runs = [("istar", 0.0, 0.0, "tokens-all-layers"), ("istar", -1.0, 0.0, "tokens-all-layers")]
+    runs += [("cosreg", 0.0, 1.0, "tokens-last-layer")]
+    info, epochs = [], []
+    for i, (reg, lam, w, points) in enumerate(runs):
+        for seed in (0, 1):
+            key = dict(task="t", model="m", reg=reg, istar_lambda=lam, cosreg_weight=w, seed=seed)
+            info.append({**key, "points": points, "epochs": 1})
+            measured = {"metric": 0.5 + 0.1 * i + 0.01 * seed, "isoscore_star": 0.2 * i + 0.1 * seed}
+            epochs.append({**key, "epoch": 1, **measured, "twonn": 10.0 + i, "silhouette": 0.1 * i})
+    table = paired(pd.DataFrame(epochs), pd.DataFrame(info)).set_index("reg")
+    assert table.loc["istar", "isoscore_star_diff"] == pytest.approx(0.2)
+    assert table.loc["istar", "metric_diff"] == pytest.approx(0.1) and table.loc["istar", "twonn_diff"] == 1.0
+    cosreg = table.loc["cosreg"]
+    assert np.isnan(cosreg["isoscore_star_diff"]) and np.isnan(cosreg["isoscore_star_diff_ci_low"])
+    assert cosreg["metric_diff"] == pytest.approx(0.2) and cosreg["seeds"] == 2
 
 
 def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):

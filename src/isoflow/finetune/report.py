@@ -56,6 +56,9 @@ FINAL = (
 )
 KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 PAIRED = ("metric", "isoscore_star", "twonn", "silhouette")  # the poster's claims: performance, isotropy, ID, clusters
+# Measured on the regulariser's points: a run is paired with the plain run only where both used the same points (CosReg
+# on the last layer's token states against λ = 0's every layer would compare two point sets)
+ON_POINTS = ("isoscore_star",)
 
 
 def peak_ratio(mean_abs_activation) -> float:
@@ -109,21 +112,26 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
 
 def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """Each weight against the plain run (λ = 0) of the same task, model and seed, after the last epoch: the mean
-    paired difference, its std over seeds and a 95 % t-interval (NaN with fewer than 2 seeds)."""
+    paired difference, its std over seeds and a 95 % t-interval (NaN with fewer than 2 seeds). IsoScore* is paired
+    only where both runs measured it on the same points (``ON_POINTS``; else NaN)."""
     from scipy.stats import t as student
 
     epochs, info = _complete(epochs, info)
     last = finals(epochs, info, "epoch", KEY)
+    run = [*KEY, "seed"]
+    last = last.merge(info[[*run, "points"]], on=run)
     plain = _rows(last, istar_lambda=0, cosreg_weight=0)
     rows = []
     for (task, model, reg, lam, w), runs in last.groupby(list(KEY), sort=True):
         if lam == 0 and w == 0:
             continue
         base = _rows(plain, task=task, model=model).set_index("seed")
-        both = runs.set_index("seed").join(base[list(PAIRED)], rsuffix="_plain", how="inner")
+        both = runs.set_index("seed").join(base[[*PAIRED, "points"]], rsuffix="_plain", how="inner")
         row = {"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "seeds": len(both)}
         for col in PAIRED:
             d = both[col] - both[f"{col}_plain"]
+            if col in ON_POINTS:
+                d = d[both["points"] == both["points_plain"]]
             n = len(d)
             half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
             row.update(
