@@ -35,6 +35,7 @@ from ..reporting.figures import (
     lambda_curves_figure,
     lambda_legend,
     lambda_points_figure,
+    legend_below,
     panels,
     save,
     suptitle,
@@ -256,9 +257,7 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             ax.set_ylabel(f"{measure} (held-out tokens)")
             ax.xaxis.get_major_locator().set_params(integer=True)
             ax.grid(alpha=0.3)
-    fig.legend(
-        handles=list(handles.values()), loc="outside lower center", ncol=min(len(handles), 6), fontsize=7, frameon=False
-    )
+    legend_below(fig, list(handles.values()))
     suptitle(
         fig,
         "Fine-tuning: geometry of every layer's held-out token states before training and after the last epoch (seed "
@@ -356,7 +355,7 @@ def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
         Line2D([], [], color=colour[c], marker="o", ms=2.5, label=c + (" (embeddings)" if c == "layer 0" else ""))
         for c in layers
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=7, frameon=False)
+    legend_below(fig, handles)
     suptitle(fig, "Fine-tuning: every layer's held-out token states after every epoch (seed means)")
     return save(fig, stem)
 
@@ -556,6 +555,6 @@ def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
         )
         for c in configs
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize=7, frameon=False)
+    legend_below(fig, handles)
     suptitle(fig, "Fine-tuning: held-out performance after every epoch (mean ± std over seeds)")
     return save(fig, stem)

@@ -112,6 +112,15 @@ def lambda_colours(lams) -> dict:
     return {lam: lambda_colour(lam) for lam in lams}
 
 
+def legend_below(fig, handles, fontsize: float = 7) -> None:
+    """One legend below the panels, in as many columns as fit the figure's width (matplotlib clips a legend wider
+    than its figure): an entry takes its handle, padding and column spacing (~4.8 em) plus ~0.55 em a character."""
+    em = fontsize / 72
+    entry = (4.8 + 0.55 * max(len(h.get_label()) for h in handles)) * em
+    ncol = max(1, min(len(handles), int(fig.get_figwidth() // entry)))
+    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+
+
 def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
     """One legend for the whole figure, below the panels: a colour per λ (and a marker per model, if several)."""
     from matplotlib.lines import Line2D
