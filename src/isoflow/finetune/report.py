@@ -165,7 +165,7 @@ PAIRED_CAPTION = (
 
 
 def _label(reg: str, weight: float) -> str:
-    return "none" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
+    return "none (λ = 0)" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
 
 
 LAYER_METRICS = {"layer_isoscore": "IsoScore", "layer_s_inter": "S_inter", "layer_twonn": "TwoNN"}
@@ -249,7 +249,7 @@ def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             for (reg, weight), g in rows.groupby(["reg", "weight"]):
                 g = g.sort_values("layer")
                 c, ls = (colour[weight], "-") if reg == "istar" else (COSREG_COLOUR, ":")
-                label = _label(reg, weight) if weight != 0 else "none (λ = 0)"
+                label = _label(reg, weight)
                 ax.plot(g["layer"], g["after"], color=c, ls=ls, marker="o", ms=3, lw=1.1)
                 handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
             ax.set_title(f"{task} x {model}: {measure}", fontsize=9)
@@ -341,7 +341,7 @@ def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
                 g = _rows(table, task=task, model=model, measure=measure, reg=reg, weight=weight).sort_values("epoch")
                 for layer in layers:
                     ax.plot(g["epoch"], g[layer], color=colour[layer], marker="o", ms=2.5, lw=1.1)
-                name = "none (λ = 0)" if weight == 0 else _label(reg, weight)
+                name = _label(reg, weight)
                 ax.set_title(f"{task} x {model}: {name}", fontsize=8)
                 ax.set_xlabel("epoch (0 = before training)")
                 ax.set_ylabel(f"{measure} (held-out tokens)")
