@@ -125,6 +125,24 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
+@pytest.mark.parametrize("layers", [1, 2])
+def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(layers, tmp_path):
+    """config/nonlinear-head.yaml and -2: the I-STAR sweep's 6 tasks x MiniLM x lambda in {-1, 0, 1} x 2 seeds with a
+    head of 1 or 2 hidden layers, whose runs go below the model in mlp1/ or mlp2/ (never over the linear ones), and
+    the published linear sweep aggregated as the baseline."""
+    config = f"config/nonlinear-head{'' if layers == 1 else '-2'}.yaml"
+    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
+    out = snakemake("-n", "istar", "--configfile", config, "--config", *where).stdout
+    counts = job_counts(out)
+    assert {k: counts[k] for k in ("istar_run", "optimize_run", "istar_baseline_aggregate")} == {
+        "istar_run": 6 * 2 * 2,
+        "optimize_run": 6 * 2,
+        "istar_baseline_aggregate": 1,
+    }
+    ours = {p for p in re.findall(r"[^\s,]+seed\d\.parquet", out) if p.startswith(f"{tmp_path}/results/")}
+    assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
+
+
 def test_named_targets(tmp_path):
     """Every section's target (its tables and figures) and runs target (its runs) by its registered name; the shared
     data's targets; `runs` and `all`."""

@@ -227,6 +227,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
+        Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
         Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
     )
