@@ -159,7 +159,8 @@ CAPTION = (
 )
 PAIRED_CAPTION = (
     "Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
-    "and a 95 % t-interval, of the metric, IsoScore* (token states), and TwoNN and the silhouette (pooled outputs). "
+    "and a 95 % t-interval, of the metric, IsoScore* (the regulariser's points; empty where they differ from the plain "
+    "run's), and TwoNN and the silhouette (pooled outputs). "
     "A positive metric_diff means the regulariser helped on the held-out data."
 )
 
