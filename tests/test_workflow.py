@@ -143,6 +143,15 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
 
 
+def test_nonlinear_head_2_config_differs_from_the_one_layer_config_only_in_depth_and_folder():
+    """A config file says everything about its runs (DVC tracks one file's values), so the two-hidden-layer sweep has
+    its own whole file: it must stay the one-hidden-layer config with only head_layers and results_dir changed."""
+    one, two = (yaml.safe_load((ROOT / f"config/nonlinear-head{s}.yaml").read_text()) for s in ("", "-2"))
+    differ = {k for k in one.keys() | two.keys() if one.get(k) != two.get(k)}
+    assert differ == {"head_layers", "results_dir"}
+    assert (one["head_layers"], two["head_layers"]) == (1, 2)
+
+
 def test_named_targets(tmp_path):
     """Every section's target (its tables and figures) and runs target (its runs) by its registered name; the shared
     data's targets; `runs` and `all`."""
