@@ -37,6 +37,13 @@ def cli(capsys, *argv) -> tuple[int, str]:
     return rc, capsys.readouterr().err
 
 
+def prepare_wnli(capsys, mirror, data_dir, out, *extra) -> tuple[int, str]:
+    """`isoflow prepare glue/wnli` from the mirror into ``out``, quietly: (exit code, stderr)."""
+    return cli(
+        capsys, "prepare", "glue/wnli", "--mirror", mirror, "--data-dir", data_dir, "--out", out, "--quiet", *extra
+    )
+
+
 def one_line_error(err: str) -> str:
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert "Traceback" not in err, err
@@ -75,18 +82,7 @@ def test_out_onto_a_directory_of_other_files_is_refused(tmp_path, shared_mirror,
     keep = tmp_path / "mine"
     keep.mkdir()
     (keep / "notes.txt").write_text("my notes")
-    rc, err = cli(
-        capsys,
-        "prepare",
-        "glue/wnli",
-        "--mirror",
-        shared_mirror,
-        "--data-dir",
-        tmp_path / "d",
-        "--out",
-        keep,
-        "--quiet",
-    )
+    rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", keep)
     assert rc == 2 and "holds files isoflow did not write (notes.txt)" in one_line_error(err) and "--force" in err
     assert tree(keep) == {"notes.txt": b"my notes"} and not (tmp_path / "d").exists()  # refused before any work
 
@@ -98,19 +94,7 @@ def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, share
     (work / "paper.tex").write_text("draft")
     monkeypatch.chdir(work)
     for extra in ([], ["--force"]):  # even with --force
-        rc, err = cli(
-            capsys,
-            "prepare",
-            "glue/wnli",
-            "--mirror",
-            shared_mirror,
-            "--data-dir",
-            "d",
-            "--out",
-            out,
-            "--quiet",
-            *extra,
-        )
+        rc, err = prepare_wnli(capsys, shared_mirror, "d", out, *extra)
         assert rc == 2 and "current directory or one of its parents" in one_line_error(err)
     assert (work / "paper.tex").read_text() == "draft"
 
@@ -118,18 +102,7 @@ def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, share
 def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirror, capsys):
     target = tmp_path / "results.txt"
     target.write_text("keep me")
-    rc, err = cli(
-        capsys,
-        "prepare",
-        "glue/wnli",
-        "--mirror",
-        shared_mirror,
-        "--data-dir",
-        tmp_path / "d",
-        "--out",
-        target,
-        "--quiet",
-    )
+    rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", target)
     assert rc == 2 and "is a file, not an isoflow output directory" in one_line_error(err)
     assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
 
@@ -137,18 +110,7 @@ def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirr
 def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys):
     out = tmp_path / "wnli"
     for _ in range(2):
-        rc, err = cli(
-            capsys,
-            "prepare",
-            "glue/wnli",
-            "--mirror",
-            shared_mirror,
-            "--data-dir",
-            tmp_path / "d",
-            "--out",
-            out,
-            "--quiet",
-        )
+        rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", out)
         assert rc == 0, err
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "items.parquet", "examples.parquet", "meta.json"])
     assert no_temp_leftovers(tmp_path)
@@ -158,19 +120,7 @@ def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys
     # --force replaces a directory of other files, as documented.
     (tmp_path / "other").mkdir()
     (tmp_path / "other/x").write_text("x")
-    rc, _ = cli(
-        capsys,
-        "prepare",
-        "glue/wnli",
-        "--mirror",
-        shared_mirror,
-        "--data-dir",
-        tmp_path / "d",
-        "--out",
-        tmp_path / "other",
-        "--quiet",
-        "--force",
-    )
+    rc, _ = prepare_wnli(capsys, shared_mirror, tmp_path / "d", tmp_path / "other", "--force")
     assert rc == 0 and read_task(tmp_path / "other").name == "glue/wnli" and not (tmp_path / "other/x").exists()
 
 
