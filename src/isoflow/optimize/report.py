@@ -333,6 +333,11 @@ def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) ->
     return save(fig, out_dir / "label_centred_isoscore")
 
 
+# Correlations to four decimals: the paper's spread bounds (std < 0.0054, mean < 0.0008) and the distance to its
+# values are read in the fourth.
+CORRELATION_FORMAT = "%.4f"
+
+
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     """Correlation tables (main tasks; GLUE) and Tables 1-2 as CSV, Markdown and LaTeX; returns the paths written."""
     out_dir = Path(out_dir)
@@ -349,21 +354,23 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             summary[~glue].reset_index(drop=True),
             out_dir / "correlations",
             caption=(
-                "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, beside the paper's value for "
-                "the "
-                f"same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: always below {paper.MAIN_SPEARMAN_BELOW}); "
-                "setup: how the row departs from the paper's; commits: the code the runs came from."
+                "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, and per run (mean and std over "
+                f"the seeds), beside the paper's value for the same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: "
+                f"always below {paper.MAIN_SPEARMAN_BELOW}); setup: how the row departs from the paper's; commits: the "
+                "code the runs came from."
             ),
+            floatfmt=CORRELATION_FORMAT,
         )
     if glue.any():
         written += write_table(
             summary[glue].reset_index(drop=True),
             out_dir / "correlations_glue",
             caption=(
-                "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, beside the paper's Table 3 "
-                "value for the "
-                "same task and model, with the differences; commits: the code the runs came from."
+                "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, and per run (mean and std "
+                "over the seeds), beside the paper's Table 3 value for the same task and model, with the differences; "
+                "commits: the code the runs came from."
             ),
+            floatfmt=CORRELATION_FORMAT,
         )
     spread = seed_spread(traj)
     if len(spread):
@@ -385,12 +392,9 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             out_dir / "label_centred",
             caption=(
                 "Global vs label-centred IsoScore of the classified points (the silhouette's), and S_intra within "
-                "classes "
-                "(mean cosine of pairs in the same class), seed means at the pretrained state and the last measured "
-                "update; "
-                "ratio: end / start. Cai et al. (2021): a space anisotropic as a whole can be nearly isotropic within "
-                "its "
-                "clusters."
+                "classes (mean cosine of pairs in the same class), seed means at the pretrained state and the last "
+                "measured update; ratio: end / start. Cai et al. (2021): a space anisotropic as a whole can be nearly "
+                "isotropic within its clusters."
             ),
             floatfmt="%.4g",
         )
@@ -402,8 +406,7 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             out_dir / "table1_sizes",
             caption=(
                 "Table 1: items (distinct embeddings), examples and trainable parameters, beside the paper's Table 1 "
-                "(its "
-                "N. items counts examples: SNLI's pairs) with the differences."
+                "(its N. items counts examples: SNLI's pairs) with the differences."
             ),
             floatfmt="%.0f",
         )
@@ -413,8 +416,7 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             out_dir / "table2_sizes_glue",
             caption=(
                 "Table 2: GLUE items, examples and trainable parameters, beside the paper's Table 2 (N. items: "
-                "examples) "
-                "with the differences."
+                "examples) with the differences."
             ),
             floatfmt="%.0f",
         )
