@@ -27,3 +27,27 @@ def test_legend_below_fits_the_figure(n_panels):
     assert 0 <= box.x0 and box.x1 <= width
     assert [t.get_text() for t in fig.legends[0].get_texts()] == labels  # every series named
     matplotlib.pyplot.close(fig)
+
+
+def _legend_fits(fig) -> bool:
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    return 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
+
+
+def test_every_reports_legend_fits_a_one_panel_figure():
+    """The λ legend (sweeps: a colour per λ, a marker per model) and the model legend (optimisation: a line per
+    model) go through legend_below: a researcher's own sweep of eleven λ over three models, or eight models, under one
+    panel stays inside the figure, every entry named."""
+    from isoflow.optimize.report import model_legend
+    from isoflow.reporting.figures import lambda_colours, lambda_legend
+
+    lams = [-5, -3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 5]
+    fig, _ = panels(1)
+    lambda_legend(fig, lambda_colours(lams), {"all-MiniLM-L6-v2": "o", "all-mpnet-base-v2": "s", "my-bert": "^"})
+    assert _legend_fits(fig) and len(fig.legends[0].get_texts()) == 14
+    matplotlib.pyplot.close(fig)
+    fig, _ = panels(1)
+    model_legend(fig, {f"my-sentence-encoder-{i}": f"C{i}" for i in range(8)})
+    assert _legend_fits(fig) and len(fig.legends[0].get_texts()) == 8
+    matplotlib.pyplot.close(fig)

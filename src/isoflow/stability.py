@@ -137,7 +137,7 @@ def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
     import matplotlib
     import numpy as np
 
-    from .reporting.figures import grid, save, suptitle
+    from .reporting.figures import grid, legend_below, save, suptitle
 
     table = summary(runs)
     dims, zetas = sorted(table.dim.unique()), sorted(table.zeta.unique())
@@ -165,8 +165,7 @@ def figure(runs, out_dir: str | os.PathLike) -> list[Path]:
             ax.set_xlabel("points per batch")
             ax.set_ylabel("estimate (mean ± std)")
             ax.grid(alpha=0.3)
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(truths), 10), fontsize=7, frameon=False)
+    legend_below(fig, axes[0, 0].get_legend_handles_labels()[0])
     suptitle(
         fig,
         "IsoScore and IsoScore* on mini-batches of Gaussian point clouds of known isotropy (dashed: the true value)",

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import write_table
-from ..reporting.figures import model_colour, pyplot, save, suptitle
+from ..reporting.figures import legend_below, model_colour, pyplot, save, suptitle
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {
@@ -215,16 +215,7 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
         for ax in axes.flat:  # one legend below the panels, each series once
             for h, lab in zip(*ax.get_legend_handles_labels()):
                 handles.setdefault(lab, h)
-        # as many columns as fit the figure's width (7-pt labels: about 0.05 in a character, 0.45 in for the handle)
-        column = 0.05 * max(map(len, handles)) + 0.45
-        fig.legend(
-            handles.values(),
-            handles.keys(),
-            loc="outside lower center",
-            ncol=max(1, min(len(handles), int(fig.get_figwidth() * 0.95 // column))),
-            fontsize=7,
-            frameon=False,
-        )
+        legend_below(fig, list(handles.values()))
         suptitle(fig, title)
         return save(fig, out_dir / name)
 

@@ -28,6 +28,7 @@ from ..reporting.figures import (
     lambda_curves_figure,
     lambda_legend,
     lambda_points_figure,
+    legend_below,
     save,
     suptitle,
 )
@@ -127,7 +128,7 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
         Line2D([], [], color="0.3", ls="-", label=f"{this} head"),
         Line2D([], [], color="0.3", ls="--", label=f"{base} head"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 8), fontsize=7, frameon=False)
+    legend_below(fig, handles)
     suptitle(
         fig,
         f"Silhouette against IsoScore during training: the {this} head (solid) against the {base} head (dashed), "

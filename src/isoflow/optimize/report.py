@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..records import aggregate, discover, load_aggregate, load_runs
 from ..reporting import write_table
-from ..reporting.figures import model_colour, panels, save, suptitle
+from ..reporting.figures import legend_below, model_colour, panels, save, suptitle
 from . import paper
 
 
@@ -303,7 +303,7 @@ def model_legend(fig, colour: dict, extra=()) -> None:
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=c, lw=1.6, label=m) for m, c in colour.items()] + list(extra)
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+    legend_below(fig, handles, fontsize=8)
 
 
 def label_centred_figure(traj: pd.DataFrame, out_dir: Path, tasks: list[str]) -> list[Path]:

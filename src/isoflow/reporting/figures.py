@@ -130,7 +130,7 @@ def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
         handles += [
             Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()
         ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 9), fontsize=7, frameon=False)
+    legend_below(fig, handles)
 
 
 WRAP = 3  # task panels to a row where each task has several panels
