@@ -114,11 +114,13 @@ def lambda_colours(lams) -> dict:
 
 def legend_below(fig, handles, fontsize: float = 7) -> None:
     """One legend below the panels, in as many columns as fit the figure's width (matplotlib clips a legend wider
-    than its figure): an entry takes its handle, padding and column spacing (~4.8 em) plus ~0.55 em a character."""
-    em = fontsize / 72
-    entry = (4.8 + 0.55 * max(len(h.get_label()) for h in handles)) * em
-    ncol = max(1, min(len(handles), int(fig.get_figwidth() // entry)))
-    fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+    than its figure instead of wrapping it): one row if the rendered legend fits, else a column fewer until it does."""
+    renderer = fig.canvas.get_renderer()
+    for ncol in range(len(handles), 0, -1):
+        legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+        if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
+            return
+        legend.remove()
 
 
 def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
