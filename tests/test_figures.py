@@ -51,3 +51,15 @@ def test_every_reports_legend_fits_a_one_panel_figure():
     model_legend(fig, {f"my-sentence-encoder-{i}": f"C{i}" for i in range(8)})
     assert _legend_fits(fig) and len(fig.legends[0].get_texts()) == 8
     matplotlib.pyplot.close(fig)
+
+
+def test_a_legend_that_fits_stays_on_one_row():
+    """Eight λ under one panel fit its 6 inches in one row (590 of 600 px): not split for want of room it has."""
+    from isoflow.reporting.figures import lambda_colours, lambda_legend
+
+    fig, _ = panels(1)
+    lambda_legend(fig, lambda_colours([-5, -3, -1, 0, 0.5, 1, 3, 5]))
+    fig.canvas.draw()
+    rows = {round(t.get_window_extent().y0) for t in fig.legends[0].get_texts()}
+    assert _legend_fits(fig) and len(rows) == 1
+    matplotlib.pyplot.close(fig)
