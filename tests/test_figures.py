@@ -12,6 +12,12 @@ from matplotlib.lines import Line2D  # noqa: E402
 from isoflow.reporting.figures import legend_below, panels  # noqa: E402
 
 
+def _legend_fits(fig) -> bool:
+    fig.canvas.draw()
+    box = fig.legends[0].get_window_extent()
+    return 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
+
+
 @pytest.mark.parametrize("n_panels", [1, 2, 4])
 def test_legend_below_fits_the_figure(n_panels):
     """Nine long labels under one panel (the fine-tuning sweep's every-epoch figure) used to run off both sides."""
@@ -21,18 +27,9 @@ def test_legend_below_fits_the_figure(n_panels):
     for ax in axes:
         ax.plot([0, 1], [0, 1])
     legend_below(fig, handles)
-    fig.canvas.draw()
-    box = fig.legends[0].get_window_extent()
-    width = fig.get_figwidth() * fig.dpi
-    assert 0 <= box.x0 and box.x1 <= width
+    assert _legend_fits(fig)
     assert [t.get_text() for t in fig.legends[0].get_texts()] == labels  # every series named
     matplotlib.pyplot.close(fig)
-
-
-def _legend_fits(fig) -> bool:
-    fig.canvas.draw()
-    box = fig.legends[0].get_window_extent()
-    return 0 <= box.x0 and box.x1 <= fig.get_figwidth() * fig.dpi
 
 
 def test_every_reports_legend_fits_a_one_panel_figure():
