@@ -430,19 +430,21 @@ def test_seed_spread_is_the_std_over_seeds_per_update_beside_the_papers_bounds()
     assert list(table.index) == ["glue/rte", "polarity", "snli"]
     pol = table.loc["polarity"]
     assert (pol["seeds"], pol["steps"]) == (3, 3)
-    assert pol["isoscore_max_std"] == pytest.approx(0.1)
+    assert pol["isoscore_max_std"] == pytest.approx(0.1) and pol["isoscore_max_at"] == 2
     assert pol["isoscore_mean_std"] == pytest.approx((0 + 0.1 + 0.0003**0.5) / 3)
     assert (pol["silhouette_max_std"], pol["silhouette_mean_std"]) == pytest.approx((0.004, 0.004))
     assert pol["max_std_over_seeds"] == pytest.approx(0.1)
     assert pol["mean_std_over_seeds"] == pytest.approx((0 + 0.1 + 0.0003**0.5 + 3 * 0.004) / 6)
     assert (pol["paper_max_std"], pol["paper_mean_std"], pol["paper_seeds"]) == ("< 0.0054", "< 0.0008", 5)
     assert not pol["below_paper_bounds"]
+    assert pol["updates_at_or_above_paper_max"] == 2  # update 2 (IsoScore 0.1), update 3 (IsoScore 0.017)
     snli = table.loc["snli"]
     assert snli["max_std_over_seeds"] == pytest.approx(0.001 / 2**0.5)
     assert snli["mean_std_over_seeds"] == pytest.approx((0.001 + 0.0001) / 2**0.5 / 2)
-    assert snli["below_paper_bounds"]
+    assert snli["below_paper_bounds"] and snli["updates_at_or_above_paper_max"] == 0
     rte = table.loc["glue/rte"]
     assert rte["paper_max_std"] == "" and rte["below_paper_bounds"] is None and np.isnan(rte["paper_seeds"])
+    assert rte["isoscore_max_at"] == 1 and rte["updates_at_or_above_paper_max"] is None
 
 
 def test_several_seeds_in_one_process_write_what_separate_runs_write(small, tmp_path):
