@@ -17,7 +17,7 @@ from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
-from isoflow.layers.settings import LayerSettings
+from isoflow.layers import LAYER_FILES, LayerSettings
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
@@ -384,15 +384,25 @@ def layer_runs():
 
 def layer_run_files():
     """Every file of every analysis: what the report reads."""
-    return [
-        p.replace("layers.parquet", name)
-        for p in layer_runs()
-        for name in ("layers.parquet", "pca.parquet", "clusters.parquet", "meta.json")
-    ]
+    return [p.replace("layers.parquet", name) for p in layer_runs() for name in LAYER_FILES if name != "layers.csv"]
 
 
-LAYERS_TABLES = tables_of("layers", ["layers", "layers_lid", "layers_clusters", "layers_views"])
-LAYERS_FIGURES = figures_of("layers", ["layers_similarity", "layers_isoscore", "layers_lid", "layers_pca"])
+LAYERS_TABLES = tables_of(
+    "layers", ["layers", "layers_lid", "layers_kmeans", "layers_clusters", "layers_orderings", "layers_outliers"]
+)
+LAYERS_FIGURES = figures_of(
+    "layers",
+    [
+        "layers_similarity",
+        "layers_isoscore",
+        "layers_lid",
+        "layers_kmeans",
+        "layers_orderings",
+        "layers_pca",
+        "layers_roll",
+        "layers_outliers",
+    ],
+)
 LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 
 

@@ -16,16 +16,7 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        kept(
-            multiext(
-                f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/",
-                "layers.parquet",
-                "layers.csv",
-                "pca.parquet",
-                "clusters.parquet",
-                "meta.json",
-            )
-        ),
+        kept(multiext(f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/", *LAYER_FILES)),
     log:
         "logs/layers/{model}/{corpus}.log",
     benchmark:

@@ -146,21 +146,24 @@ SENTENCES = [
 
 def test_special_tokens_are_excluded_and_counted(minilm):
     assert minilm.n_states == 7 and minilm.dim == 384
-    ((layers, types, n_special, positions),) = list(batches(minilm, SENTENCES, batch_size=8))
+    (batch,) = list(batches(minilm, SENTENCES, batch_size=8))
+    layers, types, n_special, positions = batch.layers, batch.types, batch.n_special, batch.positions
     pieces = [minilm.tokenizer(s, is_split_into_words=True, add_special_tokens=False)["input_ids"] for s in SENTENCES]
     assert len(types) == sum(map(len, pieces)) == sum(count_points(minilm, s) for s in SENTENCES)
     assert n_special == 2 * len(SENTENCES)  # [CLS] and [SEP] of each sentence; padding is not counted either
     assert "[CLS]" not in types and "[SEP]" not in types and "[PAD]" not in types
     assert types == minilm.tokenizer.convert_ids_to_tokens([i for p in pieces for i in p])
+    assert batch.token_ids.tolist() == [i for p in pieces for i in p]
     assert all(layer.shape == (len(types), 384) for layer in layers) and len(layers) == 7
     assert positions.tolist() == [
         i for p in pieces for i in range(len(p))
     ]  # 0 = a sentence's first piece, [CLS] excluded
     # Padding does not change a sentence's states: alone or in a batch, the same numbers.
-    ((alone, _, _, _),) = list(batches(minilm, SENTENCES[2:], batch_size=8))
-    np.testing.assert_allclose(alone[6], layers[6][-len(pieces[2]) :], atol=1e-5)
+    (alone,) = list(batches(minilm, SENTENCES[2:], batch_size=8))
+    np.testing.assert_allclose(alone.layers[6], layers[6][-len(pieces[2]) :], atol=1e-5)
     # Words: one point per word, the mean of its pieces.
-    ((wl, wtypes, _, wpositions),) = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
+    (words,) = list(batches(minilm, SENTENCES, batch_size=8, mode="words"))
+    wl, wtypes, wpositions = words.layers, words.types, words.positions
     assert wtypes == [w for s in SENTENCES for w in s] and wl[3].shape == (13, 384)
     assert wpositions.tolist() == [i for s in SENTENCES for i in range(len(s))]
     n_first = len(minilm.tokenizer(["Unbelievably"], is_split_into_words=True, add_special_tokens=False)["input_ids"])
@@ -259,35 +262,31 @@ def test_ptb_through_its_canonical_url(tmp_path, monkeypatch):
         corpora.load("ptb", tmp_path / "other-cache")
 
 
-def test_view_table_is_spearmans_rho_of_each_component():
+def test_orderings_are_spearmans_rho_of_each_principal_component():
+    """|ρ| of the points' coordinates on PC1-3 (scikit-learn's PCA, the independent reference) with position and log
+    frequency, and each component's share of the variance."""
     from scipy.stats import spearmanr
+    from sklearn.decomposition import PCA
 
-    from isoflow.layers.report import view_table
+    from isoflow.layers.pca import orderings
 
     rng = np.random.default_rng(0)
     position = rng.integers(0, 50, 400)
     frequency = rng.integers(1, 1000, 400)
-    contextual = pd.DataFrame(
-        {
-            "model": "m",
-            "corpus": "c",
-            "layer": 2,
-            "pc1": position + rng.normal(0, 5, 400),  # position along PC1: a Swiss roll's axis
-            "pc2": rng.normal(size=400),
-            "pc3": -np.log(frequency),
-            "frequency": frequency,
-            "position": position,
-        }
-    )
-    static = contextual.assign(model="v", position=-1)  # static vectors: no position
-    table = view_table(pd.concat([contextual, static], ignore_index=True)).set_index("model")
-    for pc in ("pc1", "pc2", "pc3"):
-        for what in ("position", "frequency"):
-            expected = spearmanr(contextual[pc], contextual[what]).statistic
-            assert table.loc["m", f"rho_{what}_{pc}"] == pytest.approx(expected, abs=1e-12)
-        assert np.isnan(table.loc["v", f"rho_position_{pc}"])
-    assert table.loc["m", "rho_frequency_pc3"] == pytest.approx(-1.0) and table.loc["m", "rho_position_pc1"] > 0.9
-    assert table.loc["m", "points"] == 400 and table.loc["m", "layer"] == 2
+    X = rng.normal(size=(400, 6))
+    X[:, 0] += 0.5 * position  # position along the widest axis: PC1
+    X[:, 1] -= 3.0 * np.log(frequency)  # frequency along the next
+    row = orderings(torch.from_numpy(X), position, np.log(frequency))
+    pca = PCA(3).fit(X)
+    coords = pca.transform(X)
+    for i, pc in enumerate(("pc1", "pc2", "pc3")):
+        assert row[f"{pc}_variance"] == pytest.approx(pca.explained_variance_ratio_[i], abs=1e-12)
+        for what, values in (("position", position), ("log_frequency", np.log(frequency))):
+            expected = abs(spearmanr(coords[:, i], values).statistic)
+            assert row[f"{pc}_rho_{what}"] == pytest.approx(expected, abs=1e-12)
+    assert row["pc1_rho_position"] > 0.9 and row["pc2_rho_log_frequency"] > 0.85
+    static = orderings(torch.from_numpy(X), None, np.log(frequency))  # static vectors: no position
+    assert np.isnan(static["pc1_rho_position"]) and static["pc2_rho_log_frequency"] == row["pc2_rho_log_frequency"]
 
 
 # ----- bad input ------------------------------------------------------------------------------------------------------

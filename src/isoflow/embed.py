@@ -127,13 +127,12 @@ def encode(
     :mod:`isoflow.models.local`; its outputs go under ``model_name`` or the folder's name); returns the output
     directory."""
     from .devices import resolve_device
-    from .models.hub import resolve
-    from .models.local import is_local, local_name
+    from .models.resolve import resolve_model
 
     progress = sys.stderr.isatty() if progress is None else progress
-    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
-    local = is_local(model)
-    name = local_name(model, model_name) if local else model
+    cache = raw_cache(data_dir, raw_dir)
+    resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
+    model, name, local = resolved.load, resolved.name, resolved.local
     static = False if local else is_static(model)
     expected_source = None if local else (static_model(model).source if static else sentence_model(model).hub_id)
     tdata = read_task(task_path or task_dir(task, data_dir))
@@ -152,12 +151,11 @@ def encode(
             if meta.get("items_sha256") == digest and made_here and not local:
                 return out
 
-    cache = raw_cache(data_dir, raw_dir)
     t0 = time.perf_counter()
     if local:
-        from .models.local import describe, encode_local
+        from .models.local import encode_local
 
-        source = describe(model)
+        source = resolved.source
         dev = str(resolve_device(device))
         emb = encode_local(model, texts, device=dev, pooling=pooling, batch_size=batch_size, progress=progress)
     elif static:

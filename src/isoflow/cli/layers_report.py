@@ -6,7 +6,7 @@ import argparse
 
 from . import options
 
-HELP = "tables (layers, layers_lid) and figures over layer analyses"
+HELP = "tables and figures over layer analyses (docs/layers.md)"
 
 
 def add_parser(sub) -> None:
@@ -19,7 +19,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..layers import report
 
-    layers, views, metas, clusters = report.load(args.runs)
-    written = report.tables(layers, metas, args.tables, clusters, views) + report.figures(layers, views, args.figures)
+    layers, views, metas, clusters, extra = report.load(args.runs)
+    written = report.tables(layers, metas, args.tables, clusters)
+    written += report.figures(layers, views, args.figures, extra, metas)
     print(f"wrote {len(written)} files: layer tables under {args.tables}, figures under {args.figures}")
     return 0

@@ -3,9 +3,9 @@
 Tables: ``finetune`` — per task × model × regulariser × weight, after the last epoch, mean and std over the seeds
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
 accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
-LID and the activation peak ratio (see :func:`peak_ratio`) of the pooled outputs. ``finetune_paired`` — every weight
-against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric, IsoScore*, TwoNN
-and the silhouette, with a 95 % t-interval over seeds.
+LID and the activation peak ratio (:func:`isoflow.metrics.peak_ratio`) of the pooled outputs. ``finetune_paired`` —
+every weight against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric,
+IsoScore*, TwoNN and the silhouette, with a 95 % t-interval over seeds.
 
 Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
 outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..metrics.outliers import peak_ratio
 from ..records import load_runs
 from ..reporting import diverged, lambda_summary, write_table
 from ..reporting.figures import (
@@ -62,19 +63,6 @@ PAIRED = ("metric", "isoscore_star", "twonn", "silhouette")  # the poster's clai
 ON_POINTS = ("isoscore_star",)
 
 
-def peak_ratio(mean_abs_activation) -> float:
-    """How far the largest dimension stands out: max_k a_k / median_k a_k of the per-dimension mean |activation|
-    a_k = mean_i |x_ik| of the held-out pooled outputs. Outlier dimensions (the spikes of the I-STAR poster's Figure 1;
-    Kovaleva et al., 2021) raise it; a space without them stays near 1–2. Threshold-free, unlike counting dimensions
-    beyond kσ, whose σ the outliers themselves inflate.
-
-    >>> peak_ratio([1.0, 1.0, 2.0, 8.0])
-    5.333333333333333
-    """
-    a = np.asarray(mean_abs_activation, dtype=np.float64)
-    return float(a.max() / np.median(a))
-
-
 def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Records made before CosReg existed hold no ``reg``/``cosreg_weight``: they are I-STAR runs. The activation peak
     ratio is derived from each epoch's per-dimension mean |activation|."""
@@ -84,7 +72,8 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
         if "cosreg_weight" not in frame:
             frame["cosreg_weight"] = 0.0
     if "mean_abs_activation" in epochs and "activation_peak_ratio" not in epochs:
-        epochs["activation_peak_ratio"] = [peak_ratio(a) for a in epochs["mean_abs_activation"]]
+        # a profile is its own one-row point set
+        epochs["activation_peak_ratio"] = [peak_ratio(np.asarray(a)[None, :]) for a in epochs["mean_abs_activation"]]
     return epochs, info
 
 

@@ -60,14 +60,12 @@ def run_finetune(
     """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json)."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
-    from ..models.hub import resolve
-    from ..models.local import describe, is_local, is_sentence_transformers, local_name
+    from ..models.local import is_sentence_transformers
+    from ..models.resolve import resolve_model
 
-    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
-    local = is_local(model)
-    model_id = local_name(model, model_name) if local else model  # what outputs are named by
+    resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
+    model, model_id, local, source = resolved.load, resolved.name, resolved.local, resolved.source
     spec = None if local else sentence_model(model)  # unknown or static models: a clear error before any work
-    source = describe(model) if local else None
     s = replace(s, model=model_id)
     dev = resolve_device(device)
     tpath = Path(task_path or task_dir(task, data_dir))

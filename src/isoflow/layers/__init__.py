@@ -3,13 +3,25 @@ table), and per layer S_inter, S_intra, IsoScore, cosine anisotropy, K-means clu
 cluster's mean, LID (Euclidean and cosine) and TwoNN.
 
 Modules: :mod:`.encoder` (hidden states of every layer, special tokens excluded), :mod:`.store` (layer-by-layer
-storage: memory or disk), :mod:`.settings` (what an analysis is), :mod:`.measure` (the metrics of one layer),
-:mod:`.run` (corpus in, table out), :mod:`.report` (tables and figures over runs).
+storage: memory or disk), :mod:`.settings` (what an analysis is), :mod:`.measure` (the metrics of one layer, with
+:mod:`.kmeans` for the K decision and its spread, :mod:`.pca` for the principal components, :mod:`.composition` for
+what clusters hold), :mod:`.run` (corpus in, files out), :mod:`.report` (tables and figures over runs).
 """
 
 from .settings import LayerSettings
 
-__all__ = ["LayerSettings", "layer_metrics", "run_layers"]
+# The files of one analysis (isoflow.layers.run); the workflow's rule declares them from here.
+LAYER_FILES = (
+    "layers.parquet",
+    "layers.csv",
+    "pca.parquet",
+    "clusters.parquet",
+    "kmeans.parquet",
+    "dims.parquet",
+    "meta.json",
+)
+
+__all__ = ["LAYER_FILES", "LayerSettings", "layer_metrics", "run_layers"]
 
 
 def __getattr__(name: str):

@@ -1,9 +1,22 @@
 """Hidden states of every layer of a transformer, per token, special tokens and padding excluded.
 
 Models: the SBERT encoders isoflow ships offline (``minilm``, ``mpnet``: their underlying transformer, i.e. the
-states sentence-transformers pools), a local model folder, or any Hugging Face hub id that is cached or reachable (the
-paper's ``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). Layer 0 is the
-embedding layer's output, layers 1..L the transformer blocks' (``output_hidden_states``).
+states sentence-transformers pools), a local model folder, a GGUF file or built-in GGUF model (its de-quantised
+folder: :mod:`isoflow.models.gguf`), or any Hugging Face hub id that is cached or reachable (the paper's
+``bert-base-uncased``, ``gpt2``, ``distilbert-base-uncased``; :mod:`isoflow.models.hub`). The states are
+transformers' ``output_hidden_states``: state 0 is the embedding layer's output (Gemma's scaled by √width, as the
+model scales it), states 1..L the blocks' outputs — the residual stream — except that for GPT-2, Llama and Gemma
+state L is the last block's output *after the final norm* (what transformers returns there).
+
+Causal language models: sequences are padded on the right (left padding would shift the positions a Llama-style
+model gives its tokens); the tokenizer's own special tokens are added as the model was trained with them (Gemma's
+``<bos>``; SmolLM2 adds none, so its first word is the sequence's first token) and left out of the points; a model
+without a padding token pads with its end-of-text token, masked out.
+
+Words: the corpus comes split into words. A tokenizer that gives the same pieces for pre-split words as for the
+joined text (BERT's WordPiece; GPT-2's with a prefix space) tokenizes the words; one that does not (SmolLM2's and
+Gemma's drop the space before every word when given split words: the model would read "Thecatsat") tokenizes the
+text joined by spaces, each piece assigned to its word by its character offsets.
 
 Points and their types:
 
@@ -35,11 +48,57 @@ class Encoder:
     n_states: int  # hidden states returned: L + 1
     dim: int
     max_length: int  # word pieces per sequence, special tokens included
+    split_words: bool = True  # whether pre-split words tokenize as the joined text does (module docstring)
+    specials_added: tuple[str, ...] = ()  # the special tokens the tokenizer adds to a sentence ([CLS] … [SEP], <bos>)
 
     def tokenize(self, sentences: Sequence[list[str]], **kw):
-        return self.tokenizer(
-            list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw
-        )
+        """(the tokenizer's encoding, each sequence's word index per piece: None for special tokens)."""
+        if self.split_words:
+            enc = self.tokenizer(
+                list(sentences), is_split_into_words=True, truncation=True, max_length=self.max_length, **kw
+            )
+            return enc, [enc.word_ids(i) for i in range(len(sentences))]
+        texts = [" ".join(words) for words in sentences]
+        enc = self.tokenizer(texts, truncation=True, max_length=self.max_length, return_offsets_mapping=True, **kw)
+        offsets = enc.pop("offset_mapping")
+        offsets = offsets.tolist() if hasattr(offsets, "tolist") else offsets
+        return enc, [words_of_pieces(words, spans) for words, spans in zip(sentences, offsets)]
+
+
+def words_of_pieces(words: Sequence[str], spans: Sequence[Sequence[int]]) -> list[int | None]:
+    """The word each piece of ``" ".join(words)`` belongs to, from the pieces' character spans: the word holding the
+    piece's last character (a piece that is only the space before a word goes with that word); None for special
+    tokens and padding (empty spans)."""
+    import bisect
+
+    starts = np.cumsum([0] + [len(w) + 1 for w in words[:-1]]).tolist()
+    out: list[int | None] = []
+    for start, end in spans:
+        if end <= start:
+            out.append(None)
+            continue
+        j = bisect.bisect_right(starts, end - 1) - 1
+        if end - 1 >= starts[j] + len(words[j]) and j + 1 < len(words):  # the space before the next word
+            j += 1
+        out.append(j)
+    return out
+
+
+def splits_like_text(tokenizer) -> bool:
+    """Whether the tokenizer gives a second word the same pieces when the words come split as in the joined text
+    (the first word may differ: GPT-2's prefix space)."""
+
+    def added_by_second(split: bool) -> list[int]:
+        if split:
+            one, two = (
+                tokenizer(words, is_split_into_words=True, add_special_tokens=False)["input_ids"]
+                for words in (["the"], ["the", "cat"])
+            )
+        else:
+            one, two = (tokenizer(text, add_special_tokens=False)["input_ids"] for text in ("the", "the cat"))
+        return list(two[len(one) :])
+
+    return added_by_second(True) == added_by_second(False)
 
 
 def _from_pretrained(where: str, device):
@@ -72,13 +131,19 @@ def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str |
         model, tokenizer = _from_pretrained(str(hub_folder(name)), device)
     if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"  # a causal LM's positions count from the left
     if not getattr(tokenizer, "is_fast", False):
         raise ModelUnavailableError(
             f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable"
         )
     model.eval()
     n_states, dim = hidden_state_shape(model, tokenizer, name, device)
-    return Encoder(name, model, tokenizer, device, n_states, dim, max_sequence_length(model, tokenizer))
+    probe = tokenizer("the cat", return_special_tokens_mask=True)
+    specials = tuple(
+        tokenizer.convert_ids_to_tokens(i) for i, m in zip(probe["input_ids"], probe["special_tokens_mask"]) if m
+    )
+    length = max_sequence_length(model, tokenizer)
+    return Encoder(name, model, tokenizer, device, n_states, dim, length, splits_like_text(tokenizer), specials)
 
 
 def hidden_state_shape(model, tokenizer, name: str, device) -> tuple[int, int]:
@@ -96,56 +161,68 @@ def hidden_state_shape(model, tokenizer, name: str, device) -> tuple[int, int]:
 
 def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> int:
     """How many points a sentence gives (after truncation to the model's length), specials excluded."""
-    enc = encoder.tokenize([words], return_special_tokens_mask=True)
+    enc, word_ids = encoder.tokenize([words], return_special_tokens_mask=True)
     special = enc["special_tokens_mask"][0]
     if mode == "tokens":
         return len(special) - sum(special)
-    return len({w for w in enc.word_ids(0) if w is not None})
+    return len({w for w in word_ids[0] if w is not None})
+
+
+@dataclass
+class Batch:
+    """One batch of sentences' points: one float32 (points, dim) array per layer, the points' types, their positions
+    in their sentence (0 for its first analysed token or word), their token ids (tokens mode; empty for words) and how
+    many special tokens were left out."""
+
+    layers: list[np.ndarray]
+    types: list[str]
+    positions: np.ndarray
+    token_ids: np.ndarray
+    n_special: int
 
 
 def batches(
     encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
-) -> Iterator[tuple[list[np.ndarray], list[str], int, np.ndarray]]:
-    """Per batch: (one float32 (points, dim) array per layer, the points' types, special tokens excluded, the points'
-    positions in their sentence: 0 for its first analysed token or word)."""
+) -> Iterator[Batch]:
+    """The points of ``sentences``, a :class:`Batch` at a time, special tokens and padding excluded."""
     if mode not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {mode!r}")
     for b0 in range(0, len(sentences), batch_size):
         chunk = sentences[b0 : b0 + batch_size]
-        enc = encoder.tokenize(chunk, padding=True, return_special_tokens_mask=True, return_tensors="pt")
+        enc, word_ids = encoder.tokenize(chunk, padding=True, return_special_tokens_mask=True, return_tensors="pt")
         special = enc.pop("special_tokens_mask").bool()
-        word_ids = [enc.word_ids(i) for i in range(len(chunk))]
         inputs = {k: v.to(encoder.device) for k, v in enc.items()}
         with torch.no_grad():
             states = encoder.model(**inputs, output_hidden_states=True).hidden_states
         keep = enc["attention_mask"].bool() & ~special
         n_special = int((enc["attention_mask"].bool() & special).sum())
         if mode == "tokens":
-            ids = enc["input_ids"][keep].tolist()
-            types = encoder.tokenizer.convert_ids_to_tokens(ids)
+            ids = enc["input_ids"][keep]
+            types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
             mask = keep.to(encoder.device)
             layers = [s[mask].float().cpu().numpy() for s in states]
             positions = (torch.cumsum(keep.int(), dim=1) - 1)[keep].numpy()
-        else:
-            # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
-            rows, cols, types, word_positions = [], [], [], []
-            flat = 0
-            for i, wids in enumerate(word_ids):
-                seen: dict[int, int] = {}
-                for j, w in enumerate(wids):
-                    if w is None or not bool(keep[i, j]):
-                        continue
-                    if w not in seen:
-                        seen[w] = flat + len(seen)
-                        types.append(chunk[i][w])
-                        word_positions.append(w)
-                    rows.append(seen[w])
-                    cols.append(i * keep.shape[1] + j)
-                flat += len(seen)
-            weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
-            weight[rows, cols] = 1.0
-            weight /= weight.sum(dim=1, keepdim=True)
-            weight = weight.to(encoder.device)
-            layers = [(weight @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
-            positions = np.asarray(word_positions, dtype=np.int64)
-        yield layers, types, n_special, positions
+            yield Batch(layers, types, positions, ids.numpy(), n_special)
+            continue
+        # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
+        rows, cols, types, word_positions = [], [], [], []
+        flat = 0
+        for i, wids in enumerate(word_ids):
+            seen: dict[int, int] = {}
+            for j, w in enumerate(wids):
+                if w is None or not bool(keep[i, j]):
+                    continue
+                if w not in seen:
+                    seen[w] = flat + len(seen)
+                    types.append(chunk[i][w])
+                    word_positions.append(w)
+                rows.append(seen[w])
+                cols.append(i * keep.shape[1] + j)
+            flat += len(seen)
+        weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
+        weight[rows, cols] = 1.0
+        weight /= weight.sum(dim=1, keepdim=True)
+        weight = weight.to(encoder.device)
+        layers = [(weight @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
+        positions = np.asarray(word_positions, dtype=np.int64)
+        yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special)

@@ -6,24 +6,35 @@ On all points (they are O(n·d)):
 * ``s_intra``: mean over types with ≥ 2 instances of the mean cosine between a type's instances, at most
   ``max_per_type`` (1,000) instances per type (a seeded subset), as Cai et al.'s code;
 * ``isoscore``, ``cosine_anisotropy`` (mean cosine of all distinct pairs);
+* outlier dimensions (:mod:`isoflow.metrics.outliers`): ``outlier_count`` (mean |activation| ≥ ``outlier_factor`` ×
+  the median dimension's), ``outlier_dims`` (the five largest, by index), ``peak_ratio``, the share of the mean cosine
+  carried by the dimension that carries most (``top_cosine_share``) and by the ``outlier_remove`` largest dimensions
+  (``removed_cosine_share``), and ``cosine_anisotropy_removed``, ``s_inter_removed``, ``isoscore_removed`` without
+  those dimensions;
 
-on a seeded sample of ≤ ``sample_cap`` (20,000) points:
+on seeded samples of ≤ ``sample_cap`` (20,000) points:
 
-* K-means for K in 2..15 (``k_max``; one k-means++ start and tolerance 1e-4, scikit-learn's defaults), K chosen by the
-  best silhouette; K = 1 when that silhouette is below ``min_silhouette`` (0.1): ``cluster_k``, ``cluster_silhouette``;
+* K-means for K in 2..15 (``k_max``), ``kmeans_starts`` k-means++ starts each (tolerance 1e-4, scikit-learn's), on
+  ``kmeans_samples`` samples: the K decision with its spread (:mod:`isoflow.layers.kmeans`; K = 1 when the best mean
+  silhouette is below ``min_silhouette``, 0.1): ``cluster_k``, ``cluster_silhouette`` (mean over the samples),
+  ``cluster_silhouette_low`` / ``_high``, ``cluster_k_samples`` (each sample's own decision), ``cluster_settled``,
+  ``cluster_rule_in_spread``; the same without the sentences' first tokens (``nofirst_*``; with positions only), so
+  that first-token outliers and Cai's clusters are told apart;
+* ``symbol_silhouette``: the silhouette of the split symbol tokens / word tokens (on the first sample);
+* principal components 1-3 of the first sample: their variance shares and |ρ| with position and log frequency
+  (:func:`isoflow.layers.pca.orderings`);
 * ``lid_euclidean`` and ``lid_cosine``: mean k-NN MLE local intrinsic dimension with k = ``k_lid`` (100, Cai et
   al.'s), on Euclidean distances and on the same points scaled to unit length (chord distance √(2 − 2 cos), a
   monotone function of the cosine, so the neighbours are the cosine ones; plain, not squared, distances);
 * ``twonn``: TwoNN intrinsic dimension (linear fit, 10 % discarded);
 
-and after subtracting from every point the mean of its cluster (all points assigned to the nearest of the
+and after subtracting from every point the mean of its cluster (all points assigned to the nearest of the first
 sample's cluster means; Cai et al.'s centring): ``s_inter_centred``, ``s_intra_centred``, ``isoscore_centred``,
 ``cosine_anisotropy_centred`` (a point equal to its cluster's mean, e.g. alone in its cluster, has no direction
-and is left out of the cosines)."""
+and is left out of the cosines). IsoScore is translation-invariant, so ``isoscore_centred`` is the isotropy *within*
+the clusters; the mean cosine after centring is about 0 whatever the clusters' shape (centring alone does that)."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import numpy as np
 import torch
@@ -31,19 +42,26 @@ import torch
 from ..metrics import (
     as_points,
     cosine_anisotropy,
+    cosine_shares,
+    drop_dimensions,
     encode_labels,
     isoscore,
     knn_distances,
     lid_from_distances,
     lid_mle,
+    mean_abs_activation,
+    outlier_dimensions,
+    peak_ratio,
     s_inter,
     s_intra,
     sample_rows,
-    select_clusters,
     subtract_cluster_means,
     twonn_from_distances,
 )
-from .settings import LayerSettings  # noqa: F401  (re-exported)
+from .composition import is_symbol
+from .kmeans import KDecision, decide_k
+from .pca import orderings
+from .settings import LayerSettings
 
 
 def cap_per_type(types: np.ndarray, cap: int, seed: int) -> np.ndarray:
@@ -92,44 +110,125 @@ def _similarities(x: torch.Tensor, codes: torch.Tensor, intra: torch.Tensor, suf
     }
 
 
-def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> tuple[dict, dict]:
-    """The measurements of one layer (see the module docstring) and, for the figures, the sample's indices and
-    cluster labels: ``(row, {"sample": indices, "clusters": labels})``. A measurement the points do not allow (too
-    few for K-means or LID, all neighbours at distance 0 for TwoNN) is NaN, and ``row["notes"]`` says why.
+def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[dict, dict]:
+    """The outlier-dimension columns (module docstring) and, for the figure, the activation and cosine profiles."""
+    activation = mean_abs_activation(x)
+    shares = cosine_shares(x)
+    total = float(shares.sum())
+    largest = torch.argsort(activation, descending=True)
+    found = outlier_dimensions(x, s.outlier_factor)
+    removed = largest[: s.outlier_remove].tolist()
+    row = {
+        "outlier_count": float(len(found)),
+        "outlier_dims": " ".join(str(k) for k in found[:5]),
+        "peak_ratio": peak_ratio(x),
+        "top_cosine_share": float(shares.max()) / total if total else float("nan"),
+        "removed_cosine_share": float(shares[removed].sum()) / total if total and removed else float("nan"),
+    }
+    if removed and len(removed) < x.shape[1]:
+        rest = drop_dimensions(x, removed)
+        row.update(
+            cosine_anisotropy_removed=cosine_anisotropy(rest),
+            s_inter_removed=s_inter(rest, codes) if int(torch.unique(codes).numel()) >= 2 else float("nan"),
+            isoscore_removed=isoscore(rest),
+        )
+    else:
+        row.update(cosine_anisotropy_removed=float("nan"), s_inter_removed=float("nan"), isoscore_removed=float("nan"))
+    profile = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
+    return row, profile
 
-    ``points``: (n, d) tensor or array; ``types``: a type id per point (strings or ints)."""
+
+def _decision_row(decision: KDecision, prefix: str = "") -> dict:
+    return {
+        f"{prefix}cluster_k": float(decision.k),
+        f"{prefix}cluster_silhouette": decision.silhouette,
+        f"{prefix}cluster_silhouette_low": decision.low,
+        f"{prefix}cluster_silhouette_high": decision.high,
+        f"{prefix}cluster_k_samples": " ".join(map(str, decision.sample_k)),
+        f"{prefix}cluster_settled": decision.settled,
+        f"{prefix}cluster_rule_in_spread": decision.rule_in_spread,
+    }
+
+
+def _decide(x: torch.Tensor, s: LayerSettings, extra=()) -> KDecision:
+    return decide_k(
+        x,
+        range(2, s.k_max + 1),
+        sample_cap=s.sample_cap,
+        samples=s.kmeans_samples,
+        starts=s.kmeans_starts,
+        min_silhouette=s.min_silhouette,
+        seed=s.seed,
+        extra=extra,
+    )
+
+
+def layer_metrics(
+    points, types, settings: LayerSettings = LayerSettings(), positions: np.ndarray | None = None
+) -> tuple[dict, dict]:
+    """The measurements of one layer (see the module docstring) and what the figures and the cluster tables need:
+    ``(row, extra)``, ``extra`` holding the first sample's indices and cluster labels (``sample``, ``clusters``), the
+    same without first tokens (``nofirst``: indices into all points and labels, or None), the K-means silhouettes of
+    every sample and K (``kmeans``: rows) and the per-dimension profiles (``dims``). A measurement the points do not
+    allow (too few for K-means or LID, all neighbours at distance 0 for TwoNN) is NaN, and ``row["notes"]`` says why.
+
+    ``points``: (n, d) tensor or array; ``types``: a type per point (strings, or ints); ``positions``: each point's
+    position in its sentence (None for static vectors)."""
     x = as_points(points)
-    codes = encode_labels(np.asarray(types), x.shape[0], device=x.device).codes
+    types = np.asarray(types)
+    codes = encode_labels(types, x.shape[0], device=x.device).codes
     n = x.shape[0]
     s = settings
     idx = sample_rows(n, s.sample_cap, s.seed, x.device)
-    xs = x if idx is None else x[idx]
-    m = xs.shape[0]
+    m = n if idx is None else int(idx.shape[0])
     intra = torch.as_tensor(cap_per_type(codes.cpu().numpy(), s.max_per_type, s.seed), device=x.device)
     row: dict = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
     notes: list[str] = []  # what could not be measured here, and why: the cell is left empty, the rest goes on
     row.update(_similarities(x, codes, intra))
+    outlier_row, dims = _outliers(x, codes, s)
+    row.update(outlier_row)
+    extra: dict = {"sample": idx, "clusters": torch.zeros(m, dtype=torch.int64, device=x.device), "nofirst": None}
+    extra.update(kmeans=[], dims=dims)
 
-    sample_labels = torch.zeros(m, dtype=torch.int64, device=x.device)
     labels = torch.zeros(n, dtype=torch.int64, device=x.device)
-    row["cluster_k"] = row["cluster_silhouette"] = float("nan")
+    unique_types, type_codes = np.unique(types.astype(str), return_inverse=True)
+    symbols = np.array([is_symbol(t) for t in unique_types])[type_codes]
+    nan_decision = {k: float("nan") for k in _decision_row(KDecision(1, 0.0, 0.0, 0.0, [1], False))}
+    nan_decision["cluster_k_samples"] = ""
+    row.update(nan_decision, symbol_silhouette=float("nan"))
+    row.update({f"nofirst_{k}": v for k, v in nan_decision.items()})
     if m < s.k_max + 1:
         notes.append(f"clusters: {m} points, too few for K-means with K up to {s.k_max} (--k-max); no centring")
     else:
-        choice = select_clusters(
-            xs, range(2, s.k_max + 1), min_silhouette=s.min_silhouette, seed=s.seed, n_init=1, tol=1e-4, max_iter=300
-        )
-        row["cluster_k"] = float(choice.k)
-        row["cluster_silhouette"] = max(choice.silhouettes.values()) if choice.silhouettes else float("nan")
-        if choice.k > 1:
-            present = torch.unique(choice.labels)
-            sample_labels = torch.searchsorted(present, choice.labels)
+        decision = _decide(x, s, extra=[symbols])
+        row.update(_decision_row(decision), symbol_silhouette=decision.extra[0])
+        extra["kmeans"] += [{"subset": "all", **r} for r in decision.scores]
+        extra["clusters"] = decision.labels
+        if decision.k > 1:
+            xs = x if idx is None else x[idx]
+            present = torch.unique(decision.labels)
+            sample_labels = torch.searchsorted(present, decision.labels)
+            extra["clusters"] = sample_labels
             centres = torch.zeros(len(present), x.shape[1], dtype=torch.float64, device=x.device).index_add_(
                 0, sample_labels, xs.to(torch.float64)
             )
             centres /= torch.bincount(sample_labels, minlength=len(present)).to(torch.float64)[:, None]
             labels = nearest_centre(x, centres)
+        if positions is not None:
+            later = torch.as_tensor(np.flatnonzero(np.asarray(positions) > 0), device=x.device)
+            if later.numel() >= s.k_max + 1:
+                other = _decide(x[later], s)
+                row.update({f"nofirst_{k}": v for k, v in _decision_row(other).items()})
+                extra["kmeans"] += [{"subset": "no first token", **r} for r in other.scores]
+                chosen = later if other.sample is None else later[other.sample]
+                extra["nofirst"] = (chosen, other.labels)
     row.update(_similarities(subtract_cluster_means(x, labels), codes, intra, "_centred"))
+
+    xs = x if idx is None else x[idx]
+    chosen = np.arange(n) if idx is None else idx.cpu().numpy()
+    frequency = dict(zip(*np.unique(types.astype(str), return_counts=True)))
+    log_frequency = np.log(np.array([frequency[t] for t in types.astype(str)[chosen]], dtype=np.float64))
+    row.update(orderings(xs, None if positions is None else np.asarray(positions)[chosen], log_frequency))
 
     row["lid_euclidean"] = row["twonn"] = row["lid_cosine"] = float("nan")
     if m < s.k_lid + 1:
@@ -149,79 +248,4 @@ def layer_metrics(points, types, settings: LayerSettings = LayerSettings()) -> t
             except ValueError as exc:  # e.g. TwoNN on a repetitive corpus: every neighbour at distance 0
                 notes.append(f"{name}: {exc}")
     row["notes"] = "; ".join(notes)
-    return row, {"sample": idx, "clusters": sample_labels}
-
-
-_PIECE_MARKS = ("##", "Ġ", "▁", "Ċ")
-
-
-def is_symbol(token: str) -> bool:
-    """Whether a type is a symbol (punctuation, brackets, quotes: no letter or digit once the tokenizer's word-piece
-    marks ``##``, ``Ġ``, ``▁`` are removed), as Cai et al. split "symbol" from "word" tokens."""
-    core = str(token)
-    for mark in _PIECE_MARKS:
-        core = core.replace(mark, "")
-    return bool(core) and not any(ch.isalnum() for ch in core)
-
-
-def cluster_composition(
-    clusters: torch.Tensor, types: np.ndarray, positions: np.ndarray | None, *, top: int = 8
-) -> list[dict]:
-    """What each cluster of a sample holds: its size and share of the sample, the share of symbol tokens and of
-    first tokens (position 0) in it, its mean position (NaN without positions: static vectors), and its most frequent
-    types (``top`` of them, with counts)."""
-    labels = clusters.cpu().numpy()
-    symbols = np.array([is_symbol(t) for t in types])
-    rows = []
-    for c in np.unique(labels):
-        members = labels == c
-        counts = Counter(np.asarray(types, dtype=object)[members].tolist()).most_common(top)
-        rows.append(
-            {
-                "cluster": int(c),
-                "size": int(members.sum()),
-                "share": float(members.mean()),
-                "share_symbols": float(symbols[members].mean()),
-                "share_first_position": float((positions[members] == 0).mean())
-                if positions is not None
-                else float("nan"),
-                "mean_position": float(positions[members].mean()) if positions is not None else float("nan"),
-                "top_types": " ".join(f"{t}({n})" for t, n in counts),
-            }
-        )
-    return rows
-
-
-def pca_view(
-    points: torch.Tensor,
-    clusters: torch.Tensor,
-    types: np.ndarray,
-    frequency: np.ndarray,
-    positions: np.ndarray | None = None,
-    *,
-    max_points: int = 5000,
-    seed: int = 0,
-) -> dict[str, np.ndarray]:
-    """Three principal components of (a seeded sample of) the points, with cluster, type, type frequency, whether the
-    type is a symbol and the point's position in its sentence: the data of the 2-D and 3-D views (Cai et al.'s
-    cluster, "Swiss roll", frequency and symbol/word pictures)."""
-    n = points.shape[0]
-    idx = sample_rows(n, max_points, seed + 1)
-    idx = torch.arange(n) if idx is None else idx.cpu()
-    x = points[idx.to(points.device)].to(torch.float64)
-    x = x - x.mean(dim=0, keepdim=True)
-    _, _, vt = torch.linalg.svd(x, full_matrices=False)
-    pcs = (x @ vt[:3].T).cpu().numpy()
-    chosen = np.asarray(types)[idx.numpy()]
-    view = {
-        "pc1": pcs[:, 0],
-        "pc2": pcs[:, 1],
-        "pc3": pcs[:, 2],
-        "cluster": clusters.cpu().numpy()[idx.numpy()],
-        "type": chosen,
-        "frequency": np.asarray(frequency)[idx.numpy()],
-        "symbol": np.array([is_symbol(t) for t in chosen]),
-    }
-    if positions is not None:
-        view["position"] = np.asarray(positions)[idx.numpy()]
-    return view
+    return row, extra

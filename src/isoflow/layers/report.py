@@ -1,13 +1,19 @@
 """Tables and figures over layer analyses (the outputs of :func:`isoflow.layers.run_layers`), given by directory.
 
-Tables: ``layers`` (every model × corpus × layer, every metric) and ``layers_lid``, the analogue of Cai et al.'s
-Table 3: per model and corpus, the average LID (cosine; Euclidean beside it) over the layers and at the last layer,
-contextual models against static vectors; ``layers_clusters`` (what the clusters of every layer with K > 1 hold) and
-``layers_views`` (the view layer's principal components against position and frequency). Figures:
-``layers_similarity`` (S_inter and S_intra per layer, before and after cluster-centring: their Figures 1-2 and the
-centred comparison), ``layers_isoscore`` (IsoScore before and after centring), ``layers_lid`` (LID per layer, their
-Figure 9), ``layers_pca`` (2-D and 3-D PCA views of one layer coloured by cluster, by position and by token
-frequency: their cluster and "Swiss roll" pictures).
+Tables: ``layers`` (every model × corpus × layer, every measurement); ``layers_lid``, the analogue of Cai et al.'s
+Table 3 (per model and corpus the average LID over the layers, against static vectors and against the model's own
+input-embedding table); ``layers_kmeans`` (the K decision per layer with its spread over samples, with and without the
+sentences' first tokens, and the symbol/word silhouette); ``layers_clusters`` (what the clusters of every layer with
+K > 1 hold); ``layers_orderings`` (per layer, principal components 1-3 against position and log frequency);
+``layers_outliers`` (outlier dimensions per layer, their share of the mean cosine, the measures without them).
+
+Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and after cluster-centring), ``layers_isoscore``
+(IsoScore before and after centring), ``layers_lid`` (LID per layer on a log axis, their Figure 9, with the static
+baselines), ``layers_kmeans`` (the best silhouette per layer with its spread, with and without first tokens, and the
+symbol/word split), ``layers_orderings`` (|ρ| of the components with position and frequency per layer),
+``layers_pca`` (2-D and 3-D views of the middle layer by cluster, position and frequency), ``layers_roll`` (the views
+at the depth of Cai et al.'s GPT-2 "Swiss roll", by position) and ``layers_outliers`` (mean |activation| per
+dimension and layer, one colour scale per model).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import pandas as pd
 
 from ..reporting import write_table
 from ..reporting.figures import legend_below, model_colour, pyplot, save, suptitle
+from .pca import PCS
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {
@@ -33,12 +40,13 @@ CAI_TABLE3 = {
     "GloVe-2M": 26.1,
     "GNEWS": 21.1,
 }
+SUBSETS = ("all", "no first token")
 
 
-def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame]:
-    """(per-layer table, PCA view points, meta by "model/corpus", what each layer's clusters hold) of the given
-    analysis directories."""
-    tables, views, metas, clusters = [], [], {}, []
+def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame, dict[str, pd.DataFrame]]:
+    """(per-layer table, PCA view points, meta by "model/corpus", what each layer's clusters hold, and the K-means
+    silhouettes ``kmeans`` and per-dimension profiles ``dims`` where the runs have them) of the given directories."""
+    tables, views, metas, clusters, kmeans, dims = [], [], {}, [], [], []
     for d in map(Path, dirs):
         files = [d / f for f in ("layers.parquet", "pca.parquet", "meta.json")]
         missing = [str(f) for f in files if not f.is_file()]
@@ -52,10 +60,13 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
         tables.append(table)
         view = pd.read_parquet(files[1])
         view["model"], view["corpus"] = meta["model"], meta["corpus"]
+        if "view" not in view:  # runs made before the roll view: their one view is the middle layer's
+            view["view"] = "middle"
         views.append(view)
         metas[f"{meta['model']}/{meta['corpus']}"] = meta
-        if (d / "clusters.parquet").is_file():
-            clusters.append(pd.read_parquet(d / "clusters.parquet"))
+        for name, into in (("clusters", clusters), ("kmeans", kmeans), ("dims", dims)):
+            if (d / f"{name}.parquet").is_file():
+                into.append(pd.read_parquet(d / f"{name}.parquet"))
     if not tables:
         raise ValueError("no layer analyses given")
     composition = (
@@ -63,14 +74,23 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
         if clusters
         else pd.DataFrame(columns=["model", "corpus", "layer", "cluster"])
     )
-    return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition
+    if "subset" not in composition:
+        composition["subset"] = "all"
+    extra = {
+        "kmeans": pd.concat(kmeans, ignore_index=True) if kmeans else pd.DataFrame(),
+        "dims": pd.concat(dims, ignore_index=True) if dims else pd.DataFrame(),
+    }
+    return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition, extra
 
 
 def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
+    """Per model × corpus: average LID (cosine, Euclidean) and TwoNN over the layers, at the last layer, and the same
+    LID of the model's own input-embedding rows (its static baseline)."""
     rows = []
     for (model, corpus), g in layers.groupby(["model", "corpus"], sort=True):
         meta = metas[f"{model}/{corpus}"]
         last = g.loc[g["layer"].idxmax()]
+        table = meta.get("input_table") or {}
         rows.append(
             {
                 "kind": "static" if g["static"].iloc[0] else "contextual",
@@ -83,41 +103,60 @@ def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
                 "last_layer_lid_cosine": last["lid_cosine"],
                 "avg_lid_euclidean": g["lid_euclidean"].mean(),
                 "avg_twonn": g["twonn"].mean(),
+                "input_table_types": table.get("n_points", np.nan),
+                "input_table_lid_cosine": table.get("lid_cosine", np.nan),
+                "input_table_lid_euclidean": table.get("lid_euclidean", np.nan),
             }
         )
     return pd.DataFrame(rows).sort_values(["kind", "model", "corpus"]).reset_index(drop=True)
 
 
-def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
-    """The clusters of every layer where K-means found more than one (K > 1), with what they hold."""
-    chosen = layers.loc[layers["cluster_k"] > 1, ["model", "corpus", "layer"]]
-    table = clusters.merge(chosen, on=["model", "corpus", "layer"])
-    return table.sort_values(["model", "corpus", "layer", "size"], ascending=[True, True, True, False]).reset_index(
-        drop=True
+def _columns(layers: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """The named columns (missing ones, from runs made before they existed, empty)."""
+    return layers.reindex(columns=["model", "corpus", "layer", *columns])
+
+
+KMEANS_COLUMNS = [
+    f"{prefix}{c}"
+    for prefix in ("", "nofirst_")
+    for c in (
+        "cluster_k",
+        "cluster_silhouette",
+        "cluster_silhouette_low",
+        "cluster_silhouette_high",
+        "cluster_k_samples",
+        "cluster_settled",
+        "cluster_rule_in_spread",
     )
+] + ["symbol_silhouette"]
+ORDERING_COLUMNS = [f"{pc}_{what}" for pc in PCS for what in ("variance", "rho_position", "rho_log_frequency")]
+OUTLIER_COLUMNS = [
+    "outlier_count",
+    "outlier_dims",
+    "peak_ratio",
+    "top_cosine_share",
+    "removed_cosine_share",
+    "cosine_anisotropy",
+    "cosine_anisotropy_removed",
+    "s_inter",
+    "s_inter_removed",
+    "isoscore",
+    "isoscore_removed",
+]
 
 
-PCS = ("pc1", "pc2", "pc3")
-
-
-def has_positions(view: pd.DataFrame) -> bool:
-    """Whether a view's points carry their position in the sentence (static vectors: none, or -1)."""
-    return "position" in view and view["position"].notna().all() and (view["position"] >= 0).all()
-
-
-def view_table(views: pd.DataFrame) -> pd.DataFrame:
-    """Per model × corpus, the view layer's principal components against the position in the sentence and the
-    type's log frequency: Spearman's ρ over the view's points (the numbers behind the "Swiss roll" and frequency
-    pictures of ``layers_pca``). Static vectors have no position: NaN there."""
-    rows = []
-    for (model, corpus), v in views.groupby(["model", "corpus"], sort=True):
-        row = {"model": model, "corpus": corpus, "layer": int(v["layer"].iloc[0]), "points": len(v)}
-        for what in ("position", "frequency"):
-            ranks = v[what].astype(float).rank() if what == "frequency" or has_positions(v) else None
-            for pc in PCS:  # Spearman's rho: Pearson's r of the ranks
-                row[f"rho_{what}_{pc}"] = float(v[pc].rank().corr(ranks)) if ranks is not None else float("nan")
-        rows.append(row)
-    return pd.DataFrame(rows)
+def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
+    """The clusters of every layer where K-means found more than one (K > 1), with all points and without first
+    tokens, with what they hold."""
+    frames = []
+    for subset, column in (("all", "cluster_k"), ("no first token", "nofirst_cluster_k")):
+        if column not in layers:
+            continue
+        chosen = layers.loc[layers[column] > 1, ["model", "corpus", "layer"]]
+        frames.append(clusters[clusters["subset"] == subset].merge(chosen, on=["model", "corpus", "layer"]))
+    table = pd.concat(frames, ignore_index=True) if frames else clusters.iloc[0:0]
+    order = ["model", "corpus", "layer", "subset", "size"]
+    return table.sort_values(order, ascending=[True, True, True, True, False]).reset_index(drop=True)
 
 
 def tables(
@@ -125,7 +164,6 @@ def tables(
     metas: dict[str, dict],
     out_dir: str | os.PathLike,
     clusters: pd.DataFrame | None = None,
-    views: pd.DataFrame | None = None,
 ) -> list[Path]:
     out_dir = Path(out_dir)
     cols = [c for c in layers.columns if c != "static"]
@@ -133,11 +171,10 @@ def tables(
         layers[cols],
         out_dir / "layers",
         caption=(
-            "Per layer (0 = embedding layer; static vectors: one row): S_inter, S_intra, IsoScore and mean cosine, "
-            "before "
-            "and after subtracting each K-means cluster's mean (K by silhouette, 1 below 0.1), LID (k-NN MLE, "
-            "Euclidean and "
-            "cosine) and TwoNN (Cai et al. 2021)."
+            "Per layer (0 = embedding layer; static vectors: one row): every measurement of isoflow.layers.measure "
+            "(S_inter, S_intra, IsoScore and mean cosine before and after subtracting each K-means cluster's mean; "
+            "the K decision and its spread; principal components against position and frequency; outlier "
+            "dimensions; LID and TwoNN), Cai et al. 2021."
         ),
         floatfmt="%.4f",
     )
@@ -146,48 +183,80 @@ def tables(
         lid_table(layers, metas),
         out_dir / "layers_lid",
         caption=(
-            "Table 3 analogue: average LID (cosine) of contextual layers against static vectors, same corpus. "
-            f"Cai et al.'s Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."
+            "Table 3 analogue: average LID (k-NN MLE, cosine) of contextual layers against static vectors of the "
+            "same corpus and against each model's own input-embedding rows of the analysed types. Cai et al.'s "
+            f"Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."
         ),
         floatfmt="%.2f",
+    )
+    written += write_table(
+        _columns(layers, KMEANS_COLUMNS),
+        out_dir / "layers_kmeans",
+        caption=(
+            "The K decision per layer: K-means K = 2..15, the best inertia of several k-means++ starts, on several "
+            "samples; K* = the best mean silhouette over the samples, K = 1 below 0.1; the lowest and highest "
+            "silhouette of K* over the samples, each sample's own decision, whether all agree (settled) and whether "
+            "0.1 lies within the spread; nofirst_: the same without every sentence's first token; symbol_silhouette: "
+            "the silhouette of the split symbol tokens / word tokens (first sample)."
+        ),
+        floatfmt="%.4f",
     )
     if clusters is not None:
         written += write_table(
             cluster_table(clusters, layers),
             out_dir / "layers_clusters",
             caption=(
-                "What K-means' clusters hold, in every layer where it found more than one (K > 1; the sample of at "
-                "most "
-                "20,000 points): size, share of the sample, share of symbol tokens (no letter or digit) and of first "
-                "tokens "
-                "(position 0 in the sentence), mean position, most frequent types (count)."
+                "What K-means' clusters hold, in every layer where it chose K > 1 (the first sample of at most 20,000 "
+                "points; subset: all points, or without first tokens): size, share of the sample, share of symbol "
+                "tokens (no letter or digit) and of first tokens (position 0 in the sentence), mean position, most "
+                "frequent types (count)."
             ),
             floatfmt="%.3f",
         )
-    if views is not None:
-        written += write_table(
-            view_table(views),
-            out_dir / "layers_views",
-            caption=(
-                "The PCA view's layer (layers_pca): Spearman's rho of each of its first three principal components "
-                "with the token's position in the sentence and with its type's frequency (log), over the view's "
-                "points; NaN where there are no positions (static vectors)."
-            ),
-            floatfmt="%.3f",
-        )
+    written += write_table(
+        _columns(layers, ORDERING_COLUMNS),
+        out_dir / "layers_orderings",
+        caption=(
+            "Per layer, principal components 1-3 of the first sample (≤ 20,000 points): share of the variance, and "
+            "|Spearman's rho| of the points' coordinates with their position in the sentence and with their type's "
+            "log frequency (a component's sign is arbitrary); NaN without positions (static vectors). An ordering "
+            "is not a roll: see layers_roll for the shape."
+        ),
+        floatfmt="%.3f",
+    )
+    written += write_table(
+        _columns(layers, OUTLIER_COLUMNS),
+        out_dir / "layers_outliers",
+        caption=(
+            "Outlier dimensions per layer: how many have a mean |activation| of at least 5 times the median "
+            "dimension's (the five largest by index), max/median of the mean |activation| (peak ratio), the share "
+            "of the mean cosine carried by the dimension that carries most and by the 3 largest dimensions, and "
+            "the mean cosine, S_inter and IsoScore with and without those 3."
+        ),
+        floatfmt="%.4f",
+    )
     return written
 
 
-def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
+def figures(
+    layers: pd.DataFrame,
+    views: pd.DataFrame,
+    out_dir: str | os.PathLike,
+    extra: dict[str, pd.DataFrame] | None = None,
+    metas: dict[str, dict] | None = None,
+) -> list[Path]:
     plt = pyplot()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
+    extra = extra or {}
+    if metas is not None:
+        layers = with_input_tables(layers, metas)
     colour = {m: model_colour(m) for m in layers["model"].unique()}
     corpora = sorted(layers["corpus"].unique())
     ctx, static = layers[~layers["static"]], layers[layers["static"]]
     written = []
 
-    def per_layer(name: str, panels: list[tuple[str, str]], title: str, ylabel: str):
+    def per_layer(name, panels, title, ylabel, *, log=False, dashed="_centred", baselines=None):
         fig, axes = plt.subplots(
             len(panels),
             len(corpora),
@@ -201,21 +270,21 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
                 for model, g in ctx[ctx.corpus == corpus].groupby("model"):
                     g = g.sort_values("layer")
                     ax.plot(g["layer"], g[col], "-o", ms=3, color=colour[model], label=f"{model}")
-                    centred = f"{col}_centred"
-                    if centred in g and g[centred].notna().any():
-                        ax.plot(g["layer"], g[centred], "--", color=colour[model], label=f"{model}, cluster-centred")
+                    other = f"{col}{dashed}"
+                    if dashed and other in g and g[other].notna().any():
+                        ax.plot(g["layer"], g[other], "--", color=colour[model], label=f"{model}, {DASHED[dashed]}")
                 for model, g in static[static.corpus == corpus].groupby("model"):
-                    if g[col].notna().any():
+                    if col in g and g[col].notna().any():
                         ax.axhline(g[col].iloc[0], ls=":", color=colour[model], label=f"{model} (static)")
+                for model, value, what in (baselines or {}).get((corpus, col), []):
+                    ax.axhline(value, ls=(0, (1, 3)), lw=1.2, color=colour[model], label=f"{model}, {what}")
                 ax.set_title(f"{label} — {corpus}", fontsize=9)
                 ax.set_xlabel("layer (0 = embeddings)")
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
-                ax.grid(alpha=0.3)
-        handles = {}
-        for ax in axes.flat:  # one legend below the panels, each series once
-            for h, lab in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(lab, h)
-        legend_below(fig, list(handles.values()))
+                if log:
+                    ax.set_yscale("log")
+                ax.grid(alpha=0.3, which="both" if log else "major")
+        legend_below(fig, list(_handles(axes).values()))
         suptitle(fig, title)
         return save(fig, out_dir / name)
 
@@ -231,21 +300,147 @@ def figures(layers: pd.DataFrame, views: pd.DataFrame, out_dir: str | os.PathLik
     written += per_layer(
         "layers_lid",
         [("lid_euclidean", "LID (Euclidean)"), ("lid_cosine", "LID (cosine)")],
-        "Local intrinsic dimension per layer (k-NN MLE); dotted: static vectors",
+        "Local intrinsic dimension per layer (k-NN MLE, log axis); dotted: static vectors and each model's "
+        "input-embedding rows",
         "LID",
+        log=True,
+        baselines=_input_table_baselines(ctx),
     )
-
-    written += pca_figure(views, out_dir)
+    # Every figure is written (the workflow declares them): one without data says so.
+    measured = "cluster_silhouette_low" in ctx and len(ctx)
+    written += kmeans_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_kmeans", NO_RUNS)
+    written += orderings_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_orderings", NO_RUNS)
+    written += pca_figure(views[views["view"] == "middle"], out_dir, "layers_pca", "the middle layer")
+    roll = views[(views["view"] == "roll") & views["position"].notna()] if "position" in views else views.iloc[0:0]
+    written += roll_figure(roll, out_dir) if len(roll) else _empty(out_dir, "layers_roll", NO_RUNS)
+    dims = extra.get("dims", pd.DataFrame())
+    written += outliers_figure(dims, out_dir) if len(dims) else _empty(out_dir, "layers_outliers", NO_RUNS)
     return written
+
+
+NO_RUNS = "no contextual model's run with these measurements among the analyses given"
+
+
+def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9)
+    return save(fig, out_dir / name)
+
+
+DASHED = {"_centred": "cluster-centred", "": ""}
+
+
+def _handles(axes) -> dict:
+    handles = {}
+    for ax in np.ravel(axes):  # one legend below the panels, each series once
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    return handles
+
+
+def _input_table_baselines(ctx: pd.DataFrame) -> dict:
+    """(corpus, column) → [(model, value, label)]: each contextual model's input-embedding LID (from layers' rows
+    carrying it: ``input_table_lid_*`` columns joined in by :func:`with_input_tables`)."""
+    out: dict = {}
+    for column in ("lid_euclidean", "lid_cosine"):
+        source = f"input_table_{column}"
+        if source not in ctx:
+            continue
+        for (model, corpus), g in ctx.groupby(["model", "corpus"]):
+            value = g[source].iloc[0]
+            if pd.notna(value):
+                out.setdefault((corpus, column), []).append((model, float(value), "input-embedding rows"))
+    return out
+
+
+def with_input_tables(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
+    """The layer rows with each run's input-embedding LID (meta.json) beside them, for the figures."""
+    layers = layers.copy()
+    for column in ("lid_euclidean", "lid_cosine"):
+        layers[f"input_table_{column}"] = [
+            (metas[f"{m}/{c}"].get("input_table") or {}).get(column, np.nan)
+            for m, c in zip(layers["model"], layers["corpus"])
+        ]
+    return layers
+
+
+def kmeans_figure(ctx: pd.DataFrame, colour: dict, out_dir: Path) -> list[Path]:
+    """Per model: the best mean silhouette per layer with its spread over the samples (band), all points (solid) and
+    without first tokens (dashed), the 0.1 rule; and the silhouette of the symbol/word split."""
+    plt = pyplot()
+    models = sorted(ctx["model"].unique())
+    fig, axes = plt.subplots(
+        2, len(models), figsize=(2.9 * len(models), 5.6), squeeze=False, sharey="row", constrained_layout=True
+    )
+    for j, model in enumerate(models):
+        g = ctx[ctx.model == model].sort_values("layer")
+        ax = axes[0, j]
+        for prefix, style, label in (("", "-o", "all points"), ("nofirst_", "--s", "without first tokens")):
+            mean = g[f"{prefix}cluster_silhouette"]
+            if mean.notna().any():
+                ax.fill_between(
+                    g["layer"],
+                    g[f"{prefix}cluster_silhouette_low"],
+                    g[f"{prefix}cluster_silhouette_high"],
+                    color=colour[model],
+                    alpha=0.2,
+                    lw=0,
+                )
+                ax.plot(g["layer"], mean, style, ms=3, color=colour[model], label=label)
+        ax.axhline(0.1, color="k", lw=0.8, ls=":", label="K = 1 below 0.1 (Cai et al.)")
+        ax.set_title(f"{model}: best K-means silhouette", fontsize=8)
+        ax.set_xlabel("layer", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax = axes[1, j]
+        ax.plot(g["layer"], g["symbol_silhouette"], "-o", ms=3, color=colour[model])
+        ax.axhline(0.0, color="k", lw=0.6)
+        ax.set_title(f"{model}: symbols vs words", fontsize=8)
+        ax.set_xlabel("layer", fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0, 0].set_ylabel("silhouette (band: lowest-highest sample)")
+    axes[1, 0].set_ylabel("silhouette of the split")
+    style = {}
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            style.setdefault(lab, h)
+    legend_below(fig, list(style.values()))
+    suptitle(fig, "K-means per layer (mean of the samples, band: their spread) and the symbol/word split")
+    return save(fig, out_dir / "layers_kmeans")
+
+
+def orderings_figure(ctx: pd.DataFrame, colour: dict, out_dir: Path) -> list[Path]:
+    """Per layer: the largest |ρ| of PC1-3 with position, and with log frequency, one line per model."""
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True, constrained_layout=True)
+    for ax, what, label in zip(axes, ("position", "log_frequency"), ("position in the sentence", "log frequency")):
+        for model, g in ctx.groupby("model"):
+            g = g.sort_values("layer")
+            best = g[[f"{pc}_rho_{what}" for pc in PCS]].max(axis=1)
+            ax.plot(g["layer"], best, "-o", ms=3, color=colour[model], label=model)
+        ax.set_title(f"largest |ρ| of PC1-3 with {label}", fontsize=9)
+        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_ylim(0, 1)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("|Spearman's ρ|")
+    legend_below(fig, list(_handles(axes).values()))
+    suptitle(fig, "What the principal components order, per layer")
+    return save(fig, out_dir / "layers_orderings")
 
 
 POSITION_CAP = 40  # positions beyond this share the last colour (long sentences are few)
 
 
-def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """One row per model × corpus, its view layer's PCA (PC1, PC2): K-means clusters; the position in the sentence (the
-    "Swiss roll" of Cai et al.'s GPT/GPT-2); the same in 3-D; word tokens and symbol tokens apart, coloured by their
-    frequency. Frequencies and positions share one colour scale in every row."""
+def has_positions(view: pd.DataFrame) -> bool:
+    """Whether a view's points carry their position in the sentence (static vectors: none, or -1)."""
+    return "position" in view and view["position"].notna().all() and (view["position"] >= 0).all()
+
+
+def pca_figure(views: pd.DataFrame, out_dir: Path, name: str, which: str) -> list[Path]:
+    """One row per model × corpus, its view layer's PCA (PC1, PC2): K-means clusters; the position in the sentence;
+    the same in 3-D; word tokens and symbol tokens apart, coloured by their frequency. Frequencies and positions share
+    one colour scale in every row."""
     import matplotlib
 
     plt = pyplot()
@@ -297,7 +492,62 @@ def pca_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
         fig.colorbar(sc, ax=ax, label="log10 frequency in the sample", shrink=0.8)
     suptitle(
         fig,
-        "PCA of one layer's points (≤ 5,000 of the analysed sample): clusters, position, and word vs symbol tokens by "
+        f"PCA of {which}'s points (≤ 5,000 of the analysed sample): clusters, position, and word vs symbol tokens by "
         "frequency",
     )
-    return save(fig, out_dir / "layers_pca")
+    return save(fig, out_dir / name)
+
+
+def roll_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """At the depth where Cai et al. show GPT-2's "Swiss roll" (their layer 2 of 12, scaled to each model): PC1-PC2
+    and PC1-3 by position, one row per model × corpus, one position scale."""
+    import matplotlib
+
+    plt = pyplot()
+    keys = sorted({(m, c) for m, c in zip(views["model"], views["corpus"])})
+    pnorm = matplotlib.colors.Normalize(vmin=0, vmax=POSITION_CAP)
+    fig = plt.figure(figsize=(8.5, 3.2 * len(keys) + 0.8), constrained_layout=True)
+    for i, (model, corpus) in enumerate(keys):
+        v = views[(views.model == model) & (views.corpus == corpus)]
+        pos = np.minimum(v["position"].to_numpy(), POSITION_CAP)
+        ax = fig.add_subplot(len(keys), 2, 2 * i + 1)
+        sc = ax.scatter(v["pc1"], v["pc2"], c=pos, cmap="plasma", norm=pnorm, s=2)
+        ax.set_title(f"{model}, layer {int(v['layer'].iloc[0])} ({corpus}): PC1-PC2", fontsize=8)
+        ax.set_xlabel("PC1", fontsize=7)
+        ax.set_ylabel("PC2", fontsize=7)
+        ax.tick_params(labelsize=6)
+        ax = fig.add_subplot(len(keys), 2, 2 * i + 2, projection="3d")
+        ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
+        ax.set_title("PC1-3", fontsize=8)
+        for setter, label in ((ax.set_xlabel, "PC1"), (ax.set_ylabel, "PC2")):
+            setter(label, fontsize=7)
+        ax.set_zlabel("PC3", fontsize=7, labelpad=6)
+        ax.tick_params(labelsize=6)
+        ax.set_box_aspect(None, zoom=0.8)
+        fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
+    suptitle(fig, 'At the depth of Cai et al.\'s GPT-2 "Swiss roll" (their layer 2 of 12): the points by position')
+    return save(fig, out_dir / "layers_roll")
+
+
+def outliers_figure(dims: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per model (× corpus): mean |activation| of every dimension (x) in every layer (y), log colour, one scale per
+    model; outlier dimensions are vertical stripes."""
+    import matplotlib
+
+    plt = pyplot()
+    keys = sorted({(m, c) for m, c in zip(dims["model"], dims["corpus"])})
+    fig, axes = plt.subplots(len(keys), 1, figsize=(11, 1.2 + 1.9 * len(keys)), squeeze=False, constrained_layout=True)
+    for ax, (model, corpus) in zip(axes[:, 0], keys):
+        d = dims[(dims.model == model) & (dims.corpus == corpus)]
+        grid = d.pivot(index="layer", columns="dim", values="mean_abs_activation").sort_index()
+        values = grid.to_numpy(dtype=float)
+        positive = values[values > 0]
+        norm = matplotlib.colors.LogNorm(vmin=float(positive.min()), vmax=float(positive.max()))
+        image = ax.imshow(values, aspect="auto", origin="lower", cmap="magma", norm=norm, interpolation="nearest")
+        ax.set_title(f"{model} ({corpus})", fontsize=8)
+        ax.set_ylabel("layer", fontsize=7)
+        ax.set_xlabel("dimension", fontsize=7)
+        ax.tick_params(labelsize=6)
+        fig.colorbar(image, ax=ax, label="mean |activation|", pad=0.01)
+    suptitle(fig, "Mean |activation| per dimension and layer (log colour, one scale per model): outlier dimensions")
+    return save(fig, out_dir / "layers_outliers")

@@ -1,6 +1,10 @@
-"""One layer analysis from corpus to files: ``<out>/layers.parquet`` (+ ``layers.csv``), ``pca.parquet`` (the view
-layer's PCA), ``clusters.parquet`` (what each layer's K-means clusters hold) and ``meta.json``, written together
-through a temp directory (an interrupted run leaves nothing).
+"""One layer analysis from corpus to files, written together through a temp directory (an interrupted run leaves
+nothing): ``<out>/layers.parquet`` (+ ``layers.csv``: a row of measurements per layer, :mod:`isoflow.layers.measure`),
+``pca.parquet`` (the PCA views' points at the middle layer and at the depth of Cai et al.'s GPT-2 roll),
+``clusters.parquet`` (what each layer's K-means clusters hold, with and without first tokens), ``kmeans.parquet``
+(the silhouette of every K on every sample: the K decision's spread), ``dims.parquet`` (every layer's mean |activation|
+and share of the mean cosine per dimension: outlier dimensions) and ``meta.json`` (the run record; for a contextual
+model also its input-embedding table's LID, the static baseline of the same model).
 
 Contextual models: every layer's token states, streamed through :class:`~isoflow.layers.store.LayerStore`.
 Static vectors (``glove-50d``, ``word2vec-222``): one "layer", one point per distinct corpus word the vectors know
@@ -30,12 +34,12 @@ from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..progress import progress_bar
 from ..records import run_record
+from . import LAYER_FILES
+from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
-from .measure import LayerSettings, cluster_composition, layer_metrics, pca_view
+from .measure import LayerSettings, layer_metrics
+from .pca import pca_view
 from .store import LayerStore
-
-LAYER_FILES = ("layers.parquet", "layers.csv", "pca.parquet", "clusters.parquet", "meta.json")
-
 
 logger = logging.getLogger(__name__)
 
@@ -76,29 +80,27 @@ def run_layers(
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
     local model folder (outputs then go under ``model_name`` or the folder's name)."""
-    from ..models.hub import resolve
-    from ..models.local import describe, is_local, local_name
+    from ..models.resolve import resolve_model
 
-    model, model_name = resolve(model, model_name)  # a hub id: its local snapshot folder
-    local = is_local(model)
-    name = local_name(model, model_name) if local else model
     max_tokens = settings.max_tokens
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+    cache = raw_cache(data_dir, raw_dir)
+    resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
+    model, name = resolved.load, resolved.name
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_dir(name, corpus_label, results))
     check_replaceable(out, expected=LAYER_FILES, force=force)
     dev = resolve_device(device)
-    cache = raw_cache(data_dir, raw_dir)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     sentences = corpora.load(corpus, cache, mirror)
     timings["read_corpus"] = time.perf_counter() - t0
     meta = {
         "model": name,
-        **({"source": describe(model)} if local else {}),
+        **({"source": resolved.source} if resolved.local else {}),
         "corpus": corpus_label,
         "corpus_sentences": len(sentences),
         "max_tokens": max_tokens,
@@ -123,24 +125,29 @@ def run_layers(
         timings,
         progress,
     )
-    rows, view, clusters, info = _static(job) if model in STATIC_MODELS else _contextual(job)
+    rows, views, clusters, kmeans, dims, info = _static(job) if model in STATIC_MODELS else _contextual(job)
     for row in rows:
         _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(info)
     meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
     meta = run_record("layers", meta.pop("settings"), meta)
     interrupt.check()
-    table = pd.DataFrame(rows)
-    table.insert(0, "corpus", meta["corpus"])
-    table.insert(0, "model", name)
+
+    def labelled(frame: pd.DataFrame) -> pd.DataFrame:
+        frame.insert(0, "corpus", meta["corpus"])
+        frame.insert(0, "model", name)
+        return frame
+
+    table = labelled(pd.DataFrame(rows))
     with atomic_dir(out, expected=LAYER_FILES, force=force, kind="layers") as tmp:
         table.to_parquet(tmp / "layers.parquet", index=False)
         table.to_csv(tmp / "layers.csv", index=False)
-        pd.DataFrame(view).to_parquet(tmp / "pca.parquet", index=False)
-        composition = pd.DataFrame(clusters)
-        composition.insert(0, "corpus", meta["corpus"])
-        composition.insert(0, "model", name)
-        composition.to_parquet(tmp / "clusters.parquet", index=False)
+        views.to_parquet(tmp / "pca.parquet", index=False)
+        labelled(pd.DataFrame(clusters)).to_parquet(tmp / "clusters.parquet", index=False)
+        labelled(pd.DataFrame(kmeans, columns=["layer", "subset", "sample", "k", "silhouette"])).to_parquet(
+            tmp / "kmeans.parquet", index=False
+        )
+        labelled(dims).to_parquet(tmp / "dims.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=float) + "\n")
     return out
 
@@ -165,17 +172,70 @@ class _Job:
     progress: bool | None
 
 
+def roll_layer(n_states: int) -> int:
+    """The layer at the depth where Cai et al. show GPT-2's "Swiss roll": their layer 2 of 12, scaled to the model
+    (states 0..L)."""
+    return max(1, round((n_states - 1) * 2 / 12)) if n_states > 1 else 0
+
+
+def _layer_outputs(layer: int, row: dict, extra: dict, types: np.ndarray, positions: np.ndarray | None):
+    """The rows a layer adds to clusters.parquet, kmeans.parquet and dims.parquet."""
+    idx = extra["sample"]
+    chosen = slice(None) if idx is None else idx.cpu().numpy()
+    clusters = [
+        {"layer": layer, "subset": "all", **c}
+        for c in cluster_composition(extra["clusters"], types[chosen], None if positions is None else positions[chosen])
+    ]
+    if extra["nofirst"] is not None:
+        where, labels = extra["nofirst"]
+        where = where.cpu().numpy()
+        clusters += [
+            {"layer": layer, "subset": "no first token", **c}
+            for c in cluster_composition(labels, types[where], positions[where])
+        ]
+    kmeans = [{"layer": layer, **r} for r in extra["kmeans"]]
+    profile = extra["dims"]
+    dims = {
+        "layer": np.full(len(profile["mean_abs_activation"]), layer),
+        "dim": np.arange(len(profile["mean_abs_activation"])),
+        **profile,
+    }
+    return clusters, kmeans, pd.DataFrame(dims)
+
+
+def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -> dict:
+    """The static baseline of a contextual model: LID, TwoNN and IsoScore of its own input-embedding rows of the
+    token types analysed (Cai et al.'s Table 3 sets contextual LID against static vectors)."""
+    from ..metrics import isoscore, knn_distances, lid_from_distances, lid_mle, twonn_from_distances
+    from .measure import _unit
+
+    table = encoder.model.get_input_embeddings().weight.detach()
+    rows = table[torch.as_tensor(np.unique(token_ids), device=table.device)].to(dev).float()
+    info = {"n_points": int(rows.shape[0]), "dim": int(rows.shape[1])}
+    if rows.shape[0] <= settings.k_lid:
+        return {**info, "note": f"{rows.shape[0]} types, fewer than LID's {settings.k_lid} neighbours + 1"}
+    r = knn_distances(rows, settings.k_lid)
+    return {
+        **info,
+        "lid_euclidean": lid_from_distances(r),
+        "lid_cosine": lid_mle(_unit(rows), k=settings.k_lid),
+        "twonn": twonn_from_distances(r),
+        "isoscore": isoscore(rows),
+    }
+
+
 def _contextual(job: _Job):
-    model, sentences, settings, types, view_layer = job.model, job.sentences, job.settings, job.types, job.view_layer
-    cache, mirror, dev, batch_size, stream, out = job.cache, job.mirror, job.dev, job.batch_size, job.stream, job.out
+    model, sentences, settings, types = job.model, job.sentences, job.settings, job.types
+    dev, batch_size, stream, out = job.dev, job.batch_size, job.stream, job.out
     timings, progress, max_tokens = job.timings, job.progress, job.settings.max_tokens
     t = time.perf_counter()
-    encoder = load_encoder(model, cache, mirror, dev)
+    encoder = load_encoder(model, job.cache, job.mirror, dev)
     timings["load_model"] = time.perf_counter() - t
     n_layers = encoder.n_states
-    view_layer = n_layers // 2 if view_layer is None else view_layer
+    view_layer = n_layers // 2 if job.view_layer is None else job.view_layer
     if not 0 <= view_layer < n_layers:
         raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
+    view_layers = {view_layer: "middle", roll_layer(n_layers): "roll"}
     t = time.perf_counter()
     chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
     n_points = sum(count_points(encoder, words, types) for words in chosen)
@@ -186,14 +246,16 @@ def _contextual(job: _Job):
     t = time.perf_counter()
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []
+    id_parts: list[np.ndarray] = []
     n_special = 0
     bar = progress_bar(progress, len(chosen), f"{job.name}: encoding", "sent")
     with LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None) as store:
-        for layers, point_types, specials, positions in batches(encoder, chosen, batch_size=batch_size, mode=types):
-            store.append(layers)
-            type_list += point_types
-            position_parts.append(positions)
-            n_special += specials
+        for batch in batches(encoder, chosen, batch_size=batch_size, mode=types):
+            store.append(batch.layers)
+            type_list += batch.types
+            position_parts.append(batch.positions)
+            id_parts.append(batch.token_ids)
+            n_special += batch.n_special
             interrupt.check()
             if bar is not None:
                 bar.update(min(batch_size, len(chosen) - bar.n))
@@ -203,32 +265,30 @@ def _contextual(job: _Job):
         type_arr = np.asarray(type_list, dtype=object)
         position_arr = np.concatenate(position_parts)
         freq = Counter(type_list)
-        rows, view, clusters = [], {}, []
+        rows, views, clusters, kmeans, dims = [], [], [], [], []
         bar = progress_bar(progress, n_layers, f"{job.name}: measuring", "layer")
         for layer in range(n_layers):
             t = time.perf_counter()
             points = torch.from_numpy(store.layer(layer)).to(dev)
-            row, extra = layer_metrics(points, type_arr, settings)
+            row, extra = layer_metrics(points, type_arr, settings, position_arr)
             rows.append({"layer": layer, **row})
-            idx = extra["sample"]
-            sample_types = type_arr if idx is None else type_arr[idx.cpu().numpy()]
-            sample_positions = position_arr if idx is None else position_arr[idx.cpu().numpy()]
-            clusters += [
-                {"layer": layer, **c} for c in cluster_composition(extra["clusters"], sample_types, sample_positions)
-            ]
-            if layer == view_layer:
-                sample_points = points if idx is None else points[idx]
-                view = {
-                    "layer": layer,
-                    **pca_view(
-                        sample_points,
-                        extra["clusters"],
-                        sample_types,
-                        np.array([freq[x] for x in sample_types]),
-                        sample_positions,
-                        seed=settings.seed,
-                    ),
-                }
+            layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
+            clusters += layer_clusters
+            kmeans += layer_kmeans
+            dims.append(layer_dims)
+            if layer in view_layers:
+                idx = extra["sample"]
+                pick = slice(None) if idx is None else idx.cpu().numpy()
+                sample_types = type_arr[pick]
+                view = pca_view(
+                    points if idx is None else points[idx],
+                    extra["clusters"],
+                    sample_types,
+                    np.array([freq[x] for x in sample_types]),
+                    position_arr[pick],
+                    seed=settings.seed,
+                )
+                views.append(pd.DataFrame({"layer": layer, "view": view_layers[layer], **view}))
             timings[f"layer{layer}"] = time.perf_counter() - t
             del points
             interrupt.check()
@@ -237,6 +297,9 @@ def _contextual(job: _Job):
         if bar is not None:
             bar.close()
         streamed = store.on_disk
+    t = time.perf_counter()
+    input_table = _input_table(encoder, np.concatenate(id_parts), settings, dev) if types == "tokens" else {}
+    timings["input_table"] = time.perf_counter() - t
     info = {
         "n_layers": n_layers,
         "dim": encoder.dim,
@@ -244,50 +307,45 @@ def _contextual(job: _Job):
         "sentences_used": len(chosen),
         "special_tokens_excluded": n_special,
         "view_layer": view_layer,
+        "roll_layer": roll_layer(n_layers),
         "streamed": streamed,
-        "hidden_states": "0 = embeddings, 1..L = blocks",
+        "hidden_states": "0 = embeddings, 1..L = blocks (GPT-2, Llama, Gemma: L after the final norm)",
+        "tokenizer": {
+            "words": "split" if encoder.split_words else "joined text, pieces to words by offsets",
+            "special_tokens_added": encoder.specials_added,
+            "padding_side": "right",
+        },
+        "input_table": input_table,
     }
-    return rows, view, clusters, info
+    return rows, pd.concat(views, ignore_index=True), clusters, kmeans, pd.concat(dims, ignore_index=True), info
 
 
 def _static(job: _Job):
-    model, sentences, settings, cache, mirror, dev = (
-        job.model,
-        job.sentences,
-        job.settings,
-        job.cache,
-        job.mirror,
-        job.dev,
-    )
-    timings, max_tokens = job.timings, job.settings.max_tokens
+    settings = job.settings
     t = time.perf_counter()
-    vectors = STATIC_MODELS[model].load(cache, mirror)
-    timings["load_model"] = time.perf_counter() - t
+    vectors = STATIC_MODELS[job.model].load(job.cache, job.mirror)
+    job.timings["load_model"] = time.perf_counter() - t
     known = set(vectors.words)
-    chosen = corpora.sample(sentences, max_tokens, settings.seed, len)
+    chosen = corpora.sample(job.sentences, settings.max_tokens, settings.seed, len)
     counts = Counter(w.lower() for words in chosen for w in words)
     words = sorted(w for w in counts if w in known)
     if len(words) < 3:
-        raise ValueError(f"only {len(words)} of the corpus' words are in the vocabulary of {model}")
+        raise ValueError(f"only {len(words)} of the corpus' words are in the vocabulary of {job.model}")
     t = time.perf_counter()
-    points = torch.from_numpy(vectors.lookup(words)).to(dev)
-    row, extra = layer_metrics(points, np.arange(len(words)), settings)
-    timings["layer0"] = time.perf_counter() - t
+    points = torch.from_numpy(vectors.lookup(words)).to(job.dev)
+    word_arr = np.asarray(words, dtype=object)
+    row, extra = layer_metrics(points, word_arr, settings)
+    job.timings["layer0"] = time.perf_counter() - t
     idx = extra["sample"]
-    sample_words = (
-        np.asarray(words, dtype=object) if idx is None else np.asarray(words, dtype=object)[idx.cpu().numpy()]
+    sample_words = word_arr if idx is None else word_arr[idx.cpu().numpy()]
+    view = pca_view(
+        points if idx is None else points[idx],
+        extra["clusters"],
+        sample_words,
+        np.array([counts[w] for w in sample_words]),
+        seed=settings.seed,
     )
-    view = {
-        "layer": 0,
-        **pca_view(
-            points if idx is None else points[idx],
-            extra["clusters"],
-            sample_words,
-            np.array([counts[w] for w in sample_words]),
-            seed=settings.seed,
-        ),
-    }
-    clusters = [{"layer": 0, **c} for c in cluster_composition(extra["clusters"], sample_words, None)]
+    clusters, kmeans, dims = _layer_outputs(0, row, extra, word_arr, None)
     info = {
         "n_layers": 1,
         "dim": int(points.shape[1]),
@@ -297,4 +355,5 @@ def _static(job: _Job):
         "words_not_in_vocabulary": len(counts) - len(words),
         "static": True,
     }
-    return [{"layer": 0, **row}], view, clusters, info
+    views = pd.DataFrame({"layer": 0, "view": "middle", **view})
+    return [{"layer": 0, **row}], views, clusters, kmeans, dims, info

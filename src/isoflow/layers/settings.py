@@ -18,11 +18,21 @@ class LayerSettings:
     )
     sample_cap: int = setting(20_000, "points for K-means, LID and TwoNN", minimum=3)
     k_max: int = setting(15, "K-means tries K = 2..K_MAX", minimum=2)
+    kmeans_samples: int = setting(3, "samples of SAMPLE_CAP points on which K is chosen (its spread)", minimum=1)
+    kmeans_starts: int = setting(5, "k-means++ starts per K and sample (the best inertia is kept)", minimum=1)
     min_silhouette: float = setting(
         0.1, "below this best silhouette the layer is one cluster", minimum=0.0, maximum=1.0
     )
     k_lid: int = setting(100, "neighbours for LID (Cai et al.'s)", minimum=2)
     max_per_type: int = setting(1000, "instances per type for S_intra", minimum=2)
+    outlier_factor: float = setting(
+        5.0,
+        "an outlier dimension's mean |activation| is at least this many times the median dimension's",
+        exclusive_minimum=0.0,
+    )
+    outlier_remove: int = setting(
+        3, "dimensions (largest mean |activation|) removed to measure without them", minimum=0
+    )
     seed: int = setting(0, "seed of the sentence order, the samples and K-means", minimum=0)
 
     def __post_init__(self):

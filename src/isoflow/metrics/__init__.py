@@ -24,7 +24,14 @@ from .isotropy import (
     s_inter,
     s_intra,
 )
-from .silhouette import silhouette, silhouette_sqeuclidean, silhouette_sqeuclidean_tensor, silhouette_tensor
+from .outliers import cosine_shares, drop_dimensions, mean_abs_activation, outlier_dimensions, peak_ratio
+from .silhouette import (
+    silhouette,
+    silhouette_sqeuclidean,
+    silhouette_sqeuclidean_tensor,
+    silhouette_tensor,
+    silhouettes,
+)
 
 __all__ = [
     "Clusters",
@@ -36,8 +43,10 @@ __all__ = [
     "cluster_centered",
     "check_shrinkage",
     "cosine_anisotropy",
+    "cosine_shares",
     "covariance",
     "covariance_tensor",
+    "drop_dimensions",
     "encode_labels",
     "geometry",
     "isoscore",
@@ -50,6 +59,9 @@ __all__ = [
     "knn_distances",
     "lid_from_distances",
     "lid_mle",
+    "mean_abs_activation",
+    "outlier_dimensions",
+    "peak_ratio",
     "s_inter",
     "s_intra",
     "sample_rows",
@@ -58,6 +70,7 @@ __all__ = [
     "silhouette_sqeuclidean",
     "silhouette_sqeuclidean_tensor",
     "silhouette_tensor",
+    "silhouettes",
     "subtract_cluster_means",
     "twonn",
     "twonn_from_distances",

@@ -42,18 +42,26 @@ def kmeans_plusplus(x: torch.Tensor, k: int, generator: torch.Generator) -> torc
 
 
 def lloyd(
-    x: torch.Tensor, centres: torch.Tensor, *, max_iter: int = 300, tol: float = 1e-10
+    x: torch.Tensor,
+    centres: torch.Tensor,
+    *,
+    max_iter: int = 300,
+    tol: float = 1e-10,
+    dtype: torch.dtype = torch.float64,
+    variance: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """Lloyd iterations from given centres, float64. Returns (labels, centres, inertia).
+    """Lloyd iterations from given centres, in ``dtype`` (float64 by default; float32 halves the time, as
+    scikit-learn computes float32 input). Returns (labels, centres, inertia).
 
     Stops when the total squared centre shift falls below ``tol`` times the mean
-    per-feature variance (scikit-learn's criterion). An emptied cluster keeps its centre.
+    per-feature variance (scikit-learn's criterion; ``variance``: that mean, when the caller has it already).
+    An emptied cluster keeps its centre.
     """
-    x = x.to(torch.float64)
+    x = x.to(dtype)
     xx = (x * x).sum(1)  # once, not per iteration
-    c = centres.to(torch.float64).clone()
+    c = centres.to(dtype).clone()
     k = c.shape[0]
-    tol_abs = tol * float(x.var(dim=0).mean())
+    tol_abs = tol * (float(x.var(dim=0).mean()) if variance is None else variance)
     for _ in range(max_iter):
         labels = _sq_dists(x, c, xx).argmin(dim=1)
         sums = torch.zeros_like(c).index_add_(0, labels, x)
@@ -69,16 +77,27 @@ def lloyd(
 
 
 def kmeans(
-    X: ArrayLike, k: int, *, n_init: int = 3, seed: int = 0, max_iter: int = 300, tol: float = 1e-10
+    X: ArrayLike,
+    k: int,
+    *,
+    n_init: int = 3,
+    seed: int = 0,
+    max_iter: int = 300,
+    tol: float = 1e-10,
+    dtype: torch.dtype = torch.float64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """k-means (best inertia of ``n_init`` k-means++ starts). Returns (labels (n,), centres (k, dim))."""
-    x = as_points(X).to(torch.float64)
+    """k-means (best inertia of ``n_init`` k-means++ starts). Returns (labels (n,), centres (k, dim)).
+    ``dtype``: of the whole computation (:func:`lloyd`)."""
+    x = as_points(X).to(dtype)
     if not 1 <= k <= x.shape[0]:
         raise ValueError(f"k must be between 1 and n_points = {x.shape[0]}; got {k}")
     g = torch.Generator(device="cpu").manual_seed(seed)
+    variance = float(x.var(dim=0).mean())
     best = None
     for _ in range(n_init):
-        labels, centres, inertia = lloyd(x, kmeans_plusplus(x, k, g), max_iter=max_iter, tol=tol)
+        labels, centres, inertia = lloyd(
+            x, kmeans_plusplus(x, k, g), max_iter=max_iter, tol=tol, dtype=dtype, variance=variance
+        )
         if best is None or inertia < best[2]:
             best = (labels, centres, inertia)
     return best[0], best[1]

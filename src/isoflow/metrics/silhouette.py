@@ -82,20 +82,27 @@ def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return left, right
 
 
-def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
+def _euclidean_cluster_sums_numpy(
+    x: np.ndarray, codes: np.ndarray | None, k: int, block: int, indicator_t: np.ndarray | None = None
+) -> np.ndarray:
     """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
     roots and per-cluster sums: :func:`_product_sums`, or above ``SCATTER_ABOVE_K`` clusters :func:`_run_sums`): on a
     host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products would fight OpenBLAS's
     still-spinning threads for the cores, and OpenBLAS's products torch's (device_policy.py). Returns S transposed,
-    (k, n), in the caller's order."""
-    order = np.argsort(codes, kind="stable") if k > SCATTER_ABOVE_K else None
+    (k, n), in the caller's order. ``indicator_t`` (k, n): sums into any 0/1 rows instead of ``codes``' clusters
+    (several clusterings at once: :func:`silhouettes`)."""
+    if indicator_t is None:
+        indicator_t = (codes[None, :] == np.arange(k)[:, None]) if k <= SCATTER_ABOVE_K else None
+    order = np.argsort(codes, kind="stable") if indicator_t is None else None
     if order is not None:
         x, codes = x[order], codes[order]
     left, right = _augmented_numpy(x)
     n = left.shape[0]
     S = np.zeros((k, n), dtype=np.float64)
     buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
-    block_sums = _product_sums(codes, k, min(block, n), left.dtype) if order is None else _run_sums(codes, n, block)
+    block_sums = (
+        _product_sums(indicator_t.astype(left.dtype), min(block, n)) if order is None else _run_sums(codes, n, block)
+    )
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -126,10 +133,11 @@ def _euclidean_cluster_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int, bloc
 BlockSums = list[tuple[slice | np.ndarray, slice, np.ndarray]]
 
 
-def _product_sums(codes: np.ndarray, k: int, b: int, dtype: np.dtype):
+def _product_sums(onehot_t: np.ndarray, b: int):
     """A block's sums into its columns' points and, off the diagonal, into its rows' points, as products with the
-    clusters' indicator vectors (up to ``GEMV_UP_TO_K`` clusters, one matrix-vector product each) or one thin GEMM."""
-    onehot_t = (codes[None, :] == np.arange(k)[:, None]).astype(dtype)  # (k, n)
+    clusters' indicator vectors ``onehot_t`` (k, n) (up to ``GEMV_UP_TO_K`` clusters, one matrix-vector product each)
+    or one thin GEMM."""
+    k, dtype = onehot_t.shape[0], onehot_t.dtype
     onehot = np.ascontiguousarray(onehot_t.T)  # (n, k): D·onehot reads D row-major
     cols, rows = np.empty((k, b), dtype), np.empty((k, b), dtype)
 
@@ -172,7 +180,9 @@ def _run_sums(sorted_codes: np.ndarray, n: int, block: int):
     return block_sums
 
 
-def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
+def _euclidean_cluster_sums(
+    x: torch.Tensor, clusters: Clusters | None, block: int | None, indicator_t: torch.Tensor | None = None
+) -> torch.Tensor:
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle), for rescaled, centred
     ``x`` (:func:`_centred`).
 
@@ -181,20 +191,25 @@ def _euclidean_cluster_sums(x: torch.Tensor, clusters: Clusters, block: int | No
     [x, ‖x‖², 1]·[−2y, 1, ‖y‖²]ᵀ (no separate broadcast-add pass), on centred data
     (centring shrinks the norms, hence the cancellation error, without changing
     any distance). Per-cluster sums accumulate in float64. In torch (a GPU, or a host whose CPU BLAS is torch's; the
-    NumPy one: :func:`_euclidean_cluster_sums_numpy`).
+    NumPy one: :func:`_euclidean_cluster_sums_numpy`). ``indicator_t`` (k, n): sums into any 0/1 rows instead of the
+    clusters' (several clusterings at once: :func:`silhouettes`).
     """
     n = x.shape[0]
     block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (device_policy.py)
     # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
     # (multi-label tasks: hundreds of label sets): a scatter-add, O(b²) per block pair whatever k.
-    scatter = clusters.k > SCATTER_ABOVE_K
-    codes = clusters.codes
-    onehot_t = None if scatter else clusters.one_hot(x.dtype).T.contiguous()  # (k, n)
+    scatter = indicator_t is None and clusters.k > SCATTER_ABOVE_K
+    codes = None if clusters is None else clusters.codes
+    if indicator_t is not None:
+        onehot_t = indicator_t.to(x.dtype).contiguous()
+    else:
+        onehot_t = None if scatter else clusters.one_hot(x.dtype).T.contiguous()  # (k, n)
+    rows = onehot_t.shape[0] if onehot_t is not None else clusters.k
     sq = (x * x).sum(dim=1, keepdim=True)
     one = torch.ones_like(sq)
     left = torch.cat([x, sq, one], dim=1)
     right = torch.cat([-2.0 * x, one, sq], dim=1)
-    S = torch.zeros(clusters.k, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
+    S = torch.zeros(rows, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -250,6 +265,39 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
             )
             return torch.tensor(_silhouette_from_sums_numpy(S_t, codes, clusters.sizes.numpy()), dtype=torch.float64)
         return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
+
+
+def silhouettes(X: ArrayLike, labelings, *, block: int | None = None) -> list[float]:
+    """The Euclidean mean silhouette of each of several labellings of the same points, from one pass over the
+    pairwise distances (their sums into every cluster of every labelling at once): choosing K for K-means costs one
+    distance pass, not one per K. Each value equals :func:`silhouette` of that labelling.
+
+    >>> import torch
+    >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
+    >>> [round(s, 4) for s in silhouettes(X, [[0, 0, 1, 1], [0, 1, 0, 1]])]
+    [0.9002, -0.4475]"""
+    x = as_points(X)
+    if block is not None and (isinstance(block, bool) or not isinstance(block, int) or block < 1):
+        raise ValueError(f"block must be a positive integer or None (the device's size policy); got {block}")
+    x = x.to(distance_dtype(x))
+    clusterings = [encode_labels(labels, x.shape[0], device=x.device) for labels in labelings]
+    if not clusterings:
+        return []
+    for clusters in clusterings:
+        check_cluster_count(clusters)
+    indicator_t = torch.cat([c.one_hot(x.dtype).T for c in clusterings])  # (Σk, n)
+    offsets = np.cumsum([0] + [c.k for c in clusterings])
+    with torch.no_grad():
+        x = x.detach()
+        if numpy_blas(x):
+            block = block or block_size(x.shape[0], x.device, x.dtype, DEFAULT_BLOCK)
+            S_t = _euclidean_cluster_sums_numpy(x.numpy(), None, len(indicator_t), block, indicator_t.numpy())
+            return [
+                _silhouette_from_sums_numpy(S_t[a:b], c.codes.numpy(), c.sizes.numpy())
+                for c, a, b in zip(clusterings, offsets[:-1], offsets[1:])
+            ]
+        S = _euclidean_cluster_sums(_centred(x), None, block, indicator_t)
+        return [float(_silhouette_from_sums(S[:, a:b], c)) for c, a, b in zip(clusterings, offsets[:-1], offsets[1:])]
 
 
 def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> float:
@@ -353,4 +401,4 @@ def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int | None
     return float(silhouette_sqeuclidean_tensor(x, clusters, block=block))
 
 
-__all__ = ["silhouette", "silhouette_tensor", "silhouette_sqeuclidean", "silhouette_sqeuclidean_tensor"]
+__all__ = ["silhouette", "silhouette_tensor", "silhouette_sqeuclidean", "silhouette_sqeuclidean_tensor", "silhouettes"]

@@ -1,11 +1,12 @@
-"""Model registry: SBERT sentence encoders and static word vectors, by short name."""
+"""Model registry: SBERT sentence encoders, static word vectors and GGUF language models, by short name."""
 
 from __future__ import annotations
 
+from .gguf import GGUF_MODELS, GgufModel
 from .sbert import SENTENCE_MODELS, ModelUnavailableError, SentenceModel
 from .static import STATIC_MODELS, StaticModel, StaticVectors
 
-MODELS: tuple[str, ...] = (*SENTENCE_MODELS, *STATIC_MODELS)
+MODELS: tuple[str, ...] = (*SENTENCE_MODELS, *STATIC_MODELS, *GGUF_MODELS)
 
 
 def _unknown(name: str) -> ValueError:
@@ -41,6 +42,8 @@ def is_static(name: str) -> bool:
 
 
 __all__ = [
+    "GGUF_MODELS",
+    "GgufModel",
     "MODELS",
     "SENTENCE_MODELS",
     "STATIC_MODELS",

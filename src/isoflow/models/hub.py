@@ -84,17 +84,6 @@ def hub_folder(model_id: str) -> Path:
     return folder
 
 
-def resolve(model: str, model_name: str | None = None) -> tuple[str, str | None]:
-    """(what to load, the name to give outputs): a hub id becomes its local folder, named by ``model_name`` or
-    :func:`hub_name`; anything else (a built-in name, a local folder) is returned as it is."""
-    from . import MODELS
-
-    model = str(model)
-    if model in MODELS or not is_hub_id(model):
-        return model, model_name
-    return str(hub_folder(model)), model_name or hub_name(model)
-
-
 def hub_origin(folder: str | os.PathLike) -> dict:
     """``{"hub_id", "revision"}`` when ``folder`` is a snapshot in a Hugging Face cache, else ``{}``."""
     match = _SNAPSHOT.search(Path(folder).resolve().as_posix())

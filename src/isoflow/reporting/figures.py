@@ -69,8 +69,10 @@ MODEL_COLOURS = {
     "plain-gpt2": "#17becf",
     "minilm-words": "#aec7e8",
     "mpnet-words": "#ffbb78",
+    "smollm2-135m": "#e377c2",
+    "gemma3-270m": "#bcbd22",
 }
-_OTHER_COLOURS = ("#e377c2", "#7f7f7f", "#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
+_OTHER_COLOURS = ("#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 
 
 def model_colour(name: str) -> str:

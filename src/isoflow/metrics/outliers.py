@@ -1,0 +1,99 @@
+"""Outlier ("rogue") dimensions: the few coordinates whose magnitude dwarfs the rest, and how much of the mean cosine
+they carry.
+
+* :func:`mean_abs_activation`: a_k = mean_i |x_ik|, the activation profile of the I-STAR poster's Figure 1;
+* :func:`peak_ratio`: max_k a_k / median_k a_k, threshold-free;
+* :func:`outlier_dimensions`: the dimensions with a_k ≥ ``factor`` × median_k a_k, largest first;
+* :func:`cosine_shares`: each dimension's share of the mean cosine of distinct pairs (Timkey & van Schijndel 2021);
+* :func:`drop_dimensions`: the points without some dimensions, to recompute any measure without them.
+
+References: W. Timkey, M. van Schijndel. *All bark and no bite: rogue dimensions in transformer language models
+obscure representational quality*. EMNLP 2021. O. Kovaleva et al. *BERT busters: outlier dimensions that disrupt
+transformers*. Findings of ACL 2021. W. Rudman, C. Chen, C. Eickhoff. *Outlier dimensions encode task-specific
+knowledge*. EMNLP 2023 (there: variance ≥ 5 × the mean variance; here the magnitude against the median, which the
+outliers themselves cannot inflate).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validate import ArrayLike, as_points
+
+OUTLIER_FACTOR = 5.0  # default: a dimension ≥ 5 × the median dimension's mean |activation| is an outlier
+
+
+def mean_abs_activation(X: ArrayLike) -> torch.Tensor:
+    """a_k = mean_i |x_ik|, float64, shape (dim,), on X's device.
+
+    >>> mean_abs_activation([[1.0, -2.0], [3.0, 0.0]]).tolist()
+    [2.0, 1.0]"""
+    return as_points(X, min_points=1).to(torch.float64).abs().mean(dim=0)
+
+
+def _median(a: torch.Tensor) -> float:
+    return float(torch.quantile(a, 0.5))  # the mean of the two middle values for an even count, as NumPy's
+
+
+def peak_ratio(X: ArrayLike) -> float:
+    """max_k a_k / median_k a_k of the mean |activation|. A space without outlier dimensions stays near 1–3.
+    (A profile a already computed is its own one-row X: ``peak_ratio(a[None, :])``.)
+
+    >>> peak_ratio([[1.0, 1.0, 2.0, 8.0]])
+    5.333333333333333"""
+    a = mean_abs_activation(X)
+    return float(a.max()) / _median(a)
+
+
+def outlier_dimensions(X: ArrayLike, factor: float = OUTLIER_FACTOR) -> list[int]:
+    r"""Dimensions k with :math:`a_k \ge` ``factor`` :math:`\times \operatorname{median}_j a_j`, largest first.
+
+    >>> outlier_dimensions([[0.1, 1.0, 0.2, 9.0, 0.1], [0.1, -1.0, 0.2, -7.0, 0.1]], factor=5)
+    [3, 1]"""
+    if not factor > 0:
+        raise ValueError(f"factor must be > 0; got {factor}")
+    a = mean_abs_activation(X)
+    threshold = factor * _median(a)
+    return [int(k) for k in torch.argsort(a, descending=True) if float(a[k]) >= threshold]
+
+
+def cosine_shares(X: ArrayLike) -> torch.Tensor:
+    r"""Each dimension's contribution to the mean cosine of all distinct pairs, and their sum is that mean cosine
+    (:func:`isoflow.metrics.cosine_anisotropy`). With :math:`u_i = x_i / \lVert x_i \rVert`,
+
+    .. math:: CC_k = \frac{1}{n(n-1)} \sum_{i \ne j} u_{ik} u_{jk}
+              = \frac{(\sum_i u_{ik})^2 - \sum_i u_{ik}^2}{n(n-1)},
+
+    O(n·d), float64 (Timkey & van Schijndel 2021). Zero vectors have no direction and are left out.
+
+    >>> shares = cosine_shares([[1.0, 1.0], [1.0, -1.0], [2.0, 0.0]])  # a share may be negative
+    >>> [round(v, 4) for v in shares.tolist()], round(float(shares.sum()), 4)  # the sum: the mean cosine, 0.4714
+    ([0.6381, -0.1667], 0.4714)"""
+    x = as_points(X).to(torch.float64)
+    norms = torch.linalg.vector_norm(x, dim=1)
+    u = x[norms > 0] / norms[norms > 0, None]
+    n = u.shape[0]
+    if n < 2:
+        raise ValueError(f"cosine shares need at least 2 non-zero points; got {n}")
+    return (u.sum(dim=0) ** 2 - (u * u).sum(dim=0)) / (n * (n - 1))
+
+
+def drop_dimensions(X: ArrayLike, dims) -> torch.Tensor:
+    """X without the columns ``dims`` (on X's device, X's dtype).
+
+    >>> drop_dimensions([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], [1]).tolist()
+    [[1.0, 3.0], [4.0, 6.0]]"""
+    x = as_points(X, min_points=1)
+    keep = torch.ones(x.shape[1], dtype=torch.bool, device=x.device)
+    keep[list(dims)] = False
+    return x[:, keep]
+
+
+__all__ = [
+    "OUTLIER_FACTOR",
+    "cosine_shares",
+    "drop_dimensions",
+    "mean_abs_activation",
+    "outlier_dimensions",
+    "peak_ratio",
+]
