@@ -129,6 +129,71 @@ def test_k_equals_one_below_the_silhouette_threshold():
     assert layer_metrics(blobs, types, strict)[0]["cluster_k"] == 1
 
 
+def test_k_decision_and_its_spread_over_samples():
+    """Three separated blobs: every sample finds them; the silhouettes per sample are scikit-learn's of the true
+    partition on that sample (K-means recovers it), and their mean, lowest and highest make the decision."""
+    from sklearn.metrics import silhouette_score
+
+    from isoflow.layers.kmeans import decide_k
+    from isoflow.metrics import sample_rows
+
+    rng = np.random.default_rng(3)
+    truth = rng.integers(0, 3, 900)
+    X = rng.normal(scale=10.0, size=(3, 8))[truth] + rng.normal(size=(900, 8))
+    d = decide_k(torch.from_numpy(X), range(2, 6), sample_cap=400, samples=3, starts=2, seed=5)
+    expected = [
+        silhouette_score(X[idx.numpy()], truth[idx.numpy()])
+        for idx in (sample_rows(900, 400, 5 + s) for s in range(3))
+    ]
+    assert d.k == 3 and d.sample_k == [3, 3, 3] and d.settled and not d.rule_in_spread
+    assert d.silhouette == pytest.approx(np.mean(expected), abs=1e-9)
+    assert (d.low, d.high) == (pytest.approx(min(expected), abs=1e-9), pytest.approx(max(expected), abs=1e-9))
+    assert len(d.scores) == 3 * 4 and d.labels.shape == (400,)
+
+
+def test_first_tokens_and_clusters_are_told_apart():
+    """A layer whose only split is its first tokens (far out, as an attention sink's massive activation): K = 2 with
+    them, K = 1 without; the first-token cluster is named in the composition."""
+    rng = np.random.default_rng(4)
+    positions = np.tile(np.arange(10), 40)
+    X = rng.normal(size=(400, 16))
+    X[positions == 0] += 60.0
+    types = np.array([f"w{i % 30}" for i in range(400)], dtype=object)
+    row, extra = layer_metrics(X, types, LayerSettings(sample_cap=10_000, k_max=4, k_lid=5, kmeans_samples=2), positions)
+    assert row["cluster_k"] == 2 and row["cluster_silhouette"] > 0.5 and row["cluster_settled"]
+    assert row["nofirst_cluster_k"] == 1 and row["nofirst_cluster_silhouette"] < 0.1
+    where, labels = extra["nofirst"]
+    assert len(where) == 360 and (positions[where.numpy()] > 0).all()
+    from isoflow.layers.composition import cluster_composition
+
+    clusters = cluster_composition(extra["clusters"], types, positions)
+    assert sorted(c["share_first_position"] for c in clusters) == [0.0, 1.0]
+
+
+def test_outlier_dimensions_and_the_measures_without_them(small_layer):
+    X, types = small_layer
+    X = X.copy()
+    X[:, 4] *= 80.0  # one rogue dimension
+    s = LayerSettings(sample_cap=10_000, k_max=3, k_lid=10, outlier_factor=5.0, outlier_remove=2)
+    row, extra = layer_metrics(X, types, s)
+    a = np.abs(X).mean(axis=0)
+    assert row["outlier_dims"] == " ".join(str(k) for k in np.argsort(-a) if a[k] >= 5 * np.median(a))
+    assert row["outlier_count"] == len(row["outlier_dims"].split()) >= 1 and row["peak_ratio"] == pytest.approx(
+        a.max() / np.median(a)
+    )
+    np.testing.assert_allclose(extra["dims"]["mean_abs_activation"], a, rtol=1e-12)
+    U = unit(X)
+    n = len(X)
+    brute = [(np.outer(U[:, k], U[:, k]).sum() - (U[:, k] ** 2).sum()) / (n * (n - 1)) for k in range(X.shape[1])]
+    np.testing.assert_allclose(extra["dims"]["cosine_share"], brute, atol=1e-12)
+    assert sum(brute) == pytest.approx(row["cosine_anisotropy"], abs=1e-12)
+    rest = np.delete(X, np.argsort(-a)[:2], axis=1)
+    assert row["cosine_anisotropy_removed"] == pytest.approx(brute_mean_cos(rest), abs=1e-10)
+    assert row["s_inter_removed"] == pytest.approx(brute_s_inter(rest, types), abs=1e-10)
+    assert row["isoscore_removed"] == pytest.approx(float(IsoScore(rest)), abs=1e-6)
+    assert row["removed_cosine_share"] == pytest.approx(sum(np.array(brute)[np.argsort(-a)[:2]]) / sum(brute))
+
+
 # ----- the encoder: special tokens, words, streaming ------------------------------------------------------------------
 
 

@@ -191,3 +191,20 @@ def test_subset_with_absent_cluster_matches_sklearn(monkeypatch, gemm):
     assert sub.k == 3 and int(sub.sizes[2]) == 0
     got = float(silhouette_tensor(torch.from_numpy(X)[keep], sub))
     assert got == pytest.approx(silhouette_score(X[y != 2], y[y != 2]), abs=1e-6)
+
+
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+def test_several_labellings_in_one_pass_match_sklearn(monkeypatch, gemm):
+    """silhouettes(): each labelling's value is scikit-learn's, whatever the others (K-means' K = 2..15 at once)."""
+    from isoflow.metrics import silhouettes
+
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
+    X, y = make_cloud("clustered", 700, 10, 5)
+    rng = np.random.default_rng(0)
+    labellings = [y, *(rng.integers(0, k, 700) for k in range(2, 16)), np.where(y == 0, "a", "b")]
+    got = silhouettes(X, labellings, block=128)
+    assert got == pytest.approx([silhouette_score(X, lab) for lab in labellings], abs=1e-6)
+    assert silhouettes(torch.from_numpy(X.astype(np.float32)), [y])[0] == pytest.approx(silhouette(X, y), abs=1e-5)
+    assert silhouettes(X, []) == []
+    with pytest.raises(ValueError, match="clusters"):
+        silhouettes(X, [y, np.zeros(700)])

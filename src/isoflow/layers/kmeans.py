@@ -83,27 +83,35 @@ def decide_k(
             for i, v in zip(extras, values[len(usable) :]):
                 extra_scores[i] = v
     scores = [{"sample": s, "k": k, "silhouette": v} for s, row in enumerate(per_sample) for k, v in row.items()]
-    common = [k for k in k_values if all(k in row for row in per_sample)]
+    decision = summarise(per_sample, k_values, min_silhouette)
     none = torch.zeros(_n(x, first_index), dtype=torch.int64, device=x.device)
+    decision.scores, decision.extra, decision.sample = scores, extra_scores, first_index
+    decision.labels = first_labels[decision.k] if decision.k > 1 else none
+    return decision
+
+
+def summarise(per_sample: list[dict[int, float]], k_values, min_silhouette: float = 0.1) -> KDecision:
+    """The decision from the silhouettes of every K on every sample (``per_sample[s][k]``; a K missing from a sample:
+    K-means collapsed there): see the module docstring.
+
+    >>> d = summarise([{2: 0.12, 3: 0.05}, {2: 0.08, 3: 0.06}, {2: 0.13, 3: 0.30}], [2, 3])
+    >>> d.k, round(d.silhouette, 4), d.low, d.high, d.sample_k, d.settled, d.rule_in_spread
+    (3, 0.1367, 0.05, 0.3, [2, 1, 3], False, True)"""
+    common = [k for k in k_values if all(k in row for row in per_sample)]
     if not common:
         nan = float("nan")
-        return KDecision(1, nan, nan, nan, [1] * samples, False, scores, extra_scores, first_index, none)
+        return KDecision(1, nan, nan, nan, [1] * len(per_sample), False)
     means = {k: float(np.mean([row[k] for row in per_sample])) for k in common}
     best = max(common, key=lambda k: means[k])
     values = [row[best] for row in per_sample]
     low, high = float(min(values)), float(max(values))
-    decided = best if means[best] >= min_silhouette else 1
     return KDecision(
-        k=decided,
+        k=best if means[best] >= min_silhouette else 1,
         silhouette=means[best],
         low=low,
         high=high,
         sample_k=[_own_decision(row, min_silhouette) for row in per_sample],
         rule_in_spread=low <= min_silhouette <= high,
-        scores=scores,
-        extra=extra_scores,
-        sample=first_index,
-        labels=first_labels[decided] if decided > 1 else none,
     )
 
 

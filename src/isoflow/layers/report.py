@@ -282,7 +282,7 @@ def figures(
                 ax.set_xlabel("layer (0 = embeddings)")
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 if log:
-                    ax.set_yscale("log")
+                    _plain_log_axis(ax)
                 ax.grid(alpha=0.3, which="both" if log else "major")
         legend_below(fig, list(_handles(axes).values()))
         suptitle(fig, title)
@@ -332,6 +332,16 @@ def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
 DASHED = {"_centred": "cluster-centred", "": ""}
 
 
+def _plain_log_axis(ax) -> None:
+    """A logarithmic y axis labelled 5, 10, 20, 50, … rather than 5×10⁰."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def _handles(axes) -> dict:
     handles = {}
     for ax in np.ravel(axes):  # one legend below the panels, each series once
@@ -367,46 +377,48 @@ def with_input_tables(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFr
 
 
 def kmeans_figure(ctx: pd.DataFrame, colour: dict, out_dir: Path) -> list[Path]:
-    """Per model: the best mean silhouette per layer with its spread over the samples (band), all points (solid) and
-    without first tokens (dashed), the 0.1 rule; and the silhouette of the symbol/word split."""
+    """Per model: the best mean silhouette per layer with its spread over the samples (filled band: all points;
+    hatched band: without first tokens), all points (solid) and without first tokens (dashed), the 0.1 rule; and the
+    silhouette of the symbol/word split."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     plt = pyplot()
     models = sorted(ctx["model"].unique())
     fig, axes = plt.subplots(
-        2, len(models), figsize=(2.9 * len(models), 5.6), squeeze=False, sharey="row", constrained_layout=True
+        2, len(models), figsize=(max(2.9 * len(models), 6.0), 5.8), squeeze=False, sharey="row", constrained_layout=True
     )
     for j, model in enumerate(models):
         g = ctx[ctx.model == model].sort_values("layer")
         ax = axes[0, j]
-        for prefix, style, label in (("", "-o", "all points"), ("nofirst_", "--s", "without first tokens")):
-            mean = g[f"{prefix}cluster_silhouette"]
+        for prefix, style, band in (("", "-o", {"alpha": 0.25}), ("nofirst_", "--s", {"hatch": "////", "alpha": 0.5})):
+            mean = g[f"{prefix}cluster_silhouette"].astype(float)
             if mean.notna().any():
-                ax.fill_between(
-                    g["layer"],
-                    g[f"{prefix}cluster_silhouette_low"],
-                    g[f"{prefix}cluster_silhouette_high"],
-                    color=colour[model],
-                    alpha=0.2,
-                    lw=0,
-                )
-                ax.plot(g["layer"], mean, style, ms=3, color=colour[model], label=label)
-        ax.axhline(0.1, color="k", lw=0.8, ls=":", label="K = 1 below 0.1 (Cai et al.)")
+                low, high = (g[f"{prefix}cluster_silhouette_{end}"].astype(float) for end in ("low", "high"))
+                fill = {"color": colour[model], "lw": 0} if "hatch" not in band else {"facecolor": "none", "lw": 0}
+                ax.fill_between(g["layer"], low, high, edgecolor=colour[model], **fill, **band)
+                ax.plot(g["layer"], mean, style, ms=3, color=colour[model])
+        ax.axhline(0.1, color="k", lw=0.8, ls=":")
         ax.set_title(f"{model}: best K-means silhouette", fontsize=8)
         ax.set_xlabel("layer", fontsize=8)
         ax.grid(alpha=0.3)
         ax = axes[1, j]
-        ax.plot(g["layer"], g["symbol_silhouette"], "-o", ms=3, color=colour[model])
+        ax.plot(g["layer"], g["symbol_silhouette"].astype(float), "-o", ms=3, color=colour[model])
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_title(f"{model}: symbols vs words", fontsize=8)
         ax.set_xlabel("layer", fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0, 0].set_ylabel("silhouette (band: lowest-highest sample)")
+    axes[0, 0].set_ylabel("silhouette of the chosen K")
     axes[1, 0].set_ylabel("silhouette of the split")
-    style = {}
-    for ax in axes[0]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            style.setdefault(lab, h)
-    legend_below(fig, list(style.values()))
-    suptitle(fig, "K-means per layer (mean of the samples, band: their spread) and the symbol/word split")
+    handles = [
+        Line2D([], [], color="0.2", marker="o", ms=3, label="all points: mean of the samples"),
+        Patch(color="0.2", alpha=0.25, label="lowest-highest sample"),
+        Line2D([], [], color="0.2", ls="--", marker="s", ms=3, label="without first tokens"),
+        Patch(facecolor="none", edgecolor="0.2", hatch="////", label="lowest-highest sample, without first tokens"),
+        Line2D([], [], color="k", ls=":", label="K = 1 below 0.1 (Cai et al.)"),
+    ]
+    legend_below(fig, handles)
+    suptitle(fig, "K-means per layer (one colour per model) and the symbol/word split")
     return save(fig, out_dir / "layers_kmeans")
 
 
@@ -530,8 +542,8 @@ def roll_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def outliers_figure(dims: pd.DataFrame, out_dir: Path) -> list[Path]:
-    """Per model (× corpus): mean |activation| of every dimension (x) in every layer (y), log colour, one scale per
-    model; outlier dimensions are vertical stripes."""
+    """Per model (× corpus): mean |activation| of every dimension (x) in every layer (y), log colour from a hundredth
+    of the median dimension's, one scale per model; outlier dimensions are vertical stripes."""
     import matplotlib
 
     plt = pyplot()
@@ -541,9 +553,12 @@ def outliers_figure(dims: pd.DataFrame, out_dir: Path) -> list[Path]:
         d = dims[(dims.model == model) & (dims.corpus == corpus)]
         grid = d.pivot(index="layer", columns="dim", values="mean_abs_activation").sort_index()
         values = grid.to_numpy(dtype=float)
-        positive = values[values > 0]
-        norm = matplotlib.colors.LogNorm(vmin=float(positive.min()), vmax=float(positive.max()))
+        # From a hundredth of the median dimension up: a dimension near 0 (MiniLM's last layer has three) would
+        # otherwise stretch the scale over thirty decades; lower values take the lowest colour.
+        floor = float(np.median(values)) / 100
+        norm = matplotlib.colors.LogNorm(vmin=floor, vmax=float(values.max()), clip=True)
         image = ax.imshow(values, aspect="auto", origin="lower", cmap="magma", norm=norm, interpolation="nearest")
+        ax.set_yticks(np.unique(np.linspace(0, len(grid) - 1, min(len(grid), 7)).round().astype(int)))
         ax.set_title(f"{model} ({corpus})", fontsize=8)
         ax.set_ylabel("layer", fontsize=7)
         ax.set_xlabel("dimension", fontsize=7)
