@@ -153,11 +153,19 @@ def _floor_step(X: np.ndarray, device: str, block: int = 1024):
 
 
 def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device: str = "cpu") -> None:
-    """One side of the comparison, in a fresh process so that its peak RSS is its own.
+    """One side of the comparison, in a fresh process so that its peak RSS is its own; an error is sent back to the
+    parent (which would otherwise wait for a result forever)."""
+    try:
+        q.put(_step_result(which, data, dtype, reps, device))
+    except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent, named
+        import traceback
 
-    The data are read from .npy files (no generation temporaries), so the peak
-    measures the process, the data and the metric step alone.
-    """
+        q.put({"error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+
+
+def _step_result(which: str, data: Path, dtype: str, reps: int, device: str) -> dict:
+    """The data are read from .npy files (no generation temporaries), so the peak measures the process, the data and
+    the metric step alone."""
     X = np.load(data / f"X_{dtype}.npy")
     y = np.load(data / "y.npy")
     if which == "ours":  # what the optimisation loop does after every update (its input checked once, before it)
@@ -179,24 +187,54 @@ def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device
     step()  # warm-up (thread pools, allocator)
     seconds, (sil, iso) = _time(step, reps)
     peak = _peak_rss_mb()
-    q.put(
-        {
-            "seconds": seconds,
-            "silhouette": sil,
-            "isoscore": iso,
-            "peak_rss_mb": peak,
-            "step_rss_increase_mb": peak - base_rss,
-        }
-    )
+    return {
+        "seconds": seconds,
+        "silhouette": sil,
+        "isoscore": iso,
+        "peak_rss_mb": peak,
+        "step_rss_increase_mb": peak - base_rss,
+    }
 
 
-def run_isolated(which: str, data: Path, dtype: str, reps: int, device: str = "cpu") -> dict:
+SUBPROCESS_TIMEOUT = 1800  # seconds one side may take before the benchmark gives up on it
+
+
+def run_isolated(which: str, data: Path, dtype: str, reps: int, device: str = "cpu", timeout: float | None = None):
+    """``which`` side's result from a fresh *spawned* process (a forked child of a process that has initialised CUDA
+    cannot use it); a child that fails, dies or outlasts ``timeout`` raises here instead of leaving the parent
+    waiting."""
+    import queue
+
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_run_step, args=(which, data, dtype, reps, q, device))
     p.start()
-    result = q.get()
-    p.join()
+    limit = timeout or SUBPROCESS_TIMEOUT
+    deadline = time.monotonic() + limit
+    result = None
+    try:
+        while result is None:
+            try:
+                result = q.get(timeout=1.0)
+            except queue.Empty:
+                problem = (
+                    f"died (exit code {p.exitcode}) without a result"
+                    if not p.is_alive()
+                    else f"gave no result in {limit} s"
+                    if time.monotonic() > deadline
+                    else None
+                )
+                if problem:
+                    raise RuntimeError(f"the {which} step's process {problem}") from None
+    finally:
+        p.join(timeout=5)
+        if p.is_alive():
+            p.kill()
+            p.join()
+        q.close()
+        q.join_thread()
+    if "error" in result:
+        raise RuntimeError(f"the {which} step failed on {device}: {result['error']}\n{result['traceback']}")
     return result
 
 

@@ -174,13 +174,15 @@ def own_task_file(wildcards):
 
 
 def model_files(wildcards):
-    """An own model folder's weight files (its config.json while the folder is not there yet)."""
+    """An own model folder's weight files (its config.json while the folder is not there yet), or a GGUF file."""
     if wildcards.model in PRETRAINED:  # the pretraining job's output folder
         return [pretrained_folder(wildcards.model)]
     entry = MODEL_FOLDERS.get(wildcards.model)
     if not entry:
         return []
     folder = Path(entry["path"])
+    if folder.suffix.lower() == ".gguf":  # a GGUF file: the file itself (de-quantised by the job, once)
+        return [str(folder)]
     found = weight_files(folder) if folder.is_dir() else []
     return sorted(str(p) for p in found) or [str(folder / "config.json")]
 

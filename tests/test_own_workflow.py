@@ -64,7 +64,10 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
         "plain-notes-bert",
         "plain-notes-gpt2",
         "tiny-bert",
+        "tiny-llama",
     ]
+    gguf = json.loads((results / "layers/runs/tiny-llama/notes/meta.json").read_text())["source"]["gguf"]
+    assert gguf["file"] == "tiny-llama.gguf" and gguf["quantisation"] == "MOSTLY_Q8_0"
     corpus = json.loads((data / "pretrain/corpus/corpus.json").read_text())
     assert corpus["excluded_tasks"]["data/own-example/tasks/reviews"] == {"texts": 120, "splits": ["prepared"]}
     assert corpus["sources"]["examples/own/corpus.txt"]["read"]["documents"] == 80  # one document per line

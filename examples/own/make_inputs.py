@@ -1,6 +1,7 @@
 """The example's stand-ins for what a researcher brings: a model folder (a tiny random BERT knowing the example's
-words, saved with ``save_pretrained``) and vectors made elsewhere (hashed bags of words, one row per sentence of
-reviews.csv, in the file's order). Real use: point ``own.models`` in the config at your folder and your vectors.
+words, saved with ``save_pretrained``), a GGUF file (a tiny random Llama-architecture LM, quantised as llama.cpp's
+releases are) and vectors made elsewhere (hashed bags of words, one row per sentence of reviews.csv, in the file's
+order). Real use: point ``own.models`` in the config at your folder, your GGUF file and your vectors.
 
     python examples/own/make_inputs.py [OUT]      # default OUT: data/own-example
 """
@@ -16,7 +17,7 @@ import pandas as pd
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from _tiny_model import tiny_bert  # noqa: E402
+from _tiny_model import tiny_bert, tiny_gguf  # noqa: E402
 
 DIM = 32
 
@@ -35,9 +36,10 @@ def main(out: Path) -> None:
     corpus = (HERE / "corpus.txt").read_text(encoding="utf-8").split()
     words = sorted({w for s in sentences for w in s.split()} | set(corpus))
     model = tiny_bert(out / "models" / "tiny-bert", words=words)
+    gguf, _ = tiny_gguf(out / "models" / "tiny-llama.gguf", words=words)
     (out / "vectors").mkdir(parents=True, exist_ok=True)
     np.save(out / "vectors" / "reviews.npy", bag_of_words(sentences))  # one row per distinct sentence, first-seen order
-    print(f"model folder {model}; vectors {out / 'vectors' / 'reviews.npy'} ({len(sentences)} x {DIM})")
+    print(f"model folder {model}; GGUF file {gguf}; vectors {out / 'vectors' / 'reviews.npy'} ({len(sentences)} x {DIM})")
 
 
 if __name__ == "__main__":

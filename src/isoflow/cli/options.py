@@ -67,14 +67,16 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
     p.add_argument(
         "--model",
         required=True,
-        help=f"{built_in}, a local model folder (sentence-transformers, or Hugging Face's save_pretrained{extra}), "
-        "or a Hugging Face hub id (bert-base-uncased, gpt2: from the Hugging Face cache, which works offline, else "
-        "downloaded)",
+        help=f"{built_in}, smollm2-135m, gemma3-270m (4-bit GGUF causal LMs), a local model folder "
+        f"(sentence-transformers, or Hugging Face's save_pretrained{extra}), a .gguf file (de-quantised once into "
+        "the raw-file cache), or a Hugging Face hub id (bert-base-uncased, gpt2) or a hub repository's GGUF file "
+        "(org/repo/file.gguf): from the Hugging Face cache, which works offline, else downloaded",
     )
     p.add_argument(
         "--model-name",
         default=None,
-        help="the name outputs go under, for a folder or a hub id (default: the folder's name, or the id's last part)",
+        help="the name outputs go under, for a folder, a GGUF file or a hub id (default: the folder's name, the "
+        "file's stem, or the id's last part)",
     )
 
 
