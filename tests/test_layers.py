@@ -142,8 +142,7 @@ def test_k_decision_and_its_spread_over_samples():
     X = rng.normal(scale=10.0, size=(3, 8))[truth] + rng.normal(size=(900, 8))
     d = decide_k(torch.from_numpy(X), range(2, 6), sample_cap=400, samples=3, starts=2, seed=5)
     expected = [
-        silhouette_score(X[idx.numpy()], truth[idx.numpy()])
-        for idx in (sample_rows(900, 400, 5 + s) for s in range(3))
+        silhouette_score(X[idx.numpy()], truth[idx.numpy()]) for idx in (sample_rows(900, 400, 5 + s) for s in range(3))
     ]
     assert d.k == 3 and d.sample_k == [3, 3, 3] and d.settled and not d.rule_in_spread
     assert d.silhouette == pytest.approx(np.mean(expected), abs=1e-9)
@@ -159,7 +158,9 @@ def test_first_tokens_and_clusters_are_told_apart():
     X = rng.normal(size=(400, 16))
     X[positions == 0] += 60.0
     types = np.array([f"w{i % 30}" for i in range(400)], dtype=object)
-    row, extra = layer_metrics(X, types, LayerSettings(sample_cap=10_000, k_max=4, k_lid=5, kmeans_samples=2), positions)
+    row, extra = layer_metrics(
+        X, types, LayerSettings(sample_cap=10_000, k_max=4, k_lid=5, kmeans_samples=2), positions
+    )
     assert row["cluster_k"] == 2 and row["cluster_silhouette"] > 0.5 and row["cluster_settled"]
     assert row["nofirst_cluster_k"] == 1 and row["nofirst_cluster_silhouette"] < 0.1
     where, labels = extra["nofirst"]

@@ -39,7 +39,9 @@ def main(out: Path) -> None:
     gguf, _ = tiny_gguf(out / "models" / "tiny-llama.gguf", words=words)
     (out / "vectors").mkdir(parents=True, exist_ok=True)
     np.save(out / "vectors" / "reviews.npy", bag_of_words(sentences))  # one row per distinct sentence, first-seen order
-    print(f"model folder {model}; GGUF file {gguf}; vectors {out / 'vectors' / 'reviews.npy'} ({len(sentences)} x {DIM})")
+    print(
+        f"model folder {model}; GGUF file {gguf}; vectors {out / 'vectors' / 'reviews.npy'} ({len(sentences)} x {DIM})"
+    )
 
 
 if __name__ == "__main__":
