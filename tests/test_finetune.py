@@ -328,9 +328,20 @@ def test_records_epochs_and_settings(polarity_small, tmp_path, tiny_bert):
         "seed": 0,
         "n": 24,
     }
+    assert info["validation"] == {  # carved from the 96 left for training: model selection never reads the held-out
+        "source": "fixed stratified split of the training data",
+        "fraction": 0.1,
+        "seed": 1,
+        "n": 10,
+    }
     settings = info["settings"]
+    assert info["n_validation"] == 10 and settings["pooling"] == "mean" == info["pooling"]  # a BERT: mean pooling
+    assert epochs["validation_accuracy"].between(0, 1).all() and epochs["validation_loss"].notna().all()
+    predictions = np.stack(epochs["predictions"].to_numpy())
+    assert predictions.shape == (3, 24) and len(info["heldout_labels"]) == 24
+    assert (predictions == np.array(info["heldout_labels"])).mean(axis=1) == pytest.approx(epochs["accuracy"])
     assert (
-        info["n_train"] == 96
+        info["n_train"] == 86
         and settings["istar_lambda"] == -1.0
         and settings["zeta"] == 0.2
         and settings["reg"] == "istar"
@@ -578,3 +589,35 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
         )
     assert list(by_epoch.loc[by_epoch.weight == 0, "measure"].drop_duplicates()) == ["IsoScore", "S_inter", "TwoNN"]
     assert {"finetune_layers_epochs.png", "finetune_layers_epochs.md"} <= {p.name for p in written}
+
+
+def test_a_causal_lm_is_read_at_its_last_non_padding_token(tiny_gpt2, tiny_bert):
+    """The head of a causal LM reads the last real token's state, whichever side is padded; an encoder's the mean."""
+    from transformers import AutoModel, AutoTokenizer
+
+    from isoflow.finetune.model import SentenceEncoder, is_causal_lm
+    from isoflow.models.local import load_hf
+
+    encoder = SentenceEncoder.from_transformer(*load_hf(tiny_gpt2))
+    assert encoder.pooling == "last" and encoder.tokenizer.padding_side == "right"
+    assert SentenceEncoder.from_transformer(*load_hf(tiny_bert)).pooling == "mean"
+    assert is_causal_lm(AutoModel.from_pretrained(tiny_gpt2).config)
+    texts = ["the film was good", "bad", "a very long and dull story ."]
+    with torch.no_grad():
+        alone = [
+            encoder.transformer(**encoder.tokenizer(t, return_tensors="pt")).last_hidden_state[0, -1] for t in texts
+        ]
+        for side in ("right", "left"):
+            encoder.tokenizer.padding_side = side
+            inputs = encoder.tokenize(texts, None, "cpu")
+            pooled, _, mask = encoder(inputs)
+            states = encoder.transformer(**inputs).last_hidden_state
+            lengths = mask.sum(dim=1)
+            last = lengths - 1 if side == "right" else torch.full_like(lengths, mask.shape[1] - 1)
+            assert torch.equal(pooled, states[torch.arange(3), last])
+            if side == "right":  # right padding leaves a causal LM's states of the real tokens as they are alone
+                for p, a in zip(pooled, alone):
+                    assert torch.allclose(p, a, atol=1e-5)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        SentenceEncoder.from_transformer(AutoModel.from_pretrained(tiny_bert), tokenizer, pooling="max")

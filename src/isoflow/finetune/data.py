@@ -207,6 +207,73 @@ def held_out(
     )
 
 
+VALIDATION_SEED = SPLIT_SEED + 1  # the validation split: fixed too, and apart from the held-out split's draw
+
+
+def validation_split(
+    name: str, train: Examples, *, fraction: float, max_validation: int = 0
+) -> tuple[Examples, Examples | None, dict]:
+    """(training examples, validation examples or None, a description): ``fraction`` of the training data (at most
+    ``max_validation`` examples; 0: no cap) carved out for model selection, fixed for every run; never the held-out
+    set that is reported. For SST-2 the validation items are whole sentences and their phrases leave training, as
+    for the held-out set. ``fraction`` 0: no validation split (the runs published before it existed)."""
+    if not fraction:
+        return train, None, {}
+    n = int(round(fraction * len(train)))
+    if max_validation:
+        n = min(n, max_validation)
+    if n < 2:
+        raise ValueError(f"a validation split of {n} example(s) is too small: raise --validation-fraction")
+    if resolve_name(name) in PHRASE_TASKS and not train.pair:
+        rest, validation, dropped = phrase_disjoint_split(train, n, VALIDATION_SEED)
+        info = {"source": "whole sentences of the training data, their phrases dropped from training"}
+        info["dropped_training_phrases"] = dropped
+    else:
+        keep, pick = stratified_split(train.y, n / len(train), VALIDATION_SEED)
+        rest, validation = train.subset(keep), train.subset(pick)
+        info = {"source": "fixed stratified split of the training data"}
+    return rest, validation, {**info, "fraction": fraction, "seed": VALIDATION_SEED, "n": len(validation)}
+
+
+@dataclass
+class Splits:
+    """What a fine-tuning run (and the bag-of-words baseline) trains on, selects on and reports on."""
+
+    train: Examples
+    validation: Examples | None
+    heldout: Examples
+    info: dict  # the record's description of the held-out and validation data
+
+
+def splits(task: TaskData, s, *, data_dir, raw_dir=None, mirror=None) -> Splits:
+    """The held-out set (:func:`held_out`), the validation split carved from what is left (:func:`validation_split`),
+    then the fixed training subset (``max_train``): the same for every seed, weight and model, and for the baseline.
+    ``s``: the run's settings (``heldout_fraction``, ``max_heldout``, ``validation_fraction``, ``max_validation``,
+    ``max_train``)."""
+    train_all = examples_of(task)
+    check_held_out(train_all, "training")
+    train, heldout, held_info = held_out(
+        task,
+        task.name,
+        train_all,
+        fraction=s.heldout_fraction,
+        max_heldout=s.max_heldout,
+        data_dir=data_dir,
+        raw_dir=raw_dir,
+        mirror=mirror,
+    )
+    train, validation, validation_info = validation_split(
+        task.name, train, fraction=s.validation_fraction, max_validation=s.max_validation
+    )
+    train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
+    check_held_out(train, "training")
+    check_held_out(heldout)
+    if validation is not None:
+        check_held_out(validation, "validation")
+    info = {"held_out": held_info, **({"validation": validation_info} if validation_info else {})}
+    return Splits(train, validation, heldout, info)
+
+
 def check_held_out(ex: Examples, what: str = "held-out") -> None:
     if len(ex) == 0:
         raise ValueError(f"the {what} split is empty; use a larger held-out fraction or more data")

@@ -1,21 +1,59 @@
-"""The model fine-tuned: a sentence encoder's transformer with mean pooling (as sentence-transformers builds it, without
-its final normalisation), and a classification head as BERT's (dense, tanh, dropout, linear) on the pooled output.
+"""The model fine-tuned: a transformer with a pooling of its last layer's states, and a classification head as BERT's
+(dense, tanh, dropout, linear) on the pooled output.
+
+Pooling (``pooling``):
+
+* ``mean`` — the mean of the last layer's states over the non-padding tokens: a sentence encoder's (the same vectors as
+  ``SentenceTransformer.encode`` before its ``Normalize``, tested to 1e-5), and any encoder folder's;
+* ``last`` — the last non-padding token's state: a causal LM's (GPT-2, Llama, Gemma), whose last token is the only one
+  that has read the whole sentence; what transformers' ``*ForSequenceClassification`` heads of those models read.
+  Sequences are padded on the right (a Llama-style model numbers positions from the left); the index of the last
+  non-padding token is found from the attention mask, so left padding would pick the right token too;
+* ``auto`` (the default) — ``last`` for a causal LM (its configuration's architecture ends in ``ForCausalLM`` or
+  ``LMHeadModel``, or it is a decoder), ``mean`` otherwise.
 
 Pair tasks are encoded as one sequence (``[CLS] a [SEP] b [SEP]``), as BERT-style models are fine-tuned on GLUE.
-The pooled output is the mean of the last layer's states over the non-padding tokens (the same vectors as
-``SentenceTransformer.encode`` before its ``Normalize``, tested to 1e-5).
 """
 
 from __future__ import annotations
 
 import torch
 
-from .settings import POINTS
+from .settings import POINTS, POOLINGS
+
+
+# Decoder-only families by model type, for folders saved from their base model (GPT2Model names no LM head).
+DECODER_TYPES = frozenset(
+    "gpt2 gpt_neo gpt_neox gptj llama mistral mixtral gemma gemma2 gemma3_text qwen2 qwen3 phi phi3 falcon opt bloom "
+    "olmo olmo2 stablelm starcoder2 smollm3".split()
+)
+
+
+def is_causal_lm(config) -> bool:
+    """Whether a model configuration is a causal (decoder-only) language model's: a decoder, an architecture ending in
+    ``ForCausalLM`` or ``LMHeadModel``, or a decoder-only family (:data:`DECODER_TYPES`)."""
+    names = getattr(config, "architectures", None) or []
+    return (
+        bool(getattr(config, "is_decoder", False))
+        or getattr(config, "model_type", None) in DECODER_TYPES
+        or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in names)
+    )
+
+
+def last_token_index(mask: torch.Tensor) -> torch.Tensor:
+    """Per row of an attention mask (B, T), the position of its last non-padding token (right or left padding).
+
+    >>> last_token_index(torch.tensor([[1, 1, 1, 0], [0, 1, 1, 1], [1, 0, 0, 0]])).tolist()
+    [2, 3, 0]"""
+    positions = torch.arange(1, mask.shape[1] + 1, device=mask.device)
+    return (mask.to(positions.dtype) * positions).argmax(dim=1)
 
 
 class SentenceEncoder(torch.nn.Module):
-    """A transformer with mean pooling: from a sentence-transformers model (``SentenceEncoder(st)``, mean pooling only),
-    or from a Hugging Face model and tokenizer (:meth:`from_transformer`)."""
+    """A transformer with a pooling (module docstring): from a sentence-transformers model (``SentenceEncoder(st)``,
+    mean pooling only), or from a Hugging Face model and tokenizer (:meth:`from_transformer`)."""
+
+    pooling = "mean"
 
     def __init__(self, st_model=None, *, transformer=None, tokenizer=None, max_length: int | None = None):
         super().__init__()
@@ -37,10 +75,16 @@ class SentenceEncoder(torch.nn.Module):
         self.dim = int(self.transformer.config.hidden_size)
 
     @classmethod
-    def from_transformer(cls, model, tokenizer) -> SentenceEncoder:
+    def from_transformer(cls, model, tokenizer, pooling: str = "auto") -> SentenceEncoder:
+        """A Hugging Face model with ``pooling`` (``auto``: ``last`` for a causal LM, else ``mean``)."""
         from ..models.local import max_sequence_length
 
-        return cls(transformer=model, tokenizer=tokenizer, max_length=max_sequence_length(model, tokenizer))
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
+        encoder = cls(transformer=model, tokenizer=tokenizer, max_length=max_sequence_length(model, tokenizer))
+        encoder.pooling = ("last" if is_causal_lm(model.config) else "mean") if pooling == "auto" else pooling
+        tokenizer.padding_side = "right"
+        return encoder
 
     def tokenize(self, a: list[str], b: list[str] | None, device) -> dict[str, torch.Tensor]:
         """One sequence per example (pairs: ``a`` and ``b`` in one sequence), padded to the batch's longest."""
@@ -51,8 +95,12 @@ class SentenceEncoder(torch.nn.Module):
         """(pooled output (B, d), the hidden states of every layer or None, the attention mask (B, T))."""
         out = self.transformer(**inputs, output_hidden_states=hidden_states, return_dict=True)
         mask = inputs["attention_mask"]
-        m = mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
-        pooled = (out.last_hidden_state * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+        last = out.last_hidden_state
+        if self.pooling == "last":
+            pooled = last[torch.arange(last.shape[0], device=last.device), last_token_index(mask)]
+        else:
+            m = mask.unsqueeze(-1).to(last.dtype)
+            pooled = (last * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
         return pooled, (out.hidden_states if hidden_states else None), mask
 
 

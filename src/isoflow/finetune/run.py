@@ -21,7 +21,7 @@ from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
 from ..records import lambda_dir, run_record
-from .data import check_held_out, examples_of, held_out, stratified_subset
+from .data import splits
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
 
@@ -73,26 +73,14 @@ def run_finetune(
         raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
     tdata = read_task(tpath)
     s = replace(s, task=tdata.name)
-    train_all = examples_of(tdata)
-    check_held_out(train_all, "training")
-    train, heldout, held_info = held_out(
-        tdata,
-        tdata.name,
-        train_all,
-        fraction=s.heldout_fraction,
-        max_heldout=s.max_heldout,
-        data_dir=data_dir,
-        raw_dir=raw_dir,
-        mirror=mirror,
-    )
-    train = stratified_subset(train, s.max_train)  # fixed: seeds vary the initialisation and the batch order only
-    check_held_out(train, "training")
-    check_held_out(heldout)
-    if local and not is_sentence_transformers(model):  # a Hugging Face model: mean pooling added
+    data = splits(tdata, s, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    if local and not is_sentence_transformers(model):  # a Hugging Face model: its pooling added
         from ..models.local import load_hf
 
-        encoder = SentenceEncoder.from_transformer(*load_hf(model, str(dev)))
+        encoder = SentenceEncoder.from_transformer(*load_hf(model, str(dev)), pooling=s.pooling)
     else:
+        if s.pooling == "last":
+            raise ValueError(f"{model_id}: a sentence-transformers model is fine-tuned with its mean pooling, not last")
         from sentence_transformers import SentenceTransformer
 
         from ..models.sbert import load_sentence_model
@@ -103,7 +91,17 @@ def run_finetune(
             else load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror)
         )
         encoder = SentenceEncoder(st)
-    result = finetune(encoder, train, heldout, s, device=dev, progress=progress, callback=callback)
+    s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
+    result = finetune(
+        encoder,
+        data.train,
+        data.heldout,
+        s,
+        device=dev,
+        progress=progress,
+        callback=callback,
+        validation=data.validation,
+    )
     interrupt.check()
     out = Path(
         out
@@ -136,7 +134,7 @@ def run_finetune(
         frame.to_parquet(tmp, index=False)
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
-    measured = {**({"source": source} if local else {}), "held_out": held_info, **result.info}
+    measured = {**({"source": source} if local else {}), **data.info, **result.info}
     meta = run_record(
         "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
     )

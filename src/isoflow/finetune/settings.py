@@ -11,6 +11,7 @@ from ..settings import check, setting
 
 REGULARISERS = ("istar", "cosreg")
 POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
+POOLINGS = ("auto", "mean", "last")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
@@ -31,6 +32,12 @@ class FinetuneSettings:
         "of the last layer, or the pooled outputs; padding left out",
         choices=POINTS,
     )
+    pooling: str = setting(
+        "auto",
+        "what the head reads: the mean of the last layer's states (mean), the last non-padding token's state "
+        "(last), or auto: last for a causal LM, mean otherwise",
+        choices=POOLINGS,
+    )
     epochs: int = setting(3, "epochs (BERT's GLUE recipe; the poster: a few)", minimum=1)
     batch_size: int = setting(32, "examples per step (I-STAR's code)", minimum=2)
     lr: float = setting(1e-5, "AdamW learning rate, constant (I-STAR's code)", exclusive_minimum=0.0)
@@ -44,6 +51,14 @@ class FinetuneSettings:
         exclusive_maximum=1.0,
     )
     max_heldout: int = setting(0, "evaluate on at most this many held-out examples (0: all)", minimum=0)
+    validation_fraction: float = setting(
+        0.1,
+        "carved from the training data for model selection (epochs, learning rate), never the reported held-out "
+        "set (0: none, as the runs published before it)",
+        minimum=0.0,
+        exclusive_maximum=1.0,
+    )
+    max_validation: int = setting(1000, "validation examples at most (0: no cap)", minimum=0)
     shrinkage_points: int = setting(
         100_000,
         "training points IsoScore*'s Sigma_S is estimated from, before training and after every epoch",

@@ -196,6 +196,7 @@ def evaluate(
         "accuracy": float((pred == ex.y).mean()),
         "metric_name": name,
         "metric": value,
+        "predictions": pred.tolist(),  # per held-out example, for paired tests over sentences
         "isoscore_star": float(isoscore_of_covariance(C, reference, s.zeta)),  # = IsoScore when ζ = 0
         "isoscore_points": float(isoscore_of_covariance(C)),
         "cosine_points": float(((unit_sum * unit_sum).sum() - n_points) / (n_points * (n_points - 1))),
@@ -210,6 +211,23 @@ def evaluate(
     }
 
 
+def validate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, device) -> dict:
+    """The validation split's loss, accuracy and the task's metric (what model selection reads)."""
+    logits = []
+    with _Eval(encoder, head):
+        for i in range(0, len(ex), s.eval_batch_size):
+            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
+            logits.append(head(encoder(encoder.tokenize(a, b, device))[0]).float())
+    logits = torch.cat(logits)
+    pred = logits.argmax(dim=1).cpu().numpy()
+    loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(ex.y, device=logits.device))
+    return {
+        "validation_loss": float(loss),
+        "validation_accuracy": float((pred == ex.y).mean()),
+        "validation_metric": _task_metric(s.task, ex.y, pred)[1],
+    }
+
+
 def finetune(
     encoder: SentenceEncoder,
     train: Examples,
@@ -219,9 +237,16 @@ def finetune(
     device="cpu",
     progress: bool | None = None,
     callback=None,
+    validation: Examples | None = None,
 ) -> FinetuneResult:
-    """Train, measuring before training and after every epoch. A NaN stops the run at its epoch; the result then says
-    ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called after every step (tests use it)."""
+    """Train, measuring before training and after every epoch (on ``validation`` too, when given). A NaN stops the run
+    at its epoch; the result then says ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called
+    after every step (tests use it). Unless ``progress`` is False, a line before every Σ_S estimate and every
+    evaluation says what runs (they take minutes on a large model)."""
+    import sys
+
+    note = (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
+    label = f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}"
     device = torch.device(device)
     torch.manual_seed(s.seed)
     encoder.to(device).train()
@@ -243,16 +268,12 @@ def finetune(
         "shrinkage_seconds": 0.0,
     }
     diverged_at = None
-    bar = progress_bar(
-        progress,
-        s.epochs * math.ceil(len(train) / s.batch_size),
-        f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}",
-        "step",
-    )
+    bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), label, "step")
 
     def measure(epoch: int) -> None:
         reference = None
         if s.zeta:
+            note(f"{label}: epoch {epoch}, Sigma_S from {s.shrinkage_points} training points")
             t = time.perf_counter()
             reference, n = estimate_reference(encoder, train, s, device, epoch)
             timing["shrinkage_seconds"] += time.perf_counter() - t
@@ -260,9 +281,16 @@ def finetune(
             if active and isinstance(reg, IStarLoss):
                 reg.reference = reference  # the next epoch's Σ_S: this model's
         t = time.perf_counter()
-        epochs.append({"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device)})
+        note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
+        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device)}
+        if validation is not None:
+            row.update(validate(encoder, head, validation, s, device))
+            timing["eval_sentences"] += len(validation)
+        epochs.append(row)
         timing["eval_seconds"] += time.perf_counter() - t
         timing["eval_sentences"] += len(heldout)
+        seconds = time.perf_counter() - t
+        note(f"{label}: epoch {epoch}, held-out {row['metric_name']} {row['metric']:.4f} ({seconds:.0f} s)")
 
     try:
         measure(0)
@@ -307,6 +335,9 @@ def finetune(
     info = {
         "n_train": len(train),
         "n_heldout": len(heldout),
+        "n_validation": len(validation) if validation is not None else 0,
+        "pooling": encoder.pooling,
+        "heldout_labels": heldout.y.tolist(),  # with each epoch's predictions: paired tests over the same sentences
         "pair": train.pair,
         "labels": train.label_names,
         "dim": encoder.dim,
