@@ -440,13 +440,19 @@ def finetune_records():
     ]
 
 
+def finetune_baselines():
+    """Each task's bag-of-words baseline on the runs' own splits."""
+    return [f"{section_dir('finetune')}/runs/{t}/bag-of-words.json" for t in FINETUNE.get("tasks", [])]
+
+
 def finetune_run_files():
-    return [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
+    runs = [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
+    return runs + finetune_baselines()
 
 
 # Runs measured per layer (layer_geometry) add finetune_layers and finetune_layers_epochs, each a table and a figure.
 _FINETUNE_LAYERS = ["finetune_layers", "finetune_layers_epochs"] if FINETUNE.get("layer_geometry") else []
-FINETUNE_TABLES = tables_of("finetune", ["finetune", "finetune_paired", *_FINETUNE_LAYERS])
+FINETUNE_TABLES = tables_of("finetune", ["finetune", "finetune_controls", "finetune_paired", *_FINETUNE_LAYERS])
 FINETUNE_FIGURES = figures_of(
     "finetune",
     [

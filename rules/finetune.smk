@@ -11,6 +11,7 @@ rule finetune:
 rule finetune_runs:
     input:
         finetune_records(),
+        finetune_baselines(),
 
 
 rule finetune_run:
@@ -45,6 +46,25 @@ rule finetune_run:
         "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
         "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
         "> {log} 2>&1"
+
+
+rule finetune_baseline:
+    input:
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+    output:
+        record=kept(f"{section_dir('finetune')}/runs/{{task}}/bag-of-words.json"),
+    log:
+        "logs/finetune/{task}/bag-of-words.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        task_dir=lambda wildcards, input: os.path.dirname(input.task),
+        raw=RAW,
+        mirror=MIRROR,
+        settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+    shell:
+        "isoflow finetune-baseline --task {wildcards.task} {params.settings} --task-dir {params.task_dir} "
+        "--out {output.record} --raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 
 rule finetune_report:

@@ -101,7 +101,8 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    return [["finetune-report", *sorted(str(p) for p in (folder / "runs").rglob("seed*.json")), *_outputs(folder)]]
+    runs = [*(folder / "runs").rglob("seed*.json"), *(folder / "runs").rglob("bag-of-words.json")]
+    return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
 def _redraw_stability(folder: Path, tmp: Path) -> Commands:

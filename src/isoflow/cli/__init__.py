@@ -15,6 +15,7 @@ import sys
 from . import (
     encode,
     finetune,
+    finetune_baseline,
     finetune_report,
     geometry,
     import_embeddings,
@@ -45,6 +46,7 @@ COMMANDS = (
     layers,
     layers_report,
     finetune,
+    finetune_baseline,
     finetune_report,
     stability,
     pretrain_corpus,

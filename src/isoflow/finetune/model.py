@@ -21,7 +21,6 @@ import torch
 
 from .settings import POINTS, POOLINGS
 
-
 # Decoder-only families by model type, for folders saved from their base model (GPT2Model names no LM head).
 DECODER_TYPES = frozenset(
     "gpt2 gpt_neo gpt_neox gptj llama mistral mixtral gemma gemma2 gemma3_text qwen2 qwen3 phi phi3 falcon opt bloom "

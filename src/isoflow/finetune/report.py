@@ -351,9 +351,20 @@ def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
 
 
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
+    """``records``: the runs' records and the tasks' baseline records (``bag-of-words.json``)."""
+    from .controls import CAPTION as CONTROLS_CAPTION
+    from .controls import controls_table, split_inputs
+
+    records, baselines = split_inputs(records)
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
+    written += write_table(
+        controls_table(records, baselines),
+        Path(tables_dir) / "finetune_controls",
+        caption=CONTROLS_CAPTION,
+        floatfmt="%.4f",
+    )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)

@@ -1,0 +1,91 @@
+"""The fine-tuning controls (isoflow.finetune.controls, isoflow.reporting.significance): McNemar's exact test against
+scipy's binomial test, Holm's adjustment by hand, the epoch chosen on validation (never the held-out metric), seeds
+paired with the plain run of the same seed, and the baseline's row."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binomtest
+
+from isoflow.finetune.controls import SELECTED_BY_VALIDATION, SELECTED_LAST, controls_table
+from isoflow.reporting.significance import holm, mcnemar, paired_over_seeds
+
+LABELS = np.array([0, 1] * 10)
+
+
+def test_mcnemar_is_the_exact_binomial_test_on_the_discordant_pairs():
+    for b, c in ((0, 5), (3, 9), (7, 7), (12, 2), (40, 61)):
+        assert mcnemar(b, c) == pytest.approx(binomtest(b, b + c, 0.5).pvalue, rel=1e-12)
+    plain = [np.array([1, 1, 0, 0, 1], bool), np.array([0, 1, 0, 1, 1], bool)]
+    other = [np.array([1, 0, 1, 1, 1], bool), np.array([1, 1, 0, 1, 0], bool)]
+    test = paired_over_seeds(zip(plain, other))
+    assert (test["b"], test["c"], test["examples"]) == (3, 2, 10)  # seed 0: +2 -1; seed 1: +1 -1
+    assert test["accuracy_difference"] == pytest.approx(0.1) and test["p"] == pytest.approx(mcnemar(3, 2))
+    with pytest.raises(ValueError, match="same examples"):
+        paired_over_seeds([(plain[0], other[0][:3])])
+
+
+def test_holm_by_hand():
+    assert holm([0.01, 0.04, 0.03, float("nan")])[:3] == pytest.approx([0.03, 0.06, 0.06])
+    assert np.isnan(holm([0.01, float("nan")])[1]) and holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+
+
+def _run(folder, lam, seed, correct_by_epoch, validation=None):
+    """A run's record and epochs: its predictions right where ``correct_by_epoch[e]`` says."""
+    stem = folder / f"istar{lam:g}" / f"seed{seed}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for epoch, correct in enumerate(correct_by_epoch):
+        pred = np.where(correct, LABELS, 1 - LABELS)
+        row = {"epoch": epoch, "metric_name": "accuracy", "metric": correct.mean(), "accuracy": correct.mean()}
+        row["predictions"] = pred.tolist()
+        if validation is not None:
+            row["validation_metric"] = validation[epoch]
+        rows.append(row)
+    pd.DataFrame(rows).to_parquet(stem.with_suffix(".parquet"))
+    settings = {"task": "toy", "model": "m", "reg": "istar", "istar_lambda": lam, "cosreg_weight": 0.0, "seed": seed}
+    stem.with_suffix(".json").write_text(json.dumps({"settings": settings, "heldout_labels": LABELS.tolist()}))
+    return stem.with_suffix(".json")
+
+
+def test_the_controls_table(tmp_path):
+    rng = np.random.default_rng(0)
+    right = [rng.random((3, 20)) < p for p in (0.6, 0.6, 0.8, 0.8)]
+    records = [
+        _run(tmp_path, 0.0, 0, right[0], validation=[0.5, 0.7, 0.6]),  # epoch 1 chosen, whatever the held-out says
+        _run(tmp_path, 0.0, 1, right[1], validation=[0.5, 0.6, 0.9]),
+        _run(tmp_path, 1.0, 0, right[2], validation=[0.9, 0.1, 0.1]),
+        _run(tmp_path, 1.0, 1, right[3], validation=[0.2, 0.2, 0.3]),
+        _run(tmp_path / "old", -1.0, 0, right[2]),  # a run made before validation splits: its last epoch
+    ]
+    baseline = tmp_path / "bag-of-words.json"
+    baseline.write_text(
+        json.dumps(
+            {
+                "task": "toy",
+                "C": 3.0,
+                "selection": "validation split",
+                "metric_name": "accuracy",
+                "metric": 0.7,
+                "accuracy": 0.7,
+                "n_heldout": 20,
+            }
+        )
+    )
+    table = controls_table(records, [baseline]).set_index("weight")
+    assert table.loc[0.0, "epochs"] == "1 2" and table.loc[1.0, "epochs"] == "0 2"
+    assert table.loc[1.0, "selection"] == SELECTED_BY_VALIDATION and table.loc[-1.0, "selection"] == SELECTED_LAST
+    assert table.loc[0.0, "metric"] == pytest.approx(np.mean([right[0][1].mean(), right[1][2].mean()]))
+    expected = paired_over_seeds([(right[0][1], right[2][0]), (right[1][2], right[3][2])])
+    assert (table.loc[1.0, "better"], table.loc[1.0, "worse"]) == (expected["b"], expected["c"])
+    assert table.loc[1.0, "p"] == pytest.approx(expected["p"]) and table.loc[1.0, "paired_seeds"] == 2
+    minus = paired_over_seeds([(right[0][1], right[2][2])])  # the old run: seed 0 only, its last epoch
+    assert table.loc[-1.0, "p"] == pytest.approx(minus["p"]) and table.loc[1.0, "comparisons"] == 2
+    assert table.loc[1.0, "p_holm"] == pytest.approx(holm([minus["p"], expected["p"]])[1])
+    assert np.isnan(table.loc[0.0, "p"])  # the plain run is not compared with itself
+    row = table[table["model"] == "bag-of-words"].iloc[0]
+    assert row["metric"] == 0.7 and row["selection"] == "C = 3 by validation split" and np.isnan(row.name)
