@@ -296,6 +296,12 @@ def test_analysis_outputs(small, tmp_path, capsys):
     row = summary[summary.task == "polarity-300"].iloc[0]
     assert row["pearson_r"] == pytest.approx(np.corrcoef(mean["isoscore"], mean["silhouette"])[0, 1], abs=1e-12)
     assert row["pearson_r"] < -0.8  # they move in opposite directions
+    with_0 = traj[traj.task == "polarity-300"].groupby("step")[["isoscore", "silhouette"]].mean()  # update 0 counted
+    assert row["pearson_r_from_0"] == pytest.approx(np.corrcoef(with_0["isoscore"], with_0["silhouette"])[0, 1])
+    assert row["delta_r_from_0"] == pytest.approx(row["pearson_r_from_0"] - row["paper_pearson_r"], nan_ok=True)
+    per_run = runs[runs.task == "polarity-300"].iloc[0]
+    first = traj[(traj.task == "polarity-300") & (traj.seed == per_run.seed)]
+    assert per_run["pearson_r_from_0"] == pytest.approx(np.corrcoef(first["isoscore"], first["silhouette"])[0, 1])
     ln = log_normalised_isoscore(traj)
     assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
     written = {p.name for p in analyze(tmp_path)}
@@ -436,6 +442,9 @@ def test_seed_spread_is_the_std_over_seeds_per_update_beside_the_papers_bounds()
     assert pol["max_std_over_seeds"] == pytest.approx(0.1)
     assert pol["mean_std_over_seeds"] == pytest.approx((0 + 0.1 + 0.0003**0.5 + 3 * 0.004) / 6)
     assert (pol["paper_max_std"], pol["paper_mean_std"], pol["paper_seeds"]) == ("< 0.0054", "< 0.0008", 5)
+    # ddof = 0 (NumPy's default): the population std, sqrt(2/3) of the sample std for 3 seeds
+    assert pol["max_std_over_seeds_ddof0"] == pytest.approx(0.1 * (2 / 3) ** 0.5)
+    assert pol["mean_std_over_seeds_ddof0"] == pytest.approx(pol["mean_std_over_seeds"] * (2 / 3) ** 0.5)
     assert not pol["below_paper_bounds"]
     assert pol["updates_at_or_above_paper_max"] == 2  # update 2 (IsoScore 0.1), update 3 (IsoScore 0.017)
     snli = table.loc["snli"]

@@ -46,51 +46,50 @@ def correlation(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(pearsonr(x, y).statistic), float(spearmanr(x, y).statistic)
 
 
+# Which measurements a correlation runs over. The paper says "after every update" (updates 1..N), but its numbers
+# are met most closely with the pretrained state (update 0) counted too: both are reported, 1..N first.
+CONVENTIONS = {"": 1, "_from_0": 0}  # column suffix -> the first update counted
+
+
+def _pair(g: pd.DataFrame) -> tuple[float, float]:
+    return correlation(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
+
+
 def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per run, per task × model). Correlations use steps ≥ 1 (after each update)."""
-    after = traj[traj["step"] >= 1]
+    """(per run, per task × model), in both conventions (:data:`CONVENTIONS`): ``pearson_r`` over updates 1..N (after
+    each update), ``pearson_r_from_0`` over 0..N (the pretrained state too); the same for ρ and the paper's
+    differences."""
     runs = []
-    for (task, model, seed), g in after.groupby(["task", "model", "seed"], sort=True):
-        r, rho = correlation(g["isoscore"].to_numpy(), g["silhouette"].to_numpy())
-        runs.append(
-            {
-                "task": task,
-                "model": model,
-                "seed": seed,
-                "steps": int(g["step"].max()),
-                "pearson_r": r,
-                "spearman_rho": rho,
-            }
-        )
+    for (task, model, seed), g in traj.groupby(["task", "model", "seed"], sort=True):
+        row = {"task": task, "model": model, "seed": seed, "steps": int(g["step"].max())}
+        for suffix, first in CONVENTIONS.items():
+            row[f"pearson_r{suffix}"], row[f"spearman_rho{suffix}"] = _pair(g[g["step"] >= first])
+        runs.append(row)
     runs = pd.DataFrame(runs)
     summary = []
-    for (task, model), g in after.groupby(["task", "model"], sort=True):
+    for (task, model), g in traj.groupby(["task", "model"], sort=True):
         mean = g.groupby("step")[["isoscore", "silhouette"]].mean()
-        r, rho = correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
         per = runs[(runs.task == task) & (runs.model == model)]
-        summary.append(
-            {
-                "task": task,
-                "model": model,
-                "seeds": len(per),
-                "steps": int(mean.index.max()),
-                "pearson_r": r,
-                "spearman_rho": rho,
-                "pearson_r_runs_mean": per["pearson_r"].mean(),
-                "pearson_r_runs_std": per["pearson_r"].std() if len(per) > 1 else float("nan"),
-                "spearman_rho_runs_mean": per["spearman_rho"].mean(),
-                "max_std_over_seeds": std_over_seeds(g).max().max() if len(per) > 1 else float("nan"),
-                **paper_columns(task, model, r, rho, int(mean.index.max())),
-                "commits": _commits(info, task, model),
-            }
-        )
+        steps = int(mean.index.max())
+        row = {"task": task, "model": model, "seeds": len(per), "steps": steps}
+        for suffix, first in CONVENTIONS.items():
+            r, rho = _pair(mean[mean.index >= first])
+            row[f"pearson_r{suffix}"], row[f"spearman_rho{suffix}"] = r, rho
+            row[f"pearson_r_runs_mean{suffix}"] = per[f"pearson_r{suffix}"].mean()
+            row[f"pearson_r_runs_std{suffix}"] = per[f"pearson_r{suffix}"].std() if len(per) > 1 else float("nan")
+            row[f"spearman_rho_runs_mean{suffix}"] = per[f"spearman_rho{suffix}"].mean()
+        row["max_std_over_seeds"] = std_over_seeds(g[g["step"] >= 1]).max().max() if len(per) > 1 else float("nan")
+        paper_row = paper_columns(task, model, row["pearson_r"], row["spearman_rho"], steps)
+        paper_row["delta_r_from_0"] = row["pearson_r_from_0"] - paper_row["paper_pearson_r"]
+        summary.append({**row, **paper_row, "commits": _commits(info, task, model)})
     return runs, pd.DataFrame(summary)
 
 
-def std_over_seeds(after: pd.DataFrame) -> pd.DataFrame:
-    """The standard deviation over seeds (ddof = 1) of IsoScore and silhouette at each step of one task × model's
-    runs: one row per step, one column per metric."""
-    return after.groupby("step")[["isoscore", "silhouette"]].std()
+def std_over_seeds(after: pd.DataFrame, ddof: int = 1) -> pd.DataFrame:
+    """The standard deviation over seeds of IsoScore and of the silhouette (the raw metrics, not log-normalised) at
+    each step of one task × model's runs: one row per step, one column per metric. ``ddof`` 1: the sample std
+    (pandas'); 0: NumPy's default. The paper names neither the quantity nor ddof."""
+    return after.groupby("step")[["isoscore", "silhouette"]].std(ddof=ddof)
 
 
 def seed_spread(traj: pd.DataFrame) -> pd.DataFrame:
@@ -105,6 +104,7 @@ def seed_spread(traj: pd.DataFrame) -> pd.DataFrame:
         if seeds < 2:
             continue
         std = std_over_seeds(g)
+        std0 = std_over_seeds(g, ddof=0)
         bounds = paper.MAIN_SPREAD_BELOW if paper.main_row(task) else None
         row = {"task": task, "model": model, "seeds": seeds, "steps": int(std.index.max())}
         for metric in ("isoscore", "silhouette"):
@@ -113,14 +113,20 @@ def seed_spread(traj: pd.DataFrame) -> pd.DataFrame:
             row[f"{metric}_mean_std"] = float(std[metric].mean())
         row["max_std_over_seeds"] = float(std.max().max())
         row["mean_std_over_seeds"] = float(std.to_numpy().mean())
+        row["max_std_over_seeds_ddof0"] = float(std0.max().max())
+        row["mean_std_over_seeds_ddof0"] = float(std0.to_numpy().mean())
         row["paper_seeds"] = paper.MAIN_SEEDS if bounds else None
         row["paper_max_std"] = f"< {bounds['max']}" if bounds else ""
         row["paper_mean_std"] = f"< {bounds['mean']}" if bounds else ""
-        row["below_paper_bounds"] = (
-            bool(row["max_std_over_seeds"] < bounds["max"] and row["mean_std_over_seeds"] < bounds["mean"])
-            if bounds
-            else None
-        )
+        for suffix in ("", "_ddof0"):
+            row[f"below_paper_bounds{suffix}"] = (
+                bool(
+                    row[f"max_std_over_seeds{suffix}"] < bounds["max"]
+                    and row[f"mean_std_over_seeds{suffix}"] < bounds["mean"]
+                )
+                if bounds
+                else None
+            )
         row["updates_at_or_above_paper_max"] = int((std.max(axis=1) >= bounds["max"]).sum()) if bounds else None
         rows.append(row)
     table = pd.DataFrame(rows)
@@ -354,15 +360,19 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
     written += write_table(
         runs,
         out_dir / "correlations_per_run",
-        caption="Pearson r and Spearman ρ between IsoScore and silhouette, per run (updates 1..N).",
+        caption=(
+            "Pearson r and Spearman ρ between IsoScore and silhouette, per run: over updates 1..N (after every update, "
+            "as the paper words it) and over 0..N (the pretrained state counted too: _from_0)."
+        ),
     )
     if (~glue).any():
         written += write_table(
             summary[~glue].reset_index(drop=True),
             out_dir / "correlations",
             caption=(
-                "IsoScore vs silhouette over training (updates 1..N), seed-mean curves, and per run (mean and std over "
-                f"the seeds), beside the paper's value for the same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: "
+                "IsoScore vs silhouette over training, seed-mean curves, and per run (mean and std over the seeds), "
+                "over updates 1..N and over 0..N (the pretrained state counted too: _from_0; delta_r_from_0), beside "
+                f"the paper's value for the same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: "
                 f"always below {paper.MAIN_SPEARMAN_BELOW}); setup: how the row departs from the paper's; commits: the "
                 "code the runs came from."
             ),
@@ -374,7 +384,8 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             out_dir / "correlations_glue",
             caption=(
                 "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, and per run (mean and std "
-                "over the seeds), beside the paper's Table 3 value for the same task and model, with the differences; "
+                "over the seeds), over updates 1..N and 0..N (_from_0), beside the paper's Table 3 value for the same "
+                "task and model, with the differences; "
                 "commits: the code the runs came from."
             ),
             floatfmt=CORRELATION_FORMAT,
@@ -385,12 +396,13 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             spread,
             out_dir / "seed_spread",
             caption=(
-                "How much the seeds disagree: the standard deviation over seeds (ddof = 1) of IsoScore and of the "
-                "silhouette at each update 1..N, its maximum (max_at: the update where it is) and its mean over "
-                "updates, and both over the two metrics; beside the paper's bounds for its main tasks "
-                f"({paper.SOURCE}: {paper.MAIN_SPREAD_SOURCE}, {paper.MAIN_SEEDS} seeds; the paper gives no spread for "
-                "its GLUE rows), with the number of updates where either metric's std is at or above the paper's "
-                "maximum."
+                "How much the seeds disagree: the standard deviation over seeds (ddof = 1; _ddof0: NumPy's default, "
+                "the paper names neither) of IsoScore and of the silhouette (the raw metrics, not the log-normalised "
+                "IsoScore of the paper's Fig. 2b) at each update 1..N, its maximum (max_at: the update where it is) "
+                "and its mean over updates, and both over the two metrics; beside the paper's bounds for its main "
+                f"tasks ({paper.SOURCE}: {paper.MAIN_SPREAD_SOURCE}, {paper.MAIN_SEEDS} seeds; the paper gives no "
+                "spread for its GLUE rows), with the number of updates where either metric's std is at or above the "
+                "paper's maximum."
             ),
             floatfmt="%.2g",
         )
