@@ -1,0 +1,47 @@
+"""The claims ledger (docs/results/claims.yaml): every quoted number is what its table gives, as the document writes
+it; editing either side without the other fails here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = ROOT / "docs/results/claims.yaml"
+CLAIMS = yaml.safe_load(LEDGER.read_text(encoding="utf-8"))
+
+
+def written(value: float, digits: int) -> str:
+    """A number as the documents write it: fixed decimals, a Unicode minus."""
+    return f"{value:.{digits}f}".replace("-", "−")
+
+
+def value_of(claim: dict) -> str:
+    tables = claim["table"] if isinstance(claim["table"], list) else [claim["table"]]
+    t = pd.concat([pd.read_csv(ROOT / p) for p in tables], ignore_index=True)
+    for column, wanted in (claim.get("row") or {}).items():
+        t = t[t[column] == wanted]
+    if claim.get("row") and len(t) != 1:
+        raise AssertionError(f"{claim['row']} selects {len(t)} rows of {tables}, not one")
+    if "expr" in claim:
+        out = eval(claim["expr"], {"np": np, "abs": abs, "tuple": tuple}, {"t": t})  # noqa: S307 - our own ledger
+        return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))
+    return written(float(t[claim["column"]].iloc[0]) * claim.get("scale", 1), claim.get("digits", 4))
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c['where']}: {c['says']!r}"[:90])
+def test_a_quoted_number_is_its_tables(claim):
+    text = (ROOT / claim["where"]).read_text(encoding="utf-8")
+    assert claim["says"] in text, f"{claim['where']} no longer says {claim['says']!r}: update the ledger with the text"
+    computed = value_of(claim)
+    assert computed == claim["says"], f"{claim['where']} says {claim['says']!r} but the table gives {computed!r}"
+
+
+def test_the_check_fails_when_a_quoted_number_is_edited():
+    claim = next(c for c in CLAIMS if "column" in c)
+    edited = {**claim, "says": claim["says"][:-1] + ("1" if claim["says"][-1] != "1" else "2")}
+    assert value_of(edited) != edited["says"]
