@@ -108,6 +108,42 @@ def checkout_copy(dest: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def plan_checkout(tmp_path_factory) -> Path:
+    """A copy of the working tree for the workflow's dry runs: Snakemake keeps its state (.snakemake/) where it runs,
+    and a test leaves the repository as it found it."""
+    return checkout_copy(tmp_path_factory.mktemp("plan") / "isoflow")
+
+
+WORKFLOW_STATE = (".snakemake", "data", "results", "logs")  # what running the workflow (or isoflow) writes in place
+
+
+def _workflow_state() -> dict[str, tuple[int, int]]:
+    """Every file under the repository's workflow-state folders, with its size and modification time."""
+    found = {}
+    for top in WORKFLOW_STATE:
+        for path in (ROOT / top).rglob("*"):
+            if path.is_file():
+                st = path.stat()
+                found[str(path.relative_to(ROOT))] = (st.st_size, st.st_mtime_ns)
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def checkout_left_as_found():
+    """The suite writes no workflow state into the repository: no test runs the workflow (or a command with its
+    default output folders) in the checkout itself. Checked once, after the last test."""
+    before = _workflow_state()
+    yield
+    after = _workflow_state()
+    changed = sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p))
+    if changed:
+        pytest.fail(
+            f"the test suite wrote into the repository's workflow state ({len(changed)} files, e.g. {changed[:5]}): "
+            "run the workflow in a copy (plan_checkout, checkout_copy) and commands with tmp_path outputs"
+        )
+
+
+@pytest.fixture(scope="session")
 def offline_checkout(tmp_path_factory, shared_mirror) -> Path:
     """A copy of the repository in which the README's quick start has run: the offline config, end to end."""
     work = tmp_path_factory.mktemp("work")

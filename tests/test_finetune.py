@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, assert_one_record_schema, sh
+from conftest import assert_one_record_schema, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -503,12 +503,12 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
         ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': ['x'], 'seeds': [0]}", "lambdas"),
     ],
 )
-def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
+def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, plan_checkout):
     """A finetune section with a value out of range, a word task, a misspelt key or a weight that is not a number is
     refused before anything is planned, naming it. (`--config` merges into the file's section, so a key missing
     there is inherited; the schema's `required` covers config files.)"""
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], ROOT, check=False)
+    bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], plan_checkout, check=False)
     # one line per mistake, naming the config and the field: the schema's objection or the name check's
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert bad.returncode != 0 and lines and all(line.startswith("config.yaml: finetune") for line in lines), lines
@@ -523,7 +523,7 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named):
             "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
             "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}",
         ],
-        ROOT,
+        plan_checkout,
     ).stdout
     assert re.search(
         r"^finetune_run\s+8$", good, re.M

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, sh
+from conftest import sh
 
 from isoflow.cli import main
 from isoflow.datasets import read_task
@@ -392,14 +392,14 @@ def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
 # ----- the workflow section -------------------------------------------------------------------------------------------
 
 
-def test_workflow_istar_section_plans(tmp_path):
+def test_workflow_istar_section_plans(tmp_path, plan_checkout):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    out = sh(["snakemake", "-n", "istar", *where], ROOT).stdout
+    out = sh(["snakemake", "-n", "istar", *where], plan_checkout).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds; config.yaml
     # groups the seeds (one job per task, model and lambda), --config group_seeds=false gives one job per seed.
     assert counts["istar_run"] == 7 * 7 and counts["optimize_run"] == 7
-    per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], ROOT).stdout
+    per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], plan_checkout).stdout
     counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
     assert counts_per_seed["istar_run"] == 7 * 7 * 5 and counts_per_seed["optimize_run"] == 7 * 5
     assert counts["istar_aggregate"] == counts["istar_report"] == 1
@@ -411,13 +411,13 @@ def test_workflow_istar_section_plans(tmp_path):
             "--config",
             "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}",
         ],
-        ROOT,
+        plan_checkout,
         check=False,
     )
     assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
 
 
-def test_workflow_istar_task_lambdas(tmp_path):
+def test_workflow_istar_task_lambdas(tmp_path, plan_checkout):
     """istar.task_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
     where = [
         "--config",
@@ -428,7 +428,8 @@ def test_workflow_istar_task_lambdas(tmp_path):
     ]
     sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'lambdas': [-5, 0, 1, 5]"
     out = sh(
-        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"], ROOT
+        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"],
+        plan_checkout,
     ).stdout
     planned = sorted(re.findall(r"istar/runs/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
     assert sorted(set(planned)) == sorted(
@@ -436,7 +437,7 @@ def test_workflow_istar_task_lambdas(tmp_path):
     )
     bad = sh(
         ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"],
-        ROOT,
+        plan_checkout,
         check=False,
     )
     assert bad.returncode != 0 and "istar.task_lambdas names glue/cola, not in istar.tasks" in bad.stdout + bad.stderr

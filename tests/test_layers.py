@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, assert_one_record_schema, sh
+from conftest import assert_one_record_schema, sh
 from IsoScore.IsoScore import IsoScore
 from sklearn.neighbors import NearestNeighbors
 
@@ -433,6 +433,7 @@ def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
         "brown",
         settings=LayerSettings(max_tokens=2000, k_lid=20, k_max=4),
         data_dir=tmp_path,
+        results=tmp_path / "results",
         mirror=shared_mirror,
         device="cpu",
         progress=False,
@@ -448,14 +449,16 @@ def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
 # ----- the workflow section -------------------------------------------------------------------------------------------
 
 
-def test_workflow_layers_section_plans(tmp_path):
+def test_workflow_layers_section_plans(tmp_path, plan_checkout):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
-    out = sh(["snakemake", "-n", "layers", *where], ROOT).stdout
+    out = sh(["snakemake", "-n", "layers", *where], plan_checkout).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     assert (
         counts["layers_run"] == (4 + 1) * 2 and counts["layers_report"] == 1
     )  # (minilm, mpnet, 2 plain LMs, glove) x 2 corpora
     bad = sh(
-        ["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"], ROOT, check=False
+        ["snakemake", "-n", *where, "--config", "layers={'models': ['minilm'], 'corpora': ['penn']}"],
+        plan_checkout,
+        check=False,
     )
     assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr

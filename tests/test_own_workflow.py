@@ -190,12 +190,12 @@ def _config(tmp_path, changes: dict) -> str:
         ),
     ],
 )
-def test_a_config_naming_what_it_does_not_declare_is_refused(tmp_path, changes, message):
-    p = sh(["snakemake", "-n", "--configfile", _config(tmp_path, changes)], ROOT, check=False)
+def test_a_config_naming_what_it_does_not_declare_is_refused(tmp_path, changes, message, plan_checkout):
+    p = sh(["snakemake", "-n", "--configfile", _config(tmp_path, changes)], plan_checkout, check=False)
     assert p.returncode != 0 and message in p.stderr + p.stdout, p.stderr[-2000:]
 
 
-def test_a_model_folder_not_there_is_named(tmp_path):
+def test_a_model_folder_not_there_is_named(tmp_path, plan_checkout):
     config = _config(
         tmp_path,
         {
@@ -205,8 +205,9 @@ def test_a_model_folder_not_there_is_named(tmp_path):
             "results_dir": str(tmp_path / "results"),
         },
     )
-    p = sh(["snakemake", "layers", "-n", "--configfile", config], ROOT, check=False)
-    line = f"{config}: own.models.mine.path: {tmp_path / 'nowhere'} does not exist; fix the path (relative to {ROOT})"
+    p = sh(["snakemake", "layers", "-n", "--configfile", config], plan_checkout, check=False)
+    where = f"relative to {plan_checkout}"
+    line = f"{config}: own.models.mine.path: {tmp_path / 'nowhere'} does not exist; fix the path ({where})"
     assert p.returncode != 0 and line in p.stderr.splitlines()
 
 

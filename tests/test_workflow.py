@@ -9,9 +9,17 @@ import pytest
 import yaml
 from conftest import MAKE, OFFLINE_CONFIG, ROOT, checkout_copy, job_counts, sh
 
+PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)
 
-def snakemake(*args, cwd=ROOT, check=True, env=None, timeout=1800):
-    return sh(["snakemake", *args], cwd, check=check, env=env, timeout=timeout)
+
+@pytest.fixture(autouse=True, scope="module")
+def _runs_in_a_copy(plan_checkout):
+    PLAN["repo"] = plan_checkout
+
+
+def snakemake(*args, cwd=None, check=True, env=None, timeout=1800):
+    """Snakemake in ``cwd``, by default a copy of the working tree: the repository gets no workflow state."""
+    return sh(["snakemake", *args], cwd or PLAN["repo"], check=check, env=env, timeout=timeout)
 
 
 def test_lint():
