@@ -117,10 +117,10 @@ def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
     monkeypatch.setenv(device_policy.GEMM_ENV, "auto")
     device_policy._measured_cpu_gemm.cache_clear()
     calls = []
-    monkeypatch.setattr(device_policy, "_measure_cpu_gemm", lambda: calls.append(1) or "numpy")
+    monkeypatch.setattr(device_policy, "measure_cpu_gemm", lambda: calls.append(1) or "numpy")
     assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1
     device_policy._measured_cpu_gemm.cache_clear()  # a new process
-    monkeypatch.setattr(device_policy, "_measure_cpu_gemm", lambda: calls.append(1) or "torch")
+    monkeypatch.setattr(device_policy, "measure_cpu_gemm", lambda: calls.append(1) or "torch")
     assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
     assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {device_policy._host_key(): "numpy"}
     device_policy._measured_cpu_gemm.cache_clear()
@@ -134,6 +134,22 @@ def test_the_measurement_times_both_paths_and_leaves_the_setting_alone(monkeypat
     silhouette_module = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function
     real = device_policy.numpy_blas
     monkeypatch.setattr(silhouette_module, "numpy_blas", lambda a: seen.append(device_policy.cpu_gemm()) or real(a))
-    assert device_policy._measure_cpu_gemm() in ("torch", "numpy")
+    from isoflow.metrics import gemm_choice
+
+    assert device_policy.measure_cpu_gemm is gemm_choice.measure  # handed over when isoflow.metrics loads
+    assert gemm_choice.measure() in ("torch", "numpy")
     assert {"numpy", "torch"} <= set(seen)
     assert device_policy.cpu_gemm() == "torch" and device_policy._timing is None
+
+
+def test_the_policy_imports_no_metric():
+    """No import circle: the device policy imports nothing of the metrics that import it (the measurement that times
+    them lives in gemm_choice)."""
+    import ast
+    from pathlib import Path
+
+    tree = ast.parse(Path(device_policy.__file__).read_text())
+    imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+    imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    assert not [m for m in imported if "metrics" in m or m in (".silhouette", ".isotropy", "._validate")], imported
+    assert not [m for m in imported if m.lstrip(".") in ("silhouette", "isotropy", "_validate", "gemm_choice")]

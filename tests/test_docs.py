@@ -199,3 +199,21 @@ def test_report_categories_are_valid_link_targets():
     from isoflow.sections import SECTIONS
 
     assert not [s.title for s in SECTIONS.values() if ":" in s.title]
+
+
+def test_the_glossary_links_every_publication_in_its_sections_row():
+    """docs/README.md's table: each section's row links every publication the registry gives it that has a README."""
+    from isoflow.sections import PUBLICATIONS
+
+    rows = {
+        m.group(1): line
+        for line in (ROOT / "docs/README.md").read_text(encoding="utf-8").splitlines()
+        if (m := re.match(r"^\| `(\w+)` \|", line))
+    }
+    missing = [
+        name
+        for name, publication in PUBLICATIONS.items()
+        if (ROOT / f"docs/results/{name}/README.md").is_file()
+        and f"(results/{name}/README.md)" not in rows.get(publication.section, "")
+    ]
+    assert not missing, f"docs/README.md does not link these publications in their section's row: {missing}"

@@ -26,7 +26,6 @@ import json
 import math
 import os
 import platform
-import time
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +63,11 @@ def _host_key() -> str:
     )
 
 
+# How the host's choice is measured: set by :mod:`isoflow.metrics.gemm_choice` (which times the metrics, and so
+# imports them) when the package loads; this module imports no metric, so the metrics may import it.
+measure_cpu_gemm = None
+
+
 @functools.cache
 def _measured_cpu_gemm() -> str:
     """The host's choice: from the cache file if it has this host's, else measured now and stored (best effort)."""
@@ -74,7 +78,7 @@ def _measured_cpu_gemm() -> str:
         known = {}
     if isinstance(known, dict) and known.get(key) in ("torch", "numpy"):
         return known[key]
-    choice = _measure_cpu_gemm()
+    choice = measure_cpu_gemm()  # isoflow.metrics (imported before any of its modules) has set it
     try:
         from ..atomic import atomic_file
 
@@ -85,47 +89,9 @@ def _measured_cpu_gemm() -> str:
     return choice
 
 
-# The choice the measurement is timing (``_measure_cpu_gemm``), else None: the setting and the host's choice decide.
+# The choice the measurement is timing (:mod:`isoflow.metrics.gemm_choice`), else None: the setting and the host's
+# choice decide.
 _timing: str | None = None
-
-
-def _measure_cpu_gemm() -> str:
-    # One whole metric step each way, as the experiment's loop runs it after every update: the silhouette (2 clusters)
-    # and IsoScore of 8,192 × 384 float32 points (36 block pairs), then a torch product standing for the update that
-    # follows. Timing the functions themselves, not a model of them, counts everything each path does: OpenBLAS's
-    # threads keep spinning after a product, and that cost comes with NumPy's faster GEMM (README, "CPU GEMM").
-    global _timing
-    from ._validate import encode_labels
-    from .isotropy import isoscore_tensor
-    from .silhouette import silhouette_tensor
-
-    rng = np.random.default_rng(0)
-    x = torch.from_numpy(rng.standard_normal((8192, 384), dtype=np.float32))
-    clusters = encode_labels(torch.from_numpy(rng.integers(0, 2, 8192)), 8192)
-    update = torch.ones(384, 384)
-
-    def step() -> None:
-        silhouette_tensor(x, clusters)
-        isoscore_tensor(x)
-        x[:1024] @ update
-
-    def best() -> float:
-        step()
-        times = []
-        for _ in range(2):
-            t = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t)
-        return min(times)
-
-    took = {}
-    try:
-        for choice in ("numpy", "torch"):
-            _timing = choice
-            took[choice] = best()
-    finally:
-        _timing = None
-    return "numpy" if took["numpy"] * 1.15 < took["torch"] else "torch"
 
 
 def cpu_gemm() -> str:
