@@ -217,3 +217,32 @@ def test_the_glossary_links_every_publication_in_its_sections_row():
         and f"(results/{name}/README.md)" not in rows.get(publication.section, "")
     ]
     assert not missing, f"docs/README.md does not link these publications in their section's row: {missing}"
+
+
+CONFIGS = sorted([ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml"), ROOT / "examples/own/config.yaml"])
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_configs_name_only_commands_and_targets_that_exist(config):
+    """A config's comments tell how to run it: the commands and targets they name exist."""
+    options, make, snake = _isoflow_options(), _make_targets(), _snakemake_targets()
+    stages, configs = _dvc_names()
+    bad = sorted(
+        {b for line in _code_lines(config) for b in _unknown_names(line, options, make, snake, stages, configs)}
+    )
+    assert not bad, f"{config.relative_to(ROOT)} names what does not exist: {bad}"
+
+
+@pytest.mark.parametrize(
+    "record", sorted((ROOT / "docs/results").glob("*/PUBLISHED.json")), ids=lambda p: p.parent.name
+)
+def test_each_publication_names_commands_that_exist(record):
+    """PUBLISHED.json says how the publication was made and redrawn: with commands and targets that exist."""
+    import json
+
+    info = json.loads(record.read_text())
+    options, make, snake = _isoflow_options(), _make_targets(), _snakemake_targets()
+    stages, configs = _dvc_names()
+    lines = [info.get("made_by", ""), *(info.get("redrawn", {}).get("commands") or [])]
+    bad = sorted({b for line in lines for b in _unknown_names(line, options, make, snake, stages, configs)})
+    assert not bad, f"{record.relative_to(ROOT)} names what does not exist: {bad}"
