@@ -28,7 +28,8 @@ def value_of(claim: dict) -> str:
     if claim.get("row") and len(t) != 1:
         raise AssertionError(f"{claim['row']} selects {len(t)} rows of {tables}, not one")
     if "expr" in claim:
-        out = eval(claim["expr"], {"np": np, "abs": abs, "tuple": tuple}, {"t": t})  # noqa: S307 - our own ledger
+        helpers = {"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written}
+        out = eval(claim["expr"], helpers, {"t": t})  # noqa: S307 - our own ledger
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))
     return written(float(t[claim["column"]].iloc[0]) * claim.get("scale", 1), claim.get("digits", 4))
 
