@@ -125,8 +125,9 @@ def legend_below(fig, handles, fontsize: float = 7) -> None:
         legend.remove()
 
 
-def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
-    """One legend for the whole figure, below the panels: a colour per λ (and a marker per model, if several)."""
+def lambda_legend(fig, colour: dict, markers: dict | None = None, extra=()) -> None:
+    """One legend for the whole figure, below the panels: a colour per λ (and a marker per model, if several; then
+    ``extra`` handles)."""
     from matplotlib.lines import Line2D
 
     handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
@@ -134,7 +135,7 @@ def lambda_legend(fig, colour: dict, markers: dict | None = None) -> None:
         handles += [
             Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()
         ]
-    legend_below(fig, handles)
+    legend_below(fig, [*handles, *extra])
 
 
 WRAP = 3  # task panels to a row where each task has several panels
@@ -220,19 +221,35 @@ def lambda_curves_figure(
     mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path
 ) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
-    a dot at its end. Used by the optimisation's sweep and fine-tuning."""
+    an open circle at its start and a dot at its end (the optimize figures' convention; the curves of one panel share
+    their start when they share the pretrained model, so the circle is drawn once, under the lines). Used by the
+    optimisation's sweep and fine-tuning."""
+    from matplotlib.lines import Line2D
+
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
     colour = lambda_colours(sorted(mean["istar_lambda"].unique()))
     fig, axes = panels(len(pairs), height=3.3)
     for ax, (task, model) in zip(axes, pairs):
         for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
             m = m.sort_values(order)
-            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2)
-            ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2, zorder=2)
+            ax.scatter(
+                m["isoscore"].iloc[:1],
+                m["silhouette"].iloc[:1],
+                facecolors="white",
+                edgecolors=colour[lam],
+                s=30,
+                zorder=1,
+            )
+            ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=16, zorder=3)
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-    lambda_legend(fig, colour)
+    ends = [
+        Line2D([], [], ls="", marker="o", markerfacecolor="white", markeredgecolor="0.3", label=f"start ({order} 0)"),
+        Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
+    ]
+    lambda_legend(fig, colour, extra=ends)
     suptitle(fig, title)
     return save(fig, stem)
