@@ -394,7 +394,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         "epoch",
         "IsoScore (held-out pooled outputs)",
         "silhouette (held-out)",
-        "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (epoch 0: before training)",
+        "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (open circle: before training, dot: last)",
         figures_dir / "finetune_silhouette_vs_isoscore",
     )
     written += _baselines_figure(table, paired_table, figures_dir / "finetune_baselines")

@@ -220,7 +220,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
         "step",
         "IsoScore",
         "silhouette",
-        "I-STAR sweep: silhouette against IsoScore during training (dot: end of training)",
+        "I-STAR sweep: silhouette against IsoScore during training (open circle: start, dot: end)",
         out_dir / "istar_silhouette_vs_isoscore",
     )
     return written
