@@ -621,3 +621,40 @@ def test_a_causal_lm_is_read_at_its_last_non_padding_token(tiny_gpt2, tiny_bert)
     tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
     with pytest.raises(ValueError, match="pooling must be one of"):
         SentenceEncoder.from_transformer(AutoModel.from_pretrained(tiny_bert), tokenizer, pooling="max")
+
+
+def test_bf16_runs_the_transformer_under_autocast_and_keeps_the_rest_float32(polarity_small, tmp_path, tiny_bert):
+    """--precision bf16 (tested on the CPU, where autocast runs too): the transformer's states come out as float32
+    close to the float32 run's, and a run with I-STAR trains, records its precision and finite numbers."""
+    from isoflow.finetune.model import SentenceEncoder
+    from isoflow.models.local import load_hf
+
+    encoder = SentenceEncoder.from_transformer(*load_hf(tiny_bert))
+    inputs = encoder.tokenize(["the film was good", "a dull plot"], None, "cpu")
+    with torch.no_grad():
+        pooled32, states32, _ = encoder(inputs, hidden_states=True)
+        encoder.precision = "bf16"
+        pooled16, states16, _ = encoder(inputs, hidden_states=True)
+    assert pooled16.dtype == torch.float32 and all(h.dtype == torch.float32 for h in states16)
+    assert torch.allclose(pooled16, pooled32, atol=0.1) and not torch.equal(pooled16, pooled32)
+    parquet, record = run_finetune(
+        "polarity-120",
+        str(tiny_bert),
+        0,
+        data_dir=polarity_small,
+        results=tmp_path,
+        device="cpu",
+        progress=False,
+        istar_lambda=-1.0,
+        epochs=1,
+        batch_size=16,
+        lr=1e-4,
+        shrinkage_points=2000,
+        precision="bf16",
+    )
+    info = json.loads(record.read_text())
+    epochs = pd.read_parquet(parquet)
+    assert info["settings"]["precision"] == "bf16" and not info["diverged"]
+    assert np.isfinite(epochs[["loss", "isoscore_star", "accuracy"]].to_numpy()).all()
+    steps = pd.read_parquet(parquet.with_name(parquet.stem + ".steps.parquet"))
+    assert steps["penalty"].abs().gt(0).all()  # the penalty computed (in float32) at every step

@@ -13,6 +13,10 @@ Pooling (``pooling``):
   ``LMHeadModel``, or it is a decoder), ``mean`` otherwise.
 
 Pair tasks are encoded as one sequence (``[CLS] a [SEP] b [SEP]``), as BERT-style models are fine-tuned on GLUE.
+
+Precision (``precision``): ``float32``, or ``bf16`` — the transformer's forward pass under bfloat16 autocast (a GPU's
+tensor cores; the CPU runs it too), its outputs cast back to float32, so that the pooling, the head, the loss, the
+I-STAR penalty (its covariance and eigenvalues) and every metric stay float32 or float64.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class SentenceEncoder(torch.nn.Module):
     mean pooling only), or from a Hugging Face model and tokenizer (:meth:`from_transformer`)."""
 
     pooling = "mean"
+    precision = "float32"  # or "bf16": the transformer under bfloat16 autocast, what comes out of it float32
 
     def __init__(self, st_model=None, *, transformer=None, tokenizer=None, max_length: int | None = None):
         super().__init__()
@@ -92,15 +97,18 @@ class SentenceEncoder(torch.nn.Module):
 
     def forward(self, inputs: dict[str, torch.Tensor], hidden_states: bool = False):
         """(pooled output (B, d), the hidden states of every layer or None, the attention mask (B, T))."""
-        out = self.transformer(**inputs, output_hidden_states=hidden_states, return_dict=True)
+        device_type = inputs["input_ids"].device.type
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            out = self.transformer(**inputs, output_hidden_states=hidden_states, return_dict=True)
         mask = inputs["attention_mask"]
-        last = out.last_hidden_state
+        last = out.last_hidden_state.float()  # pooling, head, penalty and metrics in float32 whatever the precision
+        states = tuple(h.float() for h in out.hidden_states) if hidden_states else None
         if self.pooling == "last":
             pooled = last[torch.arange(last.shape[0], device=last.device), last_token_index(mask)]
         else:
             m = mask.unsqueeze(-1).to(last.dtype)
             pooled = (last * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
-        return pooled, (out.hidden_states if hidden_states else None), mask
+        return pooled, states, mask
 
 
 class ClassificationHead(torch.nn.Module):

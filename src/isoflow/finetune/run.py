@@ -92,6 +92,7 @@ def run_finetune(
         )
         encoder = SentenceEncoder(st)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
+    encoder.precision = s.precision
     result = finetune(
         encoder,
         data.train,

@@ -12,6 +12,7 @@ from ..settings import check, setting
 REGULARISERS = ("istar", "cosreg")
 POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
 POOLINGS = ("auto", "mean", "last")
+PRECISIONS = ("float32", "bf16")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
@@ -37,6 +38,12 @@ class FinetuneSettings:
         "what the head reads: the mean of the last layer's states (mean), the last non-padding token's state "
         "(last), or auto: last for a causal LM, mean otherwise",
         choices=POOLINGS,
+    )
+    precision: str = setting(
+        "float32",
+        "the transformer's forward pass in float32, or under bfloat16 autocast (bf16: a GPU's tensor cores); the head, "
+        "loss, penalty and metrics stay float32/float64",
+        choices=PRECISIONS,
     )
     epochs: int = setting(3, "epochs (BERT's GLUE recipe; the poster: a few)", minimum=1)
     batch_size: int = setting(32, "examples per step (I-STAR's code)", minimum=2)
