@@ -273,10 +273,11 @@ def finetune(
     def measure(epoch: int) -> None:
         reference = None
         if s.zeta:
-            note(f"{label}: epoch {epoch}, Sigma_S from {s.shrinkage_points} training points")
+            note(f"{label}: epoch {epoch}, Sigma_S from up to {s.shrinkage_points} training points")
             t = time.perf_counter()
             reference, n = estimate_reference(encoder, train, s, device, epoch)
             timing["shrinkage_seconds"] += time.perf_counter() - t
+            note(f"{label}: epoch {epoch}, Sigma_S from {n} points ({time.perf_counter() - t:.0f} s)")
             references.append(n)
             if active and isinstance(reg, IStarLoss):
                 reg.reference = reference  # the next epoch's Σ_S: this model's
@@ -284,6 +285,7 @@ def finetune(
         note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
         row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device)}
         if validation is not None:
+            note(f"{label}: epoch {epoch}, validating on {len(validation)} examples")
             row.update(validate(encoder, head, validation, s, device))
             timing["eval_sentences"] += len(validation)
         epochs.append(row)
