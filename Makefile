@@ -72,7 +72,7 @@ resume-%: install
 # run last finished (make run, make example-own, or snakemake with your own --configfile); another one with
 # REPORT_CONFIG=path/to/config.yaml (e.g. config.yaml for the paper's).
 REPORT_CONFIG ?= $(shell cat .snakemake/isoflow-last-config 2>/dev/null || echo $(RUN_CONFIG))
-REPORT_DIR = $(shell $(PYTHON) -c "import yaml; print(yaml.safe_load(open('$(REPORT_CONFIG)')).get('results_dir', 'results'))")
+REPORT_DIR = $(shell $(PYTHON) -c "from isoflow.config_files import load; print(load('$(REPORT_CONFIG)').get('results_dir', 'results'))")
 report:
 	snakemake --configfile $(REPORT_CONFIG) --report $(REPORT_DIR)/report.html
 

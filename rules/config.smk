@@ -63,8 +63,9 @@ def check_complete(config, files):
     if missing:
         refuse(
             f"missing key(s) {', '.join(missing)}. A config file given with --configfile "
-            "is used on its own (not merged into config.yaml): start from a copy of config.yaml or "
-            "config/offline.yaml and edit it (an empty list disables a section, e.g. `paper: []`)."
+            "is used on its own (not merged into config.yaml): name the config it changes as `base: config.yaml` "
+            "(or config/offline.yaml) and write only what differs, or start from a copy (an empty list disables a "
+            "section, e.g. `paper: []`)."
         )
 
 
@@ -203,6 +204,22 @@ def check_own_files(config):
         )
 
 
+def with_base(config):
+    """A config naming `base: <file>` is that file with its own keys on top (isoflow.config_files): merged in place,
+    before any check, so the checks see the whole config."""
+    if "base" not in config:
+        return
+    from isoflow.config_files import ConfigError, resolve
+
+    try:
+        merged = resolve(config, os.getcwd(), named="base")
+    except ConfigError as exc:
+        refuse(str(exc))
+    config.clear()
+    config.update(merged)
+
+
+with_base(config)
 check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
 numbers_from_command_line(config)
 

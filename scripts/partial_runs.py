@@ -32,9 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from isoflow.atomic import atomic_dir
+from isoflow.config_files import load
 from isoflow.provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
 
@@ -60,7 +59,7 @@ def _run_files(runs: Path) -> list[Path]:
 
 
 def _config(publication: str, root: Path) -> dict:
-    return yaml.safe_load((root / PUBLICATIONS[publication].config).read_text()) or {}
+    return load(PUBLICATIONS[publication].config, root)
 
 
 def results_of(publication: str, root: Path) -> Path:

@@ -237,3 +237,13 @@ def test_repro_reruns_only_the_changed_stage(committed):
     # Re-made from the same trajectories: byte-identical aggregate, tables and figures.
     assert out_checksums(clone) == before
     assert_nothing_to_do(clone)
+
+
+def test_shared_configs_are_whole_files():
+    """DVC tracks the values a stage's config file holds (params): a config shared through DVC names every value
+    itself, on no base (isoflow.config_files), or a change to its base would go unseen."""
+    import yaml
+
+    configs = yaml.safe_load((ROOT / "dvc-configs.yaml").read_text())["configs"].values()
+    on_a_base = [c["config"] for c in configs if "base" in (yaml.safe_load((ROOT / c["config"]).read_text()) or {})]
+    assert not on_a_base, f"shared through DVC but on a base: {on_a_base}"

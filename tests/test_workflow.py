@@ -151,13 +151,23 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
 
 
-def test_nonlinear_head_2_config_differs_from_the_one_layer_config_only_in_depth_and_folder():
-    """A config file says everything about its runs (DVC tracks one file's values), so the two-hidden-layer sweep has
-    its own whole file: it must stay the one-hidden-layer config with only head_layers and results_dir changed."""
-    one, two = (yaml.safe_load((ROOT / f"config/nonlinear-head{s}.yaml").read_text()) for s in ("", "-2"))
-    differ = {k for k in one.keys() | two.keys() if one.get(k) != two.get(k)}
-    assert differ == {"head_layers", "results_dir"}
-    assert (one["head_layers"], two["head_layers"]) == (1, 2)
+def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_checkout):
+    """config/nonlinear-head-2.yaml names only what it changes on top of config/nonlinear-head.yaml (`base:`): the
+    merged config is the one-layer config with head_layers and results_dir changed, and the workflow plans it so; a
+    missing or circular base is refused in one line."""
+    from isoflow.config_files import load
+
+    two = yaml.safe_load((ROOT / "config/nonlinear-head-2.yaml").read_text())
+    assert set(two) == {"base", "head_layers", "results_dir"}
+    one, merged = load("config/nonlinear-head.yaml", ROOT), load("config/nonlinear-head-2.yaml", ROOT)
+    assert {k for k in one.keys() | merged.keys() if one.get(k) != merged.get(k)} == {"head_layers", "results_dir"}
+    assert (one["head_layers"], merged["head_layers"]) == (1, 2)
+    for base, says in (("config/nowhere.yaml", "does not exist"), (str(tmp_path / "loop.yaml"), "comes back to")):
+        (tmp_path / "loop.yaml").write_text(f"base: {tmp_path / 'loop.yaml'}\n")
+        (tmp_path / "mine.yaml").write_text(f"base: {base}\nseeds: [0]\n")
+        bad = snakemake("-n", "--configfile", str(tmp_path / "mine.yaml"), check=False)
+        lines = [line for line in bad.stderr.splitlines() if line.strip()]
+        assert bad.returncode != 0 and says in bad.stderr and len(lines) == 1, bad.stderr
 
 
 def test_named_targets(tmp_path):

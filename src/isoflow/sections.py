@@ -81,11 +81,11 @@ def _redraw_optimize(folder: Path, tmp: Path) -> Commands:
 def _redraw_istar(folder: Path, tmp: Path) -> Commands:
     """The sweep's aggregate and report; with the publication's config's istar.baseline (another sweep's runs.csv),
     that sweep's aggregate too, for the comparison istar_heads."""
-    import yaml
+    from .config_files import load
 
     commands = [["optimize-aggregate", "--out", str(tmp), *_listed(folder)]]
     publication = PUBLICATIONS.get(folder.name)
-    config = yaml.safe_load(Path(publication.config).read_text()) if publication else {}
+    config = load(publication.config) if publication else {}
     baseline = (config.get("istar") or {}).get("baseline")
     extra = []
     if baseline:
