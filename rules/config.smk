@@ -133,7 +133,7 @@ def check_own_names(config):
     across layers. (That they come with a file for every task they are paired with: common.smk, where the pairs are.)"""
     from isoflow.corpora import CORPORA
     from isoflow.datasets import DATASETS, WORD_TASKS
-    from isoflow.models import MODELS, SENTENCE_MODELS
+    from isoflow.models import GGUF_MODELS, MODELS, SENTENCE_MODELS
 
     own = config.get("own") or {}
     tasks, models, corpora = (own.get(k) or {} for k in ("tasks", "models", "corpora"))
@@ -175,8 +175,8 @@ def check_own_names(config):
     check(
         "finetune.models",
         finetune.get("models", []),
-        [*SENTENCE_MODELS, *encoders],
-        "a sentence encoder or an own model folder",
+        [*SENTENCE_MODELS, *GGUF_MODELS, *encoders],
+        "a sentence encoder, a built-in GGUF model or an own model folder",
     )
     check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
     excluded = ((config.get("pretrain") or {}).get("corpus") or {}).get("exclude_tasks", [])
