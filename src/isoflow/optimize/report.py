@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..records import aggregate, discover, load_aggregate, load_runs
 from ..reporting import write_table
-from ..reporting.figures import legend_below, model_colour, panels, save, suptitle
+from ..reporting.figures import legend_below, model_colour, panels, save, suptitle, trajectory
 from . import paper
 
 
@@ -280,16 +280,7 @@ def figures(traj: pd.DataFrame, out_dir: str | os.PathLike, *, tasks: list[str] 
     for ax, task in zip(axes, tasks):
         for model, m in traj[traj.task == task].groupby("model"):
             mean = m.groupby("step")[["isoscore", "silhouette"]].mean()
-            ax.plot(mean["isoscore"], mean["silhouette"], color=colour[model], lw=1.4, label=model)
-            ax.scatter(
-                mean["isoscore"].iloc[:1],
-                mean["silhouette"].iloc[:1],
-                facecolor="none",
-                edgecolor=colour[model],
-                s=30,
-                zorder=3,
-            )
-            ax.scatter(mean["isoscore"].iloc[-1:], mean["silhouette"].iloc[-1:], color=colour[model], s=20, zorder=3)
+            trajectory(ax, mean["isoscore"], mean["silhouette"], colour[model], label=model, lw=1.4)
         ax.set_title(task, fontsize=9)
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")

@@ -217,13 +217,20 @@ def lambda_points_figure(
     return save(fig, stem)
 
 
+def trajectory(ax, x: pd.Series, y: pd.Series, colour: str, *, label: str | None = None, lw: float = 1.2) -> None:
+    """A path through (x, y) in order, an open circle at its start and a dot at its end (every trajectory figure's
+    convention)."""
+    ax.plot(x, y, color=colour, lw=lw, label=label)
+    ax.scatter(x.iloc[:1], y.iloc[:1], facecolor="none", edgecolor=colour, s=30, zorder=3)
+    ax.scatter(x.iloc[-1:], y.iloc[-1:], color=colour, s=20, zorder=3)
+
+
 def lambda_curves_figure(
     mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path
 ) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
-    an open circle at its start and a dot at its end (the optimize figures' convention; the curves of one panel share
-    their start when they share the pretrained model, so the circle is drawn once, under the lines). Used by the
-    optimisation's sweep and fine-tuning."""
+    an open circle at its start and a dot at its end (:func:`trajectory`). Used by the optimisation's sweep and
+    fine-tuning."""
     from matplotlib.lines import Line2D
 
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
@@ -232,22 +239,13 @@ def lambda_curves_figure(
     for ax, (task, model) in zip(axes, pairs):
         for lam, m in mean[(mean.task == task) & (mean.model == model)].groupby("istar_lambda"):
             m = m.sort_values(order)
-            ax.plot(m["isoscore"], m["silhouette"], color=colour[lam], lw=1.2, zorder=2)
-            ax.scatter(
-                m["isoscore"].iloc[:1],
-                m["silhouette"].iloc[:1],
-                facecolors="white",
-                edgecolors=colour[lam],
-                s=30,
-                zorder=1,
-            )
-            ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=16, zorder=3)
+            trajectory(ax, m["isoscore"], m["silhouette"], colour[lam])
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
     ends = [
-        Line2D([], [], ls="", marker="o", markerfacecolor="white", markeredgecolor="0.3", label=f"start ({order} 0)"),
+        Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
         Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
     ]
     lambda_legend(fig, colour, extra=ends)
