@@ -43,6 +43,7 @@ wildcard_constraints:
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
     lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
+    lr=r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     reg=r"istar|cosreg",
     corpus=r"[a-z0-9-]+",
     pretrained=r"[a-z0-9-]+",
@@ -438,6 +439,24 @@ def finetune_records():
         for run in runs
         for s in FINETUNE.get("seeds", [])
     ]
+
+
+LR_CANDIDATES = [float(lr) for lr in FINETUNE.get("lr_candidates") or []]
+
+
+def lr_selection_dir(task, model):
+    return f"{section_dir('finetune')}/runs/{task}/{model}/lr-selection"
+
+
+def lr_candidate_records(wildcards):
+    """The plain candidate runs (λ = 0, the first seed) of one task × model, one per candidate learning rate."""
+    seed = FINETUNE["seeds"][0]
+    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/lr{lr:g}/seed{seed}.json" for lr in LR_CANDIDATES]
+
+
+def lr_choice(wildcards):
+    """The learning-rate choice a run of the sweep reads, where the config has candidates."""
+    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/chosen.json"] if LR_CANDIDATES else []
 
 
 def finetune_baselines():

@@ -18,6 +18,7 @@ rule finetune_run:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
+        lr=lr_choice,
     output:
         parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet"),
         steps=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet"),
@@ -42,10 +43,59 @@ rule finetune_run:
         weight=lambda wildcards: f"--{wildcards.reg} {wildcards.lam}",
         settings=finetune_options,
         model=model_option,
+        lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
     shell:
         "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
-        "--task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} --device {params.device} "
-        "> {log} 2>&1"
+        "{params.lr_from} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
+        "--device {params.device} > {log} 2>&1"
+
+
+# The learning rate chosen on the validation split before the sweep (finetune.lr_candidates): a plain run per
+# candidate, then the choice every run of the sweep reads.
+rule finetune_lr_run:
+    input:
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+        model=model_files,
+    output:
+        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.parquet"),
+        steps=kept(
+            f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.steps.parquet"
+        ),
+        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.json"),
+    log:
+        "logs/finetune/{task}/{model}/lr-selection/lr{lr}/seed{seed}.log",
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=16000,
+        runtime=720,
+    params:
+        task_dir=lambda wildcards, input: os.path.dirname(input.task),
+        out=lambda wildcards, output: output.record[: -len(".json")],
+        raw=RAW,
+        mirror=MIRROR,
+        device=DEVICE,
+        settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+        model=model_option,
+    shell:
+        "isoflow finetune --task {wildcards.task} {params.model} --istar 0 --seed {wildcards.seed} {params.settings} "
+        "--lr {wildcards.lr} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
+        "--device {params.device} > {log} 2>&1"
+
+
+rule finetune_lr_choice:
+    input:
+        lr_candidate_records,
+    output:
+        choice=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/chosen.json",
+    log:
+        "logs/finetune/{task}/{model}/lr-selection/chosen.log",
+    conda:
+        "../envs/isoflow.yaml"
+    shell:
+        "isoflow finetune-lr {input} --out {output.choice} > {log} 2>&1"
 
 
 rule finetune_baseline:

@@ -89,3 +89,39 @@ def test_the_controls_table(tmp_path):
     assert np.isnan(table.loc[0.0, "p"])  # the plain run is not compared with itself
     row = table[table["model"] == "bag-of-words"].iloc[0]
     assert row["metric"] == 0.7 and row["selection"] == "C = 3 by validation split" and np.isnan(row.name)
+
+
+def test_the_learning_rate_is_chosen_on_validation_only(tmp_path):
+    """Each candidate run read at its best validation epoch; the best wins (ties: the smaller rate); the held-out
+    metric plays no part; a run without validation cannot choose."""
+    from isoflow.cli import main
+    from isoflow.finetune.learning_rate import choose, chosen_lr
+
+    def candidate(lr, validation, heldout):
+        stem = tmp_path / f"lr{lr:g}" / "seed0"
+        stem.parent.mkdir(parents=True)
+        pd.DataFrame({"epoch": range(len(validation)), "validation_metric": validation, "metric": heldout}).to_parquet(
+            stem.with_suffix(".parquet")
+        )
+        stem.with_suffix(".json").write_text(json.dumps({"settings": {"lr": lr}}))
+        return stem.with_suffix(".json")
+
+    runs = [
+        candidate(1e-5, [0.5, 0.6, 0.7], [0.9, 0.9, 0.9]),  # the best held-out: never read
+        candidate(3e-5, [0.5, 0.8, 0.75], [0.1, 0.1, 0.1]),
+        candidate(1e-4, [0.5, 0.8, 0.6], [0.5, 0.5, 0.5]),  # ties 3e-5 at 0.8: the smaller rate wins
+    ]
+    choice = choose(runs)
+    assert choice["lr"] == 3e-5 and choice["candidates"]["3e-05"] == {
+        "validation_metric": 0.8,
+        "epoch": 1,
+        "record": str(runs[1]),
+    }
+    assert main(["finetune-lr", *map(str, runs), "--out", str(tmp_path / "chosen.json")]) == 0
+    assert chosen_lr(tmp_path / "chosen.json")[0] == 3e-5
+    old = tmp_path / "old"
+    old.mkdir()
+    pd.DataFrame({"epoch": [0, 1], "metric": [0.5, 0.6]}).to_parquet(old / "seed0.parquet")
+    (old / "seed0.json").write_text(json.dumps({"settings": {"lr": 1e-3}}))
+    with pytest.raises(ValueError, match="no validation split"):
+        choose([old / "seed0.json"])

@@ -658,3 +658,16 @@ def test_bf16_runs_the_transformer_under_autocast_and_keeps_the_rest_float32(pol
     assert np.isfinite(epochs[["loss", "isoscore_star", "accuracy"]].to_numpy()).all()
     steps = pd.read_parquet(parquet.with_name(parquet.stem + ".steps.parquet"))
     assert steps["penalty"].abs().gt(0).all()  # the penalty computed (in float32) at every step
+
+
+def test_a_run_takes_its_learning_rate_from_the_choice_and_records_it(polarity_small, tmp_path, tiny_bert):
+    from isoflow.cli import main
+
+    choice = {"lr": 3e-4, "chosen_on": "best validation metric of plain runs", "candidates": {"0.0003": {}}}
+    (tmp_path / "chosen.json").write_text(json.dumps(choice))
+    args = ["finetune", "--task", "polarity-120", "--model", str(tiny_bert), "--epochs", "1", "--batch-size", "16"]
+    args += ["--lr", "1e-5", "--lr-from", str(tmp_path / "chosen.json"), "--shrinkage-points", "500", "--quiet"]
+    assert main([*args, "--data-dir", str(polarity_small), "--results", str(tmp_path), "--device", "cpu"]) == 0
+    (record,) = tmp_path.rglob("seed0.json")
+    info = json.loads(record.read_text())
+    assert info["settings"]["lr"] == 3e-4 and info["lr_selection"] == choice  # --lr-from overrides --lr

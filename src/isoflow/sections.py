@@ -174,7 +174,7 @@ SECTIONS: dict[str, Section] = {
             "Fine-tuning the encoder with I-STAR and CosReg",
             ("finetune",),
             ("finetune-report",),
-            run_rules=("finetune_run", "finetune_baseline"),
+            run_rules=("finetune_run", "finetune_baseline", "finetune_lr_run", "finetune_lr_choice"),
             report_rules=("finetune_report",),
             redraw=_redraw_finetune,
             config_keys=("finetune",),

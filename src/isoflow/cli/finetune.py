@@ -27,6 +27,12 @@ def add_parser(sub) -> None:
         "baseline)",
     )
     declared.add_arguments(f, FinetuneSettings)
+    f.add_argument(
+        "--lr-from",
+        default=None,
+        metavar="CHOICE",
+        help="take the learning rate from a choice file of `isoflow finetune-lr` (overrides --lr; recorded)",
+    )
     options.task_dir(f)
     options.results(f)
     options.device(f)
@@ -47,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
         if k not in ("task", "model", "seed")
     }
     settings.update(reg=reg, istar_lambda=args.istar, cosreg_weight=args.cosreg or 0.0)
+    lr_choice = None
+    if args.lr_from:
+        from ..finetune.learning_rate import chosen_lr
+
+        settings["lr"], lr_choice = chosen_lr(args.lr_from)
     parquet, record = run_finetune(
         args.task,
         args.model,
@@ -60,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         raw_dir=args.raw_dir,
         progress=None if not args.quiet else False,
         model_name=args.model_name,
+        lr_choice=lr_choice,
         **settings,
     )
     info = json.loads(record.read_text())

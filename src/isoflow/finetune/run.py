@@ -55,9 +55,11 @@ def run_finetune(
     progress: bool | None = None,
     callback=None,
     model_name: str | None = None,
+    lr_choice: dict | None = None,
     **settings,
 ) -> tuple[Path, Path]:
-    """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json)."""
+    """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json).
+    ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
     from ..models.local import is_sentence_transformers
@@ -136,6 +138,8 @@ def run_finetune(
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
     measured = {**({"source": source} if local else {}), **data.info, **result.info}
+    if lr_choice is not None:
+        measured["lr_selection"] = lr_choice
     meta = run_record(
         "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
     )
