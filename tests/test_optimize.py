@@ -136,6 +136,21 @@ def test_a_non_linear_head_is_trained_and_recorded_apart(small, tmp_path):
     assert info["settings"]["head"] == "mlp" and info["n_params"] == 300 * d + 2 * (d * d + d) + (d * 2 + 2)
     rec = pd.read_parquet(parquet)
     assert rec["loss"].iloc[-1] < rec["loss"].iloc[0] and rec["silhouette"].iloc[-1] > rec["silhouette"].iloc[0]
+    # The last hidden layer's output, what the final linear layer separates, is measured at every state: recomputed
+    # here from the table and the trained head at the last state would need the weights; at step 0 (the initial head,
+    # seeded) it is the initial head applied to the pretrained table.
+    assert rec["silhouette_hidden"].notna().all() and rec["isoscore_hidden"].between(0, 1).all()
+    from isoflow.metrics import isoscore, silhouette
+    from isoflow.optimize.loop import classifier
+
+    task, emb = load(small, "polarity-300", "minilm")
+    torch.manual_seed(0)
+    head = classifier(d, 2, Settings("polarity-300", "minilm", 0, 15, head="mlp", head_layers=2))
+    with torch.no_grad():
+        hidden = head[:-1](torch.from_numpy(emb))
+    labels = task.examples["label"].to_numpy()
+    assert rec["silhouette_hidden"].iloc[0] == pytest.approx(silhouette(hidden, labels), abs=1e-6)
+    assert rec["isoscore_hidden"].iloc[0] == pytest.approx(isoscore(hidden), abs=1e-6)
     linear, _ = run_optimize(
         "polarity-300", "minilm", 0, steps=2, data_dir=small, results=tmp_path, device="cpu", progress=False
     )

@@ -35,12 +35,14 @@ from ..reporting.figures import (
 from .report import correlation
 
 FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
+HIDDEN = ("silhouette_hidden", "isoscore_hidden")  # a non-linear head's last hidden output (runs that measured it)
 
 
 def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """The sweep's table: one row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the
     IsoScore–silhouette correlation over training on the finished runs' seed-mean curve."""
-    table = lambda_summary(traj, info, order="step", length="steps", columns=FINAL)
+    measured = [c for c in HIDDEN if c in traj and traj[c].notna().any()]
+    table = lambda_summary(traj, info, order="step", length="steps", columns=[*FINAL, *measured])
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     after = traj[traj.step >= 1].merge(finished, on=["task", "model", "istar_lambda", "seed"])
     r, rho = [], []
@@ -69,7 +71,8 @@ CURVE_COLUMNS = 3  # task x model panels to a row in istar_curves
 HEADS_CAPTION = (
     "The classifier's depth: this sweep against a baseline sweep (the paper's linear head) on the same task, model "
     "and λ, final values (mean over seeds) and r, ρ between IsoScore and silhouette over training; "
-    "diff: this − baseline."
+    "diff: this − baseline; *_hidden: the non-linear head's last hidden output, which its final linear layer "
+    "separates (runs that measured it)."
 )
 
 
@@ -93,6 +96,9 @@ def heads_table(table: pd.DataFrame, baseline: pd.DataFrame, this: str, base: st
     both = table[keys + cols].merge(baseline[keys + cols], on=keys, suffixes=("", "_baseline"))
     for c in cols:
         both[f"{c}_diff"] = both[c] - both[f"{c}_baseline"]
+    hidden = [f"{c}_mean" for c in HIDDEN if f"{c}_mean" in table]  # this head's hidden output, where measured
+    if hidden:
+        both = both.merge(table[keys + hidden], on=keys)
     both.insert(3, "head", this)
     both.insert(4, "baseline_head", base)
     return both.sort_values(keys).reset_index(drop=True)

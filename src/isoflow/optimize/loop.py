@@ -242,9 +242,14 @@ def optimize(
             sil_pick = _sample(p.n_examples, s.sample_cap, gen, device)
             iso_pick = _sample(p.table0.shape[0], s.sample_cap, gen, device)
             reps = p.represent(table)
-            loss, acc = _loss_and_accuracy(head(reps), p)
+            # A non-linear head: its last hidden layer's output is what the final linear layer separates (Mickus et
+            # al.'s argument is about the representation a linear classifier acts on): measured too.
+            hidden = head[:-1](reps) if isinstance(head, torch.nn.Sequential) else None
+            loss, acc = _loss_and_accuracy(head(reps) if hidden is None else head[-1](hidden), p)
             with torch.no_grad():
                 sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
+                if hidden is not None:
+                    _hidden_metrics(hidden.detach(), p, s, sil_pick, extra, step)
                 values = torch.stack(
                     [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.lam * (1.0 - iso_star)]
                 )
@@ -328,6 +333,17 @@ def _geometry_now(
         tab if iso_pick is None else tab[iso_pick], istar.shrinkage(tab.shape[1], tab.device), istar.zeta
     )
     return sil, iso, iso_star, cov
+
+
+def _hidden_metrics(hidden: torch.Tensor, p: _Problem, s: Settings, pick, out: dict[str, dict[int, float]], step: int):
+    """The non-linear head's last hidden output, on the silhouette's sample: its silhouette w.r.t. the labels and its
+    IsoScore (``silhouette_hidden``, ``isoscore_hidden``)."""
+    clusters = p.clusters
+    h = hidden.to(p.measure_dtype)
+    if pick is not None:
+        h, clusters = h[pick], clusters.subset(pick)
+    out.setdefault("silhouette_hidden", {})[step] = float(silhouette_tensor(h, clusters, block=s.block or None))
+    out.setdefault("isoscore_hidden", {})[step] = float(isoscore_tensor(h))
 
 
 def _extra_metrics(table, s: Settings, out: dict[str, dict[int, float]], step: int) -> None:
