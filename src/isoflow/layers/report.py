@@ -310,7 +310,12 @@ def figures(
     measured = "cluster_silhouette_low" in ctx and len(ctx)
     written += kmeans_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_kmeans", NO_RUNS)
     written += orderings_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_orderings", NO_RUNS)
-    written += pca_figure(views[views["view"] == "middle"], out_dir, "layers_pca", "the middle layer")
+    middle = views[views["view"] == "middle"]
+    written += (
+        pca_figure(middle, out_dir, "layers_pca", "the middle layer")
+        if len(middle)
+        else _empty(out_dir, "layers_pca", "no view of a middle layer among the analyses given")
+    )
     roll = views[(views["view"] == "roll") & views["position"].notna()] if "position" in views else views.iloc[0:0]
     written += roll_figure(roll, out_dir) if len(roll) else _empty(out_dir, "layers_roll", NO_RUNS)
     dims = extra.get("dims", pd.DataFrame())

@@ -235,7 +235,7 @@ def _contextual(job: _Job):
     view_layer = n_layers // 2 if job.view_layer is None else job.view_layer
     if not 0 <= view_layer < n_layers:
         raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
-    view_layers = {view_layer: "middle", roll_layer(n_layers): "roll"}
+    views_wanted = {"middle": view_layer, "roll": roll_layer(n_layers)}  # a shallow model may have them at one layer
     t = time.perf_counter()
     chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
     n_points = sum(count_points(encoder, words, types) for words in chosen)
@@ -276,7 +276,7 @@ def _contextual(job: _Job):
             clusters += layer_clusters
             kmeans += layer_kmeans
             dims.append(layer_dims)
-            if layer in view_layers:
+            for view_name in [name for name, at in views_wanted.items() if at == layer]:
                 idx = extra["sample"]
                 pick = slice(None) if idx is None else idx.cpu().numpy()
                 sample_types = type_arr[pick]
@@ -288,7 +288,7 @@ def _contextual(job: _Job):
                     position_arr[pick],
                     seed=settings.seed,
                 )
-                views.append(pd.DataFrame({"layer": layer, "view": view_layers[layer], **view}))
+                views.append(pd.DataFrame({"layer": layer, "view": view_name, **view}))
             timings[f"layer{layer}"] = time.perf_counter() - t
             del points
             interrupt.check()
