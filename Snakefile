@@ -21,7 +21,16 @@ report: "report/workflow.rst"
 include: "rules/common.smk"
 
 
-# One rule file per section of the registry (isoflow.sections), in its order.
+# Each section's input functions and outputs (rules/inputs/), then its rules, in the registry's order (isoflow.sections).
+for name in SECTIONS:
+
+    include: f"rules/inputs/{name}.smk"
+
+
+include: "rules/inputs/targets.smk"
+include: "rules/inputs/data.smk"
+
+
 for name in SECTIONS:
 
     include: f"rules/{name}.smk"

@@ -17,15 +17,23 @@ from pathlib import Path
 
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
+from isoflow.finetune.settings import report_outputs as finetune_report_outputs
 from isoflow.layers import LAYER_FILES, LayerSettings
+from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
+from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
-from isoflow.optimize.settings import head_dir
+from isoflow.optimize.settings import head_dir, istar_report_outputs
+from isoflow.optimize.settings import report_outputs as optimize_report_outputs
+from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
+from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
 from isoflow.pretrain.settings import CorpusSettings
 from isoflow.records import lambda_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
+from isoflow.stability import REPORT_FIGURES as STABILITY_REPORT_FIGURES
+from isoflow.stability import REPORT_TABLES as STABILITY_REPORT_TABLES
 from isoflow.stability import StabilitySettings
 
 DATA = config.get("data_dir", "data")
@@ -116,9 +124,6 @@ PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
 PRETRAINED = {
     name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()
 }
-PRETRAIN_TABLES = tables_of("pretrain", ["pretrain"])
-PRETRAIN_FIGURES = figures_of("pretrain", ["pretrain_curves"])
-PRETRAIN_REPORT = PRETRAIN_TABLES + PRETRAIN_FIGURES
 
 
 def pretrained_folder(name):
@@ -126,42 +131,6 @@ def pretrained_folder(name):
 
 
 MODEL_FOLDERS.update({name: {"path": pretrained_folder(name)} for name in PRETRAINED})
-
-
-def pretrain_options(wildcards):
-    """The model's settings (the section's shared `training` ones, overridden by its own entry) as options."""
-    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in PRETRAINED[wildcards.pretrained].items())
-
-
-PRETRAIN_SOURCES = [
-    s if s in ("brown", "wordnet") else home(s)
-    for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])
-]
-
-
-def pretrain_excluded():
-    """The tasks kept out of the corpus: built-in ones by name, own ones by their prepared folder."""
-    return [
-        f"{DATA}/tasks/{t}" if t in OWN_TASKS else t for t in (PRETRAIN.get("corpus") or {}).get("exclude_tasks", [])
-    ]
-
-
-def pretrain_corpus_inputs(wildcards):
-    """Text files among the sources, and the own tasks whose text is excluded."""
-    own = [f"{path}/meta.json" for path in pretrain_excluded() if path.startswith(f"{DATA}/tasks/")]
-    return [s for s in PRETRAIN_SOURCES if s not in ("brown", "wordnet")] + own
-
-
-def pretrain_corpus_options(wildcards):
-    corpus = PRETRAIN.get("corpus") or {}
-    sources = " ".join(f"--source {shlex.quote(s)}" for s in PRETRAIN_SOURCES)
-    excluded = " ".join(f"--exclude-task {shlex.quote(t)}" for t in pretrain_excluded())
-    settings = command_line(CorpusSettings, corpus)
-    return " ".join(part for part in (sources, excluded, settings) if part)
-
-
-def pretrain_files():
-    return PRETRAIN_REPORT if PRETRAINED else []
 
 
 def names_regex(names):
@@ -215,33 +184,6 @@ def corpus_option(wildcards):
     return shlex.quote(OWN_CORPORA.get(wildcards.corpus, wildcards.corpus))
 
 
-def vocab_of(task):
-    """A word task's words come from its (single) static model's vocabulary."""
-    models = sorted({m for t, m in paper_pairs() + istar_pairs() if t == task})
-    vocabularies = sorted({VOCABULARY.get(m, m) for m in models})
-    if len(vocabularies) != 1 or not set(models) <= set(STATIC_MODELS):
-        raise ValueError(
-            f"config: word task {task} needs static models that share one vocabulary (glove-50d and its encoded "
-            f"words, or word2vec-222); got {models}"
-        )
-    return vocabularies[0]
-
-
-def prepare_options(wildcards):
-    """A word task's vocabulary, or an own task's file and columns (`isoflow prepare NAME --from-file`)."""
-    entry = OWN_TASKS.get(wildcards.task)
-    if entry:
-        columns = {
-            "from-file": entry["file"],
-            "text": entry["text"],
-            "text-b": entry.get("text_b"),
-            "label": entry["label"],
-            "label-sep": entry.get("label_sep"),
-        }
-        return " ".join(f"--{k} {shlex.quote(v)}" for k, v in columns.items() if v is not None)
-    return f"--vocab {vocab_of(wildcards.task)}" if wildcards.task in WORD_TASKS else ""
-
-
 def steps_for(wildcards):
     return config["steps"]["glue" if wildcards.task.startswith("glue/") else "default"]
 
@@ -259,322 +201,12 @@ def embedding_files(pairs):
     return sorted({f"{DATA}/embeddings/{m}/{t}/embeddings.npy" for t, m in pairs})
 
 
-# The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
-# one folder deeper (isoflow.optimize.settings.head_dir), so that they never replace the linear head's.
-HEAD_DIR = head_dir(config.get("head", "linear"), config.get("head_layers", 1))
-
-
-def under_model(model_dir):
-    """Where a run of this config's head goes below its model's folder."""
-    return f"{model_dir}/{HEAD_DIR}" if HEAD_DIR else model_dir
-
-
-# ----- The optimize section: Mickus et al.'s main tasks (config `paper`) and GLUE (`glue`) (optimize.smk) -------
-
-
-def paper_pairs():
-    return [(e["task"], e["model"]) for e in config["paper"]]
-
-
-def glue_pairs():
-    return [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
-
-
-def all_pairs():
-    return paper_pairs() + glue_pairs()
-
-
-def run_dir(section, task, model):
-    """A task x model's runs of the optimize or istar section, below the model's folder for this config's head."""
-    return under_model(f"{section_dir(section)}/runs/{task}/{model}")
-
-
-def trajectories(pairs):
-    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
-
-
-LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
-OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
-OPTIMIZE_FIGURES = figures_of(
-    "optimize",
-    ["silhouette", "log_isoscore", "silhouette_vs_isoscore"]
-    + (["label_centred_isoscore"] if LABEL_CENTRED_EVERY else []),
-)
-
-
-def optimize_tables():
-    """What `isoflow optimize-report` writes for this config: per-run correlations always; main-task and GLUE tables
-    if enabled; the seeds' spread with two seeds or more."""
-    stems = ["correlations_per_run"] + (["seed_spread"] if len(config["seeds"]) > 1 else [])
-    if paper_pairs():
-        stems += ["correlations", "table1_sizes"]
-    if glue_pairs():
-        stems += ["correlations_glue", "table2_sizes_glue"]
-    if LABEL_CENTRED_EVERY and all_pairs():
-        stems += ["label_centred"]
-    return tables_of("optimize", stems)
-
-
-def optimize_files():
-    return optimize_tables() + OPTIMIZE_FIGURES if all_pairs() else []
-
-
-# ----- The I-STAR sweep (istar.smk) ---------------------------------------------------------------------------
+# ----- Each section's config (its functions and outputs: rules/<section>.smk) -----------------------------------
 
 ISTAR = config.get("istar") or {}
-# The sweep's own seeds (a subset of the config's: its lambda = 0 runs are the optimize section's), else the config's.
-ISTAR_SEEDS = ISTAR.get("seeds") or config["seeds"]
-
-
-def istar_pairs():
-    return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
-
-
-def istar_lambdas(task):
-    """The sweep's weights for one task: istar.task_lambdas[task] where given, else istar.lambdas."""
-    return (ISTAR.get("task_lambdas") or {}).get(task, ISTAR.get("lambdas", []))
-
-
-def istar_trajectories():
-    """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
-    out = []
-    for t, m in istar_pairs():
-        for lam in istar_lambdas(t):
-            sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
-            where = f"{run_dir('istar', t, m)}/{sub}" if sub else f"{run_dir('optimize', t, m)}/"
-            out += [f"{where}seed{s}.parquet" for s in ISTAR_SEEDS]
-    return out
-
-
-ISTAR_AGGREGATE = [f"{section_dir('istar')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
-# A baseline sweep to compare with (istar.baseline: a runs.csv, e.g. docs/results/istar/runs.csv, the linear head's):
-# its runs aggregated beside this sweep's, and the table and figure istar_heads.
-ISTAR_BASELINE = ISTAR.get("baseline")
-ISTAR_BASELINE_AGGREGATE = [
-    f"{section_dir('istar')}/aggregate/baseline/{f}" for f in ("trajectories.parquet", "runs.csv")
-]
-_HEADS = ["istar_heads"] if ISTAR_BASELINE else []
-ISTAR_TABLES = tables_of("istar", ["istar", *_HEADS])
-ISTAR_FIGURES = figures_of("istar", ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *_HEADS])
-ISTAR_REPORT = ISTAR_TABLES + ISTAR_FIGURES
-
-
-def baseline_records():
-    """The baseline sweep's run records (.json and .parquet), as its runs.csv lists them."""
-    import csv
-
-    if not ISTAR_BASELINE:
-        return []
-    with open(ISTAR_BASELINE, newline="", encoding="utf-8") as fh:
-        stems = [re.sub(r"\.(json|parquet)$", "", row["record"]) for row in csv.DictReader(fh)]
-    return [f"{stem}{suffix}" for stem in stems for suffix in (".json", ".parquet")]
-
-
-def istar_files():
-    return ISTAR_REPORT if istar_pairs() and ISTAR.get("lambdas") else []
-
-
-# ----- Cai et al. across layers (layers.smk) ------------------------------------------------------------------
-
 LAYERS = config.get("layers") or {}
-
-
-def layer_runs():
-    """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
-    models = LAYERS.get("models", []) + LAYERS.get("static", [])
-    return [f"{section_dir('layers')}/runs/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
-
-
-def layer_run_files():
-    """Every file of every analysis: what the report reads."""
-    return [p.replace("layers.parquet", name) for p in layer_runs() for name in LAYER_FILES if name != "layers.csv"]
-
-
-LAYERS_TABLES = tables_of(
-    "layers", ["layers", "layers_lid", "layers_kmeans", "layers_clusters", "layers_orderings", "layers_outliers"]
-)
-LAYERS_FIGURES = figures_of(
-    "layers",
-    [
-        "layers_similarity",
-        "layers_isoscore",
-        "layers_lid",
-        "layers_kmeans",
-        "layers_orderings",
-        "layers_pca",
-        "layers_roll",
-        "layers_outliers",
-    ],
-)
-LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
-
-
-def layers_files():
-    return LAYERS_REPORT if layer_runs() else []
-
-
-# ----- Fine-tuning with I-STAR (finetune.smk) -----------------------------------------------------------------
-
 FINETUNE = config.get("finetune") or {}
-
-
-def finetune_options(wildcards):
-    """The section's settings as `isoflow finetune` options (isoflow.finetune.settings declares them and their defaults,
-    which the schema filled in); CosReg runs take cosreg_points."""
-    values = {**FINETUNE, "points": FINETUNE["cosreg_points"] if wildcards.reg == "cosreg" else FINETUNE["points"]}
-    return command_line(FinetuneSettings, values)
-
-
-def finetune_pairs():
-    return [(t, m) for t in FINETUNE.get("tasks", []) for m in FINETUNE.get("models", [])]
-
-
-def finetune_records():
-    """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
-    runs = [lambda_dir(float(lam)) for lam in FINETUNE.get("lambdas", [])]
-    runs += [f"cosreg{float(w):g}" for w in FINETUNE.get("cosreg", []) if float(w) != 0]
-    return [
-        f"{section_dir('finetune')}/runs/{t}/{m}/{run}/seed{s}.json"
-        for t, m in finetune_pairs()
-        for run in runs
-        for s in FINETUNE.get("seeds", [])
-    ]
-
-
-LR_CANDIDATES = [float(lr) for lr in FINETUNE.get("lr_candidates") or []]
-
-
-def lr_selection_dir(task, model):
-    return f"{section_dir('finetune')}/runs/{task}/{model}/lr-selection"
-
-
-def lr_candidate_records(wildcards):
-    """The plain candidate runs (λ = 0, the first seed) of one task × model, one per candidate learning rate."""
-    seed = FINETUNE["seeds"][0]
-    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/lr{lr:g}/seed{seed}.json" for lr in LR_CANDIDATES]
-
-
-def lr_choice(wildcards):
-    """The learning-rate choice a run of the sweep reads, where the config has candidates."""
-    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/chosen.json"] if LR_CANDIDATES else []
-
-
-def finetune_baselines():
-    """Each task's bag-of-words baseline on the runs' own splits."""
-    return [f"{section_dir('finetune')}/runs/{t}/bag-of-words.json" for t in FINETUNE.get("tasks", [])]
-
-
-def finetune_run_files():
-    runs = [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
-    return runs + finetune_baselines()
-
-
-# Runs measured per layer (layer_geometry) add finetune_layers and finetune_layers_epochs, each a table and a figure.
-_FINETUNE_LAYERS = ["finetune_layers", "finetune_layers_epochs"] if FINETUNE.get("layer_geometry") else []
-FINETUNE_TABLES = tables_of("finetune", ["finetune", "finetune_controls", "finetune_paired", *_FINETUNE_LAYERS])
-FINETUNE_FIGURES = figures_of(
-    "finetune",
-    [
-        "finetune_performance",
-        "finetune_twonn",
-        "finetune_silhouette_vs_isoscore",
-        "finetune_baselines",
-        "finetune_activations",
-        "finetune_epochs",
-        *_FINETUNE_LAYERS,
-    ],
-)
-FINETUNE_REPORT = FINETUNE_TABLES + FINETUNE_FIGURES
-
-
-def finetune_files():
-    return FINETUNE_REPORT if finetune_records() else []
-
-
-# ----- IsoScore* on mini-batches (stability.smk) --------------------------------------------------------------
-
 STABILITY = config.get("stability") or {}
-STABILITY_TABLES = tables_of("stability", ["stability"])
-STABILITY_FIGURES = figures_of("stability", ["stability"])
-STABILITY_RUNS = [f"{section_dir('stability')}/runs/{name}" for name in ("runs.parquet", "meta.json")]
-
-
-def stability_files():
-    return STABILITY_TABLES + STABILITY_FIGURES + STABILITY_RUNS if STABILITY else []
-
-
-def stability_options(wildcards):
-    """The section's keys as `isoflow stability` options (isoflow.stability.StabilitySettings declares them)."""
-    return command_line(StabilitySettings, STABILITY)
-
-
-# ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
-
-
-def run_files(stem_dir, suffix, seeds=None):
-    """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
-    if GROUP_SEEDS:
-        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or config["seeds"]]
-    return f"{stem_dir}/seed{{seed}}{suffix}"
-
-
-def seed_option(wildcards, output):
-    """--seeds S,S,... and an --out holding {seed} (grouped), or --seed S and the run's own --out."""
-    first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
-    if GROUP_SEEDS:  # the job's seeds: those of its outputs (the section's seeds)
-        seeds = ",".join(re.search(r"seed(\d+)\.parquet$", p).group(1) for p in output.parquet)
-        return f"--seeds {seeds} --out '{os.path.dirname(first)}/seed{{seed}}'"
-    return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
-
-
-RUN_LOG = "seeds" if GROUP_SEEDS else "seed{seed}"
-OPTIMIZE_PARAMS = dict(
-    task_dir=lambda wildcards, input: os.path.dirname(input.task),
-    embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
-    device=DEVICE,
-    steps=steps_for,
-    # The run's settings the config declares (the schema filled in their defaults): optimize.settings.Settings'.
-    settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
-    seeds=seed_option,
-)
-
-
-# ----- Across sections (targets.smk) --------------------------------------------------------------------------
-
-
-def all_task_model_pairs():
-    return sorted(set(all_pairs() + istar_pairs()))
-
-
-def check_vectors_cover_their_tasks():
-    """Vectors made elsewhere come with a file for every task they are paired with (config.smk checked the names)."""
-    for task, model in all_task_model_pairs():
-        if model in OWN_VECTORS and task not in OWN_VECTORS[model]:
-            refuse(
-                f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
-            )
-
-
-check_vectors_cover_their_tasks()
-check_own_files(config)  # config.smk: last, once every name is known to be right
-
-
-def all_tasks():
-    """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
-    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
-
-
-def all_trajectories():
-    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
-
-
-def report_files():
-    """Every table and figure: the default target `all` and its alias `report`; each section's `<name>_files()` (the
-    files its config enables), in the registry's order (isoflow.sections)."""
-    return [path for name in SECTIONS for path in globals()[f"{name}_files"]()]
-
-
-# ----- Failures on the terminal ----------------------------------------------------------------------------------
 
 
 def run_log_text(snakemake_log):

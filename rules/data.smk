@@ -2,10 +2,6 @@
 # (`own.tasks`) from its file, a declared input.
 
 
-localrules:
-    prepare,
-
-
 rule prepare:
     input:
         own_task_file,

@@ -3,6 +3,9 @@
 # is in the cache or the mirror, else a fixed split of the training data, the same for every run (in each run's JSON).
 
 
+# ----- Fine-tuning with I-STAR (finetune.smk) -----------------------------------------------------------------
+
+
 rule finetune:
     input:
         finetune_files(),

@@ -3,6 +3,11 @@
 # a large |lambda| is recorded as diverged (--keep-diverged) and reported as such.
 
 
+# ----- The I-STAR sweep (istar.smk) ---------------------------------------------------------------------------
+
+# The sweep's own seeds (a subset of the config's: its lambda = 0 runs are the optimize section's), else the config's.
+
+
 rule istar:
     input:
         istar_files(),

@@ -1,6 +1,9 @@
 # The layers section (Cai et al. 2021): one analysis per model (or static vectors) x corpus, then tables and figures.
 
 
+# ----- Cai et al. across layers (layers.smk) ------------------------------------------------------------------
+
+
 rule layers:
     input:
         layers_files(),

@@ -6,6 +6,13 @@
 # either way, written only when each run completes.
 
 
+# ----- The optimize section: Mickus et al.'s main tasks (config `paper`) and GLUE (`glue`) (optimize.smk) -------
+
+
+# The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
+# one folder deeper (isoflow.optimize.settings.head_dir), so that they never replace the linear head's.
+
+
 rule optimize:
     input:
         optimize_files(),

@@ -2,6 +2,9 @@
 # clouds of known isotropy; every estimate, the table and the figure in one job (minutes on a CPU).
 
 
+# ----- IsoScore* on mini-batches (stability.smk) --------------------------------------------------------------
+
+
 rule stability:
     input:
         stability_files(),

@@ -1,6 +1,9 @@
 # Targets across sections (each section's own targets are in its file); `all` (the Snakefile) is the default.
 
 
+# ----- Across sections (targets.smk) --------------------------------------------------------------------------
+
+
 rule datasets:
     input:
         [f"{DATA}/tasks/{t}/meta.json" for t in all_tasks()],

@@ -37,8 +37,9 @@ ITEM = {"data": "${item.data}", "results": "${item.results}"}
 
 
 def rule_files(rules: list[str]) -> list[str]:
-    """The rule files that define these rules (``rule X:`` or ``use rule ... as X``), common.smk first."""
-    found = ["rules/common.smk"]
+    """The rule files that define these rules (``rule X:`` or ``use rule ... as X``), after common.smk and the input
+    functions (rules/inputs/: they cross sections)."""
+    found = ["rules/common.smk", "rules/inputs"]
     for path in sorted((ROOT / "rules").glob("*.smk")):
         text = path.read_text()
         if any(re.search(rf"^(rule {r}:|use rule \w+ as {r} )", text, re.M) for r in rules):
@@ -46,7 +47,7 @@ def rule_files(rules: list[str]) -> list[str]:
             if name not in found:
                 found.append(name)
             used = re.findall(r"^use rule (\w+) as", text, re.M)  # the rule it copies lives elsewhere
-            found += [f for f in rule_files(used)[1:] if f not in found] if used else []
+            found += [f for f in rule_files(used)[2:] if f not in found] if used else []
     return found
 
 

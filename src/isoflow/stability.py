@@ -17,6 +17,9 @@ from pathlib import Path
 
 from .settings import check, setting
 
+REPORT_TABLES = ("stability",)  # what `isoflow stability` writes beside its runs: the workflow declares them from here
+REPORT_FIGURES = ("stability",)
+
 # numpy, pandas, torch and the metrics are imported where they are used: the CLI reads the settings for its help without
 # loading them.
 

@@ -21,7 +21,20 @@ LAYER_FILES = (
     "meta.json",
 )
 
-__all__ = ["LAYER_FILES", "LayerSettings", "layer_metrics", "run_layers"]
+# What `isoflow layers-report` writes (isoflow.layers.report), whatever the runs: the workflow declares them from here.
+REPORT_TABLES = ("layers", "layers_lid", "layers_kmeans", "layers_clusters", "layers_orderings", "layers_outliers")
+REPORT_FIGURES = (
+    "layers_similarity",
+    "layers_isoscore",
+    "layers_lid",
+    "layers_kmeans",
+    "layers_orderings",
+    "layers_pca",
+    "layers_roll",
+    "layers_outliers",
+)
+
+__all__ = ["LAYER_FILES", "REPORT_FIGURES", "REPORT_TABLES", "LayerSettings", "layer_metrics", "run_layers"]
 
 
 def __getattr__(name: str):

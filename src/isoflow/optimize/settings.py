@@ -102,3 +102,28 @@ def check_settings(s: Settings) -> None:
     if len(s.betas) != 2 or not all(isinstance(b, (int, float)) and 0.0 <= b < 1.0 for b in s.betas):
         raise ValueError(f"betas must be two numbers in [0, 1); got {s.betas!r}")
     check_istar(s.istar_lambda, s.zeta, s.shrinkage, s.penalty_dtype)
+
+
+def report_outputs(*, main: bool, glue: bool, seeds: int, label_centred: bool) -> tuple[list[str], list[str]]:
+    """(tables, figures) `isoflow optimize-report` writes (isoflow.optimize.report) for a config with the paper's main
+    pairs (``main``), GLUE pairs (``glue``), ``seeds`` seeds and label-centred measurements: per-run correlations
+    always; the main tasks' and GLUE's tables where there are such pairs; the seeds' spread from two seeds. The
+    workflow declares them from here."""
+    tables = ["correlations_per_run"] + (["seed_spread"] if seeds > 1 else [])
+    if main:
+        tables += ["correlations", "table1_sizes"]
+    if glue:
+        tables += ["correlations_glue", "table2_sizes_glue"]
+    if label_centred and (main or glue):
+        tables += ["label_centred"]
+    figures = ["silhouette", "log_isoscore", "silhouette_vs_isoscore"] + (
+        ["label_centred_isoscore"] if label_centred else []
+    )
+    return tables, figures
+
+
+def istar_report_outputs(baseline: bool) -> tuple[list[str], list[str]]:
+    """(tables, figures) `isoflow istar-report` writes (isoflow.optimize.istar_report); with a baseline sweep, the
+    comparison istar_heads as a table and a figure."""
+    heads = ["istar_heads"] if baseline else []
+    return ["istar", *heads], ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *heads]

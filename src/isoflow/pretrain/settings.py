@@ -8,6 +8,9 @@ from dataclasses import dataclass
 
 from ..settings import check, setting
 
+REPORT_TABLES = ("pretrain",)  # what `isoflow pretrain-report` writes: the workflow declares them from here
+REPORT_FIGURES = ("pretrain_curves",)
+
 OBJECTIVES = ("masked", "causal")
 TOKENIZER_OF = {"masked": "wordpiece", "causal": "bpe"}
 

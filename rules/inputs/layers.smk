@@ -1,0 +1,22 @@
+# Input functions and outputs of the layers section (rules/layers.smk): functions only, as Snakemake's linter wants them apart
+# from rules.
+
+
+def layer_runs():
+    """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
+    models = LAYERS.get("models", []) + LAYERS.get("static", [])
+    return [f"{section_dir('layers')}/runs/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
+
+
+def layer_run_files():
+    """Every file of every analysis: what the report reads."""
+    return [p.replace("layers.parquet", name) for p in layer_runs() for name in LAYER_FILES if name != "layers.csv"]
+
+
+LAYERS_TABLES = tables_of("layers", LAYERS_REPORT_TABLES)
+LAYERS_FIGURES = figures_of("layers", LAYERS_REPORT_FIGURES)
+LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
+
+
+def layers_files():
+    return LAYERS_REPORT if layer_runs() else []

@@ -1,0 +1,82 @@
+# Input functions and outputs of the optimize section (rules/optimize.smk): functions only, as Snakemake's linter wants them apart
+# from rules.
+
+
+HEAD_DIR = head_dir(config.get("head", "linear"), config.get("head_layers", 1))
+
+
+def under_model(model_dir):
+    """Where a run of this config's head goes below its model's folder."""
+    return f"{model_dir}/{HEAD_DIR}" if HEAD_DIR else model_dir
+
+
+def paper_pairs():
+    return [(e["task"], e["model"]) for e in config["paper"]]
+
+
+def glue_pairs():
+    return [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
+
+
+def all_pairs():
+    return paper_pairs() + glue_pairs()
+
+
+def run_dir(section, task, model):
+    """A task x model's runs of the optimize or istar section, below the model's folder for this config's head."""
+    return under_model(f"{section_dir(section)}/runs/{task}/{model}")
+
+
+def trajectories(pairs):
+    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+
+
+LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
+OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
+_OPTIMIZE_TABLES, _OPTIMIZE_FIGURES = optimize_report_outputs(
+    main=bool(paper_pairs()),
+    glue=bool(glue_pairs()),
+    seeds=len(config["seeds"]),
+    label_centred=bool(LABEL_CENTRED_EVERY),
+)
+OPTIMIZE_FIGURES = figures_of("optimize", _OPTIMIZE_FIGURES)
+
+
+def optimize_tables():
+    """What `isoflow optimize-report` writes for this config (isoflow.optimize.settings.report_outputs)."""
+    return tables_of("optimize", _OPTIMIZE_TABLES)
+
+
+def optimize_files():
+    return optimize_tables() + OPTIMIZE_FIGURES if all_pairs() else []
+
+
+# ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
+
+
+def run_files(stem_dir, suffix, seeds=None):
+    """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
+    if GROUP_SEEDS:
+        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or config["seeds"]]
+    return f"{stem_dir}/seed{{seed}}{suffix}"
+
+
+def seed_option(wildcards, output):
+    """--seeds S,S,... and an --out holding {seed} (grouped), or --seed S and the run's own --out."""
+    first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
+    if GROUP_SEEDS:  # the job's seeds: those of its outputs (the section's seeds)
+        seeds = ",".join(re.search(r"seed(\d+)\.parquet$", p).group(1) for p in output.parquet)
+        return f"--seeds {seeds} --out '{os.path.dirname(first)}/seed{{seed}}'"
+    return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
+
+
+RUN_LOG = "seeds" if GROUP_SEEDS else "seed{seed}"
+OPTIMIZE_PARAMS = dict(
+    task_dir=lambda wildcards, input: os.path.dirname(input.task),
+    embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
+    device=DEVICE,
+    steps=steps_for,
+    # The run's settings the config declares (the schema filled in their defaults): optimize.settings.Settings'.
+    settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
+    seeds=seed_option,
+)

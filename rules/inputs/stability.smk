@@ -1,0 +1,16 @@
+# Input functions and outputs of the stability section (rules/stability.smk): functions only, as Snakemake's linter wants them apart
+# from rules.
+
+
+STABILITY_TABLES = tables_of("stability", STABILITY_REPORT_TABLES)
+STABILITY_FIGURES = figures_of("stability", STABILITY_REPORT_FIGURES)
+STABILITY_RUNS = [f"{section_dir('stability')}/runs/{name}" for name in ("runs.parquet", "meta.json")]
+
+
+def stability_files():
+    return STABILITY_TABLES + STABILITY_FIGURES + STABILITY_RUNS if STABILITY else []
+
+
+def stability_options(wildcards):
+    """The section's keys as `isoflow stability` options (isoflow.stability.StabilitySettings declares them)."""
+    return command_line(StabilitySettings, STABILITY)

@@ -1,0 +1,36 @@
+# Input functions and outputs of across sections (rules/targets.smk): functions only, as Snakemake's linter wants them apart
+# from rules.
+
+
+def all_task_model_pairs():
+    return sorted(set(all_pairs() + istar_pairs()))
+
+
+def check_vectors_cover_their_tasks():
+    """Vectors made elsewhere come with a file for every task they are paired with (config.smk checked the names)."""
+    for task, model in all_task_model_pairs():
+        if model in OWN_VECTORS and task not in OWN_VECTORS[model]:
+            refuse(
+                f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
+            )
+
+
+check_vectors_cover_their_tasks()
+check_own_files(config)  # config.smk: last, once every name is known to be right
+
+
+def all_tasks():
+    """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
+    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
+
+
+def all_trajectories():
+    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
+
+
+def report_files():
+    """Every table and figure: the default target `all` and its alias `report`; each section's `<name>_files()` (the
+    files its config enables), in the registry's order (isoflow.sections)."""
+    return [path for name in SECTIONS for path in globals()[f"{name}_files"]()]
+
+# ----- Failures on the terminal ----------------------------------------------------------------------------------
