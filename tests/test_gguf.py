@@ -243,19 +243,10 @@ def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     assert len(dims) == 3 * 32 and np.allclose(dims.groupby("layer")["cosine_share"].sum(), table["cosine_anisotropy"])
     p = isoflow(["layers-report", str(run), "--tables", "tables", "--figures", "figures"], reviews)
     assert p.returncode == 0, p.stderr
-    tables = {f.stem for f in (reviews / "tables").glob("*.csv")}
-    assert tables == {"layers", "layers_lid", "layers_kmeans", "layers_clusters", "layers_orderings", "layers_outliers"}
-    figures = {f.stem for f in (reviews / "figures").glob("*.png")}
-    assert figures == {
-        "layers_similarity",
-        "layers_isoscore",
-        "layers_lid",
-        "layers_kmeans",
-        "layers_orderings",
-        "layers_pca",
-        "layers_roll",
-        "layers_outliers",
-    }
+    from isoflow.layers import REPORT_FIGURES, REPORT_TABLES  # what the workflow declares
+
+    assert {f.stem for f in (reviews / "tables").glob("*.csv")} == set(REPORT_TABLES)
+    assert {f.stem for f in (reviews / "figures").glob("*.png")} == set(REPORT_FIGURES)
     lid = pd.read_csv(reviews / "tables/layers_lid.csv")
     assert lid.loc[0, "input_table_lid_cosine"] == pytest.approx(meta["input_table"]["lid_cosine"])
     p = isoflow(["encode", "--model", str(path), "--model-name", "tiny-llama", "--task", "reviews", "--quiet"], reviews)

@@ -320,6 +320,11 @@ def test_analysis_outputs(small, tmp_path, capsys):
     ln = log_normalised_isoscore(traj)
     assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
     written = {p.name for p in analyze(tmp_path)}
+    from isoflow.optimize.settings import report_outputs  # what the workflow declares for such a config
+
+    tables, figures = report_outputs(main=True, glue=True, seeds=2, label_centred=False)
+    assert {n[: -len(".csv")] for n in written if n.endswith(".csv")} - {"runs"} == set(tables)  # runs: the aggregate
+    assert {n[: -len(".png")] for n in written if n.endswith(".png")} == set(figures)
     assert {
         "correlations.csv",
         "correlations.md",
