@@ -369,10 +369,14 @@ def test_a_resume_puts_saved_pretrained_models_back_before_the_inputs_that_need_
     _write(tmp_path / "partial-results/finetune-plain/inputs/pretrained/plain-bert/config.json", "{}")
     publish_results.reproduce("finetune-plain", resume=True)
     run = ["finetune", "--cores", "2", "--configfile", "config/finetune-plain.yaml", "--rerun-incomplete"]
+    from isoflow.sections import SECTIONS
+
+    runs = list(SECTIONS["finetune"].run_rules)  # the runs, the baseline, the learning rate's runs and choice
+    assert runs[0] == "finetune_run"
     assert steps == [
-        ("snakemake", [*run, "--omit-from", "pretrain_model", "finetune_run"]),  # the corpus, the task: not the model
+        ("snakemake", [*run, "--omit-from", "pretrain_model", *runs]),  # the corpus, the task: not the model
         ("restore inputs", "finetune-plain"),
-        ("snakemake", [*run, "--omit-from", "finetune_run"]),
+        ("snakemake", [*run, "--omit-from", *runs]),
         ("restore", "finetune-plain"),
         ("snakemake", run),
         ("publish", "finetune-plain"),

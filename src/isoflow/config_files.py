@@ -1,7 +1,8 @@
 """Workflow config files that name what they change on top of another: ``base: config/nonlinear-head.yaml``.
 
 A config with a ``base`` key is its base (itself possibly on a base) with the file's own keys on top: mappings merge key
-by key at every depth, anything else (a list, a number) replaces the base's value. The workflow (rules/config.smk), the
+by key at every depth, anything else (a list, a number) replaces the base's value, and a key set to null removes the
+base's (a section the new config does not run). The workflow (rules/config.smk), the
 publications and the Makefile read configs through :func:`load` / :func:`resolve`, so a layered config means the same
 everywhere. Paths in ``base`` are relative to the repository (where the workflow runs), as every other path.
 
@@ -22,10 +23,19 @@ class ConfigError(ValueError):
 
 
 def merge(base: dict, top: dict) -> dict:
-    """``top`` over ``base``: mappings merged recursively, other values replaced (a new dict; inputs untouched)."""
+    """``top`` over ``base``: mappings merged recursively, other values replaced, a key set to null removed (a new
+    dict; inputs untouched).
+
+    >>> merge({"pretrain": {"models": {}}, "seeds": [0]}, {"pretrain": None})
+    {'seeds': [0]}"""
     out = dict(base)
     for key, value in top.items():
-        out[key] = merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
     return out
 
 

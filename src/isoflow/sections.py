@@ -227,6 +227,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune", "finetune", "config/reproduce-offline.yaml"),
         Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
+        Publication("finetune-smollm2", "finetune", "config/finetune-smollm2.yaml"),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
