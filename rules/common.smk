@@ -209,6 +209,9 @@ FINETUNE = config.get("finetune") or {}
 STABILITY = config.get("stability") or {}
 
 
+# ----- Failures on the terminal ----------------------------------------------------------------------------------
+
+
 def run_log_text(snakemake_log):
     """Snakemake's log of this run (onerror and onsuccess are given its path, or a list of paths)."""
     logs = [snakemake_log] if isinstance(snakemake_log, (str, os.PathLike)) else list(snakemake_log or [])

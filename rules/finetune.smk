@@ -13,8 +13,7 @@ rule finetune:
 
 rule finetune_runs:
     input:
-        finetune_records(),
-        finetune_baselines(),
+        runs_of_finetune(),
 
 
 rule finetune_run:

@@ -15,7 +15,7 @@ rule istar:
 
 rule istar_runs:
     input:
-        istar_trajectories(),
+        runs_of_istar(),
 
 
 use rule optimize_run as istar_run with:

@@ -11,7 +11,7 @@ rule layers:
 
 rule layers_runs:
     input:
-        layer_runs(),
+        runs_of_layers(),
 
 
 rule layers_run:

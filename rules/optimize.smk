@@ -20,7 +20,7 @@ rule optimize:
 
 rule optimize_runs:
     input:
-        trajectories(all_pairs()),
+        runs_of_optimize(),
 
 
 rule optimize_run:

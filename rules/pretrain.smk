@@ -9,7 +9,7 @@ rule pretrain:
 
 rule pretrain_runs:
     input:
-        [pretrained_folder(name) for name in PRETRAINED],
+        runs_of_pretrain(),
 
 
 rule pretrain_corpus:

@@ -1,9 +1,6 @@
 # Targets across sections (each section's own targets are in its file); `all` (the Snakefile) is the default.
 
 
-# ----- Across sections (targets.smk) --------------------------------------------------------------------------
-
-
 rule datasets:
     input:
         [f"{DATA}/tasks/{t}/meta.json" for t in all_tasks()],
@@ -14,13 +11,10 @@ rule embeddings:
         embedding_files(all_task_model_pairs()),
 
 
-# Every section's runs (each section's alone: <section>_runs).
+# Every section's runs (each section's alone: <section>_runs), from the registry: a section's runs_of_<name>().
 rule runs:
     input:
-        all_trajectories(),
-        layer_runs(),
-        finetune_records(),
-        [pretrained_folder(name) for name in PRETRAINED],
+        [path for name in SECTIONS for path in globals()[f"runs_of_{name}"]()],
 
 
 rule report:

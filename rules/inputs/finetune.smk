@@ -61,3 +61,7 @@ FINETUNE_REPORT = FINETUNE_TABLES + FINETUNE_FIGURES
 
 def finetune_files():
     return FINETUNE_REPORT if finetune_records() else []
+
+
+def runs_of_finetune():
+    return finetune_records() + finetune_baselines()

@@ -51,3 +51,7 @@ def baseline_records():
 
 def istar_files():
     return ISTAR_REPORT if istar_pairs() and ISTAR.get("lambdas") else []
+
+
+def runs_of_istar():
+    return istar_trajectories()

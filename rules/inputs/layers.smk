@@ -20,3 +20,7 @@ LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 
 def layers_files():
     return LAYERS_REPORT if layer_runs() else []
+
+
+def runs_of_layers():
+    return layer_runs()

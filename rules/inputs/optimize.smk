@@ -80,3 +80,8 @@ OPTIMIZE_PARAMS = dict(
     settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
     seeds=seed_option,
 )
+
+
+def runs_of_optimize():
+    """The section's runs (its target `optimize_runs`; the workflow's `runs` gathers every section's)."""
+    return trajectories(all_pairs())

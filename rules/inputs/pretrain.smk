@@ -41,3 +41,7 @@ def pretrain_corpus_options(wildcards):
 
 def pretrain_files():
     return PRETRAIN_REPORT if PRETRAINED else []
+
+
+def runs_of_pretrain():
+    return [pretrained_folder(name) for name in PRETRAINED]

@@ -14,3 +14,8 @@ def stability_files():
 def stability_options(wildcards):
     """The section's keys as `isoflow stability` options (isoflow.stability.StabilitySettings declares them)."""
     return command_line(StabilitySettings, STABILITY)
+
+
+def runs_of_stability():
+    """The section's one job writes its runs, table and figure together."""
+    return STABILITY_RUNS if STABILITY else []

@@ -24,13 +24,7 @@ def all_tasks():
     return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
 
 
-def all_trajectories():
-    return sorted(set(trajectories(all_pairs()) + istar_trajectories()))
-
-
 def report_files():
     """Every table and figure: the default target `all` and its alias `report`; each section's `<name>_files()` (the
     files its config enables), in the registry's order (isoflow.sections)."""
     return [path for name in SECTIONS for path in globals()[f"{name}_files"]()]
-
-# ----- Failures on the terminal ----------------------------------------------------------------------------------
