@@ -77,9 +77,9 @@ report:
 	snakemake --configfile $(REPORT_CONFIG) --report $(REPORT_DIR)/report.html
 
 # docs/results/finetune-diagnosis: the I-STAR penalty's gradient against the task loss's, and lambda = -1 under
-# I-STAR's fine-tuning setup (scripts/istar_diagnosis.py; 20 minutes on 2 busy CPU cores).
+# I-STAR's fine-tuning setup (isoflow.finetune.diagnosis; 20 minutes on 2 busy CPU cores).
 diagnose-istar: install
-	$(PYTHON) scripts/istar_diagnosis.py --data-dir data/reproduce-offline --raw-dir data/raw --mirror ../shared/data --out docs/results/finetune-diagnosis
+	isoflow finetune-diagnosis --data-dir data/reproduce-offline --raw-dir data/raw --mirror ../shared/data --out docs/results/finetune-diagnosis
 
 # After a change to the report code only: the publications' tables and figures remade from their committed runs
 # (the same `isoflow` report commands the workflow runs; minutes, not the hours of `make reproduce`).

@@ -671,3 +671,22 @@ def test_a_run_takes_its_learning_rate_from_the_choice_and_records_it(polarity_s
     (record,) = tmp_path.rglob("seed0.json")
     info = json.loads(record.read_text())
     assert info["settings"]["lr"] == 3e-4 and info["lr_selection"] == choice  # --lr-from overrides --lr
+
+
+def test_the_diagnosis_gradients_on_a_tiny_model(tiny_bert):
+    """isoflow.finetune.diagnosis (make diagnose-istar): the task's and the penalty's gradient norms per setup."""
+    from isoflow.finetune.diagnosis import gradient_ratios
+    from isoflow.finetune.model import SentenceEncoder
+    from isoflow.models.local import load_hf
+
+    encoder = SentenceEncoder.from_transformer(*load_hf(tiny_bert))
+    texts = [
+        " ".join(np.random.default_rng(i).choice(["good", "bad", "film", "plot", "a", "the"], 6)) for i in range(64)
+    ]
+    out = gradient_ratios(encoder, texts, np.arange(64) % 2, batches=2, seed=0)
+    assert len(out) == 3
+    for setup in out.values():
+        assert setup["task_grad_norm"] > 0 and setup["penalty_grad_norm"] > 0
+        assert setup["ratio_penalty_to_task"] == pytest.approx(
+            setup["penalty_grad_norm"] / setup["task_grad_norm"], rel=0.5
+        )

@@ -1,7 +1,5 @@
 """Why did λ = −1 collapse the held-out space under the earlier fine-tuning setup, and does it under I-STAR's?
-
-    python scripts/istar_diagnosis.py --data-dir data/reproduce-offline --mirror ../shared/data --out
-    docs/results/finetune-diagnosis
+(docs/results/finetune-diagnosis; ``isoflow finetune-diagnosis``, ``make diagnose-istar``.)
 
 1. **The penalty's pull against the task's**, at the pretrained model: over the same batches of polarity sentences,
    the norm of the gradient (w.r.t. the encoder's weights) of the task loss and of 1 − IsoScore* (λ = 1: the ratio
@@ -12,29 +10,21 @@
    seed 0) at λ ∈ {−1, 0, 1}: held-out accuracy, IsoScore and mean cosine of the pooled outputs and of the token
    points — the numbers of the check that found the collapse, under the new setup.
 
-Writes ``diagnosis.json`` (and prints it) into ``--out``.
+Writes ``diagnosis.json`` into ``out``, the runs under ``out/runs``.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from isoflow.datasets import prepare, read_task
-from isoflow.datasets.table import build_task, write_task
-from isoflow.finetune import run_finetune
-from isoflow.finetune.data import examples_of, stratified_subset
-from isoflow.finetune.model import ClassificationHead, SentenceEncoder, penalty_points
-from isoflow.istar import IStarLoss
-from isoflow.models import SENTENCE_MODELS
-from isoflow.models.sbert import load_sentence_model
-from isoflow.records import run_provenance
+from ..istar import IStarLoss
+from .model import ClassificationHead, SentenceEncoder, penalty_points
 
 
 def _norm(grads) -> float:
@@ -93,23 +83,35 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
     return out
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default="data/reproduce-offline")
-    parser.add_argument("--raw-dir", default="data/raw")
-    parser.add_argument("--mirror", default="../shared/data")
-    parser.add_argument("--out", default="docs/results/finetune-diagnosis")
-    parser.add_argument("--batches", type=int, default=10)
-    args = parser.parse_args(argv)
+def diagnose(
+    out: str | os.PathLike,
+    *,
+    data_dir: str | os.PathLike = "data/reproduce-offline",
+    raw_dir: str | os.PathLike = "data/raw",
+    mirror=None,
+    batches: int = 10,
+) -> dict:
+    """The diagnosis (module docstring): the gradients at the pretrained model, then λ ∈ {−1, 0, 1} trained for an
+    epoch; writes ``out/diagnosis.json`` and returns it. The runs use the settings they were published with (no
+    validation split: it did not exist then)."""
+    import pandas as pd
+
+    from ..datasets import prepare, read_task
+    from ..datasets.table import build_task, write_task
+    from ..models import SENTENCE_MODELS
+    from ..models.sbert import load_sentence_model
+    from ..records import run_provenance
+    from .data import examples_of, stratified_subset
+    from .run import run_finetune
+
     t0 = time.perf_counter()
-    data = Path(args.data_dir)
-    full = read_task(prepare("polarity", data_dir=data, raw_dir=args.raw_dir, mirror=args.mirror, progress=False))
+    data = Path(data_dir)
+    full = read_task(prepare("polarity", data_dir=data, raw_dir=raw_dir, mirror=mirror, progress=False))
     ex = stratified_subset(examples_of(full), 2100)  # 1,500 training + 600 held-out (10 % = 210 would be too few)
     sub = build_task("polarity-2100", ex.a, [ex.label_names[i] for i in ex.y])
     write_task(sub, data / "tasks/polarity-2100", force=True)
-    st = load_sentence_model(SENTENCE_MODELS["minilm"], "cpu", args.raw_dir, args.mirror)
-    result = {"gradients_at_the_pretrained_model": gradient_ratios(SentenceEncoder(st), ex.a, ex.y, args.batches, 0)}
-    print(json.dumps(result, indent=2), file=sys.stderr)
+    st = load_sentence_model(SENTENCE_MODELS["minilm"], "cpu", raw_dir, mirror)
+    result = {"gradients_at_the_pretrained_model": gradient_ratios(SentenceEncoder(st), ex.a, ex.y, batches, 0)}
     runs = {}
     for lam in (-1.0, 0.0, 1.0):
         parquet, record = run_finetune(
@@ -117,17 +119,16 @@ def main(argv=None) -> int:
             "minilm",
             0,
             data_dir=data,
-            raw_dir=args.raw_dir,
-            mirror=args.mirror,
-            results=Path(args.out) / "runs",
+            raw_dir=raw_dir,
+            mirror=mirror,
+            results=Path(out) / "runs",
             device="cpu",
             progress=False,
             istar_lambda=lam,
             epochs=1,
             heldout_fraction=600 / 2100,
+            validation_fraction=0.0,
         )
-        import pandas as pd
-
         epochs = pd.read_parquet(parquet)
         cols = ["accuracy", "isoscore", "cosine_anisotropy", "isoscore_points", "cosine_points", "isoscore_star"]
         runs[f"lambda {lam:g}"] = {
@@ -138,12 +139,7 @@ def main(argv=None) -> int:
     result["training_polarity_1500_sentences_1_epoch"] = runs
     result["seconds"] = round(time.perf_counter() - t0, 1)
     result.update(run_provenance())
-    out = Path(args.out)
+    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "diagnosis.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return result
