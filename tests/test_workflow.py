@@ -27,6 +27,14 @@ def test_lint():
     assert "Congratulations, your workflow is in a good condition!" in out.stdout + out.stderr
 
 
+def documented_jobs(pattern: str) -> int:
+    """The job count docs/workflow.md gives where ``pattern`` (a regex whose group is the number) matches: the
+    manual is the one place of the number, the tests check it."""
+    found = re.findall(pattern, (ROOT / "docs/workflow.md").read_text(encoding="utf-8"))
+    assert found and len(set(found)) == 1, f"docs/workflow.md: {pattern!r} matches {found}"
+    return int(found[0])
+
+
 def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     """config/posters.yaml (the posters' models from the hub, on GPUs): its dry run through the SLURM profile, the job
     count docs/workflow.md gives, and the authors' settings reaching the commands."""
@@ -36,9 +44,10 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     )
     counts = job_counts(out.stdout + out.stderr)
     # 5 GLUE tasks x (BERT, ALBERT, DistilBERT) x (8 lambdas + CosReg) x 5 seeds; (BERT, DistilBERT, GPT-2) x
-    # (WikiText-2, PTB)
+    # (WikiText-2, PTB); a bag-of-words baseline per task
     assert counts["finetune_run"] == 5 * 3 * 9 * 5 and counts["layers_run"] == 3 * 2 and counts["prepare"] == 5
-    assert counts["total"] == 689
+    assert counts["finetune_baseline"] == 5
+    assert counts["total"] == documented_jobs(r"config/posters\.yaml.*?(\d+) jobs")
     commands = out.stdout
     assert "isoflow layers --model gpt2 --model-name gpt2 --corpus ptb" in commands
     cosreg = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--cosreg 1" in line)
@@ -64,11 +73,12 @@ def test_full_paper_config_plans_completely(tmp_path):
     # Fine-tuning: 4 GLUE tasks x (MiniLM, mpnet) x (8 I-STAR weights + CosReg) x 5 seeds, one report; the stability
     # study.
     assert counts["finetune_run"] == 4 * 2 * 9 * 5 and counts["finetune_report"] == 1 and counts["stability_run"] == 1
+    assert counts["finetune_baseline"] == 4  # a bag-of-words baseline per task
     # The plain LMs: their corpus, two models, their report.
     assert counts["pretrain_corpus"] == 1 and counts["pretrain_model"] == 2 and counts["pretrain_report"] == 1
-    assert (
-        counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 1 + 4
-    )  # + 6 reports: 2 optimize, 2 istar, layers, stability
+    # + 6 reports: 2 optimize, 2 istar, layers, stability
+    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 4 + 1 + 4
+    assert counts["total"] == documented_jobs(r"two plain LMs: (\d+) jobs")
     # Ungrouped, the same runs are one job per seed.
     ungrouped = job_counts(
         snakemake(
@@ -96,6 +106,7 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "istar_run": 2,
                 "layers_run": 3,
                 "finetune_run": 4,
+                "finetune_baseline": 1,
                 "stability_run": 1,
                 "pretrain_model": 1,
             },
@@ -107,14 +118,15 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "encode": 14,
                 "optimize_run": 14 * 5,
                 "istar_run": (4 * 7 + 2 * 4) * 2,
-                "layers_run": 5,
+                "layers_run": 7,
                 "finetune_run": 2 * 6 * 3,
+                "finetune_baseline": 2,
                 "stability_run": 1,
                 "pretrain_model": 2,
             },
         ),
         ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize_run": 12}),
-        ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3}),
+        ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3, "finetune_baseline": 1}),
     ],
 )
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
@@ -224,7 +236,7 @@ def test_names_and_defaults_agree_everywhere():
     from isoflow.finetune import FinetuneSettings
     from isoflow.istar import DEFAULT_ZETA
     from isoflow.layers import LayerSettings
-    from isoflow.models import MODELS, SENTENCE_MODELS, STATIC_MODELS
+    from isoflow.models import GGUF_MODELS, MODELS, SENTENCE_MODELS, STATIC_MODELS
     from isoflow.optimize import Settings, default_steps
 
     schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())["properties"]
@@ -234,7 +246,8 @@ def test_names_and_defaults_agree_everywhere():
     assert listed("paper", "items", "properties", "task") == {"polarity", "snli", *WORD_TASKS}
     assert listed("paper", "items", "properties", "model") == set(MODELS)
     assert enum("glue", "properties", "tasks", "items") == set(GLUE_TASKS)
-    assert listed("glue", "properties", "models") == listed("finetune", "properties", "models") == set(SENTENCE_MODELS)
+    assert listed("glue", "properties", "models") == set(SENTENCE_MODELS)
+    assert listed("finetune", "properties", "models") == {*SENTENCE_MODELS, *GGUF_MODELS}
     assert enum("layers", "properties", "static", "items") == set(STATIC_MODELS)
     # Defaults: schema = library = CLI.
     commands = build_parser()._subparsers._group_actions[0].choices
