@@ -146,7 +146,7 @@ def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
     assert f"not in the Hugging Face cache ({hub_cache})" in lines[0] and "`hf download bert-base-uncased`" in lines[0]
 
 
-def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path):
+def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
     """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
     config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())
     # only the hub model: the example's model folder and vectors are not made here
@@ -159,7 +159,7 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path):
     path.write_text(yaml.safe_dump(config))
     p = sh(
         ["snakemake", "-n", "-p", "--configfile", str(path)],
-        ROOT,
+        plan_checkout,
         env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)},
     )
     commands = p.stdout

@@ -259,6 +259,57 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
 
 
+def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog):
+    """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
+    what an uninterrupted run writes; a call with other settings starts afresh."""
+    import isoflow.layers.run as layers_run
+    from isoflow.layers.partial import partial_folder
+
+    kw = dict(data_dir=tmp_path, mirror=shared_mirror, device="cpu", progress=False)
+    settings = LayerSettings(max_tokens=300, k_lid=20, k_max=3)
+    whole = run_layers("minilm", "brown", settings=settings, out=tmp_path / "whole", **kw)
+    measure, encode = layers_run._measure_layer, layers_run._encode
+    calls = {"measure": [], "encode": 0, "stop_at": 3}
+
+    def measure_until_stopped(job, store, layer, *args):
+        if layer == calls["stop_at"]:
+            raise KeyboardInterrupt
+        calls["measure"].append(layer)
+        return measure(job, store, layer, *args)
+
+    def counted_encode(*args):
+        calls["encode"] += 1
+        return encode(*args)
+
+    monkeypatch.setattr(layers_run, "_measure_layer", measure_until_stopped)
+    monkeypatch.setattr(layers_run, "_encode", counted_encode)
+    out = tmp_path / "runs/minilm/brown"
+    with pytest.raises(KeyboardInterrupt):
+        run_layers("minilm", "brown", settings=settings, out=out, **kw)
+    kept = partial_folder(out)
+    assert not out.exists() and sorted(p.name for p in kept.glob("layer*.pkl")) == [f"layer{i}.pkl" for i in range(3)]
+    assert calls["encode"] == 1 and (kept / "encoded.npz").is_file()
+
+    calls.update(measure=[], encode=0, stop_at=None)
+    run_layers("minilm", "brown", settings=settings, out=out, **kw)
+    assert (calls["measure"], calls["encode"]) == ([3, 4, 5, 6], 0) and not kept.exists()
+    for name in ("layers.parquet", "kmeans.parquet", "clusters.parquet", "dims.parquet", "pca.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(whole / name))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2]} and "resumed" not in json.loads(
+        (whole / "meta.json").read_text()
+    )
+
+    calls.update(stop_at=3)
+    with pytest.raises(KeyboardInterrupt):
+        run_layers("minilm", "brown", settings=settings, out=tmp_path / "again", **kw)
+    other = LayerSettings(max_tokens=300, k_lid=10, k_max=3)
+    calls.update(measure=[], encode=0, stop_at=None)
+    with caplog.at_level("WARNING"):
+        run_layers("minilm", "brown", settings=other, out=tmp_path / "again", **kw)
+    assert (calls["measure"], calls["encode"]) == (list(range(7)), 1) and "starting afresh" in caplog.text
+
+
 def test_layer_store_reads_back_what_was_written(tmp_path):
     rng = np.random.default_rng(0)
     batches_ = [[rng.normal(size=(n, 4)).astype(np.float32) for _ in range(3)] for n in (5, 7, 2)]

@@ -85,7 +85,8 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
         ("istar", 1.0),
     ]
     run = json.loads((results / "finetune/runs/reviews/tiny-bert/istar-1/seed0.json").read_text())
-    assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24 and run["n_train"] == 96
+    assert run["held_out"]["source"].startswith("fixed") and run["n_heldout"] == 24
+    assert (run["n_train"], run["n_validation"]) == (86, 10)  # a tenth of the other 96 kept for model selection
     for section, name in (
         ("optimize", "silhouette_vs_isoscore"),
         ("istar", "istar_performance"),
@@ -118,10 +119,10 @@ def test_own_files_are_declared_inputs(own_checkout, tmp_path):
             fh.write(data)
 
     append("examples/own/corpus.txt", b"i think the cast was warm .\n")
-    # the corpus is both the layer analysis' and the pretraining's: the plain models are trained again and analysed
-    # again
+    # the corpus is both the layer analysis' and the pretraining's: the plain models are trained again, and all four
+    # models analysed again
     assert planned(repo) == {
-        "layers_run": 3,
+        "layers_run": 4,
         "layers_report": 1,
         "pretrain_corpus": 1,
         "pretrain_model": 2,
@@ -240,7 +241,7 @@ def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout
     # The first step of a resume builds the runs' inputs and none of the runs.
     omitted = snakemake("finetune", "-n", "--quiet", "rules", "--omit-from", "finetune_run", cwd=repo).stdout
     assert "finetune_run" not in job_counts(omitted)
-    assert partial_runs.restore("own-finetune", repo) == 3 * 3  # the other three runs, three files each
+    assert partial_runs.restore("own-finetune", repo) == 3 * 3 + 1  # the other three runs (three files each), the baseline
     jobs = job_counts(snakemake("finetune", "-n", "--quiet", "rules", cwd=repo).stdout)
     assert (jobs["finetune_run"], jobs["finetune_report"]) == (1, 1)
 

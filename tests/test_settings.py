@@ -33,7 +33,7 @@ IN_SCHEMA = [
         FinetuneSettings,
         SCHEMA["finetune"]["properties"],
         True,
-        {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points"},
+        {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points", "lr_candidates"},
     ),
     (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora"}),
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),

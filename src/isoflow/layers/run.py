@@ -1,5 +1,6 @@
-"""One layer analysis from corpus to files, written together through a temp directory (an interrupted run leaves
-nothing): ``<out>/layers.parquet`` (+ ``layers.csv``: a row of measurements per layer, :mod:`isoflow.layers.measure`),
+"""One layer analysis from corpus to files, written together through a temp directory (an interrupted run leaves no
+half-written output; what it had done is kept beside it and resumed by the same command: :mod:`isoflow.layers.partial`):
+``<out>/layers.parquet`` (+ ``layers.csv``: a row of measurements per layer, :mod:`isoflow.layers.measure`),
 ``pca.parquet`` (the PCA views' points at the middle layer and at the depth of Cai et al.'s GPT-2 roll),
 ``clusters.parquet`` (what each layer's K-means clusters hold, with and without first tokens), ``kmeans.parquet``
 (the silhouette of every K on every sample: the K decision's spread), ``dims.parquet`` (every layer's mean |activation|
@@ -38,6 +39,7 @@ from . import LAYER_FILES
 from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics
+from .partial import PartialRun
 from .pca import pca_view
 from .store import LayerStore
 
@@ -109,6 +111,11 @@ def run_layers(
         "device": str(dev),
     }
 
+    static = model in STATIC_MODELS
+    partial = None
+    if stream and not static:
+        what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types", "settings")}
+        partial = PartialRun(out, {**what, "source": resolved.source, "batch_size": batch_size})
     job = _Job(
         model,
         name,
@@ -124,8 +131,9 @@ def run_layers(
         out,
         timings,
         progress,
+        partial,
     )
-    rows, views, clusters, kmeans, dims, info = _static(job) if model in STATIC_MODELS else _contextual(job)
+    rows, views, clusters, kmeans, dims, info = _static(job) if static else _contextual(job)
     for row in rows:
         _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(info)
@@ -149,6 +157,8 @@ def run_layers(
         )
         labelled(dims).to_parquet(tmp / "dims.parquet", index=False)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=float) + "\n")
+    if partial is not None:
+        partial.remove()
     return out
 
 
@@ -170,6 +180,7 @@ class _Job:
     out: Path
     timings: dict
     progress: bool | None
+    partial: PartialRun | None  # where a contextual model's streamed analysis keeps its progress
 
 
 def roll_layer(n_states: int) -> int:
@@ -226,7 +237,7 @@ def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -
 
 def _contextual(job: _Job):
     model, sentences, settings, types = job.model, job.sentences, job.settings, job.types
-    dev, batch_size, stream, out = job.dev, job.batch_size, job.stream, job.out
+    dev, stream, out = job.dev, job.stream, job.out
     timings, progress, max_tokens = job.timings, job.progress, job.settings.max_tokens
     t = time.perf_counter()
     encoder = load_encoder(model, job.cache, job.mirror, dev)
@@ -243,54 +254,41 @@ def _contextual(job: _Job):
     if n_points == 0:
         raise ValueError(f"the corpus gave no {types} to analyse")
     timings["sample"] = time.perf_counter() - t
-    t = time.perf_counter()
-    type_list: list[str] = []
-    position_parts: list[np.ndarray] = []
-    id_parts: list[np.ndarray] = []
-    n_special = 0
-    bar = progress_bar(progress, len(chosen), f"{job.name}: encoding", "sent")
-    with LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None) as store:
-        for batch in batches(encoder, chosen, batch_size=batch_size, mode=types):
-            store.append(batch.layers)
-            type_list += batch.types
-            position_parts.append(batch.positions)
-            id_parts.append(batch.token_ids)
-            n_special += batch.n_special
-            interrupt.check()
-            if bar is not None:
-                bar.update(min(batch_size, len(chosen) - bar.n))
-        if bar is not None:
-            bar.close()
-        timings["encode"] = time.perf_counter() - t
-        type_arr = np.asarray(type_list, dtype=object)
-        position_arr = np.concatenate(position_parts)
-        freq = Counter(type_list)
-        rows, views, clusters, kmeans, dims = [], [], [], [], []
+    partial = job.partial
+    store = (
+        partial.store(n_layers, n_points, encoder.dim)
+        if partial is not None
+        else LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None)
+    )
+    with store:
+        tokens = partial.encoded() if partial is not None else None
+        if tokens is None:
+            tokens = _encode(job, encoder, chosen, store)
+            if partial is not None:
+                partial.save_encoded(**tokens)
+        else:
+            logger.info("%s: encoding already done (%s), resumed", job.name, partial.dir)
+        timings["encode"] = float(tokens["seconds"])
+        type_arr, position_arr = tokens["types"], tokens["positions"]
+        freq = Counter(type_arr.tolist())
+        rows, views, clusters, kmeans, dims, resumed = [], [], [], [], [], []
         bar = progress_bar(progress, n_layers, f"{job.name}: measuring", "layer")
         for layer in range(n_layers):
-            t = time.perf_counter()
-            points = torch.from_numpy(store.layer(layer)).to(dev)
-            row, extra = layer_metrics(points, type_arr, settings, position_arr)
-            rows.append({"layer": layer, **row})
-            layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
-            clusters += layer_clusters
-            kmeans += layer_kmeans
-            dims.append(layer_dims)
-            for view_name in [name for name, at in views_wanted.items() if at == layer]:
-                idx = extra["sample"]
-                pick = slice(None) if idx is None else idx.cpu().numpy()
-                sample_types = type_arr[pick]
-                view = pca_view(
-                    points if idx is None else points[idx],
-                    extra["clusters"],
-                    sample_types,
-                    np.array([freq[x] for x in sample_types]),
-                    position_arr[pick],
-                    seed=settings.seed,
-                )
-                views.append(pd.DataFrame({"layer": layer, "view": view_name, **view}))
-            timings[f"layer{layer}"] = time.perf_counter() - t
-            del points
+            done = partial.measured(layer) if partial is not None else None
+            if done is None:
+                t = time.perf_counter()
+                done = _measure_layer(job, store, layer, type_arr, position_arr, freq, views_wanted)
+                done["seconds"] = time.perf_counter() - t
+                if partial is not None:
+                    partial.save_measured(layer, done)
+            else:
+                resumed.append(layer)
+            rows.append(done["row"])
+            clusters += done["clusters"]
+            kmeans += done["kmeans"]
+            dims.append(done["dims"])
+            views += done["views"]
+            timings[f"layer{layer}"] = done["seconds"]
             interrupt.check()
             if bar is not None:
                 bar.update(1)
@@ -298,14 +296,14 @@ def _contextual(job: _Job):
             bar.close()
         streamed = store.on_disk
     t = time.perf_counter()
-    input_table = _input_table(encoder, np.concatenate(id_parts), settings, dev) if types == "tokens" else {}
+    input_table = _input_table(encoder, tokens["token_ids"], settings, dev) if types == "tokens" else {}
     timings["input_table"] = time.perf_counter() - t
     info = {
         "n_layers": n_layers,
         "dim": encoder.dim,
         "n_points": n_points,
         "sentences_used": len(chosen),
-        "special_tokens_excluded": n_special,
+        "special_tokens_excluded": int(tokens["n_special"]),
         "view_layer": view_layer,
         "roll_layer": roll_layer(n_layers),
         "streamed": streamed,
@@ -316,8 +314,66 @@ def _contextual(job: _Job):
             "padding_side": "right",
         },
         "input_table": input_table,
+        **({"resumed": {"encoding": partial.dir.name, "layers": resumed}} if resumed else {}),
     }
     return rows, pd.concat(views, ignore_index=True), clusters, kmeans, pd.concat(dims, ignore_index=True), info
+
+
+def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
+    """Every layer's states of the chosen sentences into ``store``; returns what the tokens are (types, positions,
+    ids), the special tokens left out and the seconds it took."""
+    t = time.perf_counter()
+    type_list: list[str] = []
+    position_parts: list[np.ndarray] = []
+    id_parts: list[np.ndarray] = []
+    n_special = 0
+    bar = progress_bar(job.progress, len(chosen), f"{job.name}: encoding", "sent")
+    for batch in batches(encoder, chosen, batch_size=job.batch_size, mode=job.types):
+        store.append(batch.layers)
+        type_list += batch.types
+        position_parts.append(batch.positions)
+        id_parts.append(batch.token_ids)
+        n_special += batch.n_special
+        interrupt.check()
+        if bar is not None:
+            bar.update(min(job.batch_size, len(chosen) - bar.n))
+    if bar is not None:
+        bar.close()
+    return {
+        "types": np.asarray(type_list, dtype=object),
+        "positions": np.concatenate(position_parts),
+        "token_ids": np.concatenate(id_parts),
+        "n_special": np.int64(n_special),
+        "seconds": np.float64(time.perf_counter() - t),
+    }
+
+
+def _measure_layer(job: _Job, store: LayerStore, layer: int, type_arr, position_arr, freq, views_wanted) -> dict:
+    """One layer's row of layers.parquet and what it adds to the other files (PCA views where one is wanted)."""
+    points = torch.from_numpy(store.layer(layer)).to(job.dev)
+    row, extra = layer_metrics(points, type_arr, job.settings, position_arr)
+    layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
+    views = []
+    for view_name in [name for name, at in views_wanted.items() if at == layer]:
+        idx = extra["sample"]
+        pick = slice(None) if idx is None else idx.cpu().numpy()
+        sample_types = type_arr[pick]
+        view = pca_view(
+            points if idx is None else points[idx],
+            extra["clusters"],
+            sample_types,
+            np.array([freq[x] for x in sample_types]),
+            position_arr[pick],
+            seed=job.settings.seed,
+        )
+        views.append(pd.DataFrame({"layer": layer, "view": view_name, **view}))
+    return {
+        "row": {"layer": layer, **row},
+        "clusters": layer_clusters,
+        "kmeans": layer_kmeans,
+        "dims": layer_dims,
+        "views": views,
+    }
 
 
 def _static(job: _Job):

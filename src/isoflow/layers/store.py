@@ -3,7 +3,9 @@
 A model gives all its layers at once for a batch of sentences, but the metrics need one layer's points for the
 whole corpus. On disk (the default), each layer is a ``.npy`` file written through a memory map: peak memory is one
 layer's points (n × d float32) while measuring, not all (L + 1) layers'. In memory, every layer stays in RAM (small
-runs, and the test that streaming changes nothing)."""
+runs, and the test that streaming changes nothing). A kept store (``keep``) writes into ``directory`` itself, opens the
+files already there and leaves them on close: an interrupted analysis resumes from them
+(:mod:`isoflow.layers.partial`)."""
 
 from __future__ import annotations
 
@@ -17,21 +19,27 @@ import numpy as np
 class LayerStore:
     """(n_layers, n_points, dim) float32 points, filled batch by batch, read layer by layer."""
 
-    def __init__(self, n_layers: int, n_points: int, dim: int, directory: str | Path | None = None):
+    def __init__(
+        self, n_layers: int, n_points: int, dim: int, directory: str | Path | None = None, *, keep: bool = False
+    ):
         self.n_layers, self.n_points, self.dim = n_layers, n_points, dim
         self.filled = 0
         self._dir = None
+        self._keep = keep and directory is not None
         if directory is None:
             self._layers = [np.empty((n_points, dim), dtype=np.float32) for _ in range(n_layers)]
         else:
             Path(directory).mkdir(parents=True, exist_ok=True)
-            self._dir = Path(tempfile.mkdtemp(prefix=".layer-states.", dir=directory))
-            self._layers = [
-                np.lib.format.open_memmap(
-                    self._dir / f"layer{i}.npy", mode="w+", dtype=np.float32, shape=(n_points, dim)
-                )
-                for i in range(n_layers)
-            ]
+            self._dir = Path(directory) if keep else Path(tempfile.mkdtemp(prefix=".layer-states.", dir=directory))
+            self._layers = [self._open(self._dir / f"layer{i}.npy") for i in range(n_layers)]
+
+    def _open(self, path: Path) -> np.ndarray:
+        shape = (self.n_points, self.dim)
+        if self._keep and path.is_file():
+            found = np.load(path, mmap_mode="r+")
+            if found.shape == shape and found.dtype == np.float32:
+                return found
+        return np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
 
     @property
     def on_disk(self) -> bool:
@@ -55,8 +63,11 @@ class LayerStore:
         return np.array(points) if self.on_disk else points
 
     def close(self) -> None:
+        for layer in self._layers:
+            if isinstance(layer, np.memmap):
+                layer.flush()
         self._layers = []
-        if self._dir is not None:
+        if self._dir is not None and not self._keep:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
 

@@ -1,0 +1,89 @@
+"""A layer analysis that survives being stopped: what it has done so far, kept beside its output folder.
+
+A real LM's analysis takes hours on a CPU (SmolLM2-135M on 100,000 Brown tokens: about half an hour encoding, then
+minutes per layer for 31 layers), and a session end, ``scancel`` or Ctrl-C would otherwise lose all of it. While it
+runs, ``<runs>/<model>/.<corpus>.partial/`` holds
+
+- ``what.json``: what the analysis is (model and its weights' sha256, corpus, settings, sentences, batch size);
+- ``states/``: every layer's token states (the streaming store's files, :class:`~isoflow.layers.store.LayerStore`);
+- ``encoded.npz``: the tokens' types, positions and ids, written once encoding has finished;
+- ``layer<i>.pkl``: each measured layer's outputs.
+
+The same command picks it up: encoding is skipped once finished, measured layers are read back. A folder made for
+another analysis (other settings, other weights) is started afresh. It is removed once the output folder is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pickle
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .store import LayerStore
+
+logger = logging.getLogger(__name__)
+
+
+def partial_folder(out: str | os.PathLike) -> Path:
+    """Where the analysis writing ``out`` keeps its progress: ``.<name>.partial`` beside it."""
+    out = Path(out)
+    return out.with_name(f".{out.name}.partial")
+
+
+def _write_atomically(path: Path, write) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        write(fh)
+    os.replace(tmp, path)
+
+
+class PartialRun:
+    """The progress of the analysis writing ``out``; ``what``: a JSON-able description of the analysis (a folder
+    left by another analysis is removed)."""
+
+    def __init__(self, out: str | os.PathLike, what: dict):
+        self.dir = partial_folder(out)
+        text = json.dumps(what, sort_keys=True, indent=1, default=str)
+        found = self.dir / "what.json"
+        if self.dir.is_dir() and not (found.is_file() and found.read_text() == text):
+            logger.warning("%s was left by another analysis (other settings or weights): starting afresh", self.dir)
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not found.is_file():
+            _write_atomically(found, lambda fh: fh.write(text.encode()))
+
+    def store(self, n_layers: int, n_points: int, dim: int) -> LayerStore:
+        """The layers' states, kept (and, once encoded, read back) in the folder."""
+        store = LayerStore(n_layers, n_points, dim, self.dir / "states", keep=True)
+        if self.encoded() is not None:
+            store.filled = n_points
+        return store
+
+    def encoded(self) -> dict | None:
+        """The tokens of a finished encoding (types, positions, token_ids, n_special, seconds), or None."""
+        path = self.dir / "encoded.npz"
+        if not path.is_file():
+            return None
+        with np.load(path, allow_pickle=True) as f:
+            return {key: f[key] for key in f.files}
+
+    def save_encoded(self, **arrays) -> None:
+        _write_atomically(self.dir / "encoded.npz", lambda fh: np.savez(fh, **arrays))
+
+    def measured(self, layer: int) -> dict | None:
+        path = self.dir / f"layer{layer}.pkl"
+        if not path.is_file():
+            return None
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+
+    def save_measured(self, layer: int, outputs: dict) -> None:
+        _write_atomically(self.dir / f"layer{layer}.pkl", lambda fh: pickle.dump(outputs, fh))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
