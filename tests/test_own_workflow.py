@@ -241,7 +241,7 @@ def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout
     # The first step of a resume builds the runs' inputs and none of the runs.
     omitted = snakemake("finetune", "-n", "--quiet", "rules", "--omit-from", "finetune_run", cwd=repo).stdout
     assert "finetune_run" not in job_counts(omitted)
-    assert partial_runs.restore("own-finetune", repo) == 3 * 3 + 1  # the other three runs (three files each), the baseline
+    assert partial_runs.restore("own-finetune", repo) == 3 * 3 + 1  # three runs of three files, the baseline
     jobs = job_counts(snakemake("finetune", "-n", "--quiet", "rules", cwd=repo).stdout)
     assert (jobs["finetune_run"], jobs["finetune_report"]) == (1, 1)
 
