@@ -27,7 +27,7 @@ use rule optimize_run as istar_run with:
     benchmark:
         f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.tsv"
     params:
-        **OPTIMIZE_PARAMS,
+        **{**OPTIMIZE_PARAMS, "seeds": seed_option(ISTAR_SEEDS)},
         istar=lambda wildcards: f"--istar {wildcards.lam} --keep-diverged",
 
 

@@ -145,6 +145,30 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
+def test_a_grouped_job_is_given_the_seeds_it_planned(tmp_path):
+    """group_seeds: one job per task x model runs every seed; its command names the seeds the rule planned (the
+    config's, or istar.seeds for the sweep), not read back from its file names."""
+    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
+    settings = [
+        "group_seeds=true",
+        "seeds=[3,1]",
+        "istar={'tasks': ['glue/wnli'], 'models': ['minilm'], 'lambdas': [0, 5], 'seeds': [1]}",
+    ]
+    out = snakemake(
+        "-n", "-p", "optimize_runs", "istar_runs", "--configfile", OFFLINE_CONFIG, "--config", *where, *settings
+    ).stdout
+    optimize = re.findall(r"isoflow optimize --task (\S+) --model (\S+) .*--seeds (\S+) --out '(\S+)'", out)
+    istar = [run for run in optimize if "/istar/" in run[3]]
+    assert istar == [
+        ("glue/wnli", "minilm", "1", f"{tmp_path}/results/istar/runs/glue/wnli/minilm/istar5/seed{{seed}}")
+    ]
+    others = [run for run in optimize if run not in istar]
+    assert len(others) > 3 and all(
+        seeds == "3,1" and out == f"{tmp_path}/results/optimize/runs/{task}/{model}/seed{{seed}}"
+        for task, model, seeds, out in others
+    )
+
+
 @pytest.mark.parametrize("layers", [1, 2])
 def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(layers, tmp_path):
     """config/nonlinear-head.yaml and -2: the I-STAR sweep's 6 tasks x MiniLM x lambda in {-1, 0, 1} x 2 seeds with a

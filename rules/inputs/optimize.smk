@@ -61,13 +61,18 @@ def run_files(stem_dir, suffix, seeds=None):
     return f"{stem_dir}/seed{{seed}}{suffix}"
 
 
-def seed_option(wildcards, output):
-    """--seeds S,S,... and an --out holding {seed} (grouped), or --seed S and the run's own --out."""
-    first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
-    if GROUP_SEEDS:  # the job's seeds: those of its outputs (the section's seeds)
-        seeds = ",".join(re.search(r"seed(\d+)\.parquet$", p).group(1) for p in output.parquet)
-        return f"--seeds {seeds} --out '{os.path.dirname(first)}/seed{{seed}}'"
-    return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
+def seed_option(seeds=None):
+    """The job's --seeds S,S,... and an --out holding {seed} (grouped: the seeds planned, ``seeds`` or the config's,
+    as run_files names the outputs), or --seed S and the run's own --out."""
+
+    def option(wildcards, output):
+        first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
+        if GROUP_SEEDS:
+            planned = ",".join(str(s) for s in seeds or config["seeds"])
+            return f"--seeds {planned} --out '{os.path.dirname(first)}/seed{{seed}}'"
+        return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
+
+    return option
 
 
 RUN_LOG = "seeds" if GROUP_SEEDS else "seed{seed}"
@@ -78,7 +83,7 @@ OPTIMIZE_PARAMS = dict(
     steps=steps_for,
     # The run's settings the config declares (the schema filled in their defaults): optimize.settings.Settings'.
     settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
-    seeds=seed_option,
+    seeds=seed_option(),
 )
 
 
