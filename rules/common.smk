@@ -28,7 +28,7 @@ from isoflow.optimize.settings import head_dir, istar_report_outputs
 from isoflow.optimize.settings import report_outputs as optimize_report_outputs
 from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
 from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
-from isoflow.pretrain.settings import CorpusSettings
+from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.records import lambda_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line

@@ -5,12 +5,11 @@
 import os
 import sys
 
-import yaml
-from snakemake.utils import validate
+from isoflow.config_schema import fill_defaults
+from isoflow.config_schema import load as load_schema
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
-with open(SCHEMA) as fh:
-    _SCHEMA = yaml.safe_load(fh)
+_SCHEMA = load_schema(SCHEMA)  # with the settings classes' declarations where the file names them
 REQUIRED_KEYS = _SCHEMA["required"]
 BOOLEAN_KEYS = [k for k, v in _SCHEMA["properties"].items() if v.get("type") == "boolean"]
 
@@ -227,7 +226,7 @@ numbers_from_command_line(config)
 problems = schema_problems(config)
 if problems:
     refuse(*problems)
-validate(config, SCHEMA)  # fills in the schema's defaults
+fill_defaults(config, _SCHEMA)
 check_task_lambdas(config)
 check_istar_seeds(config)
 check_own_names(config)

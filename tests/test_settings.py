@@ -13,6 +13,9 @@ import yaml
 
 from isoflow import settings as declared
 from isoflow.cli import build_parser
+from isoflow.config_files import load as load_config
+from isoflow.config_schema import SchemaError, fill_defaults
+from isoflow.config_schema import load as load_schema
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.layers.settings import LayerSettings
 from isoflow.optimize.settings import Settings as OptimizeSettings
@@ -20,7 +23,7 @@ from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.stability import StabilitySettings
 from tests.conftest import ROOT
 
-SCHEMA = yaml.safe_load((ROOT / "schemas" / "config.schema.yaml").read_text())["properties"]
+SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")["properties"]
 PRETRAIN = SCHEMA["pretrain"]["properties"]
 # Where each settings class lives in the config schema: (properties, with defaults?, the section's keys that are not
 # settings of one run: what runs it makes). The optimisation's three keys are spread over the config's top level and
@@ -88,6 +91,76 @@ def test_config_schema_is_the_settings_class(cls, properties, with_defaults, lis
     assert {name: properties.get(name) for name in expected} == expected
     extra = set(properties) - set(expected) - lists
     assert not extra, f"schema keys without a setting: {extra}"
+
+
+def test_the_schema_file_names_the_classes_and_copies_none_of_their_settings(tmp_path):
+    """schemas/config.schema.yaml carries no setting a class declares (no default written twice): it names the class,
+    and the loader refuses a setting written beside the name, or a class or field that does not exist."""
+    raw = (ROOT / "schemas/config.schema.yaml").read_text()
+    for cls, *_ in IN_SCHEMA:
+        for name, prop in declared.schema_properties(cls).items():
+            assert prop["description"] not in raw, f"{cls.__name__}.{name} is copied into the schema file"
+    layers = yaml.safe_load(raw)
+    layers["properties"]["layers"]["properties"]["k_lid"] = {"type": "integer", "default": 100}
+    (tmp_path / "repeated.yaml").write_text(yaml.safe_dump(layers))
+    with pytest.raises(SchemaError, match="k_lid written beside x-settings isoflow.layers.settings.LayerSettings"):
+        load_schema(tmp_path / "repeated.yaml")
+    (tmp_path / "unknown.yaml").write_text(
+        yaml.safe_dump({"x-settings": {"class": "isoflow.layers.settings.LayerSettings", "fields": ["kk"]}})
+    )
+    with pytest.raises(SchemaError, match="has no setting kk"):
+        load_schema(tmp_path / "unknown.yaml")
+
+
+@pytest.mark.parametrize(
+    "config", sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")])
+)
+def test_defaults_filled_in_as_snakemake_fills_them(config, tmp_path):
+    """fill_defaults (the workflow's) against Snakemake's own validate(set_default=True) on the loaded schema: the
+    same complete config for every shipped config."""
+    from snakemake.utils import validate
+
+    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    (tmp_path / "schema.yaml").write_text(yaml.safe_dump(schema))
+    ours, theirs = load_config(config, ROOT), load_config(config, ROOT)
+    ours.pop("base", None), theirs.pop("base", None)
+    validate(theirs, str(tmp_path / "schema.yaml"))
+    assert fill_defaults(ours, schema) == theirs
+
+
+@pytest.mark.parametrize(
+    "config", sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")])
+)
+def test_no_config_restates_a_default(config):
+    """A setting's default lives in its class: a config writes a setting only where it differs from it (or from its
+    base's value, which it changes back). DVC reads the top-level keys dvc.yaml names as params from the file
+    itself: a config DVC may track keeps those."""
+    raw_schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())
+    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].values()
+    read_by_dvc = {k for s in stages for p in s["do"].get("params", []) for k in sum(p.values(), [])}
+    own = yaml.safe_load((ROOT / config).read_text())
+    base = load_config(own["base"], ROOT) if "base" in own else {}
+
+    def restated(value, loaded, raw, base, path):
+        if not isinstance(value, dict):
+            return []
+        found = []
+        for key, sub in value.items():
+            if key in loaded.get("properties", {}):
+                prop, in_base = loaded["properties"][key], base.get(key)
+                from_class = key not in (raw or {}).get("properties", {})
+                if from_class and sub == prop.get("default", ...) and in_base in (None, sub):
+                    found.append(f"{path}{key}: {sub!r}")
+                raw_sub = (raw or {}).get("properties", {}).get(key)
+                found += restated(sub, prop, raw_sub, in_base if isinstance(in_base, dict) else {}, f"{path}{key}.")
+            elif isinstance(loaded.get("additionalProperties"), dict):
+                extra, in_base = (raw or {}).get("additionalProperties"), base.get(key)
+                found += restated(sub, loaded["additionalProperties"], extra, in_base or {}, f"{path}{key}.")
+        return [f for f in found if f.split(":")[0] not in read_by_dvc]
+
+    found = restated(own, schema, raw_schema, base, "")
+    assert not found, f"{config} restates its settings classes' defaults: {found}"
 
 
 @pytest.mark.parametrize("cls", list(COMMANDS), ids=lambda c: c.__name__)

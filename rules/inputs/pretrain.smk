@@ -8,8 +8,9 @@ PRETRAIN_REPORT = PRETRAIN_TABLES + PRETRAIN_FIGURES
 
 
 def pretrain_options(wildcards):
-    """The model's settings (the section's shared `training` ones, overridden by its own entry) as options."""
-    return " ".join(f"--{key.replace('_', '-')} {value}" for key, value in PRETRAINED[wildcards.pretrained].items())
+    """The model's settings (the section's shared `training` ones, overridden by its own entry) as options, in the
+    class's order (the command, hence the job's params, does not depend on how a config orders its keys)."""
+    return command_line(PretrainSettings, PRETRAINED[wildcards.pretrained])
 
 
 PRETRAIN_SOURCES = [

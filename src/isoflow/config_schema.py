@@ -1,0 +1,104 @@
+"""The workflow config's JSON schema, with the settings of each run filled in from the classes that declare them.
+
+``schemas/config.schema.yaml`` writes the workflow's own keys (which tasks, models, seeds, ...). Where a section's
+keys are a run's settings, it names the class instead of copying its fields: ``x-settings: {class: <module.Class>}``
+(``fields``: only these; ``defaults: false``: without their defaults, as for a model's entry that overrides the
+section's). :func:`load` puts the class's :func:`~isoflow.settings.schema_properties` there (type, range, default,
+description), so a default lives in its class only. :func:`fill_defaults` gives a config every default its schema has
+(the workflow's checks and rules then read one complete config).
+
+>>> schema = {"type": "object", "properties": {"k": {"type": "integer", "default": 3}},
+...           "x-settings": {"class": "isoflow.layers.settings.LayerSettings", "fields": ["k_lid"]}}
+>>> _expand(schema)["properties"]["k_lid"]["default"]
+100
+>>> fill_defaults({}, _expand(schema))
+{'k': 3, 'k_lid': 100}
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import os
+from pathlib import Path
+
+import yaml
+
+from .settings import schema_properties
+
+MARKER = "x-settings"
+SCHEMA_FILE = Path("schemas") / "config.schema.yaml"
+
+
+class SchemaError(ValueError):
+    """The schema file names a class or field that does not exist, or repeats a setting its class declares."""
+
+
+def load(path: str | os.PathLike = SCHEMA_FILE) -> dict:
+    """The schema at ``path`` (YAML) with every ``x-settings`` marker replaced by its class's properties."""
+    with open(path, encoding="utf-8") as fh:
+        return _expand(yaml.safe_load(fh), str(path))
+
+
+def _settings_class(name: str, where: str):
+    module, _, cls = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise SchemaError(f"{where}: {MARKER} names {name!r}, which is not a settings class ({exc})") from None
+
+
+def _expand(node, where: str = "schema"):
+    if isinstance(node, list):
+        for item in node:
+            _expand(item, where)
+    elif isinstance(node, dict):
+        spec = node.pop(MARKER, None)
+        if spec is not None:
+            props = schema_properties(_settings_class(spec["class"], where))
+            fields = spec.get("fields", list(props))
+            unknown = [f for f in fields if f not in props]
+            if unknown:
+                raise SchemaError(f"{where}: {MARKER} {spec['class']} has no setting {', '.join(unknown)}")
+            props = {f: copy.deepcopy(props[f]) for f in fields}
+            if not spec.get("defaults", True):
+                for prop in props.values():
+                    prop.pop("default", None)
+            own = node.setdefault("properties", {})
+            repeated = sorted(set(own) & set(props))
+            if repeated:
+                raise SchemaError(
+                    f"{where}: {', '.join(repeated)} written beside {MARKER} {spec['class']}, which declares them; "
+                    "remove them from the file"
+                )
+            own.update(props)
+        for value in node.values():
+            _expand(value, where)
+    return node
+
+
+def fill_defaults(config: dict, schema: dict) -> dict:
+    """``config`` with the default of every key its schema gives one and the config leaves out, at every depth where
+    the config has the enclosing mapping (in place; returned). The schema's ``$ref``s to ``$defs`` are followed."""
+    defs = schema.get("$defs", {})
+
+    def walk(instance, node):
+        if "$ref" in node:
+            node = defs.get(node["$ref"].rsplit("/", 1)[-1], node)
+        if isinstance(instance, dict):
+            for key, sub in node.get("properties", {}).items():
+                if key not in instance and "default" in sub:
+                    instance[key] = copy.deepcopy(sub["default"])
+                if key in instance:
+                    walk(instance[key], sub)
+            extra = node.get("additionalProperties")
+            if isinstance(extra, dict):
+                for key, value in instance.items():
+                    if key not in node.get("properties", {}):
+                        walk(value, extra)
+        elif isinstance(instance, list) and isinstance(node.get("items"), dict):
+            for item in instance:
+                walk(item, node["items"])
+
+    walk(config, schema)
+    return config
