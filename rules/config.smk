@@ -7,6 +7,7 @@ import sys
 
 from isoflow.config_schema import fill_defaults
 from isoflow.config_schema import load as load_schema
+from isoflow.sections import SECTIONS
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
 _SCHEMA = load_schema(SCHEMA)  # with the settings classes' declarations where the file names them
@@ -88,7 +89,7 @@ def numbers_from_command_line(config):
             config[key] = config[key].lower() == "true"
     if isinstance(config.get("seeds"), list):
         config["seeds"] = [number(v) for v in config["seeds"]]
-    for name in ("istar", "finetune", "layers", "stability"):
+    for name in dict.fromkeys(key for s in SECTIONS.values() for key in s.config_keys):  # the registry's sections
         section = config.get(name)
         if isinstance(section, dict):
             for key, value in section.items():

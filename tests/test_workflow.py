@@ -187,6 +187,71 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
 
 
+TOY_INPUTS = """
+def runs_of_toy():
+    return [f"{section_dir('toy')}/runs/seed{s}.json" for s in config["seeds"]]
+
+
+def toy_files():
+    return reported([f"{section_dir('toy')}/tables/toy.csv", f"{section_dir('toy')}/figures/toy.png"], "toy")
+"""
+TOY_RULES = """
+rule toy_runs:
+    input:
+        runs_of_toy(),
+
+
+rule toy:
+    input:
+        toy_files(),
+
+
+rule toy_run:
+    output:
+        f"{section_dir('toy')}/runs/seed{{seed}}.json",
+    shell:
+        "isoflow toy --seed {wildcards.seed} --out {output}"
+
+
+rule toy_report:
+    input:
+        runs_of_toy(),
+    output:
+        toy_files(),
+    shell:
+        "isoflow toy-report {input}"
+"""
+
+
+def test_a_new_section_is_its_rules_one_registry_entry_and_its_captions(tmp_path):
+    """A section "toy" added as a section author would: its input functions and rules (rules/inputs/toy.smk,
+    rules/toy.smk), one entry in isoflow.sections (and a publication), a caption per table and figure (report/). Nothing
+    else is edited, and the workflow plans its runs under `runs`, its report under the default target, and the Makefile
+    offers its reproduce target."""
+    repo = checkout_copy(tmp_path / "isoflow")
+    (repo / "rules/inputs/toy.smk").write_text(TOY_INPUTS)
+    (repo / "rules/toy.smk").write_text(TOY_RULES)
+    (repo / "report/toy_table.rst").write_text("The toy table.\n")
+    (repo / "report/toy.rst").write_text("The toy figure.\n")
+    with open(repo / "src/isoflow/sections.py", "a") as fh:
+        fh.write(
+            '\nSECTIONS["toy"] = Section("toy", "A toy section", ("toy",), ("toy-report",), run_rules=("toy_run",), '
+            'report_rules=("toy_report",))\n'
+            'PUBLICATIONS["toy"] = Publication("toy", "toy", "config/offline.yaml")\n'
+        )
+    env = {"PYTHONPATH": str(repo / "src")}
+    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results", "seeds=[0,1]"]
+    plan = lambda *target: job_counts(  # noqa: E731
+        sh(["snakemake", "-n", *target, "--configfile", OFFLINE_CONFIG, "--config", *where], repo, env=env).stdout
+    )
+    runs, everything = plan("runs"), plan()
+    assert runs["toy_run"] == 2 and "toy_report" not in runs and runs["optimize_run"] > 0
+    assert (everything["toy_run"], everything["toy_report"]) == (2, 1) and everything["optimize_report"] == 1
+    assert plan("toy_runs")["total"] == 3  # its two runs and the target
+    made = sh([*MAKE, "-n", "reproduce", "PYTHON=python"], repo, env=env).stdout
+    assert "scripts/publish_results.py toy --reproduce" in made
+
+
 def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_checkout):
     """config/nonlinear-head-2.yaml names only what it changes on top of config/nonlinear-head.yaml (`base:`): the
     merged config is the one-layer config with head_layers and results_dir changed, and the workflow plans it so; a
