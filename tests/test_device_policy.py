@@ -93,11 +93,15 @@ def test_numpy_centring_and_rescaling(dtype, scale):
     assert np.allclose(out, expected, rtol=0, atol=16 * float(np.finfo(dtype).eps) * float(np.abs(a).max()) * 2.0**-e)
 
 
-def test_gpu_policy_sizes_blocks_to_free_memory(monkeypatch):
+def test_gpu_policy_splits_n_in_four_within_free_memory(monkeypatch):
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     # 2 GiB assumed free on the CPU: a quarter of it holds two float32 8192 x 8192 matrices.
     assert device_policy.block_size(100_000, "cpu", torch.float32, 1024) == 8192
-    assert device_policy.block_size(20_000, "cpu", torch.float64, 1024) == 5792
+    assert device_policy.block_size(40_000, "cpu", torch.float64, 1024) == 5792
+    # n in four where a block keeps 2,048 rows (the upper triangle: 10 of 16 block products), else one block
+    assert device_policy.block_size(20_000, "cpu", torch.float64, 1024) == 5000
+    assert device_policy.block_size(10_662, "cpu", torch.float32, 1024) == 2666
+    assert device_policy.block_size(2_275, "cpu", torch.float32, 1024) == 2275
     assert device_policy.block_size(500, "cpu", torch.float32, 1024) == 1024  # never below the CPU block
 
 

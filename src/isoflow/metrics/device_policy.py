@@ -2,9 +2,12 @@
 multiplies the blocks. One code path for every device; only these two choices differ.
 
 * **Block size.** On a CPU, blocks small enough to stay in cache (the caller's default: 1,024 rows for the
-  silhouette, 2,048 for the k-NN search). On a GPU, as few blocks as fit: the block × block matrix (and one copy)
-  within a quarter of the device's free memory, i.e. a single block for the paper's sizes on a large GPU, since a
-  GPU is bound by kernel launches, not by cache. ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
+  silhouette, 2,048 for the k-NN search). On a GPU, n split in four (``GPU_SPLIT``) where each block keeps at least
+  ``GPU_MIN_BLOCK`` rows, else one block, and never more than fits (the block × block matrix and one copy within a
+  quarter of the device's free memory): the blocked n × n passes visit each pair of blocks once (the upper
+  triangle), so four blocks do 10 of the 16 block products and element-wise passes a single block does (62 %),
+  while blocks of thousands of rows keep the products at the GEMM rate; a small n (launch-bound) stays one block.
+  Measured on an H100: docs/performance.md. ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
   EPYC machines) OpenBLAS is faster on the bare products, which need not make the metric step faster (below).
@@ -36,6 +39,8 @@ POLICY_ENV = "ISOFLOW_BLOCK_POLICY"
 GEMMS = ("auto", "torch", "numpy")
 POLICIES = ("auto", "cpu", "gpu")
 FORCED_GPU_FREE_BYTES = 2 << 30
+GPU_SPLIT = 4
+GPU_MIN_BLOCK = 2048
 
 
 def _setting(env: str, allowed: tuple[str, ...]) -> str:
@@ -131,7 +136,8 @@ def block_size(n: int, device: torch.device | str, dtype: torch.dtype, cpu_block
     free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else FORCED_GPU_FREE_BYTES
     itemsize = torch.finfo(dtype).bits // 8
     fits = int(math.sqrt(free / 4 / (2 * itemsize)))
-    return max(cpu_block, min(n, fits))
+    split = math.ceil(n / GPU_SPLIT)
+    return max(cpu_block, min(split if split >= GPU_MIN_BLOCK else n, fits))
 
 
 def describe(device: torch.device | str) -> dict:
