@@ -201,6 +201,16 @@ def test_report_categories_are_valid_link_targets():
     assert not [s.title for s in SECTIONS.values() if ":" in s.title]
 
 
+def test_the_glossary_is_written_from_the_registry():
+    """docs/README.md's glossary table is what scripts/write_glossary.py writes from isoflow.sections (edit the
+    registry, then run it)."""
+    from isoflow.sections import glossary_table
+
+    page = (ROOT / "docs/README.md").read_text(encoding="utf-8")
+    table = page.split("from src/isoflow/sections.py -->\n", 1)[1].split("<!-- end of the glossary -->", 1)[0]
+    assert table == glossary_table(ROOT), "docs/README.md's glossary is stale: run python scripts/write_glossary.py"
+
+
 def test_the_glossary_links_every_publication_in_its_sections_row():
     """docs/README.md's table: each section's row links every publication the registry gives it that has a README."""
     from isoflow.sections import PUBLICATIONS

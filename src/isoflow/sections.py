@@ -53,6 +53,12 @@ class Section:
     run_inputs: tuple[str, ...] = ()
     run_outputs: tuple[str, ...] = ("{results}/{name}/runs", "{results}/{name}/benchmarks")
     report_outputs: tuple[str, ...] = ("{results}/{name}/tables", "{results}/{name}/figures")
+    # The glossary's row (docs/README.md, written by :func:`glossary_table`): what the experiment is, its library
+    # modules, its manual (relative to docs/) and how its config keys read there.
+    summary: str = ""
+    library: tuple[str, ...] = ()
+    manual: str = ""
+    config_doc: str = ""
 
     def paths(self, templates: tuple[str, ...], data: str, results: str) -> list[str]:
         return [t.format(data=data, results=results, name=self.name) for t in templates]
@@ -143,6 +149,13 @@ SECTIONS: dict[str, Section] = {
             config_keys=OPTIMIZE_KEYS + ("paper", "glue"),
             run_inputs=EMBEDDED,
             report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
+            summary=(
+                "Mickus et al. (2024): an embedding table trained with a linear "
+                "classifier; IsoScore and the silhouette after every update"
+            ),
+            library=("isoflow.optimize",),
+            manual="optimize.md",
+            config_doc="`paper` (its Table 1 pairs), `glue` (its Appendix A)",
         ),
         Section(
             "istar",
@@ -157,6 +170,10 @@ SECTIONS: dict[str, Section] = {
             config_keys=OPTIMIZE_KEYS + ("istar",),
             run_inputs=EMBEDDED,
             report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
+            summary="the same with I-STAR's penalty λ·(1 − IsoScore\\*), swept over λ",
+            library=("isoflow.optimize", "isoflow.istar"),
+            manual="optimize.md#i-star-in-the-experiment-isotropy-as-an-objective",
+            config_doc="`istar`",
         ),
         Section(
             "layers",
@@ -168,6 +185,12 @@ SECTIONS: dict[str, Section] = {
             redraw=_redraw_layers,
             config_keys=("layers",),
             run_inputs=("{data}/pretrained",),
+            summary=(
+                "Cai et al. (2021): S_inter, S_intra, clusters, cluster-centred isotropy, LID and TwoNN in every layer"
+            ),
+            library=("isoflow.layers",),
+            manual="layers.md",
+            config_doc="`layers`",
         ),
         Section(
             "finetune",
@@ -179,6 +202,13 @@ SECTIONS: dict[str, Section] = {
             redraw=_redraw_finetune,
             config_keys=("finetune",),
             run_inputs=("{data}/tasks", "{data}/pretrained"),
+            summary=(
+                "the encoder itself fine-tuned with I-STAR or CosReg (Rudman & "
+                "Eickhoff 2024), measured on held-out data"
+            ),
+            library=("isoflow.finetune",),
+            manual="finetune.md",
+            config_doc="`finetune`",
         ),
         Section(
             "stability",
@@ -190,6 +220,10 @@ SECTIONS: dict[str, Section] = {
             config_keys=("stability",),
             run_outputs=(),
             report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures"),
+            summary="IsoScore\\* on mini-batches of clouds of known isotropy (I-STAR's AIM 1)",
+            library=("isoflow.stability",),
+            manual="finetune.md#isoscore-on-mini-batches-i-stars-aim-1",
+            config_doc="`stability`",
         ),
         Section(
             "pretrain",
@@ -202,6 +236,12 @@ SECTIONS: dict[str, Section] = {
             config_keys=("pretrain",),
             run_outputs=("{data}/pretrain", "{data}/pretrained", "{results}/{name}/benchmarks"),
             report_outputs=("{results}/{name}/runs", "{results}/{name}/tables", "{results}/{name}/figures"),
+            summary=(
+                "plain masked and causal language models of our own, trained from scratch on text that is no task's"
+            ),
+            library=("isoflow.pretrain",),
+            manual="pretrain.md",
+            config_doc="`pretrain`",
         ),
     )
 }
@@ -234,6 +274,38 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
     )
 }
+
+
+# Folders of docs/results made outside the registry's publications (by a command of their own), listed in their
+# section's glossary row: section -> names.
+OTHER_RESULTS = {"finetune": ("finetune-diagnosis",)}
+
+
+def glossary_table(root: Path | str = ".") -> str:
+    """docs/README.md's glossary table, one row per section, from the registry: its library, commands, rule file and
+    targets, config keys, manual and published results (those with a README under ``root``/docs/results, and sweeps
+    saved in parts under ``root``/partial-results)."""
+    code = lambda names: ", ".join(f"`{n}`" for n in names)  # noqa: E731
+    lines = [
+        "| name | the experiment | library | commands | rule file, targets | config key | manual | published results |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s in SECTIONS.values():
+        names = [p.name for p in PUBLICATIONS.values() if p.section == s.name] + list(OTHER_RESULTS.get(s.name, ()))
+        published = [
+            f"[{n}](results/{n}/README.md)" for n in names if (Path(root) / "docs/results" / n / "README.md").is_file()
+        ] + [  # a sweep saved in parts, not yet published whole
+            f"{n}: partly run, [partial-results](../partial-results/{n})"
+            for n in names
+            if not (Path(root) / "docs/results" / n).is_dir() and (Path(root) / "partial-results" / n).is_dir()
+        ]
+        targets = [s.name] + ([s.runs_target] if s.run_rules else [])
+        manual = f"[{s.manual.split('#')[0]}]({s.manual})"
+        lines.append(
+            f"| `{s.name}` | {s.summary} | {code(s.library)} | {code(s.run_commands + s.report_commands)} | "
+            f"`rules/{s.name}.smk`: {code(targets)} | {s.config_doc} | {manual} | {', '.join(published) or '–'} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def section(name: str) -> Section:
