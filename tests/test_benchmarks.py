@@ -36,3 +36,37 @@ def test_a_failing_child_is_an_error_not_a_hang(case):
         bench.run_isolated("ours", case / "missing", "float64", 1)
     with pytest.raises(RuntimeError, match="failed on no-such-device"):
         bench.run_isolated("ours", case, "float64", 1, device="no-such-device")
+
+
+def test_section_budgets_sum_each_kind_of_run_record(tmp_path):
+    """benchmarks/section_budgets.py: a run's seconds by the keys its record has; files that are not timed records
+    (a config, a run list) are passed over; a publication without times says so."""
+    import json
+
+    import section_budgets
+
+    runs = tmp_path / "opt" / "runs"
+    (runs / "t" / "m").mkdir(parents=True)
+    (runs / "t" / "m" / "seed0.json").write_text(
+        json.dumps({"setup_seconds": 2, "loop_seconds": 100, "device": "cpu", "threads": 2})
+    )
+    (runs / "t" / "m" / "seed1.json").write_text(
+        json.dumps({"setup_seconds": 2, "loop_seconds": 300, "device": "cuda", "threads": 16})
+    )
+    (runs / "config.json").write_text(json.dumps({"hidden": 8}))
+    (tmp_path / "lay" / "runs" / "m" / "c").mkdir(parents=True)
+    (tmp_path / "lay" / "runs" / "m" / "c" / "meta.json").write_text(
+        json.dumps({"seconds": {"encode": 60, "layer0": 30}})
+    )
+    (tmp_path / "none" / "runs").mkdir(parents=True)
+    (tmp_path / "none" / "runs" / "meta.json").write_text(json.dumps({"settings": {}}))
+    opt = section_budgets.publication_budget(tmp_path / "opt")
+    assert (opt["runs"], opt["device"], opt["threads"], opt["median_run_seconds"]) == (2, "cpu, cuda", "16, 2", 202.0)
+    assert opt["hours"] == 404 / 3600 and opt["counts"] == "set-up + loop"
+    lay = section_budgets.publication_budget(tmp_path / "lay")
+    assert (lay["runs"], lay["hours"], lay["device"]) == (1, 90 / 3600, "not recorded")
+    assert section_budgets.publication_budget(tmp_path / "none") == {
+        "publication": "none",
+        "runs": 0,
+        "note": "its records keep no time",
+    }
