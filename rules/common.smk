@@ -50,7 +50,8 @@ wildcard_constraints:
     task=r"[a-z0-9-]+(/[a-z0-9]+)?",
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
-    lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
+    lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",  # I-STAR's lambda (the istar section's runs)
+    weight=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",  # a fine-tuning run's regulariser weight: I-STAR's lambda or CosReg's
     lr=r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     reg=r"istar|cosreg",
     corpus=r"[a-z0-9-]+",

@@ -22,13 +22,13 @@ rule finetune_run:
         model=model_files,
         lr=lr_choice,
     output:
-        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.parquet"),
-        steps=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.steps.parquet"),
-        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.json"),
+        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.parquet"),
+        steps=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.steps.parquet"),
+        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.json"),
     log:
-        "logs/finetune/{task}/{model}/{reg}{lam}/seed{seed}.log",
+        "logs/finetune/{task}/{model}/{reg}{weight}/seed{seed}.log",
     benchmark:
-        f"{section_dir('finetune')}/benchmarks/{{task}}/{{model}}/{{reg}}{{lam}}/seed{{seed}}.tsv"
+        f"{section_dir('finetune')}/benchmarks/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.tsv"
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -42,7 +42,7 @@ rule finetune_run:
         raw=RAW,
         mirror=MIRROR,
         device=DEVICE,
-        weight=lambda wildcards: f"--{wildcards.reg} {wildcards.lam}",
+        weight=lambda wildcards: f"--{wildcards.reg} {wildcards.weight}",
         settings=finetune_options,
         model=model_option,
         lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
