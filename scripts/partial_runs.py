@@ -45,8 +45,9 @@ class PartialError(RuntimeError):
 
 
 def _is_temporary(rel: Path) -> bool:
-    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``), never a finished run's."""
-    return any(part.startswith(".") and ".tmp" in part for part in rel.parts)
+    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``; a layer analysis' progress,
+    ``.<corpus>.partial/``: gigabytes of states its own command resumes from), never a finished run's."""
+    return any(part.startswith(".") and (".tmp" in part or part.endswith(".partial")) for part in rel.parts)
 
 
 def _run_files(runs: Path) -> list[Path]:

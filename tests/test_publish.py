@@ -213,6 +213,7 @@ def sweep(tmp_path, monkeypatch):
         for suffix in (".json", ".parquet"):
             _write((runs / run).with_suffix(suffix), f"{run}{suffix}")
     _write(runs / "istar1" / ".seed0.x1y2.tmp.json", "half-written")
+    _write(runs / ".brown.partial" / "states" / "layer0.npy", "a layer analysis' progress")  # resumed, never saved
     return tmp_path, runs
 
 
