@@ -238,6 +238,16 @@ def tables(
     return written
 
 
+# Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
+# line up with the others' (the tables keep the layer index).
+DEPTH_LABEL = "depth: layer / last layer (0 = the embeddings)"
+
+
+def depth(g: pd.DataFrame) -> pd.Series:
+    """A model's layers as fractions of its deepest one (one model's rows)."""
+    return g["layer"] / max(int(g["layer"].max()), 1)
+
+
 def figures(
     layers: pd.DataFrame,
     views: pd.DataFrame,
@@ -269,17 +279,17 @@ def figures(
                 ax = axes[i, j]
                 for model, g in ctx[ctx.corpus == corpus].groupby("model"):
                     g = g.sort_values("layer")
-                    ax.plot(g["layer"], g[col], "-o", ms=3, color=colour[model], label=f"{model}")
+                    ax.plot(depth(g), g[col], "-o", ms=3, color=colour[model], label=f"{model}")
                     other = f"{col}{dashed}"
                     if dashed and other in g and g[other].notna().any():
-                        ax.plot(g["layer"], g[other], "--", color=colour[model], label=f"{model}, {DASHED[dashed]}")
+                        ax.plot(depth(g), g[other], "--", color=colour[model], label=f"{model}, {DASHED[dashed]}")
                 for model, g in static[static.corpus == corpus].groupby("model"):
                     if col in g and g[col].notna().any():
                         ax.axhline(g[col].iloc[0], ls=":", color=colour[model], label=f"{model} (static)")
                 for model, value, what in (baselines or {}).get((corpus, col), []):
                     ax.axhline(value, ls=(0, (1, 3)), lw=1.2, color=colour[model], label=f"{model}, {what}")
                 ax.set_title(f"{label} — {corpus}", fontsize=9)
-                ax.set_xlabel("layer (0 = embeddings)")
+                ax.set_xlabel(DEPTH_LABEL)
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 if log:
                     _plain_log_axis(ax)
@@ -435,9 +445,9 @@ def orderings_figure(ctx: pd.DataFrame, colour: dict, out_dir: Path) -> list[Pat
         for model, g in ctx.groupby("model"):
             g = g.sort_values("layer")
             best = g[[f"{pc}_rho_{what}" for pc in PCS]].max(axis=1)
-            ax.plot(g["layer"], best, "-o", ms=3, color=colour[model], label=model)
+            ax.plot(depth(g), best, "-o", ms=3, color=colour[model], label=model)
         ax.set_title(f"largest |ρ| of PC1-3 with {label}", fontsize=9)
-        ax.set_xlabel("layer (0 = embeddings)")
+        ax.set_xlabel(DEPTH_LABEL)
         ax.set_ylim(0, 1)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("|Spearman's ρ|")
