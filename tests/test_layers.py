@@ -259,7 +259,7 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
 
 
-def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog):
+def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
     what an uninterrupted run writes; a call with other settings starts afresh."""
     import isoflow.layers.run as layers_run
@@ -291,8 +291,11 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     assert calls["encode"] == 1 and (kept / "encoded.npz").is_file()
 
     calls.update(measure=[], encode=0, stop_at=None)
-    run_layers("minilm", "brown", settings=settings, out=out, **kw)
+    run_layers("minilm", "brown", settings=settings, out=out, **{**kw, "progress": True})
     assert (calls["measure"], calls["encode"]) == ([3, 4, 5, 6], 0) and not kept.exists()
+    said = capsys.readouterr().err  # where its progress goes, the run says what it took up again
+    assert f"minilm: encoding: done before, resumed from {kept}" in said
+    assert "minilm: measuring (3 measured before, resumed): started, 7 layer" in said
     for name in ("layers.parquet", "kmeans.parquet", "clusters.parquet", "dims.parquet", "pca.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(whole / name))
     meta = json.loads((out / "meta.json").read_text())

@@ -82,6 +82,10 @@ class PartialRun:
         with open(path, "rb") as fh:
             return pickle.load(fh)
 
+    def measured_layers(self) -> list[int]:
+        """The layers measured so far."""
+        return sorted(int(p.stem[len("layer") :]) for p in self.dir.glob("layer*.pkl"))
+
     def save_measured(self, layer: int, outputs: dict) -> None:
         _write_atomically(self.dir / f"layer{layer}.pkl", lambda fh: pickle.dump(outputs, fh))
 

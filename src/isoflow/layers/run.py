@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import resource
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -266,13 +267,15 @@ def _contextual(job: _Job):
             tokens = _encode(job, encoder, chosen, store)
             if partial is not None:
                 partial.save_encoded(**tokens)
-        else:
-            logger.info("%s: encoding already done (%s), resumed", job.name, partial.dir)
+        elif progress is not False:  # a resumed run says so where its progress goes
+            print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
         timings["encode"] = float(tokens["seconds"])
         type_arr, position_arr = tokens["types"], tokens["positions"]
         freq = Counter(type_arr.tolist())
         rows, views, clusters, kmeans, dims, resumed = [], [], [], [], [], []
-        bar = progress_bar(progress, n_layers, f"{job.name}: measuring", "layer")
+        before = partial.measured_layers() if partial is not None else []
+        resuming = f" ({len(before)} measured before, resumed)" if before else ""
+        bar = progress_bar(progress, n_layers, f"{job.name}: measuring{resuming}", "layer")
         for layer in range(n_layers):
             done = partial.measured(layer) if partial is not None else None
             if done is None:
