@@ -5,8 +5,9 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-# config.yaml is the default; a file given with --configfile replaces it (it is not merged into it), so a config
-# file says everything about its runs. `--config key=value` still overrides single keys.
+# config.yaml is the default; a file given with --configfile replaces it (it is not merged into it): a config file,
+# with its base (`base:`) and the settings classes' defaults (schemas/config.schema.yaml), says everything about its
+# runs. `--config key=value` still overrides single keys.
 if not workflow.overwrite_configfiles:
 
     configfile: "config.yaml"
