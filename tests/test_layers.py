@@ -516,3 +516,14 @@ def test_workflow_layers_section_plans(tmp_path, plan_checkout):
         check=False,
     )
     assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr
+
+
+def test_models_of_any_depth_share_a_panel_over_relative_depth():
+    """The shared per-layer panels put a model's embeddings at 0 and its last layer at 1, whatever its depth (a
+    5-state plain LM beside SmolLM2's 31 states); a static table's one layer at 0."""
+    from isoflow.layers.report import depth
+
+    assert list(depth(pd.DataFrame({"layer": range(5)}))) == [0.0, 0.25, 0.5, 0.75, 1.0]
+    deep = depth(pd.DataFrame({"layer": range(31)}))
+    assert (deep.iloc[0], deep.iloc[15], deep.iloc[30]) == (0.0, 0.5, 1.0)
+    assert list(depth(pd.DataFrame({"layer": [0]}))) == [0.0]
