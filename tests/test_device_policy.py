@@ -99,9 +99,11 @@ def test_gpu_policy_splits_n_in_four_within_free_memory(monkeypatch):
     assert device_policy.block_size(100_000, "cpu", torch.float32, 1024) == 8192
     assert device_policy.block_size(40_000, "cpu", torch.float64, 1024) == 5792
     # n in four where a block keeps 2,048 rows (the upper triangle: 10 of 16 block products), else one block
-    assert device_policy.block_size(20_000, "cpu", torch.float64, 1024) == 5000
-    assert device_policy.block_size(10_662, "cpu", torch.float32, 1024) == 2666
-    assert device_policy.block_size(2_275, "cpu", torch.float32, 1024) == 2275
+    assert device_policy.block_size(20_000, "cpu", torch.float64, 1024, upper_triangle=True) == 5000
+    assert device_policy.block_size(10_662, "cpu", torch.float32, 1024, upper_triangle=True) == 2666
+    assert device_policy.block_size(2_275, "cpu", torch.float32, 1024, upper_triangle=True) == 2275
+    # a pass over all columns per row block (the k-NN search) gains nothing from the split: as few blocks as fit
+    assert device_policy.block_size(10_662, "cpu", torch.float32, 2048) == 8192
     assert device_policy.block_size(500, "cpu", torch.float32, 1024) == 1024  # never below the CPU block
 
 

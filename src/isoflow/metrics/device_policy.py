@@ -2,12 +2,13 @@
 multiplies the blocks. One code path for every device; only these two choices differ.
 
 * **Block size.** On a CPU, blocks small enough to stay in cache (the caller's default: 1,024 rows for the
-  silhouette, 2,048 for the k-NN search). On a GPU, n split in four (``GPU_SPLIT``) where each block keeps at least
-  ``GPU_MIN_BLOCK`` rows, else one block, and never more than fits (the block × block matrix and one copy within a
-  quarter of the device's free memory): the blocked n × n passes visit each pair of blocks once (the upper
-  triangle), so four blocks do 10 of the 16 block products and element-wise passes a single block does (62 %),
-  while blocks of thousands of rows keep the products at the GEMM rate; a small n (launch-bound) stays one block.
-  Measured on an H100: docs/performance.md. ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
+  silhouette, 2,048 for the k-NN search). On a GPU, as few blocks as fit (the block × block matrix and one copy
+  within a quarter of the device's free memory), since a GPU is bound by kernel launches, not by cache; except that a
+  pass visiting each pair of blocks once (the upper triangle: the silhouette's distance sums, ``upper_triangle``)
+  splits n in four (``GPU_SPLIT``) where each block keeps at least ``GPU_MIN_BLOCK`` rows: four blocks do 10 of the
+  16 block products and element-wise passes a single block does (62 %), while blocks of thousands of rows keep the
+  products at the GEMM rate; a small n (launch-bound) stays one block. Measured on an H100: docs/performance.md.
+  ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
   EPYC machines) OpenBLAS is faster on the bare products, which need not make the metric step faster (below).
@@ -125,8 +126,11 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a @ b
 
 
-def block_size(n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int) -> int:
-    """Rows per block for an n × n blocked computation (see the module docstring)."""
+def block_size(
+    n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int, *, upper_triangle: bool = False
+) -> int:
+    """Rows per block for an n × n blocked computation (see the module docstring); ``upper_triangle``: one that
+    visits each pair of blocks once, which a GPU splits in four."""
     device = torch.device(device)
     policy = _setting(POLICY_ENV, POLICIES)
     if policy == "auto":
@@ -137,7 +141,8 @@ def block_size(n: int, device: torch.device | str, dtype: torch.dtype, cpu_block
     itemsize = torch.finfo(dtype).bits // 8
     fits = int(math.sqrt(free / 4 / (2 * itemsize)))
     split = math.ceil(n / GPU_SPLIT)
-    return max(cpu_block, min(split if split >= GPU_MIN_BLOCK else n, fits))
+    rows = split if upper_triangle and split >= GPU_MIN_BLOCK else n
+    return max(cpu_block, min(rows, fits))
 
 
 def describe(device: torch.device | str) -> dict:

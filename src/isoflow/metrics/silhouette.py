@@ -195,7 +195,7 @@ def _euclidean_cluster_sums(
     clusters' (several clusterings at once: :func:`silhouettes`).
     """
     n = x.shape[0]
-    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)  # the device's size policy (device_policy.py)
+    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)  # device_policy.py
     # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
     # (multi-label tasks: hundreds of label sets): a scatter-add, O(b²) per block pair whatever k.
     scatter = indicator_t is None and clusters.k > SCATTER_ABOVE_K
@@ -260,9 +260,8 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
         if numpy_blas(x):
             n = x.shape[0]
             codes = clusters.codes.numpy()
-            S_t = _euclidean_cluster_sums_numpy(
-                x.numpy(), codes, clusters.k, block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK)
-            )
+            block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)
+            S_t = _euclidean_cluster_sums_numpy(x.numpy(), codes, clusters.k, block)
             return torch.tensor(_silhouette_from_sums_numpy(S_t, codes, clusters.sizes.numpy()), dtype=torch.float64)
         return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
 
@@ -290,7 +289,7 @@ def silhouettes(X: ArrayLike, labelings, *, block: int | None = None) -> list[fl
     with torch.no_grad():
         x = x.detach()
         if numpy_blas(x):
-            block = block or block_size(x.shape[0], x.device, x.dtype, DEFAULT_BLOCK)
+            block = block or block_size(x.shape[0], x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)
             S_t = _euclidean_cluster_sums_numpy(x.numpy(), None, len(indicator_t), block, indicator_t.numpy())
             return [
                 _silhouette_from_sums_numpy(S_t[a:b], c.codes.numpy(), c.sizes.numpy())
