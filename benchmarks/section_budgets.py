@@ -90,8 +90,9 @@ def main() -> int:
         "device, threads and seconds). No committed record was made on a GPU: the GPU timings are in\n"
         "[docs/performance.md](../../docs/performance.md) and `metrics-cuda.json`.\n\n"
     )
-    OUT.with_suffix(".md").write_text(header + markdown(rows))
-    sys.stdout.write(markdown(rows))
+    table = markdown(rows)
+    OUT.with_suffix(".md").write_text(header + table)
+    sys.stdout.write(table)
     return 0
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_file
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)
@@ -33,13 +34,6 @@ def partial_folder(out: str | os.PathLike) -> Path:
     """Where the analysis writing ``out`` keeps its progress: ``.<name>.partial`` beside it."""
     out = Path(out)
     return out.with_name(f".{out.name}.partial")
-
-
-def _write_atomically(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        write(fh)
-    os.replace(tmp, path)
 
 
 class PartialRun:
@@ -55,14 +49,13 @@ class PartialRun:
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         if not found.is_file():
-            _write_atomically(found, lambda fh: fh.write(text.encode()))
+            with atomic_file(found) as tmp:
+                tmp.write_text(text)
 
     def store(self, n_layers: int, n_points: int, dim: int) -> LayerStore:
-        """The layers' states, kept (and, once encoded, read back) in the folder."""
-        store = LayerStore(n_layers, n_points, dim, self.dir / "states", keep=True)
-        if self.encoded() is not None:
-            store.filled = n_points
-        return store
+        """The layers' states, kept in the folder (and read back once encoded: the caller marks the store filled
+        when :meth:`encoded` gives the tokens)."""
+        return LayerStore(n_layers, n_points, dim, self.dir / "states", keep=True)
 
     def encoded(self) -> dict | None:
         """The tokens of a finished encoding (types, positions, token_ids, n_special, seconds), or None."""
@@ -73,7 +66,8 @@ class PartialRun:
             return {key: f[key] for key in f.files}
 
     def save_encoded(self, **arrays) -> None:
-        _write_atomically(self.dir / "encoded.npz", lambda fh: np.savez(fh, **arrays))
+        with atomic_file(self.dir / "encoded.npz") as tmp, open(tmp, "wb") as fh:
+            np.savez(fh, **arrays)
 
     def measured(self, layer: int) -> dict | None:
         path = self.dir / f"layer{layer}.pkl"
@@ -87,7 +81,8 @@ class PartialRun:
         return sorted(int(p.stem[len("layer") :]) for p in self.dir.glob("layer*.pkl"))
 
     def save_measured(self, layer: int, outputs: dict) -> None:
-        _write_atomically(self.dir / f"layer{layer}.pkl", lambda fh: pickle.dump(outputs, fh))
+        with atomic_file(self.dir / f"layer{layer}.pkl") as tmp, open(tmp, "wb") as fh:
+            pickle.dump(outputs, fh)
 
     def remove(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

@@ -267,8 +267,10 @@ def _contextual(job: _Job):
             tokens = _encode(job, encoder, chosen, store)
             if partial is not None:
                 partial.save_encoded(**tokens)
-        elif progress is not False:  # a resumed run says so where its progress goes
-            print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
+        else:
+            store.filled = n_points  # the states on disk are the finished encoding's
+            if progress is not False:  # a resumed run says so where its progress goes
+                print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
         timings["encode"] = float(tokens["seconds"])
         type_arr, position_arr = tokens["types"], tokens["positions"]
         freq = Counter(type_arr.tolist())
