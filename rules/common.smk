@@ -44,14 +44,15 @@ MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
 # Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
 VOCABULARY = {name: m.vocabulary for name, m in STATIC_MODELS.items() if m.vocabulary}
 GROUP_SEEDS = config.get("group_seeds", False)
+WEIGHT = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as a run folder writes it (isoflow.records.lambda_dir: :g)
 
 
 wildcard_constraints:
     task=r"[a-z0-9-]+(/[a-z0-9]+)?",
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
-    lam=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",  # I-STAR's lambda (the istar section's runs)
-    weight=r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",  # a fine-tuning run's regulariser weight: I-STAR's lambda or CosReg's
+    lam=WEIGHT,  # I-STAR's lambda (the istar section's runs)
+    weight=WEIGHT,  # a fine-tuning run's regulariser weight: I-STAR's lambda or CosReg's
     lr=r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     reg=r"istar|cosreg",
     corpus=r"[a-z0-9-]+",
