@@ -20,21 +20,19 @@ from __future__ import annotations
 import copy
 import importlib
 import os
-from pathlib import Path
 
 import yaml
 
 from .settings import schema_properties
 
 MARKER = "x-settings"
-SCHEMA_FILE = Path("schemas") / "config.schema.yaml"
 
 
 class SchemaError(ValueError):
     """The schema file names a class or field that does not exist, or repeats a setting its class declares."""
 
 
-def load(path: str | os.PathLike = SCHEMA_FILE) -> dict:
+def load(path: str | os.PathLike) -> dict:
     """The schema at ``path`` (YAML) with every ``x-settings`` marker replaced by its class's properties."""
     with open(path, encoding="utf-8") as fh:
         return _expand(yaml.safe_load(fh), str(path))
