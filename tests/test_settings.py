@@ -24,6 +24,9 @@ from isoflow.stability import StabilitySettings
 from tests.conftest import ROOT
 
 SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")["properties"]
+SHIPPED_CONFIGS = sorted(
+    p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")]
+)
 PRETRAIN = SCHEMA["pretrain"]["properties"]
 # Where each settings class lives in the config schema: (properties, with defaults?, the section's keys that are not
 # settings of one run: what runs it makes). The optimisation's three keys are spread over the config's top level and
@@ -112,9 +115,7 @@ def test_the_schema_file_names_the_classes_and_copies_none_of_their_settings(tmp
         load_schema(tmp_path / "unknown.yaml")
 
 
-@pytest.mark.parametrize(
-    "config", sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")])
-)
+@pytest.mark.parametrize("config", SHIPPED_CONFIGS)
 def test_defaults_filled_in_as_snakemake_fills_them(config, tmp_path):
     """fill_defaults (the workflow's) against Snakemake's own validate(set_default=True) on the loaded schema: the
     same complete config for every shipped config."""
@@ -128,9 +129,7 @@ def test_defaults_filled_in_as_snakemake_fills_them(config, tmp_path):
     assert fill_defaults(ours, schema) == theirs
 
 
-@pytest.mark.parametrize(
-    "config", sorted(p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")])
-)
+@pytest.mark.parametrize("config", SHIPPED_CONFIGS)
 def test_no_config_restates_a_default(config):
     """A setting's default lives in its class: a config writes a setting only where it differs from it (or from its
     base's value, which it changes back). DVC reads the top-level keys dvc.yaml names as params from the file
