@@ -34,6 +34,7 @@ from pathlib import Path
 
 from isoflow.atomic import atomic_dir
 from isoflow.config_files import load
+from isoflow.layers.partial import SUFFIX as IN_PROGRESS
 from isoflow.provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from isoflow.sections import PUBLICATIONS, SECTIONS
 
@@ -47,7 +48,7 @@ class PartialError(RuntimeError):
 def _is_temporary(rel: Path) -> bool:
     """isoflow's files and folders in the making (``.<name>.<random>.tmp...``; a layer analysis' progress,
     ``.<corpus>.partial/``: gigabytes of states its own command resumes from), never a finished run's."""
-    return any(part.startswith(".") and (".tmp" in part or part.endswith(".partial")) for part in rel.parts)
+    return any(part.startswith(".") and (".tmp" in part or part.endswith(IN_PROGRESS)) for part in rel.parts)
 
 
 def _run_files(runs: Path) -> list[Path]:

@@ -1,6 +1,6 @@
 """Rewrite the glossary table of docs/README.md from the section registry (isoflow.sections.glossary_table).
 
-    python scripts/write_glossary.py     # tests/test_docs.py checks that the table is up to date
+python scripts/write_glossary.py     # tests/test_docs.py checks that the table is up to date
 """
 
 from __future__ import annotations

@@ -30,10 +30,13 @@ from .store import LayerStore
 logger = logging.getLogger(__name__)
 
 
+SUFFIX = ".partial"
+
+
 def partial_folder(out: str | os.PathLike) -> Path:
     """Where the analysis writing ``out`` keeps its progress: ``.<name>.partial`` beside it."""
     out = Path(out)
-    return out.with_name(f".{out.name}.partial")
+    return out.with_name(f".{out.name}{SUFFIX}")
 
 
 class PartialRun:
