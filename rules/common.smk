@@ -51,7 +51,7 @@ wildcard_constraints:
     task=r"[a-z0-9-]+(/[a-z0-9]+)?",
     model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
     seed=r"\d+",
-    lam=WEIGHT,  # I-STAR's lambda (the istar section's runs)
+    istar_lambda=WEIGHT,  # I-STAR's lambda (the istar section's runs; the name of settings and run records)
     weight=WEIGHT,  # a fine-tuning run's regulariser weight: I-STAR's lambda or CosReg's
     lr=r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     reg=r"istar|cosreg",

@@ -20,15 +20,17 @@ rule istar_runs:
 
 use rule optimize_run as istar_run with:
     output:
-        parquet=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".parquet", ISTAR_SEEDS)),
-        record=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{lam}}", ".json", ISTAR_SEEDS)),
+        parquet=kept(
+            run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{istar_lambda}}", ".parquet", ISTAR_SEEDS)
+        ),
+        record=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{istar_lambda}}", ".json", ISTAR_SEEDS)),
     log:
-        f"logs/istar/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.log",
+        f"logs/istar/{{task}}/{{model}}/istar{{istar_lambda}}/{RUN_LOG}.log",
     benchmark:
-        f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{lam}}/{RUN_LOG}.tsv"
+        f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{istar_lambda}}/{RUN_LOG}.tsv"
     params:
         **{**OPTIMIZE_PARAMS, "seeds": seed_option(ISTAR_SEEDS)},
-        istar=lambda wildcards: f"--istar {wildcards.lam} --keep-diverged",
+        istar=lambda wildcards: f"--istar {wildcards.istar_lambda} --keep-diverged",
 
 
 rule istar_aggregate:
