@@ -22,14 +22,17 @@ def written(value: float, digits: int) -> str:
 
 def value_of(claim: dict) -> str:
     tables = claim["table"] if isinstance(claim["table"], list) else [claim["table"]]
-    t = pd.concat([pd.read_csv(ROOT / p) for p in tables], ignore_index=True)
+    files = [f for p in tables for f in (sorted(ROOT.glob(p)) if "*" in p else [ROOT / p])]
+    if not files:
+        raise AssertionError(f"{tables} names no file")
+    t = pd.concat([pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f) for f in files], ignore_index=True)
     for column, wanted in (claim.get("row") or {}).items():
         t = t[t[column] == wanted]
     if claim.get("row") and len(t) != 1:
         raise AssertionError(f"{claim['row']} selects {len(t)} rows of {tables}, not one")
     if "expr" in claim:
         helpers = {"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written}
-        out = eval(claim["expr"], helpers, {"t": t})  # noqa: S307 - our own ledger
+        out = eval(claim["expr"], {**helpers, "t": t})  # noqa: S307 - our own ledger; t global: comprehensions see it
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))
     return written(float(t[claim["column"]].iloc[0]) * claim.get("scale", 1), claim.get("digits", 4))
 
