@@ -3,6 +3,7 @@ it; editing either side without the other fails here."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +21,21 @@ def written(value: float, digits: int) -> str:
     return f"{value:.{digits}f}".replace("-", "−")
 
 
+def _read(path: Path) -> pd.DataFrame:
+    """A CSV or Parquet table; a JSON record as one row whose columns are its key paths joined by '/'."""
+    if path.suffix == ".parquet":
+        return pd.read_parquet(path)
+    if path.suffix == ".json":
+        return pd.json_normalize(json.loads(path.read_text(encoding="utf-8")), sep="/")
+    return pd.read_csv(path)
+
+
 def value_of(claim: dict) -> str:
     tables = claim["table"] if isinstance(claim["table"], list) else [claim["table"]]
     files = [f for p in tables for f in (sorted(ROOT.glob(p)) if "*" in p else [ROOT / p])]
     if not files:
         raise AssertionError(f"{tables} names no file")
-    t = pd.concat([pd.read_parquet(f) if f.suffix == ".parquet" else pd.read_csv(f) for f in files], ignore_index=True)
+    t = pd.concat([_read(f) for f in files], ignore_index=True)
     for column, wanted in (claim.get("row") or {}).items():
         t = t[t[column] == wanted]
     if claim.get("row") and len(t) != 1:
