@@ -527,3 +527,60 @@ def test_models_of_any_depth_share_a_panel_over_relative_depth():
     deep = depth(pd.DataFrame({"layer": range(31)}))
     assert (deep.iloc[0], deep.iloc[15], deep.iloc[30]) == (0.0, 0.5, 1.0)
     assert list(depth(pd.DataFrame({"layer": [0]}))) == [0.0]
+
+
+def test_the_summary_counts_first_token_splits_and_real_clusters_apart():
+    """layers_summary over three hand-made layers: layer 1 splits off its first tokens (and, without them, two
+    outliers), layer 2 into two real clusters; the ranges, counts and the strongest position ordering are these
+    layers'."""
+    from isoflow.layers.report import summary_table
+
+    layers = pd.DataFrame(
+        {
+            "model": "m",
+            "corpus": "c",
+            "layer": [0, 1, 2],
+            "s_inter": [0.2, 0.5, 0.4],
+            "s_intra": [1.0, 0.9, 0.8],
+            "isoscore": [0.3, 0.01, 0.05],
+            "isoscore_centred": [0.3, 0.2, 0.25],
+            "cosine_anisotropy_centred": [0.001, -0.004, 0.002],
+            "cluster_k": [1, 2, 2],
+            "cluster_silhouette": [0.05, 0.95, 0.4],
+            "cluster_rule_in_spread": [True, False, False],
+            "nofirst_cluster_k": [1, 2, 2],
+            "symbol_silhouette": [0.01, -0.1, 0.03],
+            "pc1_rho_position": [0.1, -0.7, 0.2],
+            "pc2_rho_position": [0.0, 0.3, 0.1],
+            "pc3_rho_position": [0.2, 0.1, 0.0],
+            "pc1_rho_log_frequency": [0.9, 0.1, -0.95],
+            "pc2_rho_log_frequency": [0.0, 0.0, 0.0],
+            "pc3_rho_log_frequency": [0.0, 0.0, 0.0],
+            "outlier_count": [0, 3, 2],
+            "peak_ratio": [2.0, 80.0, 40.0],
+            "lid_cosine": [10.0, 12.0, 14.0],
+        }
+    )
+    clusters = pd.DataFrame(
+        {
+            "model": "m",
+            "corpus": "c",
+            "layer": [1, 1, 1, 1, 2, 2, 2, 2],
+            "subset": ["all", "all", "no first token", "no first token"] * 2,
+            "share": [0.9, 0.1, 0.999, 0.001, 0.7, 0.3, 0.6, 0.4],
+            "share_first_position": [0.0, 1.0, 0.0, 0.0, 0.1, 0.3, 0.0, 0.0],
+        }
+    )
+    metas = {"m/c": {"dim": 8, "input_table": {"lid_cosine": 30.0}}}
+    row = summary_table(layers, metas, clusters).iloc[0]
+    assert (row.layers, row.dim, row.s_inter_min, row.s_inter_max, row.isoscore_centred_min) == (3, 8, 0.2, 0.5, 0.2)
+    assert row.abs_cosine_centred_max == 0.004 and row.split_silhouette_max == 0.95
+    assert (row.k_split_layers, row.first_token_split_layers) == (2, 1)
+    assert (row.nofirst_split_layers, row.nofirst_clustered_layers, row.rule_in_spread_layers) == (2, 1, 1)
+    assert (row.position_rho_max, row.position_rho_layer, row.frequency_rho_max) == (0.7, 1, 0.95)
+    assert (row.outlier_layers, row.peak_ratio_max, row.lid_cosine_mean, row.input_table_lid_cosine) == (
+        2,
+        80.0,
+        12.0,
+        30.0,
+    )

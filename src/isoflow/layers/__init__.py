@@ -22,7 +22,15 @@ LAYER_FILES = (
 )
 
 # What `isoflow layers-report` writes (isoflow.layers.report), whatever the runs: the workflow declares them from here.
-REPORT_TABLES = ("layers", "layers_lid", "layers_kmeans", "layers_clusters", "layers_orderings", "layers_outliers")
+REPORT_TABLES = (
+    "layers",
+    "layers_summary",
+    "layers_lid",
+    "layers_kmeans",
+    "layers_clusters",
+    "layers_orderings",
+    "layers_outliers",
+)
 REPORT_FIGURES = (
     "layers_similarity",
     "layers_isoscore",

@@ -1,6 +1,7 @@
 """Tables and figures over layer analyses (the outputs of :func:`isoflow.layers.run_layers`), given by directory.
 
-Tables: ``layers`` (every model × corpus × layer, every measurement); ``layers_lid``, the analogue of Cai et al.'s
+Tables: ``layers`` (every model × corpus × layer, every measurement); ``layers_summary`` (per model × corpus, the
+ranges and counts over its layers that Cai et al.'s claims are judged on); ``layers_lid``, the analogue of Cai et al.'s
 Table 3 (per model and corpus the average LID over the layers, against static vectors and against the model's own
 input-embedding table); ``layers_kmeans`` (the K decision per layer with its spread over samples, with and without the
 sentences' first tokens, and the symbol/word silhouette); ``layers_clusters`` (what the clusters of every layer with
@@ -159,6 +160,73 @@ def cluster_table(clusters: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(order, ascending=[True, True, True, True, False]).reset_index(drop=True)
 
 
+FIRST_TOKEN_SHARE = 0.9  # a cluster this much made of first tokens is the first-token (attention-sink) split
+SMALLEST_CLUSTER = 0.01  # without first tokens, a split whose smallest cluster is below this share isolates outliers
+
+
+def _count(mask: pd.Series) -> int:
+    return int(mask.fillna(False).astype(bool).sum())
+
+
+def _split_layers(clusters: pd.DataFrame, layers: pd.DataFrame, subset: str, column: str, keep) -> int:
+    """How many layers chose K > 1 (``column``) with clusters (of ``subset``) that ``keep`` accepts."""
+    if column not in layers or not len(clusters):
+        return 0
+    chosen = layers.loc[layers[column] > 1, "layer"]
+    held = clusters[(clusters["subset"] == subset) & clusters["layer"].isin(chosen)]
+    return int(sum(bool(keep(g)) for _, g in held.groupby("layer")))
+
+
+def summary_table(layers: pd.DataFrame, metas: dict[str, dict], clusters: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per model × corpus, the ranges over its layers that Cai et al.'s claims are judged on: S_inter, S_intra,
+    IsoScore before and after cluster-centring (and the largest |mean cosine| after it), how many layers chose K > 1
+    and the best silhouette there, how many of those splits hold a cluster of first tokens (≥ 90 %), how many layers
+    split without first tokens into clusters of at least 1 % of the points each, how many decisions sit within the
+    spread of the 0.1 rule, the strongest ordering of a principal component (1-3) by position and by log frequency
+    (with its layer), the best symbol/word silhouette, outlier dimensions, and the mean LID against the model's own
+    input-embedding rows."""
+    clusters = clusters if clusters is not None else pd.DataFrame(columns=["model", "corpus", "layer", "subset"])
+    rows = []
+    for (model, corpus), g in layers.groupby(["model", "corpus"], sort=True):
+        g = g.reindex(columns=sorted(set(g.columns) | {*KMEANS_COLUMNS, *ORDERING_COLUMNS, *OUTLIER_COLUMNS}))
+        mine = clusters[(clusters["model"] == model) & (clusters["corpus"] == corpus)]
+        position = g[[f"{pc}_rho_position" for pc in PCS]].abs()
+        frequency = g[[f"{pc}_rho_log_frequency" for pc in PCS]].abs()
+        split = g["cluster_k"] > 1
+        row = {
+            "model": model,
+            "corpus": corpus,
+            "layers": len(g),
+            "dim": metas[f"{model}/{corpus}"].get("dim"),
+            **{f"{c}_{f}": getattr(g[c], f)() for c in ("s_inter", "s_intra", "isoscore") for f in ("min", "max")},
+            "isoscore_centred_min": g.get("isoscore_centred", pd.Series(dtype=float)).min(),
+            "isoscore_centred_max": g.get("isoscore_centred", pd.Series(dtype=float)).max(),
+            "abs_cosine_centred_max": g.get("cosine_anisotropy_centred", pd.Series(dtype=float)).abs().max(),
+            "k_split_layers": _count(split),
+            "split_silhouette_max": g.loc[split, "cluster_silhouette"].max(),
+            "first_token_split_layers": _split_layers(
+                mine, g, "all", "cluster_k", lambda c: (c["share_first_position"] >= FIRST_TOKEN_SHARE).any()
+            ),
+            "nofirst_split_layers": _count(g["nofirst_cluster_k"] > 1),
+            "nofirst_clustered_layers": _split_layers(
+                mine, g, "no first token", "nofirst_cluster_k", lambda c: c["share"].min() >= SMALLEST_CLUSTER
+            ),
+            "rule_in_spread_layers": _count(g["cluster_rule_in_spread"]),
+            "position_rho_max": position.max().max(),
+            "position_rho_layer": g.loc[position.max(axis=1).idxmax(), "layer"]
+            if position.notna().any().any()
+            else np.nan,
+            "frequency_rho_max": frequency.max().max(),
+            "symbol_silhouette_max": g["symbol_silhouette"].max(),
+            "outlier_layers": _count(g["outlier_count"] > 0),
+            "peak_ratio_max": g["peak_ratio"].max(),
+            "lid_cosine_mean": g["lid_cosine"].mean(),
+            "input_table_lid_cosine": (metas[f"{model}/{corpus}"].get("input_table") or {}).get("lid_cosine", np.nan),
+        }
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def tables(
     layers: pd.DataFrame,
     metas: dict[str, dict],
@@ -188,6 +256,22 @@ def tables(
             f"Table 3 (their models, WikiText-2/PTB, all tokens): {paper}."
         ),
         floatfmt="%.2f",
+    )
+    written += write_table(
+        summary_table(layers, metas, clusters),
+        out_dir / "layers_summary",
+        caption=(
+            "Per model and corpus, over its layers: the ranges of S_inter, S_intra, IsoScore and IsoScore after "
+            "subtracting each K-means cluster's mean, and the largest |mean cosine| after it; K > 1: how many layers "
+            "chose it and their best silhouette, how many of those splits hold a cluster of at least "
+            f"{FIRST_TOKEN_SHARE:.0%} first tokens, how many layers split without first tokens and, of those, how "
+            f"many into clusters of at least {SMALLEST_CLUSTER:.0%} of the points each (not a few outliers), how many "
+            "decisions sit within the spread of the 0.1 rule; the largest |Spearman's rho| of principal components "
+            "1-3 with position (and its layer) and with log frequency; the best symbol/word silhouette; layers with "
+            "outlier dimensions and the largest peak ratio; mean cosine LID against the model's own "
+            "input-embedding rows."
+        ),
+        floatfmt="%.4f",
     )
     written += write_table(
         _columns(layers, KMEANS_COLUMNS),
