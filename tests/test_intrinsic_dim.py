@@ -11,7 +11,7 @@ import torch
 from conftest import make_cloud
 from sklearn.neighbors import NearestNeighbors
 
-from isoflow.metrics import knn_distances, lid_mle, twonn
+from isoflow.metrics import knn_distances, lid_from_distances, lid_mle, twonn
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -69,15 +69,29 @@ def test_twonn_recovers_dimension():
     assert twonn(X) == pytest.approx(4.0, abs=0.4)
 
 
-def test_duplicates_dropped_with_warning():
-    X, _ = make_cloud("random", 200, 5, 6)
-    X = np.vstack([X, X[:3]])
-    with pytest.warns(UserWarning, match="dropping 6 point"):
-        val = twonn(X)
+def test_repeated_points_are_merged_before_estimating():
+    """A cloud with some points repeated (as a token's state at layer 0 repeats at every occurrence) gives the
+    distinct points' estimates, which scikit-dimension gives on the distinct points; unmerged, a repeat's neighbour
+    at distance 0 made its LID 0 (log 0) and pulled the mean down, silently."""
+    X, _ = make_cloud("random", 300, 5, 6)
+    repeated = np.vstack([X, X[:100], X[:100]])
+    unique = np.unique(X, axis=0)
+    with pytest.warns(UserWarning, match="TwoNN: 200 repeated point"):
+        value = twonn(repeated)
+    assert value == pytest.approx(skdim.id.TwoNN().fit(unique).dimension_, rel=1e-9)
+    with pytest.warns(UserWarning, match="LID: 200 repeated point"):
+        value = lid_mle(repeated, 10, reduce="harmonic")
+    assert value * 9 / 10 == pytest.approx(skdim.id.MLE().fit(unique, n_neighbors=10).dimension_, rel=1e-9)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ref = skdim.id.TwoNN().fit(X).dimension_
-    assert val == pytest.approx(ref, rel=1e-9)
+        assert lid_mle(repeated, 10) == pytest.approx(lid_mle(X, 10), rel=1e-12)
+
+
+def test_lid_from_given_distances_drops_a_point_with_a_repeat_as_neighbour():
+    r = torch.tensor([[0.0, 1.0, 2.0], [1.0, 2.0, 4.0]], dtype=torch.float64)
+    with pytest.warns(UserWarning, match="dropping 1 point"):
+        per_point = lid_from_distances(r, reduce=None)
+    assert per_point.tolist() == pytest.approx([3 / (np.log(4) + np.log(2))])
 
 
 def test_bad_parameters():

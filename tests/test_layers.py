@@ -86,7 +86,7 @@ def test_every_metric_against_brute_force(small_layer):
     assert row["s_intra"] == pytest.approx(brute_s_intra(X, types), abs=1e-10)
     assert row["isoscore"] == pytest.approx(float(IsoScore(X)), abs=1e-6)
     assert row["cosine_anisotropy"] == pytest.approx(brute_mean_cos(X), abs=1e-10)
-    assert row["lid_euclidean"] == pytest.approx(brute_lid(X, 10), abs=1e-8)
+    assert row["lid_euclidean"] == pytest.approx(brute_lid(X, 10), abs=1e-8) and row["lid_points"] == 180
     assert row["lid_cosine"] == pytest.approx(brute_lid(unit(X), 10), abs=1e-8)
     d, _ = NearestNeighbors(n_neighbors=3).fit(X).kneighbors(X)
     mu = np.sort(d[:, 2] / d[:, 1])[: int(180 * 0.9)]
@@ -104,6 +104,18 @@ def test_every_metric_against_brute_force(small_layer):
     assert row["cosine_anisotropy_centred"] == pytest.approx(brute_mean_cos(centred), abs=1e-10)
     # The clusters reduce the anisotropy, as Cai et al. find.
     assert abs(row["cosine_anisotropy_centred"]) < abs(row["cosine_anisotropy"])
+
+
+def test_lid_and_twonn_of_a_layer_whose_states_repeat_are_the_distinct_states(small_layer):
+    """A token's state repeats wherever it depends on the token alone (layer 0; a causal LM's first tokens in every
+    layer): LID and TwoNN are the distinct states' (a repeat would be a neighbour at distance 0, LID 0)."""
+    X, types = small_layer
+    repeated = np.vstack([X, X[:60], X[:60]])
+    s = LayerSettings(sample_cap=10_000, k_max=3, k_lid=10, seed=0)
+    row, _ = layer_metrics(repeated, np.concatenate([types, types[:60], types[:60]]), s)
+    assert row["n_points"] == 300 and row["lid_points"] == 180
+    assert row["lid_euclidean"] == pytest.approx(brute_lid(X, 10), abs=1e-8)
+    assert row["lid_cosine"] == pytest.approx(brute_lid(unit(X), 10), abs=1e-8)
 
 
 def test_s_intra_keeps_at_most_max_per_type(small_layer):

@@ -26,7 +26,8 @@ on seeded samples of ≤ ``sample_cap`` (20,000) points:
 * ``lid_euclidean`` and ``lid_cosine``: mean k-NN MLE local intrinsic dimension with k = ``k_lid`` (100, Cai et
   al.'s), on Euclidean distances and on the same points scaled to unit length (chord distance √(2 − 2 cos), a
   monotone function of the cosine, so the neighbours are the cosine ones; plain, not squared, distances);
-* ``twonn``: TwoNN intrinsic dimension (linear fit, 10 % discarded);
+* ``twonn``: TwoNN intrinsic dimension (linear fit, 10 % discarded); both on the sample's distinct points
+  (``lid_points`` of them: a repeated state, e.g. of a token at layer 0, would put a neighbour at distance 0);
 
 and after subtracting from every point the mean of its cluster (all points assigned to the nearest of the first
 sample's cluster means; Cai et al.'s centring): ``s_inter_centred``, ``s_intra_centred``, ``isoscore_centred``,
@@ -231,17 +232,21 @@ def layer_metrics(
     row.update(orderings(xs, None if positions is None else np.asarray(positions)[chosen], log_frequency))
 
     row["lid_euclidean"] = row["twonn"] = row["lid_cosine"] = float("nan")
-    if m < s.k_lid + 1:
+    # The estimators need distinct points (isoflow.metrics.distinct_points): a token state repeats wherever it depends
+    # on the token alone (the input embeddings; a causal LM's sentence-initial tokens in every layer).
+    distinct = torch.unique(xs, dim=0)
+    row["lid_points"] = float(distinct.shape[0])
+    if distinct.shape[0] < s.k_lid + 1:
         notes.append(
-            f"LID, TwoNN: {m} points, fewer than LID's {s.k_lid} neighbours + 1 (more --max-tokens or a "
-            "smaller --k-lid)"
+            f"LID, TwoNN: {distinct.shape[0]} distinct points, fewer than LID's {s.k_lid} neighbours + 1 (more "
+            "--max-tokens or a smaller --k-lid)"
         )
     else:
-        r = knn_distances(xs, s.k_lid)  # one neighbour search for LID and TwoNN
+        r = knn_distances(distinct, s.k_lid)  # one neighbour search for LID and TwoNN
         for name, compute in (
             ("lid_euclidean", lambda: lid_from_distances(r)),
             ("twonn", lambda: twonn_from_distances(r)),
-            ("lid_cosine", lambda: lid_mle(_unit(xs), k=s.k_lid)),
+            ("lid_cosine", lambda: lid_mle(_unit(distinct), k=s.k_lid)),
         ):
             try:
                 row[name] = compute()

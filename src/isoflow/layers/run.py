@@ -224,6 +224,8 @@ def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -
     table = encoder.model.get_input_embeddings().weight.detach()
     rows = table[torch.as_tensor(np.unique(token_ids), device=table.device)].to(dev).float()
     info = {"n_points": int(rows.shape[0]), "dim": int(rows.shape[1])}
+    rows = torch.unique(rows, dim=0)  # types sharing one row (e.g. never-trained ones) are one point to LID
+    info["lid_points"] = int(rows.shape[0])
     if rows.shape[0] <= settings.k_lid:
         return {**info, "note": f"{rows.shape[0]} types, fewer than LID's {settings.k_lid} neighbours + 1"}
     r = knn_distances(rows, settings.k_lid)

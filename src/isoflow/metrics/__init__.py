@@ -10,7 +10,7 @@ from . import gemm_choice  # noqa: F401  (hands the CPU GEMM measurement to the 
 from ._validate import Clusters, as_points, encode_labels
 from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
 from .geometry import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry, sample_rows
-from .intrinsic_dim import knn_distances, lid_from_distances, lid_mle, twonn, twonn_from_distances
+from .intrinsic_dim import distinct_points, knn_distances, lid_from_distances, lid_mle, twonn, twonn_from_distances
 from .isotropy import (
     check_shrinkage,
     cosine_anisotropy,
@@ -57,6 +57,7 @@ __all__ = [
     "isoscore_star_tensor",
     "isoscore_tensor",
     "kmeans",
+    "distinct_points",
     "knn_distances",
     "lid_from_distances",
     "lid_mle",

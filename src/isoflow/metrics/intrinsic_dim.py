@@ -13,6 +13,39 @@ DEFAULT_BLOCK = 2048
 _MARGIN = 8  # extra float32 candidates so that re-ranking in float64 cannot miss a true neighbour
 
 
+def distinct_points(X: ArrayLike, what: str = "intrinsic dimension") -> torch.Tensor:
+    """The distinct rows of ``X``, each at its first occurrence, with a warning naming how many repeats were merged.
+
+    Both estimators below take logarithms of neighbour distances: a point repeated in the data (the same token
+    state at every occurrence, e.g. a model's input embeddings, or a causal LM's sentence-initial token in every
+    layer) has neighbours at distance 0, for which they are undefined, and counting each copy would weight the
+    repeated point by its frequency. So they are computed on the distinct points.
+
+    Examples
+    --------
+    >>> import torch, warnings
+    >>> from isoflow.metrics import distinct_points
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     distinct_points(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    >>> str(caught[0].message)
+    'intrinsic dimension: 1 repeated point(s) merged; estimated on the 2 distinct points of 3'"""
+    x = as_points(X)
+    distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
+    if distinct.shape[0] == x.shape[0]:
+        return x
+    rows = torch.arange(x.shape[0], device=x.device)
+    first = torch.full((distinct.shape[0],), x.shape[0], dtype=rows.dtype, device=x.device)
+    distinct = x[first.scatter_reduce(0, inverse, rows, reduce="amin").sort().values]
+    warnings.warn(
+        f"{what}: {x.shape[0] - distinct.shape[0]} repeated point(s) merged; estimated on the "
+        f"{distinct.shape[0]} distinct points of {x.shape[0]}",
+        stacklevel=3,
+    )
+    return distinct
+
+
 def knn_distances(X: ArrayLike, k: int, *, block: int | None = None) -> torch.Tensor:
     """Sorted Euclidean distances from each point to its ``k`` nearest other points, (n, k) float64.
 
@@ -69,8 +102,9 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
         ``"harmonic"`` (the MLE-consistent pooling, scikit-dimension's ``comb="mle"``) → float;
         ``None`` → the per-point estimates, a float64 tensor of shape (n,).
 
-    Points whose k neighbours are all at distance zero (duplicates) have an
-    undefined estimate: they are dropped with a warning.
+    Repeated points are merged first (:func:`distinct_points`, with a warning):
+    the estimate is the distinct points' (per point: one value per distinct
+    point, at its first occurrence).
 
     Examples
     --------
@@ -83,18 +117,20 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
     2.2"""
     if k < 2:
         raise ValueError(f"LID needs k >= 2 neighbours; got {k}")
-    return lid_from_distances(knn_distances(X, k, block=block), reduce=reduce)
+    return lid_from_distances(knn_distances(distinct_points(X, "LID"), k, block=block), reduce=reduce)
 
 
 def lid_from_distances(r: torch.Tensor, *, reduce: str | None = "mean"):
-    """:func:`lid_mle` from sorted neighbour distances ``r`` (n, k), e.g. from :func:`knn_distances`."""
+    """:func:`lid_mle` from sorted neighbour distances ``r`` (n, k), e.g. from :func:`knn_distances` of distinct
+    points. A point with a neighbour at distance 0 (a repeat) has no estimate (log 0): it is dropped with a warning."""
     k = r.shape[1]
     rk = r[:, -1:]
     lid = -1.0 / torch.log(r / rk).mean(dim=1)
-    bad = ~torch.isfinite(lid) | (rk.squeeze(1) == 0)
+    bad = ~torch.isfinite(lid) | (r[:, 0] == 0)
     if bool(bad.any()):
         warnings.warn(
-            f"LID: dropping {int(bad.sum())} point(s) whose {k} nearest neighbours are all duplicates", stacklevel=2
+            f"LID: dropping {int(bad.sum())} point(s) with a repeat among their {k} nearest neighbours (distance 0)",
+            stacklevel=2,
         )
         lid = lid[~bad]
     if reduce is None:
@@ -120,8 +156,10 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
     * ``method="mle"``: :math:`d = (n_{keep}-1)/(\sum_{kept}\log\mu + (N-n_{keep})\log\mu_{max\,kept})`
       (right-censored Pareto MLE; with no discard, :math:`(N-1)/\sum\log\mu`).
 
-    Matches ``skdim.id.TwoNN`` (same parameters, same estimator). Points with a
-    duplicate (r₁ = 0) are dropped with a warning, as scikit-dimension does.
+    Matches ``skdim.id.TwoNN`` (same parameters, same estimator) on distinct
+    points. Repeated points are merged first (:func:`distinct_points`, with a
+    warning): scikit-dimension drops the copies (r₁ = 0) but keeps the ratio 1 of
+    their neighbours, for which two copies are equally near.
 
     Examples
     --------
@@ -137,7 +175,8 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
         raise ValueError(f"method must be 'linear' or 'mle'; got {method!r}")
     if not 0.0 <= discard_fraction < 1.0:
         raise ValueError(f"discard_fraction must lie in [0, 1); got {discard_fraction}")
-    return twonn_from_distances(knn_distances(X, 2, block=block), discard_fraction=discard_fraction, method=method)
+    r = knn_distances(distinct_points(X, "TwoNN"), 2, block=block)
+    return twonn_from_distances(r, discard_fraction=discard_fraction, method=method)
 
 
 def twonn_from_distances(r: torch.Tensor, *, discard_fraction: float = 0.1, method: str = "linear") -> float:
@@ -168,4 +207,4 @@ def twonn_from_distances(r: torch.Tensor, *, discard_fraction: float = 0.1, meth
     return float((log_mu * y).sum() / (log_mu * log_mu).sum())
 
 
-__all__ = ["knn_distances", "lid_from_distances", "lid_mle", "twonn", "twonn_from_distances"]
+__all__ = ["distinct_points", "knn_distances", "lid_from_distances", "lid_mle", "twonn", "twonn_from_distances"]
