@@ -596,3 +596,32 @@ def test_the_summary_counts_first_token_splits_and_real_clusters_apart():
         12.0,
         30.0,
     )
+
+
+def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
+    """Where K-means splits the roll layer (a few points far out, as a causal LM's first tokens), its largest cluster
+    gets a PCA view of its own, drawn beside the whole in layers_roll."""
+    from collections import Counter
+    from types import SimpleNamespace
+
+    from isoflow.layers.pca import ROLL_LARGEST
+    from isoflow.layers.report import roll_figure
+    from isoflow.layers.run import _measure_layer
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 8)).astype(np.float32)
+    X[:40] += 50.0  # the far-out few
+    types = np.array([f"w{i % 20}" for i in range(300)], dtype=object)
+    positions = np.tile(np.arange(15), 20)
+    job = SimpleNamespace(
+        dev=torch.device("cpu"), settings=LayerSettings(sample_cap=10_000, k_max=3, k_lid=5, kmeans_samples=2)
+    )
+    store = SimpleNamespace(layer=lambda i: X)
+    done = _measure_layer(job, store, 1, types, positions, Counter(types), {"middle": 2, "roll": 1})
+    views = pd.concat(done["views"], ignore_index=True).assign(model="m", corpus="c")
+    assert done["row"]["cluster_k"] == 2 and sorted(views["view"].unique()) == sorted(["roll", ROLL_LARGEST])
+    largest = views[views["view"] == ROLL_LARGEST]
+    assert len(largest) == 260 and largest["cluster"].nunique() == 1
+    assert (largest["position"].to_numpy() == positions[40:]).all()  # each point keeps its own position
+    written = roll_figure(views[views["view"] == "roll"], tmp_path, largest)
+    assert {p.name for p in written} == {"layers_roll.png", "layers_roll.pdf"}

@@ -42,6 +42,11 @@ def orderings(points: torch.Tensor, positions: np.ndarray | None, log_frequency:
     return row
 
 
+# The roll depth's view of its largest K-means cluster alone: where a few points lie far out (a causal LM's first
+# tokens, whose massive activations dominate the first components), the shape of the rest shows only there.
+ROLL_LARGEST = "roll, largest cluster"
+
+
 def pca_view(
     points: torch.Tensor,
     clusters: torch.Tensor,

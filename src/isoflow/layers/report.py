@@ -28,7 +28,7 @@ import pandas as pd
 
 from ..reporting import write_table
 from ..reporting.figures import legend_below, model_colour, pyplot, save, suptitle
-from .pca import PCS
+from .pca import PCS, ROLL_LARGEST
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {
@@ -410,8 +410,9 @@ def figures(
         if len(middle)
         else _empty(out_dir, "layers_pca", "no view of a middle layer among the analyses given")
     )
-    roll = views[(views["view"] == "roll") & views["position"].notna()] if "position" in views else views.iloc[0:0]
-    written += roll_figure(roll, out_dir) if len(roll) else _empty(out_dir, "layers_roll", NO_RUNS)
+    positioned = views[views["position"].notna()] if "position" in views else views.iloc[0:0]
+    roll, largest = (positioned[positioned["view"] == name] for name in ("roll", ROLL_LARGEST))
+    written += roll_figure(roll, out_dir, largest) if len(roll) else _empty(out_dir, "layers_roll", NO_RUNS)
     dims = extra.get("dims", pd.DataFrame())
     written += outliers_figure(dims, out_dir) if len(dims) else _empty(out_dir, "layers_outliers", NO_RUNS)
     return written
@@ -609,35 +610,65 @@ def pca_figure(views: pd.DataFrame, out_dir: Path, name: str, which: str) -> lis
     return save(fig, out_dir / name)
 
 
-def roll_figure(views: pd.DataFrame, out_dir: Path) -> list[Path]:
+def roll_figure(views: pd.DataFrame, out_dir: Path, largest: pd.DataFrame | None = None) -> list[Path]:
     """At the depth where Cai et al. show GPT-2's "Swiss roll" (their layer 2 of 12, scaled to each model): PC1-PC2
-    and PC1-3 by position, one row per model × corpus, one position scale."""
+    and PC1-3 by position, one row per model × corpus, one position scale; where runs have it, the same for the
+    layer's largest K-means cluster alone (the shape of the bulk when a few points lie far out)."""
     import matplotlib
 
     plt = pyplot()
+    largest = views.iloc[0:0] if largest is None else largest
     keys = sorted({(m, c) for m, c in zip(views["model"], views["corpus"])})
     pnorm = matplotlib.colors.Normalize(vmin=0, vmax=POSITION_CAP)
-    fig = plt.figure(figsize=(8.5, 3.2 * len(keys) + 0.8), constrained_layout=True)
+    cols = 4 if len(largest) else 2
+    fig = plt.figure(figsize=(4.25 * cols, 3.2 * len(keys) + 0.8), constrained_layout=True)
     for i, (model, corpus) in enumerate(keys):
         v = views[(views.model == model) & (views.corpus == corpus)]
-        pos = np.minimum(v["position"].to_numpy(), POSITION_CAP)
-        ax = fig.add_subplot(len(keys), 2, 2 * i + 1)
-        sc = ax.scatter(v["pc1"], v["pc2"], c=pos, cmap="plasma", norm=pnorm, s=2)
-        ax.set_title(f"{model}, layer {int(v['layer'].iloc[0])} ({corpus}): PC1-PC2", fontsize=8)
-        ax.set_xlabel("PC1", fontsize=7)
-        ax.set_ylabel("PC2", fontsize=7)
-        ax.tick_params(labelsize=6)
-        ax = fig.add_subplot(len(keys), 2, 2 * i + 2, projection="3d")
-        ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
-        ax.set_title("PC1-3", fontsize=8)
-        for setter, label in ((ax.set_xlabel, "PC1"), (ax.set_ylabel, "PC2")):
-            setter(label, fontsize=7)
-        ax.set_zlabel("PC3", fontsize=7, labelpad=6)
-        ax.tick_params(labelsize=6)
-        ax.set_box_aspect(None, zoom=0.8)
-        fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
+        own = largest[(largest.model == model) & (largest.corpus == corpus)]
+        layer = int(v["layer"].iloc[0])
+        _roll_panels(fig, (len(keys), cols, cols * i + 1), v, pnorm, f"{model}, layer {layer} ({corpus})")
+        if cols == 2:
+            continue
+        if len(own):
+            share = f"{len(own):,} of the view's {len(v):,} points" if len(own) < len(v) else "the sample's"
+            _roll_panels(fig, (len(keys), cols, cols * i + 3), own, pnorm, f"its largest K-means cluster ({share})")
+        else:
+            ax = fig.add_subplot(len(keys), cols, (cols * i + 3, cols * i + 4))
+            ax.axis("off")
+            one = v["cluster"].nunique() == 1
+            ax.text(
+                0.5,
+                0.5,
+                "K = 1 at this layer: the view at left\nis its one cluster"
+                if one
+                else "no view of the largest cluster\n(a run made before it)",
+                ha="center",
+                va="center",
+                fontsize=8,
+            )
     suptitle(fig, 'At the depth of Cai et al.\'s GPT-2 "Swiss roll" (their layer 2 of 12): the points by position')
     return save(fig, out_dir / "layers_roll")
+
+
+def _roll_panels(fig, where: tuple[int, int, int], v: pd.DataFrame, pnorm, title: str) -> None:
+    """PC1-PC2 and PC1-3 of one view by position, in the grid cells ``where`` and the next."""
+    rows, cols, first = where
+    pos = np.minimum(v["position"].to_numpy(), POSITION_CAP)
+    ax = fig.add_subplot(rows, cols, first)
+    sc = ax.scatter(v["pc1"], v["pc2"], c=pos, cmap="plasma", norm=pnorm, s=2)
+    ax.set_title(f"{title}: PC1-PC2", fontsize=8)
+    ax.set_xlabel("PC1", fontsize=7)
+    ax.set_ylabel("PC2", fontsize=7)
+    ax.tick_params(labelsize=6)
+    ax = fig.add_subplot(rows, cols, first + 1, projection="3d")
+    ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
+    ax.set_title("PC1-3", fontsize=8)
+    for setter, label in ((ax.set_xlabel, "PC1"), (ax.set_ylabel, "PC2")):
+        setter(label, fontsize=7)
+    ax.set_zlabel("PC3", fontsize=7, labelpad=6)
+    ax.tick_params(labelsize=6)
+    ax.set_box_aspect(None, zoom=0.8)
+    fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
 
 
 def outliers_figure(dims: pd.DataFrame, out_dir: Path) -> list[Path]:

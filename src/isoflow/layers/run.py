@@ -1,7 +1,8 @@
 """One layer analysis from corpus to files, written together through a temp directory (an interrupted run leaves no
 half-written output; what it had done is kept beside it and resumed by the same command: :mod:`isoflow.layers.partial`):
 ``<out>/layers.parquet`` (+ ``layers.csv``: a row of measurements per layer, :mod:`isoflow.layers.measure`),
-``pca.parquet`` (the PCA views' points at the middle layer and at the depth of Cai et al.'s GPT-2 roll),
+``pca.parquet`` (the PCA views' points at the middle layer and at the depth of Cai et al.'s GPT-2 roll, there also of
+its largest K-means cluster alone),
 ``clusters.parquet`` (what each layer's K-means clusters hold, with and without first tokens), ``kmeans.parquet``
 (the silhouette of every K on every sample: the K decision's spread), ``dims.parquet`` (every layer's mean |activation|
 and share of the mean cosine per dimension: outlier dimensions) and ``meta.json`` (the run record; for a contextual
@@ -41,7 +42,7 @@ from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics
 from .partial import PartialRun
-from .pca import pca_view
+from .pca import ROLL_LARGEST, pca_view
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)
@@ -361,19 +362,25 @@ def _measure_layer(job: _Job, store: LayerStore, layer: int, type_arr, position_
     row, extra = layer_metrics(points, type_arr, job.settings, position_arr)
     layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
     views = []
+    idx = extra["sample"]
+    pick = np.arange(points.shape[0]) if idx is None else idx.cpu().numpy()
+    sample, labels = (points if idx is None else points[idx]), extra["clusters"]
     for view_name in [name for name, at in views_wanted.items() if at == layer]:
-        idx = extra["sample"]
-        pick = slice(None) if idx is None else idx.cpu().numpy()
-        sample_types = type_arr[pick]
-        view = pca_view(
-            points if idx is None else points[idx],
-            extra["clusters"],
-            sample_types,
-            np.array([freq[x] for x in sample_types]),
-            position_arr[pick],
-            seed=job.settings.seed,
-        )
-        views.append(pd.DataFrame({"layer": layer, "view": view_name, **view}))
+        parts = [(view_name, torch.ones_like(labels, dtype=torch.bool))]
+        if view_name == "roll" and int(labels.max()) > 0:  # K > 1: the largest cluster alone too (ROLL_LARGEST)
+            parts.append((ROLL_LARGEST, labels == torch.bincount(labels).argmax()))
+        for name, keep in parts:
+            keep_np = keep.cpu().numpy()
+            sample_types = type_arr[pick][keep_np]
+            view = pca_view(
+                sample[keep],
+                labels[keep],
+                sample_types,
+                np.array([freq[x] for x in sample_types]),
+                position_arr[pick][keep_np],
+                seed=job.settings.seed,
+            )
+            views.append(pd.DataFrame({"layer": layer, "view": name, **view}))
     return {
         "row": {"layer": layer, **row},
         "clusters": layer_clusters,
