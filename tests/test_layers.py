@@ -481,7 +481,7 @@ def test_a_measurement_the_corpus_is_too_small_for_is_left_empty_and_named(tmp_p
     table = pd.read_parquet(tmp_path / "r/layers/runs/glove-50d/notes/layers.parquet")
     assert table["lid_euclidean"].isna().all() and table["twonn"].isna().all() and set(table["corpus"]) == {"notes"}
     assert "fewer than LID's 20 neighbours + 1" in table["notes"].iloc[0]
-    assert "isoflow layers: warning: glove-50d x notes, layer 0: LID, TwoNN: 6 points" in err
+    assert "isoflow layers: warning: glove-50d x notes, layer 0: LID, TwoNN: 6 distinct points" in err
 
 
 def test_a_model_without_hidden_states_is_refused(minilm):

@@ -125,7 +125,8 @@ def estimate_reference(
 def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, device) -> dict:
     """Per layer (0 = the embedding layer's output), on the held-out examples' token states (padding and special tokens
     left out; the first ``sample_cap`` tokens in held-out order, so every epoch sees the same tokens): IsoScore, S_inter
-    (types: the token ids) and TwoNN. Lists indexed by layer."""
+    (types: the token ids) and TwoNN (of the distinct states: a token's layer-0 state repeats). Lists indexed by
+    layer."""
     from ..metrics import s_inter
 
     tok = encoder.tokenizer  # [UNK] stands for a word: kept, as the layer analysis keeps it
@@ -160,7 +161,7 @@ def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, 
     return {
         "layer_isoscore": [measured(isoscore, x) for x in points],
         "layer_s_inter": [measured(s_inter, x, types) for x in points],
-        "layer_twonn": [measured(twonn, x) for x in points],
+        "layer_twonn": [measured(twonn, torch.unique(x, dim=0)) for x in points],  # distinct states (distinct_points)
     }
 
 
@@ -190,6 +191,7 @@ def evaluate(
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
     per_layer = layer_geometry(encoder, ex, s, device) if s.layer_geometry else {}
+    distinct = torch.unique(r, dim=0)  # intrinsic dimension of the distinct outputs (isoflow.metrics.distinct_points)
     return {
         **per_layer,
         "loss": float(torch.nn.functional.cross_entropy(logits, y)),
@@ -205,8 +207,8 @@ def evaluate(
         "silhouette": float(silhouette_tensor(r, encode_labels(labels)))
         if len(torch.unique(labels)) > 1
         else float("nan"),
-        "twonn": twonn(r),
-        "lid_mle": lid_mle(r, k=min(s.k_lid, r.shape[0] - 1)),
+        "twonn": twonn(distinct),
+        "lid_mle": lid_mle(distinct, k=min(s.k_lid, distinct.shape[0] - 1)),
         "mean_abs_activation": reps.abs().mean(dim=0).cpu().tolist(),
     }
 
