@@ -264,12 +264,12 @@ def tables(
             "Per model and corpus, over its layers: the ranges of S_inter, S_intra, IsoScore and IsoScore after "
             "subtracting each K-means cluster's mean, and the largest |mean cosine| after it; K > 1: how many layers "
             "chose it and their best silhouette, how many of those splits hold a cluster of at least "
-            f"{FIRST_TOKEN_SHARE:.0%} first tokens, how many layers split without first tokens and, of those, how "
-            f"many into clusters of at least {SMALLEST_CLUSTER:.0%} of the points each (not a few outliers), how many "
-            "decisions sit within the spread of the 0.1 rule; the largest |Spearman's rho| of principal components "
-            "1-3 with position (and its layer) and with log frequency; the best symbol/word silhouette; layers with "
-            "outlier dimensions and the largest peak ratio; mean cosine LID against the model's own "
-            "input-embedding rows."
+            f"{FIRST_TOKEN_SHARE * 100:.0f} % first tokens, how many layers split without first tokens and, of "
+            f"those, how many into clusters of at least {SMALLEST_CLUSTER * 100:.0f} % of the points each (not a few "
+            "outliers), how many decisions sit within the spread of the 0.1 rule; the largest |Spearman's rho| of "
+            "principal components 1-3 with position (and its layer) and with log frequency; the best symbol/word "
+            "silhouette; layers with outlier dimensions and the largest peak ratio; mean cosine LID against the "
+            "model's own input-embedding rows."
         ),
         floatfmt="%.4f",
     )
