@@ -114,7 +114,8 @@ def plan_checkout(tmp_path_factory) -> Path:
     return checkout_copy(tmp_path_factory.mktemp("plan") / "isoflow")
 
 
-WORKFLOW_STATE = (".snakemake", "data", "results", "logs")  # what running the workflow (or isoflow) writes in place
+# What running the workflow (or isoflow, or DVC) writes in place.
+WORKFLOW_STATE = (".snakemake", "data", "results", "logs", ".dvc/tmp")
 
 
 def _workflow_state() -> dict[str, tuple[int, int]]:
