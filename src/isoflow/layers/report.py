@@ -630,8 +630,9 @@ def roll_figure(views: pd.DataFrame, out_dir: Path, largest: pd.DataFrame | None
         if cols == 2:
             continue
         if len(own):
-            share = f"{len(own):,} of the view's {len(v):,} points" if len(own) < len(v) else "the sample's"
-            _roll_panels(fig, (len(keys), cols, cols * i + 3), own, pnorm, f"its largest K-means cluster ({share})")
+            share = v["cluster"].value_counts(normalize=True).iloc[0]  # both views are capped samples: share by label
+            title = f"its largest K-means cluster alone ({share:.0%} of the points)".replace("%", " %")
+            _roll_panels(fig, (len(keys), cols, cols * i + 3), own, pnorm, title)
         else:
             ax = fig.add_subplot(len(keys), cols, (cols * i + 3, cols * i + 4))
             ax.axis("off")
