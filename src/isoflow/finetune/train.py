@@ -37,6 +37,7 @@ from .. import interrupt
 from ..istar import CosineRegLoss, IStarLoss, RunningCovariance
 from ..metrics import (
     cosine_anisotropy,
+    distinct_points,
     encode_labels,
     isoscore,
     isoscore_of_covariance,
@@ -161,7 +162,7 @@ def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, 
     return {
         "layer_isoscore": [measured(isoscore, x) for x in points],
         "layer_s_inter": [measured(s_inter, x, types) for x in points],
-        "layer_twonn": [measured(twonn, torch.unique(x, dim=0)) for x in points],  # distinct states (distinct_points)
+        "layer_twonn": [measured(twonn, distinct_points(x, warn=False)) for x in points],
     }
 
 
@@ -191,7 +192,7 @@ def evaluate(
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
     per_layer = layer_geometry(encoder, ex, s, device) if s.layer_geometry else {}
-    distinct = torch.unique(r, dim=0)  # intrinsic dimension of the distinct outputs (isoflow.metrics.distinct_points)
+    distinct = distinct_points(r, warn=False)  # intrinsic dimension of the distinct outputs (k bounded by them)
     return {
         **per_layer,
         "loss": float(torch.nn.functional.cross_entropy(logits, y)),

@@ -44,6 +44,7 @@ from ..metrics import (
     as_points,
     cosine_anisotropy,
     cosine_shares,
+    distinct_points,
     drop_dimensions,
     encode_labels,
     isoscore,
@@ -232,9 +233,9 @@ def layer_metrics(
     row.update(orderings(xs, None if positions is None else np.asarray(positions)[chosen], log_frequency))
 
     row["lid_euclidean"] = row["twonn"] = row["lid_cosine"] = float("nan")
-    # The estimators need distinct points (isoflow.metrics.distinct_points): a token state repeats wherever it depends
-    # on the token alone (the input embeddings; a causal LM's sentence-initial tokens in every layer).
-    distinct = torch.unique(xs, dim=0)
+    # The estimators need distinct points: a token state repeats wherever it depends on the token alone (the input
+    # embeddings; a causal LM's sentence-initial tokens in every layer). Counted in the row, not warned about.
+    distinct = distinct_points(xs, warn=False)
     row["lid_points"] = float(distinct.shape[0])
     if distinct.shape[0] < s.k_lid + 1:
         notes.append(

@@ -219,13 +219,13 @@ def _layer_outputs(layer: int, row: dict, extra: dict, types: np.ndarray, positi
 def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -> dict:
     """The static baseline of a contextual model: LID, TwoNN and IsoScore of its own input-embedding rows of the
     token types analysed (Cai et al.'s Table 3 sets contextual LID against static vectors)."""
-    from ..metrics import isoscore, knn_distances, lid_from_distances, lid_mle, twonn_from_distances
+    from ..metrics import distinct_points, isoscore, knn_distances, lid_from_distances, lid_mle, twonn_from_distances
     from .measure import _unit
 
     table = encoder.model.get_input_embeddings().weight.detach()
     rows = table[torch.as_tensor(np.unique(token_ids), device=table.device)].to(dev).float()
     info = {"n_points": int(rows.shape[0]), "dim": int(rows.shape[1])}
-    rows = torch.unique(rows, dim=0)  # types sharing one row (e.g. never-trained ones) are one point to LID
+    rows = distinct_points(rows, warn=False)  # types sharing one row (e.g. never-trained ones) are one point to LID
     info["lid_points"] = int(rows.shape[0])
     if rows.shape[0] <= settings.k_lid:
         return {**info, "note": f"{rows.shape[0]} types, fewer than LID's {settings.k_lid} neighbours + 1"}

@@ -13,8 +13,9 @@ DEFAULT_BLOCK = 2048
 _MARGIN = 8  # extra float32 candidates so that re-ranking in float64 cannot miss a true neighbour
 
 
-def distinct_points(X: ArrayLike, what: str = "intrinsic dimension") -> torch.Tensor:
-    """The distinct rows of ``X``, each at its first occurrence, with a warning naming how many repeats were merged.
+def distinct_points(X: ArrayLike, what: str = "intrinsic dimension", *, warn: bool = True) -> torch.Tensor:
+    """The distinct rows of ``X`` (``X`` itself when none repeats; else sorted, as ``torch.unique`` gives them), with a
+    warning naming how many repeats were merged (``warn=False``: for a caller that reports the count itself).
 
     Both estimators below take logarithms of neighbour distances: a point repeated in the data (the same token
     state at every occurrence, e.g. a model's input embeddings, or a causal LM's sentence-initial token in every
@@ -28,21 +29,19 @@ def distinct_points(X: ArrayLike, what: str = "intrinsic dimension") -> torch.Te
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     distinct_points(torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]])).tolist()
-    [[1.0, 0.0], [0.0, 1.0]]
+    [[0.0, 1.0], [1.0, 0.0]]
     >>> str(caught[0].message)
     'intrinsic dimension: 1 repeated point(s) merged; estimated on the 2 distinct points of 3'"""
     x = as_points(X)
-    distinct, inverse = torch.unique(x, dim=0, return_inverse=True)
+    distinct = torch.unique(x, dim=0)
     if distinct.shape[0] == x.shape[0]:
         return x
-    rows = torch.arange(x.shape[0], device=x.device)
-    first = torch.full((distinct.shape[0],), x.shape[0], dtype=rows.dtype, device=x.device)
-    distinct = x[first.scatter_reduce(0, inverse, rows, reduce="amin").sort().values]
-    warnings.warn(
-        f"{what}: {x.shape[0] - distinct.shape[0]} repeated point(s) merged; estimated on the "
-        f"{distinct.shape[0]} distinct points of {x.shape[0]}",
-        stacklevel=3,
-    )
+    if warn:
+        warnings.warn(
+            f"{what}: {x.shape[0] - distinct.shape[0]} repeated point(s) merged; estimated on the "
+            f"{distinct.shape[0]} distinct points of {x.shape[0]}",
+            stacklevel=3,
+        )
     return distinct
 
 
@@ -104,7 +103,7 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
 
     Repeated points are merged first (:func:`distinct_points`, with a warning):
     the estimate is the distinct points' (per point: one value per distinct
-    point, at its first occurrence).
+    point, in :func:`distinct_points`' order).
 
     Examples
     --------
