@@ -188,7 +188,8 @@ def summary_table(layers: pd.DataFrame, metas: dict[str, dict], clusters: pd.Dat
     clusters = clusters if clusters is not None else pd.DataFrame(columns=["model", "corpus", "layer", "subset"])
     rows = []
     for (model, corpus), g in layers.groupby(["model", "corpus"], sort=True):
-        g = g.reindex(columns=sorted(set(g.columns) | {*KMEANS_COLUMNS, *ORDERING_COLUMNS, *OUTLIER_COLUMNS}))
+        wanted = {*KMEANS_COLUMNS, *ORDERING_COLUMNS, *OUTLIER_COLUMNS, "isoscore_centred", "cosine_anisotropy_centred"}
+        g = g.reindex(columns=sorted(set(g.columns) | wanted))  # runs made before a column: it is empty
         mine = clusters[(clusters["model"] == model) & (clusters["corpus"] == corpus)]
         position = g[[f"{pc}_rho_position" for pc in PCS]].abs()
         frequency = g[[f"{pc}_rho_log_frequency" for pc in PCS]].abs()
@@ -199,9 +200,9 @@ def summary_table(layers: pd.DataFrame, metas: dict[str, dict], clusters: pd.Dat
             "layers": len(g),
             "dim": metas[f"{model}/{corpus}"].get("dim"),
             **{f"{c}_{f}": getattr(g[c], f)() for c in ("s_inter", "s_intra", "isoscore") for f in ("min", "max")},
-            "isoscore_centred_min": g.get("isoscore_centred", pd.Series(dtype=float)).min(),
-            "isoscore_centred_max": g.get("isoscore_centred", pd.Series(dtype=float)).max(),
-            "abs_cosine_centred_max": g.get("cosine_anisotropy_centred", pd.Series(dtype=float)).abs().max(),
+            "isoscore_centred_min": g["isoscore_centred"].min(),
+            "isoscore_centred_max": g["isoscore_centred"].max(),
+            "abs_cosine_centred_max": g["cosine_anisotropy_centred"].abs().max(),
             "k_split_layers": _count(split),
             "split_silhouette_max": g.loc[split, "cluster_silhouette"].max(),
             "first_token_split_layers": _split_layers(
@@ -631,7 +632,7 @@ def roll_figure(views: pd.DataFrame, out_dir: Path, largest: pd.DataFrame | None
             continue
         if len(own):
             share = v["cluster"].value_counts(normalize=True).iloc[0]  # both views are capped samples: share by label
-            title = f"its largest K-means cluster alone ({share:.0%} of the points)".replace("%", " %")
+            title = f"its largest K-means cluster alone ({share * 100:.0f} % of the points)"
             _roll_panels(fig, (len(keys), cols, cols * i + 3), own, pnorm, title)
         else:
             ax = fig.add_subplot(len(keys), cols, (cols * i + 3, cols * i + 4))
