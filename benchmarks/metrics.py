@@ -91,8 +91,10 @@ def ours_flops(n: int, d: int, k: int, block: int = 1024) -> dict[str, float]:  
     off_diag = pairs - sum(s * s for s in sizes)
     from isoflow.metrics.silhouette import SCATTER_ABOVE_K
 
-    # Augmented distance GEMM + cluster sums (a thin GEMM for few clusters, one add per distance for many).
-    sums = (pairs + off_diag) * (1 if k > SCATTER_ABOVE_K else 2 * k)
+    if k > SCATTER_ABOVE_K:  # many clusters: every pair in strips (both triangles), one add per distance
+        return {"silhouette": 2 * (d + 2) * n * n + n * n, "isoscore_float64": 2 * n * d * d}
+    # Augmented distance GEMM + cluster sums (a thin GEMM, both ways off the diagonal).
+    sums = (pairs + off_diag) * 2 * k
     silhouette = 2 * (d + 2) * pairs + sums
     return {"silhouette": silhouette, "isoscore_float64": 2 * n * d * d}
 

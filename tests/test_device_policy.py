@@ -63,7 +63,7 @@ def test_numpy_path_with_near_duplicate_points(monkeypatch, dtype, tol, between_
     squared = left @ right.T
     np.fill_diagonal(squared, 0.0)
     assert (squared < 0).any()  # the case is real: squared distances between two points round below zero
-    if many_clusters_path:  # sorted runs instead of products (the torch side: scatter-adds)
+    if many_clusters_path:  # strips summed by a sparse product instead of blocks (the torch side: index_add_)
         monkeypatch.setattr(importlib.import_module("isoflow.metrics.silhouette"), "SCATTER_ABOVE_K", 1)
     monkeypatch.setenv(device_policy.GEMM_ENV, "numpy")
     clusters = encode_labels(torch.from_numpy(y), len(y))

@@ -33,7 +33,7 @@ def test_block_size_does_not_change_result(block):
     assert silhouette(X, y, block=block) == pytest.approx(silhouette_score(X, y), abs=1e-10)
 
 
-@pytest.mark.parametrize("gemm", ["torch", "numpy"])  # NumPy's BLAS: its own path up to SCATTER_ABOVE_K, torch's above
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])  # each BLAS its own path, below and above SCATTER_ABOVE_K
 # 4, 5: either side of GEMV_UP_TO_K (NumPy: products with vectors, a thin GEMM); 129, 300: above SCATTER_ABOVE_K
 @pytest.mark.parametrize("k", [2, 4, 5, 17, 129, 300])
 def test_many_clusters(monkeypatch, gemm, k):
@@ -62,9 +62,10 @@ def test_gemm_and_scatter_paths_agree(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 1e-5)])
-def test_numpy_sorted_runs_path(monkeypatch, dtype, tol):
-    """NumPy's path for many clusters (points sorted by cluster, sums over runs of columns): labels in no order, one
-    cluster spanning several blocks, singletons, blocks of 7 rows; scikit-learn's value."""
+def test_numpy_many_cluster_strips(monkeypatch, dtype, tol):
+    """NumPy's path for many clusters (strips of every row summed by a sparse product): labels in no order, one cluster
+    of 40 points, singletons, strips of one column (block 7: 49 distances), of 8 (the last one of 6) and of the whole
+    width; scikit-learn's value."""
     import importlib
 
     sil = importlib.import_module("isoflow.metrics.silhouette")
@@ -74,8 +75,9 @@ def test_numpy_sorted_runs_path(monkeypatch, dtype, tol):
     y = np.concatenate([np.zeros(40, int), rng.integers(1, 9, 60), [9, 10]])  # 0: 40 points; 9, 10: singletons
     rng.shuffle(y)
     X = rng.normal(size=(len(y), 6)) + 3.0 * rng.normal(size=(11, 6))[y]
-    assert silhouette(X.astype(dtype), y, block=7) == pytest.approx(silhouette_score(X, y), abs=tol)
-    assert silhouette(X.astype(dtype), y) == pytest.approx(silhouette_score(X, y), abs=tol)
+    assert [sil.strip_width(len(y), block) for block in (7, 30, 1024)] == [1, 8, 102]
+    for block in (7, 30, None):
+        assert silhouette(X.astype(dtype), y, block=block) == pytest.approx(silhouette_score(X, y), abs=tol)
 
 
 @pytest.mark.parametrize("kind", CLOUD_KINDS)

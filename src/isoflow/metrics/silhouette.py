@@ -43,9 +43,10 @@ def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
     own_size = sizes[codes]
     a = S.gather(1, codes[:, None]).squeeze(1) / (own_size - 1).clamp(min=1)
     # A cluster absent from this set (size 0, e.g. from a sample) is never the nearest one.
-    mean_other = torch.where(sizes[None, :] > 0, S / sizes.clamp(min=1)[None, :], float("inf"))
+    mean_other = S / sizes.clamp(min=1)[None, :]  # in place from here: each (n, k) temporary costs a pass
+    mean_other.masked_fill_((sizes == 0)[None, :], float("inf"))
     mean_other.scatter_(1, codes[:, None], float("inf"))
-    b = mean_other.min(dim=1).values
+    b = mean_other.amin(dim=1)
     s = torch.nan_to_num((b - a) / torch.maximum(a, b), nan=0.0)
     s = torch.where(own_size > 1, s, torch.zeros_like(s))
     return s.mean()
@@ -60,10 +61,11 @@ def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.nd
     own_size = sizes[codes]
     rows = np.arange(codes.shape[0])
     a = S_t[codes, rows] / np.maximum(own_size - 1, 1)
+    mean_other = S_t / np.maximum(sizes, 1)[:, None]  # in place from here: each (k, n) temporary costs a pass
+    mean_other[sizes == 0] = np.inf
+    mean_other[codes, rows] = np.inf
+    b = mean_other.min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        mean_other = np.where(sizes[:, None] > 0, S_t / np.maximum(sizes, 1)[:, None], np.inf)
-        mean_other[codes, rows] = np.inf
-        b = mean_other.min(axis=0)
         s = np.nan_to_num((b - a) / np.maximum(a, b), nan=0.0)
     return float(np.where(own_size > 1, s, 0.0).mean())
 
@@ -91,18 +93,15 @@ def _euclidean_cluster_sums_numpy(
     still-spinning threads for the cores, and OpenBLAS's products torch's (device_policy.py). Returns S transposed,
     (k, n), in the caller's order. ``indicator_t`` (k, n): sums into any 0/1 rows instead of ``codes``' clusters
     (several clusterings at once: :func:`silhouettes`)."""
-    if indicator_t is None:
-        indicator_t = (codes[None, :] == np.arange(k)[:, None]) if k <= SCATTER_ABOVE_K else None
-    order = np.argsort(codes, kind="stable") if indicator_t is None else None
-    if order is not None:
-        x, codes = x[order], codes[order]
     left, right = _augmented_numpy(x)
+    if indicator_t is None and k > SCATTER_ABOVE_K:
+        return _strip_sums_numpy(left, right, codes, k, block)
+    if indicator_t is None:
+        indicator_t = codes[None, :] == np.arange(k)[:, None]
     n = left.shape[0]
     S = np.zeros((k, n), dtype=np.float64)
     buf = np.empty((min(block, n), min(block, n)), dtype=left.dtype)
-    block_sums = (
-        _product_sums(indicator_t.astype(left.dtype), min(block, n)) if order is None else _run_sums(codes, n, block)
-    )
+    block_sums = _product_sums(indicator_t.astype(left.dtype), min(block, n))
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -122,11 +121,40 @@ def _euclidean_cluster_sums_numpy(
                 sums = block_sums(i0, i1, j0, j1, D)
             for clusters, points, values in sums:
                 S[clusters, points] += values
-    if order is None:
-        return S
-    in_callers_order = np.empty_like(S)
-    in_callers_order[:, order] = S
-    return in_callers_order
+    return S
+
+
+def strip_width(n: int, block: int) -> int:
+    """Columns per strip of the many-cluster path: a strip of every row holds about as many distances as a block."""
+    return max(1, min(n, block * block // n))
+
+
+def _strip_sums_numpy(left: np.ndarray, right: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
+    """The per-cluster sums for more than ``SCATTER_ABOVE_K`` clusters, (k, n): the distances of every point to a strip
+    of columns (:func:`strip_width`), added up down the rows by the rows' clusters as one product with their sparse
+    indicator (SciPy, one non-zero per column), O(n²) whatever k, each strip's sums written once. Not the upper
+    triangle: its transposed half would need D's columns added up by cluster, which NumPy and SciPy do several times
+    slower (a reduceat along a transpose: benchmarks/results/metric_step_parts.json) than the second half's product
+    and square roots; nor square blocks: adding each block's (k, b) sums into S cost as much as the rest."""
+    from scipy.sparse import csr_matrix
+
+    n = left.shape[0]
+    width = strip_width(n, block)
+    indicator = csr_matrix((np.ones(n, dtype=left.dtype), (codes, np.arange(n))), shape=(k, n))
+    S = np.empty((k, n), dtype=np.float64)
+    buf = np.empty((n, width), dtype=left.dtype)
+    for j0 in range(0, n, width):
+        j1 = min(j0 + width, n)
+        D = np.matmul(left, right[j0:j1].T, out=buf[:, : j1 - j0])
+        with np.errstate(invalid="ignore"):  # no clamp: see _euclidean_cluster_sums_numpy
+            np.sqrt(D, out=D)
+        D[np.arange(j0, j1), np.arange(j1 - j0)] = 0.0  # exact zero self-distance, as scikit-learn does
+        sums = indicator @ D
+        if np.isnan(sums.sum()):
+            np.nan_to_num(D, copy=False, nan=0.0)
+            sums = indicator @ D
+        S[:, j0:j1] = sums
+    return S
 
 
 # A block's sums as (rows of S: its clusters, columns of S: its points, values) for `S[rows, columns] += values`.
@@ -154,28 +182,6 @@ def _product_sums(onehot_t: np.ndarray, b: int):
                     np.matmul(D, onehot_t[c, j0:j1], out=into_rows[c])
         every = slice(None)
         return [(every, slice(j0, j1), into_cols)] + ([(every, slice(i0, i1), into_rows)] if j0 != i0 else [])
-
-    return block_sums
-
-
-def _run_sums(sorted_codes: np.ndarray, n: int, block: int):
-    """A block's sums for more than ``SCATTER_ABOVE_K`` clusters, the points sorted by cluster: sums over runs of
-    adjacent columns (``np.add.reduceat``), O(b²) per block pair whatever k, with no scatter-add (NumPy's are 3x slower
-    than torch's, and torch's would fight OpenBLAS's spinning threads). Each cluster's points are adjacent, so a
-    block's runs name distinct clusters. The sums into a block's columns go through its transpose copied row-major
-    (reduceat down the rows is several times slower)."""
-    run_starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    runs = {}  # per block: where, within its rows, each run of one cluster starts; and those clusters
-    for i0 in range(0, n, block):
-        starts = np.r_[0, run_starts[(run_starts > i0) & (run_starts < i0 + block)] - i0]
-        runs[i0] = starts, sorted_codes[i0 + starts]
-
-    def block_sums(i0: int, i1: int, j0: int, j1: int, D: np.ndarray) -> BlockSums:
-        (starts_i, clusters_i), (starts_j, clusters_j) = runs[i0], runs[j0]
-        sums = [(clusters_j, slice(i0, i1), np.add.reduceat(D, starts_j, axis=1).T)]  # rows of i into runs of j
-        if j0 != i0:
-            sums.append((clusters_i, slice(j0, j1), np.add.reduceat(np.ascontiguousarray(D.T), starts_i, axis=1).T))
-        return sums
 
     return block_sums
 
@@ -209,7 +215,16 @@ def _euclidean_cluster_sums(
     one = torch.ones_like(sq)
     left = torch.cat([x, sq, one], dim=1)
     right = torch.cat([-2.0 * x, one, sq], dim=1)
-    S = torch.zeros(rows, n, dtype=torch.float64, device=x.device)  # transposed: row-major reductions
+    # Transposed: row-major reductions. Every strip writes its columns whole (many clusters); blocks add into theirs.
+    S = (torch.empty if scatter else torch.zeros)(rows, n, dtype=torch.float64, device=x.device)
+    if scatter:  # as _strip_sums_numpy: strips of every row, added up down the rows by one index_add_ each
+        width = strip_width(n, block)
+        for j0 in range(0, n, width):
+            j1 = min(j0 + width, n)
+            D = (left @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
+            D[torch.arange(j0, j1, device=D.device), torch.arange(j1 - j0, device=D.device)] = 0.0
+            S[:, j0:j1] = D.new_zeros(clusters.k, j1 - j0).index_add_(0, codes, D)
+        return S.T
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -217,11 +232,6 @@ def _euclidean_cluster_sums(
             D = (left[i0:i1] @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
             if i0 == j0:
                 D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
-            if scatter:  # into a contiguous block buffer in D's dtype, then once into the float64 sums
-                S[:, j0:j1] += D.new_zeros(clusters.k, j1 - j0).index_add_(0, codes[i0:i1], D)
-                if j0 != i0:
-                    S[:, i0:i1] += D.new_zeros(clusters.k, i1 - i0).index_add_(0, codes[j0:j1], D.T)
-                continue
             # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major.
             S[:, j0:j1] += onehot_t[:, i0:i1] @ D
             if j0 != i0:
