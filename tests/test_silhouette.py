@@ -166,6 +166,18 @@ def test_bad_points():
         silhouette(np.eye(3), [0, 1, 1], block=0)
 
 
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-10), (torch.float32, 1e-5)])
+def test_many_clusters_on_device(device, dtype, tol):
+    """The many-cluster path (strips summed by one index_add_ each) on the device, with strips narrower than the data
+    and the device's own block policy; scikit-learn's value."""
+    rng = np.random.default_rng(11)
+    y = rng.integers(0, 300, 900)
+    X = rng.normal(size=(900, 12)) + 2.0 * rng.normal(size=(300, 12))[y]
+    t, labels = torch.tensor(X, dtype=dtype, device=device), torch.tensor(y, device=device)
+    for block in (100, None):
+        assert silhouette(t, labels, block=block) == pytest.approx(silhouette_score(X, y), abs=tol)
+
+
 def test_silhouette_follows_device(device):
     X, y = make_cloud("clustered", 900, 16, 4)
     t = torch.tensor(X, dtype=torch.float32, device=device)
