@@ -124,6 +124,18 @@ def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
         assert got["layer_s_inter"][k] == pytest.approx(s_inter(x, types), abs=1e-5)
         assert got["layer_twonn"][k] == pytest.approx(twonn(x), rel=1e-3)
     assert len(got["layer_isoscore"]) == 3  # the embedding layer and both blocks
+    # Evaluation measures the same from its own forward pass (no second one), for both kinds of penalty points.
+    from isoflow.finetune.model import ClassificationHead
+    from isoflow.finetune.train import evaluate
+
+    head = ClassificationHead(32, 2)
+    for points in ("pooled", "tokens-all-layers"):
+        s_eval = FinetuneSettings(**{**s.__dict__, "layer_geometry": True, "points": points})
+        calls = []
+        hook = enc.register_forward_hook(lambda *_: calls.append(1))
+        measured = evaluate(enc, head, ex, s_eval, torch.eye(32, dtype=torch.float64), "cpu")
+        hook.remove()
+        assert {k: measured[k] for k in got} == got and len(calls) == -(-len(texts) // 7)  # one pass per batch
 
 
 def test_pairs_are_one_sequence(st_minilm):

@@ -123,47 +123,70 @@ def estimate_reference(
     return running.covariance(), running.n
 
 
-def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, device) -> dict:
-    """Per layer (0 = the embedding layer's output), on the held-out examples' token states (padding and special tokens
-    left out; the first ``sample_cap`` tokens in held-out order, so every epoch sees the same tokens): IsoScore, S_inter
-    (types: the token ids) and TwoNN (of the distinct states: a token's layer-0 state repeats). Lists indexed by
-    layer."""
-    from ..metrics import s_inter
+class LayerTokens:
+    """Every layer's token states of the held-out examples as batches of them pass (0 = the embedding layer's output;
+    padding and special tokens left out; the first ``cap`` tokens in held-out order, so every epoch sees the same
+    tokens), and their per-layer IsoScore, S_inter (types: the token ids) and TwoNN (of the distinct states: a token's
+    layer-0 state repeats): :meth:`geometry`, lists indexed by layer. Filled by :func:`evaluate` from the forward pass
+    it makes anyway, or by :func:`layer_geometry` alone."""
 
-    tok = encoder.tokenizer  # [UNK] stands for a word: kept, as the layer analysis keeps it
-    special = torch.tensor([i for i in tok.all_special_ids if i != tok.unk_token_id], device=device)
-    layers, ids, n = None, [], 0
+    def __init__(self, tokenizer, cap: int, device):
+        # [UNK] stands for a word: kept, as the layer analysis keeps it
+        self.special = torch.tensor(
+            [i for i in tokenizer.all_special_ids if i != tokenizer.unk_token_id], device=device
+        )
+        self.cap, self.layers, self.ids, self.n = cap, None, [], 0
+
+    @property
+    def full(self) -> bool:
+        return self.n >= self.cap
+
+    def add(self, states, mask: torch.Tensor, input_ids: torch.Tensor) -> None:
+        if self.full:
+            return
+        keep = mask.bool() & ~torch.isin(input_ids, self.special)
+        if self.layers is None:
+            self.layers = [[] for _ in states]
+        for parts, h in zip(self.layers, states):
+            parts.append(h[keep].float())
+        self.ids.append(input_ids[keep])
+        self.n += int(keep.sum())
+
+    def geometry(self) -> dict:
+        from ..metrics import s_inter
+
+        points = [torch.cat(parts)[: self.cap] for parts in self.layers]
+        types = torch.cat(self.ids)[: self.cap]
+
+        def measured(
+            metric, x, *args
+        ):  # a measurement the points do not allow (too few distinct ones) is NaN, not a failed run
+            try:
+                return metric(x, *args)
+            except ValueError as exc:
+                logger.warning("layer geometry: %s", exc)
+                return float("nan")
+
+        return {
+            "layer_isoscore": [measured(isoscore, x) for x in points],
+            "layer_s_inter": [measured(s_inter, x, types) for x in points],
+            "layer_twonn": [measured(twonn, distinct_points(x, warn=False)) for x in points],
+        }
+
+
+def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, device) -> dict:
+    """:class:`LayerTokens`' per-layer measurements of the held-out examples, from forward passes of their own (what
+    :func:`evaluate` measures from its own pass)."""
+    tokens = LayerTokens(encoder.tokenizer, s.sample_cap, device)
     with _Eval(encoder):
         for i in range(0, len(ex), s.eval_batch_size):
+            if tokens.full:
+                break
             a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
             inputs = encoder.tokenize(a, b, device)
             _, states, mask = encoder(inputs, hidden_states=True)
-            keep = mask.bool() & ~torch.isin(inputs["input_ids"], special)
-            if layers is None:
-                layers = [[] for _ in states]
-            for parts, h in zip(layers, states):
-                parts.append(h[keep].float())
-            ids.append(inputs["input_ids"][keep])
-            n += int(keep.sum())
-            if n >= s.sample_cap:
-                break
-    points = [torch.cat(parts)[: s.sample_cap] for parts in layers]
-    types = torch.cat(ids)[: s.sample_cap]
-
-    def measured(
-        metric, x, *args
-    ):  # a measurement the points do not allow (too few distinct ones) is NaN, not a failed run
-        try:
-            return metric(x, *args)
-        except ValueError as exc:
-            logger.warning("layer geometry: %s", exc)
-            return float("nan")
-
-    return {
-        "layer_isoscore": [measured(isoscore, x) for x in points],
-        "layer_s_inter": [measured(s_inter, x, types) for x in points],
-        "layer_twonn": [measured(twonn, distinct_points(x, warn=False)) for x in points],
-    }
+            tokens.add(states, mask, inputs["input_ids"])
+    return tokens.geometry()
 
 
 def evaluate(
@@ -173,10 +196,14 @@ def evaluate(
     pooled_parts, logit_parts = [], []
     running = RunningCovariance()
     unit_sum, n_points = None, 0
+    tokens = LayerTokens(encoder.tokenizer, s.sample_cap, device) if s.layer_geometry else None
     with _Eval(encoder, head):
         for i in range(0, len(ex), s.eval_batch_size):
             a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
-            pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=s.points != "pooled")
+            inputs = encoder.tokenize(a, b, device)
+            pooled, states, mask = encoder(inputs, hidden_states=s.points != "pooled" or tokens is not None)
+            if tokens is not None:  # the per-layer geometry from this pass, not a second one
+                tokens.add(states, mask, inputs["input_ids"])
             points = penalty_points(s.points, pooled, states, mask).double()
             running.update(points)
             u = torch.nn.functional.normalize(points, dim=1).sum(dim=0)
@@ -191,7 +218,7 @@ def evaluate(
     C = running.covariance()
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
-    per_layer = layer_geometry(encoder, ex, s, device) if s.layer_geometry else {}
+    per_layer = tokens.geometry() if tokens is not None else {}
     distinct = distinct_points(r, warn=False)  # intrinsic dimension of the distinct outputs (k bounded by them)
     return {
         **per_layer,
