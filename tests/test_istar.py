@@ -366,6 +366,9 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
         (heads["silhouette_mean"] - heads["silhouette_mean_baseline"]).to_numpy(), abs=1e-12
     )
     assert (tmp_path / "f/istar_heads.png").stat().st_size > 5000
+    # The mlp runs measured their last hidden output: its columns, and the caption says what they are.
+    caption = (tmp_path / "t/istar_heads.md").read_text().splitlines()[0]
+    assert {"silhouette_hidden_mean", "isoscore_hidden_mean"} <= set(heads) and "*_hidden:" in caption
 
 
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):

@@ -91,6 +91,12 @@ def test_command_writes_table_figure_and_estimates(tmp_path, capsys):
     assert len(pd.read_parquet(tmp_path / "runs/runs.parquet")) == 2 * 2 * 2 * 2
     assert (tmp_path / "f/stability.png").stat().st_size > 5000
     assert_one_record_schema(json.loads((tmp_path / "runs/meta.json").read_text()), "stability")
+    # make redraw: the same table from the estimates written, byte for byte, the estimates untouched
+    estimates = (tmp_path / "runs/runs.parquet").read_bytes()
+    argv = ["stability", "--from-runs", "--runs", str(tmp_path / "runs"), "--tables", str(tmp_path / "t2")]
+    assert main([*argv, "--figures", str(tmp_path / "f2")]) == 0
+    assert (tmp_path / "t2/stability.csv").read_bytes() == (tmp_path / "t/stability.csv").read_bytes()
+    assert (tmp_path / "runs/runs.parquet").read_bytes() == estimates
     with pytest.raises(SystemExit):
         main(["stability", "--zetas", "0,2"])
     assert "argument --zetas: each value must be at most 1; got 2.0" in capsys.readouterr().err

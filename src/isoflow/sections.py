@@ -25,7 +25,6 @@ plus its code and rule file."""
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,14 +111,8 @@ def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_stability(folder: Path, tmp: Path) -> Commands:
-    """Recomputed from its recorded settings (seeded: the same estimates; a few minutes)."""
-    settings = json.loads((folder / "runs" / "meta.json").read_text())["settings"]
-    options = [
-        x
-        for k, v in settings.items()
-        for x in (f"--{k.replace('_', '-')}", ",".join(map(str, v)) if isinstance(v, list) else str(v))
-    ]
-    return [["stability", *options, "--runs", str(folder / "runs"), *_outputs(folder), "--quiet"]]
+    """From its committed estimates (recomputing them, seeded, agrees only to rounding: BLAS and threads differ)."""
+    return [["stability", "--from-runs", "--runs", str(folder / "runs"), *_outputs(folder)]]
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:

@@ -20,6 +20,11 @@ def add_parser(sub) -> None:
     s.add_argument(
         "--runs", default="results/stability/runs", help="where every batch's estimate goes (runs.parquet, meta.json)"
     )
+    s.add_argument(
+        "--from-runs",
+        action="store_true",
+        help="draw the table and figure from the estimates already in --runs, simulating nothing (make redraw)",
+    )
     options.report_outputs(s, "stability")
     options.quiet(s)
     s.set_defaults(func=run)
@@ -35,10 +40,17 @@ def run(args: argparse.Namespace) -> int:
     from ..settings import as_dict
     from ..stability import StabilitySettings, figure, simulate, tables
 
+    out = Path(args.runs)
+    if args.from_runs:
+        import pandas as pd
+
+        runs = pd.read_parquet(out / "runs.parquet")
+        written = tables(runs, args.tables) + figure(runs, args.figures)
+        print(f"{len(runs)} estimates from {out / 'runs.parquet'}; wrote {len(written)} files")
+        return 0
     settings = declared.from_namespace(StabilitySettings, args)
     report = None if args.quiet else (lambda k, n: print(f"stability: {k}/{n} clouds", file=sys.stderr, flush=True))
     runs = simulate(settings, device=resolve_device(args.device), progress=report)
-    out = Path(args.runs)
     with atomic_file(out / "runs.parquet") as tmp:
         runs.to_parquet(tmp, index=False)
     with atomic_file(out / "meta.json") as tmp:

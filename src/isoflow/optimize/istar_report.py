@@ -71,8 +71,10 @@ CURVE_COLUMNS = 3  # task x model panels to a row in istar_curves
 HEADS_CAPTION = (
     "The classifier's depth: this sweep against a baseline sweep (the paper's linear head) on the same task, model "
     "and λ, final values (mean over seeds) and r, ρ between IsoScore and silhouette over training; "
-    "diff: this − baseline; *_hidden: the non-linear head's last hidden output, which its final linear layer "
-    "separates (runs that measured it)."
+    "diff: this − baseline."
+)
+HEADS_CAPTION_HIDDEN = (  # said only where the runs measured it
+    " *_hidden: the non-linear head's last hidden output, which its final linear layer separates."
 )
 
 
@@ -146,10 +148,12 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
 def heads(traj, info, base_traj, base_info, tables_dir, figures_dir) -> list[Path]:
     """The comparison with a baseline sweep: the table ``istar_heads`` and the figure ``istar_heads``."""
     this, base = head_of(info), head_of(base_info)
+    table = heads_table(summary(traj, info), summary(base_traj, base_info), this, base)
+    hidden = any(c.endswith("_hidden_mean") for c in table)
     written = write_table(
-        heads_table(summary(traj, info), summary(base_traj, base_info), this, base),
+        table,
         Path(tables_dir) / "istar_heads",
-        caption=HEADS_CAPTION,
+        caption=HEADS_CAPTION + (HEADS_CAPTION_HIDDEN if hidden else ""),
         floatfmt="%.4f",
     )
     means = []
