@@ -40,6 +40,22 @@ def test_isoscore_float32_matches_float64_reference(kind):
     assert isoscore(torch.from_numpy(X32)) == pytest.approx(float(ref_isoscore(X32)), abs=1e-5)
 
 
+@pytest.mark.parametrize("group_chunks", [1, 2, 1000])
+def test_float32_scatter_matrix_in_batched_chunks(monkeypatch, group_chunks):
+    """torch's float32 XᵀX: 1,024-row chunks (the last one zero-padded) multiplied as batched products, a group of
+    chunks at a time, summed in float64: within float32's rounding of the float64 product, and IsoScore within 1e-7."""
+    import importlib
+
+    iso = importlib.import_module("isoflow.metrics.isotropy")
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", "torch")
+    monkeypatch.setattr(iso, "BATCHED_SCATTER_VALUES", 24 * 24 * group_chunks)
+    x = torch.from_numpy(np.random.default_rng(3).normal(size=(4500, 24)) + 5.0)
+    xc = (x - x.mean(dim=0)).float()  # 5 chunks, the last of 404 rows
+    G, exact = iso._scatter_matrix(xc), xc.double().T @ xc.double()
+    assert G.dtype == torch.float64 and torch.allclose(G, exact, rtol=1e-6, atol=1e-6 * float(exact.abs().max()))
+    assert float(iso.isoscore_tensor(xc)) == pytest.approx(isoscore_by_steps(xc.double().numpy()), abs=1e-7)
+
+
 def test_isoscore_isotropic_gaussian_near_one():
     X = np.random.default_rng(0).normal(size=(200_000, 20))
     assert isoscore(X) > 0.999
