@@ -37,8 +37,10 @@ lint:
 	snakefmt --check Snakefile rules/
 	snakemake --lint --configfile $(RUN_CONFIG)
 
+# The metric step with the BLAS `auto` picks on this host, then with each one forced (about 25 minutes on 2 cores).
 benchmark: install
 	$(PYTHON) benchmarks/metrics.py
+	ISOFLOW_CPU_GEMM=numpy $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-numpy-blas.json
 	ISOFLOW_CPU_GEMM=torch $(PYTHON) benchmarks/metrics.py --out benchmarks/results/metrics-torch-blas.json
 
 # Fetch the results shared through DVC for this commit (or say in one line why there is nothing to fetch), then give

@@ -197,21 +197,20 @@ def _step_result(which: str, data: Path, dtype: str, reps: int, device: str) -> 
         "step_rss_increase_mb": peak - base_rss,
     }
     if which == "floor":  # and the yardstick "one GEMM": the whole X·Xᵀ in X's dtype, in the same process
-        result["xxt_seconds"] = _xxt_seconds(X, device, reps)
+        result["xxt_seconds"] = _xxt_seconds(X, device, reps, numpy=step.__name__ == "numpy_floor")
     return result
 
 
-def _xxt_seconds(X: np.ndarray, device: str, reps: int) -> float:
-    """One full X·Xᵀ (n × n) at the faster of NumPy's and torch's BLAS on the CPU, or on the GPU (synchronised)."""
-    Xt = torch.from_numpy(X).to(device)
-    options = [lambda: _sync(Xt @ Xt.T, device)]
-    if not str(device).startswith("cuda"):
-        options.append(lambda: X @ X.T)
-    best = float("inf")
-    for f in options:
-        f()  # warm-up
-        best = min(best, _time(f, reps)[0])
-    return best
+def _xxt_seconds(X: np.ndarray, device: str, reps: int, numpy: bool) -> float:
+    """One full X·Xᵀ (n × n) with the BLAS the floor chose (NumPy's or torch's, never both in one process: their thread
+    pools fight, and a floor process that used both died once), synchronised on a GPU."""
+    if numpy:
+        f = lambda: X @ X.T  # noqa: E731
+    else:
+        Xt = torch.from_numpy(X).to(device)
+        f = lambda: _sync(Xt @ Xt.T, device)  # noqa: E731
+    f()  # warm-up
+    return _time(f, reps)[0]
 
 
 SUBPROCESS_TIMEOUT = 1800  # seconds one side may take before the benchmark gives up on it
