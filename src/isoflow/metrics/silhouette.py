@@ -23,8 +23,9 @@ from ._validate import (
 from .device_policy import block_size, numpy_blas
 
 DEFAULT_BLOCK = 1024
-# Above this many clusters the cluster sums use scatter-add, not the one-hot GEMM: on a 2-core CPU the two cross
-# between 64 and 256 clusters (by size), and scatter-add is 2.1-2.3x faster at k = 821 (benchmarks/silhouette_paths.py).
+# Above this many clusters the cluster sums take strips of every row added up by cluster (a sparse product or one
+# index_add_, O(n²) whatever k), not the one-hot GEMM (O(n²k)): on a 2-core CPU the two cross between 16 and 256
+# clusters (by size), and the strips are 2.0-3.6x faster at k = 821 (benchmarks/results/silhouette_paths.json).
 SCATTER_ABOVE_K = 128
 # Up to this many clusters the NumPy path sums each block into each cluster with matrix-vector products, not one
 # thin GEMM: OpenBLAS's GEMV reads a cache-resident block 2.6x faster at k = 2 and 1.4x at k = 4; at k = 8 its GEMM
@@ -88,11 +89,11 @@ def _euclidean_cluster_sums_numpy(
     x: np.ndarray, codes: np.ndarray | None, k: int, block: int, indicator_t: np.ndarray | None = None
 ) -> np.ndarray:
     """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
-    roots and per-cluster sums: :func:`_product_sums`, or above ``SCATTER_ABOVE_K`` clusters :func:`_run_sums`): on a
-    host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its products would fight OpenBLAS's
-    still-spinning threads for the cores, and OpenBLAS's products torch's (device_policy.py). Returns S transposed,
-    (k, n), in the caller's order. ``indicator_t`` (k, n): sums into any 0/1 rows instead of ``codes``' clusters
-    (several clusterings at once: :func:`silhouettes`)."""
+    roots and per-cluster sums: :func:`_product_sums`, or above ``SCATTER_ABOVE_K`` clusters
+    :func:`_strip_sums_numpy`): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its
+    products would fight OpenBLAS's still-spinning threads for the cores, and OpenBLAS's products torch's
+    (device_policy.py). Returns S transposed, (k, n). ``indicator_t`` (k, n): sums into any 0/1 rows instead of
+    ``codes``' clusters (several clusterings at once: :func:`silhouettes`)."""
     left, right = _augmented_numpy(x)
     if indicator_t is None and k > SCATTER_ABOVE_K:
         return _strip_sums_numpy(left, right, codes, k, block)
@@ -134,8 +135,8 @@ def _strip_sums_numpy(left: np.ndarray, right: np.ndarray, codes: np.ndarray, k:
     of columns (:func:`strip_width`), added up down the rows by the rows' clusters as one product with their sparse
     indicator (SciPy, one non-zero per column), O(n²) whatever k, each strip's sums written once. Not the upper
     triangle: its transposed half would need D's columns added up by cluster, which NumPy and SciPy do several times
-    slower (a reduceat along a transpose: benchmarks/results/metric_step_parts.json) than the second half's product
-    and square roots; nor square blocks: adding each block's (k, b) sums into S cost as much as the rest."""
+    slower (a reduceat down the rows, or a product with the transpose) than the second half's product and square
+    roots; nor square blocks: adding each block's (k, b) sums into S cost as much as the rest."""
     from scipy.sparse import csr_matrix
 
     n = left.shape[0]
@@ -203,7 +204,7 @@ def _euclidean_cluster_sums(
     n = x.shape[0]
     block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)  # device_policy.py
     # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
-    # (multi-label tasks: hundreds of label sets): a scatter-add, O(b²) per block pair whatever k.
+    # (multi-label tasks: hundreds of label sets): strips of every row and one index_add_ each, O(n²) whatever k.
     scatter = indicator_t is None and clusters.k > SCATTER_ABOVE_K
     codes = None if clusters is None else clusters.codes
     if indicator_t is not None:
