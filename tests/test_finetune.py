@@ -132,7 +132,7 @@ def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
     for points in ("pooled", "tokens-all-layers"):
         s_eval = FinetuneSettings(**{**s.__dict__, "layer_geometry": True, "points": points})
         calls = []
-        hook = enc.register_forward_hook(lambda *_: calls.append(1))
+        hook = enc.register_forward_hook(lambda *_, calls=calls: calls.append(1))
         measured = evaluate(enc, head, ex, s_eval, torch.eye(32, dtype=torch.float64), "cpu")
         hook.remove()
         assert {k: measured[k] for k in got} == got and len(calls) == -(-len(texts) // 7)  # one pass per batch
