@@ -80,6 +80,18 @@ def test_numpy_many_cluster_strips(monkeypatch, dtype, tol):
         assert silhouette(X.astype(dtype), y, block=block) == pytest.approx(silhouette_score(X, y), abs=tol)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("gemm", ["torch", "numpy"])
+def test_many_cluster_strips_sum_a_large_cluster_precisely(monkeypatch, gemm):
+    """The strips add a cluster's distances in float32 down every row (not in 1,024-row blocks): with half of 12,000
+    float32 points in one cluster beside 299 small ones, still scikit-learn's float64 value within 1e-7."""
+    monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
+    rng = np.random.default_rng(0)
+    y = np.where(rng.random(12_000) < 0.5, 0, rng.integers(1, 300, 12_000))
+    X = (rng.normal(size=(12_000, 50)) + 2.0 * rng.normal(size=(300, 50))[y]).astype(np.float32)
+    assert silhouette(X, y) == pytest.approx(silhouette_score(X.astype(np.float64), y), abs=1e-7)
+
+
 @pytest.mark.parametrize("kind", CLOUD_KINDS)
 def test_sqeuclidean_matches_sklearn(kind):
     X, y = make_cloud(kind, 1200, 20, 5)
