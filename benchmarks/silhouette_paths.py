@@ -1,7 +1,8 @@
-"""Benchmark: the silhouette's two ways of summing distances per cluster, one-hot GEMM vs scatter-add.
+"""Benchmark: the silhouette's two ways of summing distances per cluster, one-hot GEMM vs strips.
 
 Not a test. ``isoflow.metrics.silhouette`` sums each block of distances per cluster with a thin GEMM
-(one-hot labels, O(b²k)) up to ``SCATTER_ABOVE_K`` clusters and with ``index_add_`` (O(b²)) above it.
+(one-hot labels, O(n²k)) up to ``SCATTER_ABOVE_K`` clusters, and above it strips of every row added up by cluster in
+one sparse product or ``index_add_`` (O(n²) whatever k; "scatter" in the output).
 This times both paths on the same data, over cluster counts and sizes, and checks they agree, so the
 threshold is a measured choice. Writes ``benchmarks/results/silhouette_paths.json``.
 Run: ``python benchmarks/silhouette_paths.py`` (about a minute on 2 cores).
