@@ -92,13 +92,15 @@ def test_token_points_leave_padding_out(st_minilm):
 
 
 def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
-    """The per-layer measurements read every layer's token states of the held-out texts, padding and special tokens left
-    out, the first sample_cap of them: checked against states gathered one sentence at a time by transformers itself."""
+    """Evaluation's per-layer measurements read every layer's token states of the held-out texts, padding and special
+    tokens left out, the first sample_cap of them, from its own forward pass (one encoder call per batch, whichever
+    points the penalty takes): checked against states gathered one sentence at a time by transformers itself."""
     from IsoScore.IsoScore import IsoScore
     from transformers import AutoModel, AutoTokenizer
 
     from isoflow.finetune.data import Examples
-    from isoflow.finetune.train import layer_geometry
+    from isoflow.finetune.model import ClassificationHead
+    from isoflow.finetune.train import evaluate
     from isoflow.metrics import s_inter, twonn
 
     words = "the film was very good i hated plot a long and dull story about cast it fine not funny".split()
@@ -107,8 +109,6 @@ def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
     ex = Examples(texts, None, np.zeros(len(texts), dtype=int), ["x"])
     model, tokenizer = AutoModel.from_pretrained(tiny_bert).eval(), AutoTokenizer.from_pretrained(tiny_bert)
     enc = SentenceEncoder.from_transformer(model, tokenizer).eval()  # dropout off before and after the measurement
-    s = FinetuneSettings(task="t", model="m", seed=0, sample_cap=150, eval_batch_size=7)
-    got = layer_geometry(enc, ex, s, "cpu")
     layers, ids = [[] for _ in range(3)], []
     with torch.no_grad():
         for text in texts:  # one sentence at a time: no padding at all
@@ -118,24 +118,22 @@ def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
                 layers[k].append(h[0, 1:-1])  # [CLS] and [SEP] left out
             ids.append(inputs["input_ids"][0, 1:-1])
     types = torch.cat(ids)[:150]
-    for k in range(3):
-        x = torch.cat(layers[k])[:150]
-        assert got["layer_isoscore"][k] == pytest.approx(float(IsoScore(x.double())), abs=1e-5)
-        assert got["layer_s_inter"][k] == pytest.approx(s_inter(x, types), abs=1e-5)
-        assert got["layer_twonn"][k] == pytest.approx(twonn(x), rel=1e-3)
-    assert len(got["layer_isoscore"]) == 3  # the embedding layer and both blocks
-    # Evaluation measures the same from its own forward pass (no second one), for both kinds of penalty points.
-    from isoflow.finetune.model import ClassificationHead
-    from isoflow.finetune.train import evaluate
-
     head = ClassificationHead(32, 2)
     for points in ("pooled", "tokens-all-layers"):
-        s_eval = FinetuneSettings(**{**s.__dict__, "layer_geometry": True, "points": points})
+        s = FinetuneSettings(
+            task="t", model="m", seed=0, sample_cap=150, eval_batch_size=7, layer_geometry=True, points=points
+        )
         calls = []
         hook = enc.register_forward_hook(lambda *_, calls=calls: calls.append(1))
-        measured = evaluate(enc, head, ex, s_eval, torch.eye(32, dtype=torch.float64), "cpu")
+        got = evaluate(enc, head, ex, s, torch.eye(32, dtype=torch.float64), "cpu")
         hook.remove()
-        assert {k: measured[k] for k in got} == got and len(calls) == -(-len(texts) // 7)  # one pass per batch
+        assert len(calls) == -(-len(texts) // 7)  # one pass per batch: no second one for the layers
+        for k in range(3):
+            x = torch.cat(layers[k])[:150]
+            assert got["layer_isoscore"][k] == pytest.approx(float(IsoScore(x.double())), abs=1e-5)
+            assert got["layer_s_inter"][k] == pytest.approx(s_inter(x, types), abs=1e-5)
+            assert got["layer_twonn"][k] == pytest.approx(twonn(x), rel=1e-3)
+        assert len(got["layer_isoscore"]) == 3  # the embedding layer and both blocks
 
 
 def test_pairs_are_one_sequence(st_minilm):

@@ -128,7 +128,7 @@ class LayerTokens:
     padding and special tokens left out; the first ``cap`` tokens in held-out order, so every epoch sees the same
     tokens), and their per-layer IsoScore, S_inter (types: the token ids) and TwoNN (of the distinct states: a token's
     layer-0 state repeats): :meth:`geometry`, lists indexed by layer. Filled by :func:`evaluate` from the forward pass
-    it makes anyway, or by :func:`layer_geometry` alone."""
+    it makes anyway."""
 
     def __init__(self, tokenizer, cap: int, device):
         # [UNK] stands for a word: kept, as the layer analysis keeps it
@@ -172,21 +172,6 @@ class LayerTokens:
             "layer_s_inter": [measured(s_inter, x, types) for x in points],
             "layer_twonn": [measured(twonn, distinct_points(x, warn=False)) for x in points],
         }
-
-
-def layer_geometry(encoder: SentenceEncoder, ex: Examples, s: FinetuneSettings, device) -> dict:
-    """:class:`LayerTokens`' per-layer measurements of the held-out examples, from forward passes of their own (what
-    :func:`evaluate` measures from its own pass)."""
-    tokens = LayerTokens(encoder.tokenizer, s.sample_cap, device)
-    with _Eval(encoder):
-        for i in range(0, len(ex), s.eval_batch_size):
-            if tokens.full:
-                break
-            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
-            inputs = encoder.tokenize(a, b, device)
-            _, states, mask = encoder(inputs, hidden_states=True)
-            tokens.add(states, mask, inputs["input_ids"])
-    return tokens.geometry()
 
 
 def evaluate(
