@@ -88,7 +88,7 @@ def main() -> int:
         return run
 
     parts = {
-        "floor: blocked GEMM + square roots": _floor_step(X, "cpu"),  # benchmarks/metrics.py's own
+        "floor: blocked GEMM + square roots": _floor_step(X, "cpu")[0],  # benchmarks/metrics.py's own
         "one block product (part of the two 'sums to mean' lines)": after_a_product(lambda: None),
         "rescaling, centring, augmented rows": lambda: sil._augmented_numpy(X),
         "silhouette cluster sums (incl. the above)": lambda: sil._euclidean_cluster_sums_numpy(X, codes, K, BLOCK),

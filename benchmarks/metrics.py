@@ -121,7 +121,8 @@ def _floor_step(X: np.ndarray, device: str, block: int = 1024):
     """The silhouette's unavoidable work at this machine's best BLAS: the upper-triangular blocked distance GEMM
     (augmented rows, as isoflow forms them) and the square roots, with no clamp of the squared distances before the
     roots, no per-cluster sums, no IsoScore and no bookkeeping. On the CPU both NumPy's OpenBLAS and torch's MKL are
-    timed and the faster one is the floor."""
+    timed and the faster one is the floor. Returns the floor and one whole X·Xᵀ with the same BLAS (never both in one
+    process's timed work: their thread pools fight, and a floor process that used both died once)."""
     n = X.shape[0]
     sq = (X * X).sum(axis=1, keepdims=True)
     left = np.ascontiguousarray(np.hstack([X, sq, np.ones_like(sq)]))
@@ -145,13 +146,15 @@ def _floor_step(X: np.ndarray, device: str, block: int = 1024):
         _sync(None, device)
         return (0.0, 0.0)
 
+    Xt = torch.from_numpy(X).to(device)
+    torch_side = (torch_floor, lambda: _sync(Xt @ Xt.T, device))
     if str(device).startswith("cuda"):
-        return torch_floor
+        return torch_side
     best = {}
     for name, f in (("numpy", numpy_floor), ("torch", torch_floor)):
         f()
         best[name] = min(_time(f, 1)[0] for _ in range(3))
-    return numpy_floor if best["numpy"] <= best["torch"] else torch_floor
+    return (numpy_floor, lambda: X @ X.T) if best["numpy"] <= best["torch"] else torch_side
 
 
 def _run_step(which: str, data: Path, dtype: str, reps: int, q: mp.Queue, device: str = "cpu") -> None:
@@ -184,7 +187,7 @@ def _step_result(which: str, data: Path, dtype: str, reps: int, device: str) -> 
 
         step = lambda: (float(silhouette_score(X, y)), float(IsoScore(X)))  # noqa: E731
     if which == "floor":  # the machine's floor for the silhouette: its distance GEMMs and square roots, nothing else
-        step = _floor_step(X, device)
+        step, whole_product = _floor_step(X, device)
     base_rss = _peak_rss_mb()
     step()  # warm-up (thread pools, allocator)
     seconds, (sil, iso) = _time(step, reps)
@@ -196,21 +199,10 @@ def _step_result(which: str, data: Path, dtype: str, reps: int, device: str) -> 
         "peak_rss_mb": peak,
         "step_rss_increase_mb": peak - base_rss,
     }
-    if which == "floor":  # and the yardstick "one GEMM": the whole X·Xᵀ in X's dtype, in the same process
-        result["xxt_seconds"] = _xxt_seconds(X, device, reps, numpy=step.__name__ == "numpy_floor")
+    if which == "floor":  # and the yardstick "one GEMM": the whole X·Xᵀ in X's dtype, the floor's BLAS, same process
+        whole_product()  # warm-up
+        result["xxt_seconds"] = _time(whole_product, reps)[0]
     return result
-
-
-def _xxt_seconds(X: np.ndarray, device: str, reps: int, numpy: bool) -> float:
-    """One full X·Xᵀ (n × n) with the BLAS the floor chose (NumPy's or torch's, never both in one process: their thread
-    pools fight, and a floor process that used both died once), synchronised on a GPU."""
-    if numpy:
-        f = lambda: X @ X.T  # noqa: E731
-    else:
-        Xt = torch.from_numpy(X).to(device)
-        f = lambda: _sync(Xt @ Xt.T, device)  # noqa: E731
-    f()  # warm-up
-    return _time(f, reps)[0]
 
 
 SUBPROCESS_TIMEOUT = 1800  # seconds one side may take before the benchmark gives up on it

@@ -149,7 +149,7 @@ def heads(traj, info, base_traj, base_info, tables_dir, figures_dir) -> list[Pat
     """The comparison with a baseline sweep: the table ``istar_heads`` and the figure ``istar_heads``."""
     this, base = head_of(info), head_of(base_info)
     table = heads_table(summary(traj, info), summary(base_traj, base_info), this, base)
-    hidden = any(c.endswith("_hidden_mean") for c in table)
+    hidden = any(f"{c}_mean" in table for c in HIDDEN)  # as heads_table finds them
     written = write_table(
         table,
         Path(tables_dir) / "istar_heads",
