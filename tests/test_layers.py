@@ -533,7 +533,7 @@ def test_workflow_layers_section_plans(tmp_path, plan_checkout):
 def test_models_of_any_depth_share_a_panel_over_relative_depth():
     """The shared per-layer panels put a model's embeddings at 0 and its last layer at 1, whatever its depth (a
     5-state plain LM beside SmolLM2's 31 states); a static table's one layer at 0."""
-    from isoflow.layers.report import depth
+    from isoflow.layers.figures import depth
 
     assert list(depth(pd.DataFrame({"layer": range(5)}))) == [0.0, 0.25, 0.5, 0.75, 1.0]
     deep = depth(pd.DataFrame({"layer": range(31)}))
@@ -604,8 +604,8 @@ def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
     from collections import Counter
     from types import SimpleNamespace
 
+    from isoflow.layers.figures import roll_figure
     from isoflow.layers.pca import ROLL_LARGEST
-    from isoflow.layers.report import roll_figure
     from isoflow.layers.run import _measure_layer
 
     rng = np.random.default_rng(7)

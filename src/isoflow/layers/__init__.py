@@ -21,7 +21,8 @@ LAYER_FILES = (
     "meta.json",
 )
 
-# What `isoflow layers-report` writes (isoflow.layers.report), whatever the runs: the workflow declares them from here.
+# What `isoflow layers-report` writes (isoflow.layers.report, isoflow.layers.figures), whatever the runs: the workflow
+# declares them from here.
 REPORT_TABLES = (
     "layers",
     "layers_summary",
