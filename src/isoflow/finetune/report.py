@@ -1,4 +1,4 @@
-"""The fine-tuning sweep's tables and figures, from its run records.
+"""The fine-tuning sweep's tables, from its run records, and the report that writes them with the figures.
 
 Tables: ``finetune`` — per task × model × regulariser × weight, after the last epoch, mean and std over the seeds
 that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 for MRPC, else accuracy) and
@@ -7,15 +7,8 @@ LID and the activation peak ratio (:func:`isoflow.metrics.peak_ratio`) of the po
 every weight against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric,
 IsoScore*, TwoNN and the silhouette, with a 95 % t-interval over seeds.
 
-Figures (the I-STAR poster's): ``finetune_activations`` (mean |activation| per dimension of the held-out pooled
-outputs: Figure 1), ``finetune_performance`` (held-out metric against IsoScore*, one point per λ: Figure 5),
-``finetune_baselines`` (every regulariser's paired difference in the held-out metric against plain fine-tuning,
-per task, with its interval: the comparison of Figure 6), ``finetune_twonn`` (TwoNN against λ: Figure 7),
-``finetune_silhouette_vs_isoscore`` (silhouette against IsoScore of the pooled outputs across epochs, one curve per λ)
-and ``finetune_epochs`` (the held-out metric after every epoch, one curve per regulariser and weight: is training still
-improving it?). Runs measured per layer (``layer_geometry``) add the table and figure ``finetune_layers``: every layer's
-IsoScore, S_inter and TwoNN before and after fine-tuning, with the change's interval; and ``finetune_layers_epochs``:
-every layer after every epoch (does a change in the top layers reach the bottom ones as training goes on?)."""
+Figures: :mod:`isoflow.finetune.figures`.
+"""
 
 from __future__ import annotations
 
@@ -27,21 +20,18 @@ import pandas as pd
 
 from ..metrics.outliers import peak_ratio
 from ..records import load_runs
-from ..reporting import diverged, lambda_summary, write_table
-from ..reporting.figures import (
-    COSREG_COLOUR,
-    grid,
-    lambda_colour,
-    lambda_colours,
-    lambda_curves_figure,
-    lambda_legend,
-    lambda_points_figure,
-    legend_below,
-    panels,
-    save,
-    suptitle,
-)
+from ..reporting import diverged, lambda_summary, rows_where, write_table
+from ..reporting.figures import lambda_curves_figure, lambda_points_figure
 from ..reporting.sweeps import finals
+from .figures import (
+    METRIC_NAMES,
+    activations_figure,
+    baselines_figure,
+    epochs_figure,
+    layers_epochs_figure,
+    layers_figure,
+    twonn_figure,
+)
 
 FINAL = (
     "metric",
@@ -77,14 +67,6 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
     return epochs, info
 
 
-def _rows(frame: pd.DataFrame, **columns) -> pd.DataFrame:
-    """The rows of ``frame`` whose every named column equals the given value."""
-    keep = np.ones(len(frame), dtype=bool)
-    for column, value in columns.items():
-        keep &= (frame[column] == value).to_numpy()
-    return frame[keep]
-
-
 def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """One row per task × model × regulariser × weight, with the name of the task's metric."""
     epochs, info = _complete(epochs, info)
@@ -94,7 +76,7 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     names = []
     for _, row in table.iterrows():
         config = {"reg": row.reg, "istar_lambda": row["lambda"], "cosreg_weight": row.cosreg_weight}
-        match = _rows(last, task=row.task, model=row.model, **config)
+        match = rows_where(last, task=row.task, model=row.model, **config)
         names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)
     return table
@@ -110,12 +92,12 @@ def paired(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     last = finals(epochs, info, "epoch", KEY)
     run = [*KEY, "seed"]
     last = last.merge(info[[*run, "points"]], on=run)
-    plain = _rows(last, istar_lambda=0, cosreg_weight=0)
+    plain = rows_where(last, istar_lambda=0, cosreg_weight=0)
     rows = []
     for (task, model, reg, lam, w), runs in last.groupby(list(KEY), sort=True):
         if lam == 0 and w == 0:
             continue
-        base = _rows(plain, task=task, model=model).set_index("seed")
+        base = rows_where(plain, task=task, model=model).set_index("seed")
         both = runs.set_index("seed").join(base[[*PAIRED, "points"]], rsuffix="_plain", how="inner")
         row = {"task": task, "model": model, "reg": reg, "weight": lam if reg == "istar" else w, "seeds": len(both)}
         for col in PAIRED:
@@ -152,10 +134,6 @@ PAIRED_CAPTION = (
     "run's), and TwoNN and the silhouette (pooled outputs). "
     "A positive metric_diff means the regulariser helped on the held-out data."
 )
-
-
-def _label(reg: str, weight: float) -> str:
-    return "none (λ = 0)" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
 
 
 LAYER_METRICS = {"layer_isoscore": "IsoScore", "layer_s_inter": "S_inter", "layer_twonn": "TwoNN"}
@@ -219,43 +197,6 @@ LAYERS_CAPTION = (
 )
 
 
-def _layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """One row per task × model, one panel per measurement against the layer: before training (black, dashed) and
-    after the last epoch for every regulariser and weight (I-STAR in λ's colours, CosReg grey dashed)."""
-    from matplotlib.lines import Line2D
-
-    pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
-    measures = [m for m in LAYER_METRICS.values() if m in set(table.measure)]
-    colour = lambda_colours(sorted(table.loc[table.reg == "istar", "weight"].unique()) or [0.0])
-    fig, axes = grid(len(pairs), len(measures), 3.0 * len(pairs) + 0.8, width=4.0)
-    handles = {"before training": Line2D([], [], color="black", ls="--", label="before training")}
-    for i, (task, model) in enumerate(pairs):
-        mine = _rows(table, task=task, model=model)
-        for j, measure in enumerate(measures):
-            ax = axes[i, j]
-            rows = mine[mine.measure == measure]
-            before = rows.groupby("layer")["before"].mean()
-            ax.plot(before.index, before.values, "k--", lw=1.4)
-            for (reg, weight), g in rows.groupby(["reg", "weight"]):
-                g = g.sort_values("layer")
-                c, ls = (colour[weight], "-") if reg == "istar" else (COSREG_COLOUR, ":")
-                label = _label(reg, weight)
-                ax.plot(g["layer"], g["after"], color=c, ls=ls, marker="o", ms=3, lw=1.1)
-                handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
-            ax.set_title(f"{task} x {model}: {measure}", fontsize=9)
-            ax.set_xlabel("layer (0 = embeddings)")
-            ax.set_ylabel(f"{measure} (held-out tokens)")
-            ax.xaxis.get_major_locator().set_params(integer=True)
-            ax.grid(alpha=0.3)
-    legend_below(fig, list(handles.values()))
-    suptitle(
-        fig,
-        "Fine-tuning: geometry of every layer's held-out token states before training and after the last epoch (seed "
-        "means)",
-    )
-    return save(fig, stem)
-
-
 def layers_by_epoch(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """Per task × model × regulariser × weight, measurement and epoch (0 = before training), every layer's value (one
     column per layer, the mean over the seeds that did not diverge): whether a change that starts in the top layers
@@ -296,60 +237,6 @@ LAYERS_BY_EPOCH_CAPTION = (
 )
 
 
-def _shown_by_epoch(table: pd.DataFrame) -> list[tuple[str, float]]:
-    """The regulariser settings the per-epoch figure shows: plain fine-tuning, I-STAR's smallest and largest λ, and
-    CosReg's first weight (those the sweep has)."""
-    istar = sorted(table.loc[(table.reg == "istar") & (table.weight != 0), "weight"].unique())
-    cosreg = sorted(table.loc[table.reg == "cosreg", "weight"].unique())
-    wanted = [
-        ("istar", 0.0),
-        *[("istar", lam) for lam in dict.fromkeys(istar[:1] + istar[-1:])],
-        *[("cosreg", w) for w in cosreg[:1]],
-    ]
-    present = set(zip(table.reg, table.weight))
-    return [c for c in wanted if c in present]
-
-
-def _layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """Per task × model, one row per measurement and one column per regulariser setting (:func:`_shown_by_epoch`),
-    the measurement after every epoch, one line per layer (from light, the embeddings, to dark, the top); the panels of
-    a row share their y-axis."""
-    from matplotlib import colormaps
-    from matplotlib.lines import Line2D
-
-    pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
-    measures = [m for m in LAYER_METRICS.values() if m in set(table.measure)]
-    shown = _shown_by_epoch(table)
-    layers = [c for c in table.columns if c.startswith("layer ")]
-    shade = colormaps["viridis_r"]
-    colour = {c: shade(0.15 + 0.8 * i / max(len(layers) - 1, 1)) for i, c in enumerate(layers)}
-    fig, axes = grid(len(pairs) * len(measures), len(shown), 2.6 * len(pairs) * len(measures) + 0.8, width=3.4)
-    for i, (task, model) in enumerate(pairs):
-        for j, measure in enumerate(measures):
-            row = axes[i * len(measures) + j]
-            for ax, (reg, weight) in zip(row, shown):
-                g = _rows(table, task=task, model=model, measure=measure, reg=reg, weight=weight).sort_values("epoch")
-                for layer in layers:
-                    ax.plot(g["epoch"], g[layer], color=colour[layer], marker="o", ms=2.5, lw=1.1)
-                name = _label(reg, weight)
-                ax.set_title(f"{task} x {model}: {name}", fontsize=8)
-                ax.set_xlabel("epoch (0 = before training)")
-                ax.set_ylabel(f"{measure} (held-out tokens)")
-                ax.xaxis.get_major_locator().set_params(integer=True)
-                ax.grid(alpha=0.3)
-            low = min(ax.get_ylim()[0] for ax in row)
-            high = max(ax.get_ylim()[1] for ax in row)
-            for ax in row:
-                ax.set_ylim(low, high)
-    handles = [
-        Line2D([], [], color=colour[c], marker="o", ms=2.5, label=c + (" (embeddings)" if c == "layer 0" else ""))
-        for c in layers
-    ]
-    legend_below(fig, handles)
-    suptitle(fig, "Fine-tuning: every layer's held-out token states after every epoch (seed means)")
-    return save(fig, stem)
-
-
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     """``records``: the runs' records and the tasks' baseline records (``bag-of-words.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
@@ -380,7 +267,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         figures_dir / "finetune_performance",
         ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
     )
-    written += _twonn_figure(istar, figures_dir / "finetune_twonn")
+    written += twonn_figure(istar, figures_dir / "finetune_twonn")
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
     kept = epochs.merge(finished, on=list(KEY) + ["seed"])
     mean = (
@@ -397,165 +284,17 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (open circle: before training, dot: last)",
         figures_dir / "finetune_silhouette_vs_isoscore",
     )
-    written += _baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
-    written += _epochs_figure(kept, figures_dir / "finetune_epochs")
+    written += baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
+    written += epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
-        written += _activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
+        written += activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
     if "layer_isoscore" in epochs and epochs["layer_isoscore"].notna().any():
         per_layer = layers_table(epochs, info)
         written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=LAYERS_CAPTION, floatfmt="%.4f")
-        written += _layers_figure(per_layer, figures_dir / "finetune_layers")
+        written += layers_figure(per_layer, figures_dir / "finetune_layers")
         by_epoch = layers_by_epoch(epochs, info)
         written += write_table(
             by_epoch, Path(tables_dir) / "finetune_layers_epochs", caption=LAYERS_BY_EPOCH_CAPTION, floatfmt="%.4f"
         )
-        written += _layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs")
+        written += layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs")
     return written
-
-
-def _twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    colour = lambda_colours(sorted(table["lambda"].unique()))
-    pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
-    fig, axes = panels(len(pairs), height=3.3)
-    for ax, (task, model) in zip(axes, pairs):
-        rows = _rows(table, task=task, model=model).dropna(subset=["twonn_mean"]).sort_values("lambda")
-        ax.errorbar(rows["lambda"], rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
-        ax.scatter(rows["lambda"], rows["twonn_mean"], c=[colour[v] for v in rows["lambda"]], zorder=3)
-        ax.set_title(f"{task} x {model}", fontsize=9)
-        ax.set_xlabel("λ")
-        ax.set_ylabel("TwoNN intrinsic dimension (held-out)")
-        ax.grid(alpha=0.3)
-    lambda_legend(fig, colour)
-    suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of the held-out pooled outputs")
-    return save(fig, stem)
-
-
-def _baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> list[Path]:
-    """Every regulariser against plain fine-tuning of the same seed (the poster's Figure 6 compares I-STAR at λ < 0 with
-    no regularisation and CosReg): the mean paired difference of the held-out metric with its 95 % interval over seeds,
-    one panel per task × model on one shared scale, bars from 0. Tasks are never averaged (their metrics differ)."""
-    metric_of = {(t, m): name for t, m, name in zip(table.task, table.model, table.metric_name)}
-    groups = sorted({(t, m) for t, m in zip(pairs.task, pairs.model)})
-    fig, axes = panels(max(len(groups), 1), width=4.2, height=3.4)
-    if groups:
-        shared = axes[0]
-        for ax in axes[1 : len(groups)]:
-            ax.sharey(shared)
-    for ax, (task, model) in zip(axes, groups):
-        rows = _rows(pairs, task=task, model=model).sort_values(
-            ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
-        )
-        labels = [_label(r, w) for r, w in zip(rows.reg, rows.weight)]
-        colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
-        mean, low, high = (
-            rows.metric_diff.to_numpy(),
-            rows.metric_diff_ci_low.to_numpy(),
-            rows.metric_diff_ci_high.to_numpy(),
-        )
-        x = np.arange(len(rows))
-        ax.bar(x, mean, color=colours, width=0.7)
-        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
-        ax.axhline(0.0, color="black", lw=0.8)
-        pad = max(0.0, (3 - len(rows)) / 2)  # a bar keeps its width when a panel has few
-        ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
-        ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=8)
-        ax.set_title(f"{task} x {model}", fontsize=9)
-        ax.set_ylabel(
-            f"held-out {METRIC_NAMES.get(metric_of.get((task, model)), 'metric')}: run − plain run", fontsize=8
-        )
-        ax.grid(alpha=0.3, axis="y")
-    suptitle(
-        fig,
-        "Fine-tuning: each regulariser against plain fine-tuning of the same seed after the last epoch (mean "
-        "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)",
-    )
-    return save(fig, stem)
-
-
-METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
-ACTIVATION_COLUMNS = 3  # panels to a row: the regularisers of one task × model wrap into rows of this many
-
-
-def _activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
-    """Mean |activation| per dimension of the held-out pooled outputs after the last epoch (seed means), one panel per
-    regulariser and weight, the panels of one task × model on one y-scale (the spikes are what is compared): outlier
-    dimensions show as spikes (the poster's Figure 1)."""
-    configs = sorted(
-        {(r, lam, w) for r, lam, w in zip(last.reg, last.istar_lambda, last.cosreg_weight)},
-        key=lambda c: (c[0] != "istar", c[1], c[2]),
-    )
-    pairs = sorted({(t, m) for t, m in zip(last.task, last.model)})
-    ncol = min(ACTIVATION_COLUMNS, len(configs))
-    rows_per_pair = -(-len(configs) // ncol)
-    fig, axes = grid(rows_per_pair * len(pairs), ncol, 2.3 * rows_per_pair * len(pairs) + 0.8, width=3.6)
-    for i, (task, model) in enumerate(pairs):
-        block = list(axes[i * rows_per_pair : (i + 1) * rows_per_pair].flat)
-        for ax in block[1:]:
-            ax.sharey(block[0])
-        for ax in block[len(configs) :]:
-            ax.axis("off")
-        for ax, (reg, lam, w) in zip(block, configs):
-            runs = _rows(last, task=task, model=model, reg=reg, istar_lambda=lam, cosreg_weight=w)
-            if len(runs):
-                act = np.mean(np.stack([np.asarray(v, dtype=float) for v in runs["mean_abs_activation"]]), axis=0)
-                colour = lambda_colour(lam) if reg == "istar" else COSREG_COLOUR
-                ax.fill_between(
-                    np.arange(len(act)), act, step="mid", color=colour, lw=0
-                )  # one filled outline: no stripes
-                ax.set_xlim(-0.5, len(act) - 0.5)
-            ax.set_title(f"{task} x {model}: {_label(reg, lam if reg == 'istar' else w)}", fontsize=8)
-            ax.set_xlabel("dimension", fontsize=8)
-            ax.set_ylabel("mean |activation|", fontsize=8)
-            ax.tick_params(labelsize=7)
-    suptitle(
-        fig,
-        "Mean |activation| per dimension of held-out pooled outputs after fine-tuning (seed means; one y-scale "
-        "per task × model)",
-    )
-    return save(fig, stem)
-
-
-def _epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
-    """Held-out metric (mean ± std over the seeds that did not diverge) after every epoch, one panel per task × model,
-    one curve per regulariser and weight (I-STAR in λ's colours, CosReg grey and dashed). Epoch 0 (an untrained head,
-    near chance) is left out: it would squeeze the differences that matter into a few pixels."""
-    from matplotlib.lines import Line2D
-
-    colour = lambda_colours(sorted(epochs.loc[epochs.reg == "istar", "istar_lambda"].unique()) or [0.0])
-    pairs = sorted({(t, m) for t, m in zip(epochs.task, epochs.model)})
-    fig, axes = panels(len(pairs), height=3.3)
-    configs = sorted(
-        {(r, lam, w) for r, lam, w in zip(epochs.reg, epochs.istar_lambda, epochs.cosreg_weight)},
-        key=lambda c: (c[0] != "istar", c[1], c[2]),
-    )
-    # CosReg in its grey, its weights told apart by the dash (sweeps rarely have more than one)
-    dashes = iter(("--", "-.", ":", (0, (5, 1))))
-    style = {c: (colour[c[1]], "-") if c[0] == "istar" else (COSREG_COLOUR, next(dashes, "--")) for c in configs}
-    for ax, (task, model) in zip(axes, pairs):
-        mine = _rows(epochs, task=task, model=model).query("epoch > 0")
-        for (reg, lam, w), runs in mine.groupby(["reg", "istar_lambda", "cosreg_weight"]):
-            m = runs.groupby("epoch")["metric"].agg(["mean", "std"]).reset_index()
-            c, ls = style[(reg, lam, w)]
-            ax.errorbar(
-                m["epoch"], m["mean"], yerr=m["std"].fillna(0), color=c, ls=ls, marker="o", ms=3, capsize=2, lw=1.2
-            )
-        ax.set_title(f"{task} x {model}", fontsize=9)
-        ax.set_xlabel("epoch")
-        ax.set_ylabel(f"held-out {METRIC_NAMES.get(next(iter(mine['metric_name']), ''), 'metric')}")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(alpha=0.3)
-    handles = [
-        Line2D(
-            [],
-            [],
-            color=style[c][0],
-            ls=style[c][1],
-            marker="o",
-            ms=3,
-            label=_label(c[0], c[1] if c[0] == "istar" else c[2]),
-        )
-        for c in configs
-    ]
-    legend_below(fig, handles)
-    suptitle(fig, "Fine-tuning: held-out performance after every epoch (mean ± std over seeds)")
-    return save(fig, stem)

@@ -3,6 +3,16 @@ grid, one way to save and one λ colour scale (:mod:`.figures`), and the summary
 
 from .figures import lambda_colours, panels, pyplot, save, suptitle
 from .sweeps import diverged, lambda_summary
-from .tables import write_table
+from .tables import rows_where, write_table
 
-__all__ = ["diverged", "lambda_colours", "lambda_summary", "panels", "pyplot", "save", "suptitle", "write_table"]
+__all__ = [
+    "diverged",
+    "lambda_colours",
+    "lambda_summary",
+    "panels",
+    "pyplot",
+    "rows_where",
+    "save",
+    "suptitle",
+    "write_table",
+]

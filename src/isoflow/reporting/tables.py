@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_file
@@ -29,3 +30,11 @@ def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floa
             tmp.write_text(text)
         out.append(path)
     return out
+
+
+def rows_where(frame: pd.DataFrame, **columns) -> pd.DataFrame:
+    """The rows of ``frame`` whose every named column equals the given value."""
+    keep = np.ones(len(frame), dtype=bool)
+    for column, value in columns.items():
+        keep &= (frame[column] == value).to_numpy()
+    return frame[keep]
