@@ -199,13 +199,13 @@ def kmeans_figure(ctx: pd.DataFrame, colour: dict, out_dir: Path) -> list[Path]:
                 ax.plot(g["layer"], mean, style, ms=3, color=colour[model])
         ax.axhline(0.1, color="k", lw=0.8, ls=":")
         ax.set_title(f"{model}: best K-means silhouette", fontsize=8)
-        ax.set_xlabel("layer", fontsize=8)
-        ax.grid(alpha=0.3)
         ax = axes[1, j]
         ax.plot(g["layer"], g["symbol_silhouette"].astype(float), "-o", ms=3, color=colour[model])
         ax.axhline(0.0, color="k", lw=0.6)
         ax.set_title(f"{model}: symbols vs words", fontsize=8)
+    for ax in axes.ravel():
         ax.set_xlabel("layer", fontsize=8)
+        ax.xaxis.get_major_locator().set_params(integer=True)  # layers, not fractions of one
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("silhouette of the chosen K")
     axes[1, 0].set_ylabel("silhouette of the split")
