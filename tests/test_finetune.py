@@ -29,14 +29,19 @@ from isoflow.models.sbert import load_sentence_model
 
 # A run small enough for a test: 60 training and 20 held-out texts, one epoch.
 SMALL_RUN = dict(
-    device="cpu",
-    progress=False,
     epochs=1,
     batch_size=50,
     max_heldout=20,
     shrinkage_points=1000,
     max_train=60,
 )
+
+
+def polarity_run(data_dir, results, model, seed=0, **settings):
+    """``run_finetune`` on the 120-sentence polarity task, on the CPU, quietly: what every run of these tests shares."""
+    return run_finetune(
+        "polarity-120", str(model), seed, data_dir=data_dir, results=results, device="cpu", progress=False, **settings
+    )
 
 
 @pytest.fixture(scope="module")
@@ -217,20 +222,10 @@ def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shar
 
 def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monkeypatch, tiny_bert):
     """λ = 0 with I-STAR, weight 0 with CosReg and a loop with no regulariser at all write the same numbers."""
-    common = dict(
-        data_dir=polarity_small,
-        device="cpu",
-        progress=False,
-        epochs=1,
-        batch_size=16,
-        max_heldout=20,
-        shrinkage_points=2000,
-    )
+    common = dict(epochs=1, batch_size=16, max_heldout=20, shrinkage_points=2000)
     runs = [
-        run_finetune("polarity-120", str(tiny_bert), 0, results=tmp_path / "a", istar_lambda=0.0, **common),
-        run_finetune(
-            "polarity-120", str(tiny_bert), 0, results=tmp_path / "b", reg="cosreg", cosreg_weight=0.0, **common
-        ),
+        polarity_run(polarity_small, tmp_path / "a", tiny_bert, istar_lambda=0.0, **common),
+        polarity_run(polarity_small, tmp_path / "b", tiny_bert, reg="cosreg", cosreg_weight=0.0, **common),
     ]
 
     class Nothing:  # the loop must not call a regulariser whose weight is 0
@@ -238,7 +233,7 @@ def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monk
             raise AssertionError("a zero-weight regulariser was computed")
 
     monkeypatch.setattr(train_module, "regulariser", lambda s: Nothing())
-    runs.append(run_finetune("polarity-120", str(tiny_bert), 0, results=tmp_path / "c", istar_lambda=0.0, **common))
+    runs.append(polarity_run(polarity_small, tmp_path / "c", tiny_bert, istar_lambda=0.0, **common))
     frames = [pd.read_parquet(p).drop(columns=["reg", "cosreg_weight"]) for p, _ in runs]
     steps = [pd.read_parquet(p.with_name("seed0.steps.parquet")) for p, _ in runs]
     for other in (1, 2):
@@ -273,14 +268,11 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     monkeypatch.setattr(train_module, "estimate_reference", estimate)
     monkeypatch.setattr(IStarLoss, "forward", forward)
     monkeypatch.setattr(train_module, "evaluate", evaluate)
-    parquet, record = run_finetune(
-        "polarity-120",
-        str(tiny_bert),
+    parquet, record = polarity_run(
+        polarity_small,
+        tmp_path,
+        tiny_bert,
         0,
-        data_dir=polarity_small,
-        results=tmp_path,
-        device="cpu",
-        progress=False,
         istar_lambda=1.0,
         epochs=2,
         batch_size=50,
@@ -313,14 +305,11 @@ def test_reference_covariance_is_the_covariance_of_the_points(polarity_small, st
 
 
 def test_records_epochs_and_settings(polarity_small, tmp_path, tiny_bert):
-    parquet, record = run_finetune(
-        "polarity-120",
-        str(tiny_bert),
+    parquet, record = polarity_run(
+        polarity_small,
+        tmp_path,
+        tiny_bert,
         1,
-        data_dir=polarity_small,
-        results=tmp_path,
-        device="cpu",
-        progress=False,
         istar_lambda=-1.0,
         epochs=2,
         batch_size=16,
@@ -380,12 +369,11 @@ def test_seeds_share_the_heldout_set(polarity_small, tmp_path, tiny_bert):
     the same held-out geometry."""
     first = [
         pd.read_parquet(
-            run_finetune(
-                "polarity-120",
-                str(tiny_bert),
+            polarity_run(
+                polarity_small,
+                tmp_path,
+                tiny_bert,
                 seed,
-                data_dir=polarity_small,
-                results=tmp_path,
                 **SMALL_RUN,
             )[0]
         ).iloc[0]
@@ -401,14 +389,11 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_finetune(
-            "polarity-120",
-            str(tiny_bert),
+        polarity_run(
+            polarity_small,
+            tmp_path,
+            tiny_bert,
             0,
-            data_dir=polarity_small,
-            results=tmp_path,
-            device="cpu",
-            progress=False,
             batch_size=16,
             callback=stop,
         )
@@ -454,18 +439,14 @@ def test_bad_input_fails_before_training(polarity_small, tmp_path, kwargs, messa
 
 
 def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
-    common = dict(
-        data_dir=polarity_small,
-        results=tmp_path,
-        **SMALL_RUN,
-    )
+    common = SMALL_RUN
     records = [
-        run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1]
+        polarity_run(polarity_small, tmp_path, tiny_bert, seed, istar_lambda=lam, **common)[1]
         for lam in (-5.0, 0.0)
         for seed in (0, 1)
     ]
     records += [
-        run_finetune("polarity-120", str(tiny_bert), seed, reg="cosreg", cosreg_weight=1.0, **common)[1]
+        polarity_run(polarity_small, tmp_path, tiny_bert, seed, reg="cosreg", cosreg_weight=1.0, **common)[1]
         for seed in (0, 1)
     ]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
@@ -567,15 +548,9 @@ def test_isoscore_star_paired_only_on_the_same_points():
 
 
 def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
-    common = dict(
-        data_dir=polarity_small,
-        results=tmp_path,
-        **SMALL_RUN,
-        layer_geometry=True,
-        sample_cap=300,
-    )
+    common = dict(**SMALL_RUN, layer_geometry=True, sample_cap=300)
     records = [
-        run_finetune("polarity-120", str(tiny_bert), seed, istar_lambda=lam, **common)[1]
+        polarity_run(polarity_small, tmp_path, tiny_bert, seed, istar_lambda=lam, **common)[1]
         for lam in (-1.0, 0.0)
         for seed in (0, 1)
     ]
@@ -647,14 +622,11 @@ def test_bf16_runs_the_transformer_under_autocast_and_keeps_the_rest_float32(pol
         pooled16, states16, _ = encoder(inputs, hidden_states=True)
     assert pooled16.dtype == torch.float32 and all(h.dtype == torch.float32 for h in states16)
     assert torch.allclose(pooled16, pooled32, atol=0.1) and not torch.equal(pooled16, pooled32)
-    parquet, record = run_finetune(
-        "polarity-120",
-        str(tiny_bert),
+    parquet, record = polarity_run(
+        polarity_small,
+        tmp_path,
+        tiny_bert,
         0,
-        data_dir=polarity_small,
-        results=tmp_path,
-        device="cpu",
-        progress=False,
         istar_lambda=-1.0,
         epochs=1,
         batch_size=16,
