@@ -288,7 +288,7 @@ def pca_figure(views: pd.DataFrame, out_dir: Path, name: str, which: str) -> lis
             ax = panel(3, "3-D (PC1-3), by position", projection="3d")
             ax.scatter(v["pc1"], v["pc2"], v["pc3"], c=pos, cmap="plasma", norm=pnorm, s=1)
             ax.set_zlabel("PC3", fontsize=7, labelpad=6)
-            ax.set_box_aspect(None, zoom=0.8)  # room for the z label inside the panel
+            _sparse_3d_ticks(ax)
             fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
         else:
             for j in (2, 3):
@@ -350,6 +350,16 @@ def roll_figure(views: pd.DataFrame, out_dir: Path, largest: pd.DataFrame | None
     return save(fig, out_dir / "layers_roll")
 
 
+def _sparse_3d_ticks(ax) -> None:
+    """A 3-D panel this small fits about four tick labels an axis (more run into each other), and its z label needs
+    room inside the panel."""
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):
+        axis.set_major_locator(MaxNLocator(4))
+    ax.set_box_aspect(None, zoom=0.8)
+
+
 def _roll_panels(fig, where: tuple[int, int, int], v: pd.DataFrame, pnorm, title: str) -> None:
     """PC1-PC2 and PC1-3 of one view by position, in the grid cells ``where`` and the next."""
     rows, cols, first = where
@@ -367,7 +377,7 @@ def _roll_panels(fig, where: tuple[int, int, int], v: pd.DataFrame, pnorm, title
         setter(label, fontsize=7)
     ax.set_zlabel("PC3", fontsize=7, labelpad=6)
     ax.tick_params(labelsize=6)
-    ax.set_box_aspect(None, zoom=0.8)
+    _sparse_3d_ticks(ax)
     fig.colorbar(sc, ax=ax, label=f"position (≥ {POSITION_CAP} one colour)", shrink=0.8, pad=0.12)
 
 
