@@ -36,7 +36,7 @@ def test_every_reports_legend_fits_a_one_panel_figure():
     """The λ legend (sweeps: a colour per λ, a marker per model) and the model legend (optimisation: a line per
     model) go through legend_below: a researcher's own sweep of eleven λ over three models, or eight models, under one
     panel stays inside the figure, every entry named."""
-    from isoflow.optimize.report import model_legend
+    from isoflow.optimize.figures import model_legend
     from isoflow.reporting.figures import lambda_colours, lambda_legend
 
     lams = [-5, -3, -2, -1, -0.5, 0, 0.5, 1, 2, 3, 5]

@@ -19,13 +19,13 @@ from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, load_embeddings
 from isoflow.optimize import OptimizationError, Settings, optimize, run_optimize, trajectory_path
+from isoflow.optimize.figures import log_normalised_isoscore
 from isoflow.optimize.report import (
     LABEL_CENTRED,
     analyze,
     correlations,
     label_centred_summary,
     load_trajectories,
-    log_normalised_isoscore,
     seed_spread,
 )
 

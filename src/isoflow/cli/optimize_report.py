@@ -19,7 +19,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..optimize.report import figures, tables
+    from ..optimize.figures import figures
+    from ..optimize.report import tables
     from ..records import load_aggregate
 
     traj, info = load_aggregate(args.aggregate)
