@@ -25,12 +25,16 @@ from ..reporting.figures import (
     grid,
     lambda_colour,
     lambda_colours,
+    lambda_curves_figure,
     lambda_legend,
+    lambda_points_figure,
     legend_below,
     panels,
     save,
     suptitle,
 )
+
+METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
 
 
 def run_label(reg: str, weight: float) -> str:
@@ -130,6 +134,40 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     return save(fig, stem)
 
 
+def performance_figure(istar: pd.DataFrame, stem: Path) -> list[Path]:
+    """The held-out metric against IsoScore*, one point per λ (mean ± std over seeds; the poster's Figure 5), from the
+    I-STAR rows of the ``finetune`` table."""
+    return lambda_points_figure(
+        istar,
+        "isoscore_star",
+        "metric",
+        "IsoScore* (held-out, the regulariser's points)",
+        "held-out metric",
+        "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
+        stem,
+        ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
+    )
+
+
+def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
+    """Silhouette against IsoScore of the held-out pooled outputs across epochs, one curve per λ (seed means), from
+    the per-epoch rows of the runs that finished."""
+    mean = (
+        epochs[epochs.reg == "istar"]
+        .groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]]
+        .mean()
+        .reset_index()
+    )
+    return lambda_curves_figure(
+        mean,
+        "epoch",
+        "IsoScore (held-out pooled outputs)",
+        "silhouette (held-out)",
+        "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (open circle: before training, dot: last)",
+        stem,
+    )
+
+
 def twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     colour = lambda_colours(sorted(table["lambda"].unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
@@ -187,9 +225,6 @@ def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> li
         "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)",
     )
     return save(fig, stem)
-
-
-METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
 
 
 ACTIVATION_COLUMNS = 3  # panels to a row: the regularisers of one task × model wrap into rows of this many

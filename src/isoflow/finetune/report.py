@@ -21,15 +21,15 @@ import pandas as pd
 from ..metrics.outliers import peak_ratio
 from ..records import load_runs
 from ..reporting import diverged, lambda_summary, rows_where, write_table
-from ..reporting.figures import lambda_curves_figure, lambda_points_figure
 from ..reporting.sweeps import finals
 from .figures import (
-    METRIC_NAMES,
     activations_figure,
     baselines_figure,
     epochs_figure,
     layers_epochs_figure,
     layers_figure,
+    performance_figure,
+    silhouette_vs_isoscore_figure,
     twonn_figure,
 )
 
@@ -257,33 +257,11 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     istar = table[table.reg == "istar"]
-    written += lambda_points_figure(
-        istar,
-        "isoscore_star",
-        "metric",
-        "IsoScore* (held-out, the regulariser's points)",
-        "held-out metric",
-        "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
-        figures_dir / "finetune_performance",
-        ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
-    )
+    written += performance_figure(istar, figures_dir / "finetune_performance")
     written += twonn_figure(istar, figures_dir / "finetune_twonn")
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
     kept = epochs.merge(finished, on=list(KEY) + ["seed"])
-    mean = (
-        kept[kept.reg == "istar"]
-        .groupby(["task", "model", "istar_lambda", "epoch"])[["isoscore", "silhouette"]]
-        .mean()
-        .reset_index()
-    )
-    written += lambda_curves_figure(
-        mean,
-        "epoch",
-        "IsoScore (held-out pooled outputs)",
-        "silhouette (held-out)",
-        "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (open circle: before training, dot: last)",
-        figures_dir / "finetune_silhouette_vs_isoscore",
-    )
+    written += silhouette_vs_isoscore_figure(kept, figures_dir / "finetune_silhouette_vs_isoscore")
     written += baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
     written += epochs_figure(kept, figures_dir / "finetune_epochs")
     if "mean_abs_activation" in epochs:
