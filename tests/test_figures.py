@@ -60,3 +60,23 @@ def test_a_legend_that_fits_stays_on_one_row():
     rows = {round(t.get_window_extent().y0) for t in fig.legends[0].get_texts()}
     assert _legend_fits(fig) and len(rows) == 1
     matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize(
+    "values, log, scale",
+    [
+        ([2e-6, 1e-3, 0.05], True, "log"),  # SmolLM2's per-layer IsoScore: five decades, one tick a decade
+        ([5.0, 40.0, 600.0], True, "log"),  # two decades: labelled 5, 10, 20, … (plain numbers)
+        ([0.04, 0.28], False, "linear"),  # less than a factor of 100
+        ([0.0, 1e-4, 0.05], False, "linear"),  # a zero has no place on a log axis
+        ([-0.1, 0.5], False, "linear"),
+        ([float("nan"), 1e-5, 0.1], True, "log"),  # NaN (a layer not measured) is left out
+    ],
+)
+def test_a_panel_goes_log_only_where_its_values_span_two_decades(values, log, scale):
+    from isoflow.reporting.figures import log_axis_if_it_spans
+
+    fig, axes = panels(2)
+    assert log_axis_if_it_spans(values, *axes) is log
+    assert [ax.get_yscale() for ax in axes] == [scale, scale]  # panels compared take one decision
+    matplotlib.pyplot.close(fig)

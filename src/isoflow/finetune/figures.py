@@ -29,6 +29,7 @@ from ..reporting.figures import (
     lambda_legend,
     lambda_points_figure,
     legend_below,
+    log_axis_if_it_spans,
     panels,
     save,
     suptitle,
@@ -66,7 +67,8 @@ def layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
                 handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
             ax.set_title(f"{task} x {model}: {measure}", fontsize=9)
             ax.set_xlabel("layer (0 = embeddings)")
-            ax.set_ylabel(f"{measure} (held-out tokens)")
+            log = log_axis_if_it_spans([*before.values, *rows["after"]], ax)
+            ax.set_ylabel(f"{measure} (held-out tokens{'; log' if log else ''})")
             ax.xaxis.get_major_locator().set_params(integer=True)
             ax.grid(alpha=0.3)
     legend_below(fig, list(handles.values()))
@@ -109,6 +111,7 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     for i, (task, model) in enumerate(pairs):
         for j, measure in enumerate(measures):
             row = axes[i * len(measures) + j]
+            shown_values = []
             for ax, (reg, weight) in zip(row, shown):
                 g = rows_where(table, task=task, model=model, measure=measure, reg=reg, weight=weight).sort_values(
                     "epoch"
@@ -118,9 +121,12 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
                 name = run_label(reg, weight)
                 ax.set_title(f"{task} x {model}: {name}", fontsize=8)
                 ax.set_xlabel("epoch (0 = before training)")
-                ax.set_ylabel(f"{measure} (held-out tokens)")
                 ax.xaxis.get_major_locator().set_params(integer=True)
                 ax.grid(alpha=0.3)
+                shown_values.append(g[layers].to_numpy().ravel())
+            log = log_axis_if_it_spans(np.concatenate(shown_values), *row)  # one scale for the row's panels
+            for ax in row:
+                ax.set_ylabel(f"{measure} (held-out tokens{'; log' if log else ''})")
             low = min(ax.get_ylim()[0] for ax in row)
             high = max(ax.get_ylim()[1] for ax in row)
             for ax in row:

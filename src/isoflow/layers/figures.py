@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting.figures import legend_below, model_colour, pyplot, save, suptitle
+from ..reporting.figures import legend_below, model_colour, plain_log_axis, pyplot, save, suptitle
 from .pca import PCS, ROLL_LARGEST
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
@@ -75,7 +75,7 @@ def figures(
                 ax.set_xlabel(DEPTH_LABEL)
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 if log:
-                    _plain_log_axis(ax)
+                    plain_log_axis(ax)
                 ax.grid(alpha=0.3, which="both" if log else "major")
         legend_below(fig, list(_handles(axes).values()))
         suptitle(fig, title)
@@ -129,16 +129,6 @@ def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
 
 
 DASHED = {"_centred": "cluster-centred", "": ""}
-
-
-def _plain_log_axis(ax) -> None:
-    """A logarithmic y axis labelled 5, 10, 20, 50, … rather than 5×10⁰."""
-    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
-
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _handles(axes) -> dict:

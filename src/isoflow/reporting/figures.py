@@ -7,6 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..atomic import atomic_file
@@ -112,6 +113,32 @@ def lambda_colour(lam: float) -> str:
 def lambda_colours(lams) -> dict:
     """λ → its colour (:func:`lambda_colour`), the same in every figure."""
     return {lam: lambda_colour(lam) for lam in lams}
+
+
+def plain_log_axis(ax) -> None:
+    """A logarithmic y axis labelled 5, 10, 20, 50, … rather than 5×10⁰."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+LOG_SPAN = 100.0  # a panel whose positive values span this ratio or more is drawn on a log axis
+
+
+def log_axis_if_it_spans(values, *axes) -> bool:
+    """Log y axes (labelled as :func:`plain_log_axis` does) for ``axes`` where ``values`` are all positive and span
+    ``LOG_SPAN`` or more — on a linear axis everything below 1 % of the largest would lie on zero; panels compared
+    with each other take one decision from all their values. Returns whether."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0 or v.min() <= 0 or v.max() / v.min() < LOG_SPAN:
+        return False
+    for ax in axes:  # up to three decades labelled 5, 10, 20, …; beyond, one tick a decade (10⁻⁵, as matplotlib writes)
+        plain_log_axis(ax) if v.max() / v.min() < 1e3 else ax.set_yscale("log")
+    return True
 
 
 def legend_below(fig, handles, fontsize: float = 7) -> None:
