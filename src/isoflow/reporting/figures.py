@@ -134,10 +134,16 @@ def log_axis_if_it_spans(values, *axes) -> bool:
     with each other take one decision from all their values. Returns whether."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
-    if len(v) == 0 or v.min() <= 0 or v.max() / v.min() < LOG_SPAN:
+    if len(v) == 0 or v.min() <= 0:
+        return False
+    span = v.max() / v.min()
+    if span < LOG_SPAN:
         return False
     for ax in axes:  # up to three decades labelled 5, 10, 20, …; beyond, one tick a decade (10⁻⁵, as matplotlib writes)
-        plain_log_axis(ax) if v.max() / v.min() < 1e3 else ax.set_yscale("log")
+        if span < 1e3:
+            plain_log_axis(ax)
+        else:
+            ax.set_yscale("log")
     return True
 
 
