@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -9,6 +11,8 @@ from conftest import CLOUD_KINDS, make_cloud
 from sklearn.metrics import silhouette_score
 
 from isoflow.metrics import encode_labels, silhouette, silhouette_sqeuclidean, silhouette_tensor
+
+sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
 
 
 @pytest.mark.parametrize("kind", CLOUD_KINDS)
@@ -47,10 +51,6 @@ def test_many_clusters(monkeypatch, gemm, k):
 
 
 def test_gemm_and_scatter_paths_agree(monkeypatch):
-    import importlib
-
-    sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
-
     X, _ = make_cloud("clustered", 700, 9, 4)
     y = np.random.default_rng(4).integers(0, 40, 700)
     for dtype in (np.float64, np.float32):
@@ -66,9 +66,6 @@ def test_numpy_many_cluster_strips(monkeypatch, dtype, tol):
     """NumPy's path for many clusters (strips of every row summed by a sparse product): labels in no order, one cluster
     of 40 points, singletons, strips of one column (block 7: 49 distances), of 8 (the last one of 6) and of the whole
     width; scikit-learn's value."""
-    import importlib
-
-    sil = importlib.import_module("isoflow.metrics.silhouette")
     monkeypatch.setenv("ISOFLOW_CPU_GEMM", "numpy")
     monkeypatch.setattr(sil, "SCATTER_ABOVE_K", 1)  # every clustering takes the many-cluster path
     rng = np.random.default_rng(8)
@@ -207,15 +204,17 @@ def test_paper_size_float32_parity():
 
 
 @pytest.mark.parametrize("gemm", ["torch", "numpy"])
-def test_subset_with_absent_cluster_matches_sklearn(monkeypatch, gemm):
+@pytest.mark.parametrize("scatter_above_k", [10_000, 1])  # blocks with one-hot sums; strips (block 64: several)
+def test_subset_with_absent_cluster_matches_sklearn(monkeypatch, gemm, scatter_above_k):
     # The loop's samples keep all k cluster ids; a cluster missing from the sample must simply not count.
     monkeypatch.setenv("ISOFLOW_CPU_GEMM", gemm)
+    monkeypatch.setattr(sil, "SCATTER_ABOVE_K", scatter_above_k)
     X, y = make_cloud("clustered", 600, 8, 9)
     clusters = encode_labels(y)
     keep = torch.from_numpy(np.flatnonzero(y != 2))  # cluster 2 absent
     sub = clusters.subset(keep)
     assert sub.k == 3 and int(sub.sizes[2]) == 0
-    got = float(silhouette_tensor(torch.from_numpy(X)[keep], sub))
+    got = float(silhouette_tensor(torch.from_numpy(X)[keep], sub, block=64))
     assert got == pytest.approx(silhouette_score(X[y != 2], y[y != 2]), abs=1e-6)
 
 

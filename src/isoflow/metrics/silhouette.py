@@ -2,7 +2,9 @@
 
 Both reduce the data to ``S[i, c] = sum_{j in c} dist(x_i, x_j)``, the summed
 distance from every point to every cluster, and share the final step
-(:func:`_silhouette_from_sums`), which follows scikit-learn's conventions.
+(:func:`_silhouette_values`), which follows scikit-learn's conventions. With many
+clusters (above ``SCATTER_ABOVE_K``) S is never kept whole: each strip of columns'
+sums becomes its points' silhouettes at once (:func:`_strip_silhouettes`).
 """
 
 from __future__ import annotations
@@ -33,28 +35,32 @@ SCATTER_ABOVE_K = 128
 GEMV_UP_TO_K = 4
 
 
-def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
-    """Mean silhouette from per-cluster distance sums ``S`` (n, k), float64.
+def _silhouette_values(S: torch.Tensor, codes: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+    """Each point's silhouette from its per-cluster distance sums ``S`` (m, k), float64, for m points of the set
+    (``codes``: theirs; ``sizes``: the whole set's clusters).
 
     a(i) = S[i, own] / (|own| - 1); b(i) = min_{c != own} S[i, c] / |c|;
     s(i) = (b - a) / max(a, b), 0 when a = b = 0 and 0 for singleton clusters.
     """
-    codes = clusters.codes
-    sizes = clusters.sizes.to(S.dtype)
+    sizes = sizes.to(S.dtype)
     own_size = sizes[codes]
     a = S.gather(1, codes[:, None]).squeeze(1) / (own_size - 1).clamp(min=1)
     # A cluster absent from this set (size 0, e.g. from a sample) is never the nearest one.
-    mean_other = S / sizes.clamp(min=1)[None, :]  # in place from here: each (n, k) temporary costs a pass
+    mean_other = S / sizes.clamp(min=1)[None, :]  # in place from here: each (m, k) temporary costs a pass
     mean_other.masked_fill_((sizes == 0)[None, :], float("inf"))
     mean_other.scatter_(1, codes[:, None], float("inf"))
     b = mean_other.amin(dim=1)
     s = torch.nan_to_num((b - a) / torch.maximum(a, b), nan=0.0)
-    s = torch.where(own_size > 1, s, torch.zeros_like(s))
-    return s.mean()
+    return torch.where(own_size > 1, s, torch.zeros_like(s))
 
 
-def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> float:
-    """:func:`_silhouette_from_sums` in NumPy, from S transposed (k, n): after NumPy's products even these few small
+def _silhouette_from_sums(S: torch.Tensor, clusters: Clusters) -> torch.Tensor:
+    """Mean silhouette from per-cluster distance sums ``S`` (n, k), float64 (:func:`_silhouette_values`)."""
+    return _silhouette_values(S, clusters.codes, clusters.sizes).mean()
+
+
+def _silhouette_values_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """:func:`_silhouette_values` in NumPy, from S transposed (k, m): after NumPy's products even these few small
     torch ops would wait on OpenBLAS's still-spinning threads (12 ms against 0.1 ms at paper size:
     benchmarks/metric_step_parts.py).
     """
@@ -68,7 +74,12 @@ def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.nd
     b = mean_other.min(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         s = np.nan_to_num((b - a) / np.maximum(a, b), nan=0.0)
-    return float(np.where(own_size > 1, s, 0.0).mean())
+    return np.where(own_size > 1, s, 0.0)
+
+
+def _silhouette_from_sums_numpy(S_t: np.ndarray, codes: np.ndarray, sizes: np.ndarray) -> float:
+    """Mean silhouette from S transposed (k, n) (:func:`_silhouette_values_numpy`)."""
+    return float(_silhouette_values_numpy(S_t, codes, sizes).mean())
 
 
 def _augmented_numpy(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -89,14 +100,12 @@ def _euclidean_cluster_sums_numpy(
     x: np.ndarray, codes: np.ndarray | None, k: int, block: int, indicator_t: np.ndarray | None = None
 ) -> np.ndarray:
     """:func:`_euclidean_cluster_sums` in NumPy from end to end (the rescaling and centring, the products, square
-    roots and per-cluster sums: :func:`_product_sums`, or above ``SCATTER_ABOVE_K`` clusters
-    :func:`_strip_sums_numpy`): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op between two of its
-    products would fight OpenBLAS's still-spinning threads for the cores, and OpenBLAS's products torch's
-    (device_policy.py). Returns S transposed, (k, n). ``indicator_t`` (k, n): sums into any 0/1 rows instead of
-    ``codes``' clusters (several clusterings at once: :func:`silhouettes`)."""
+    roots and per-cluster sums: :func:`_product_sums`; above ``SCATTER_ABOVE_K`` clusters
+    :func:`_strip_silhouettes_numpy` instead): on a host whose fastest CPU BLAS is NumPy's OpenBLAS, a torch op
+    between two of its products would fight OpenBLAS's still-spinning threads for the cores, and OpenBLAS's products
+    torch's (device_policy.py). Returns S transposed, (k, n). ``indicator_t`` (k, n): sums into any 0/1 rows instead
+    of ``codes``' clusters (several clusterings at once: :func:`silhouettes`)."""
     left, right = _augmented_numpy(x)
-    if indicator_t is None and k > SCATTER_ABOVE_K:
-        return _strip_sums_numpy(left, right, codes, k, block)
     if indicator_t is None:
         indicator_t = codes[None, :] == np.arange(k)[:, None]
     n = left.shape[0]
@@ -130,19 +139,22 @@ def strip_width(n: int, block: int) -> int:
     return max(1, min(n, block * block // n))
 
 
-def _strip_sums_numpy(left: np.ndarray, right: np.ndarray, codes: np.ndarray, k: int, block: int) -> np.ndarray:
-    """The per-cluster sums for more than ``SCATTER_ABOVE_K`` clusters, (k, n): the distances of every point to a strip
-    of columns (:func:`strip_width`), added up down the rows by the rows' clusters as one product with their sparse
-    indicator (SciPy, one non-zero per column), O(n²) whatever k, each strip's sums written once. Not the upper
-    triangle: its transposed half would need D's columns added up by cluster, which NumPy and SciPy do several times
-    slower (a reduceat down the rows, or a product with the transpose) than the second half's product and square
-    roots; nor square blocks: adding each block's (k, b) sums into S cost as much as the rest."""
+def _strip_silhouettes_numpy(x: np.ndarray, codes: np.ndarray, sizes: np.ndarray, block: int) -> np.ndarray:
+    """Every point's silhouette for more than ``SCATTER_ABOVE_K`` clusters, from the raw rows ``x``: the distances of
+    every point to a strip of columns (:func:`strip_width`), added up down the rows by the rows' clusters as one
+    product with their sparse indicator (SciPy, one non-zero per column), O(n²) whatever k, and each strip's (k, width)
+    sums turned into its points' silhouettes at once: the (k, n) sums are never kept (at 821 clusters, writing them and
+    reading them back took as long as the strips' products). Not the upper triangle: its transposed half would need
+    D's columns added up by cluster, which NumPy and SciPy do several times slower (a reduceat down the rows, or a
+    product with the transpose) than the second half's product and square roots; nor square blocks: adding each
+    block's (k, b) sums into S cost as much as the rest."""
     from scipy.sparse import csr_matrix
 
-    n = left.shape[0]
+    left, right = _augmented_numpy(x)
+    n, k = left.shape[0], sizes.shape[0]
     width = strip_width(n, block)
     indicator = csr_matrix((np.ones(n, dtype=left.dtype), (codes, np.arange(n))), shape=(k, n))
-    S = np.empty((k, n), dtype=np.float64)
+    s = np.empty(n, dtype=np.float64)
     buf = np.empty((n, width), dtype=left.dtype)
     for j0 in range(0, n, width):
         j1 = min(j0 + width, n)
@@ -154,8 +166,8 @@ def _strip_sums_numpy(left: np.ndarray, right: np.ndarray, codes: np.ndarray, k:
         if np.isnan(sums.sum()):
             np.nan_to_num(D, copy=False, nan=0.0)
             sums = indicator @ D
-        S[:, j0:j1] = sums
-    return S
+        s[j0:j1] = _silhouette_values_numpy(sums.astype(np.float64), codes[j0:j1], sizes)
+    return s
 
 
 # A block's sums as (rows of S: its clusters, columns of S: its points, values) for `S[rows, columns] += values`.
@@ -187,6 +199,37 @@ def _product_sums(onehot_t: np.ndarray, b: int):
     return block_sums
 
 
+def _block(x: torch.Tensor, block: int | None) -> int:
+    """Rows per block: the caller's, or the device's size policy (device_policy.py)."""
+    return block or block_size(x.shape[0], x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)
+
+
+def _augmented(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """[x, ‖x‖², 1] and [−2x, 1, ‖x‖²] of rescaled, centred rows: their product is the squared distances."""
+    sq = (x * x).sum(dim=1, keepdim=True)
+    one = torch.ones_like(sq)
+    return torch.cat([x, sq, one], dim=1), torch.cat([-2.0 * x, one, sq], dim=1)
+
+
+def _strip_silhouettes(x: torch.Tensor, clusters: Clusters, block: int | None) -> torch.Tensor:
+    """Every point's silhouette (n,) for more than ``SCATTER_ABOVE_K`` clusters (multi-label tasks: hundreds of label
+    sets), for rescaled, centred ``x``, as :func:`_strip_silhouettes_numpy`: strips of every row added up down the rows
+    by one index_add_ each, O(n²) whatever k, and each strip's (k, width) sums turned into its points' silhouettes at
+    once, so memory is O(n·width + k·width), no (n, k) sums."""
+    n = x.shape[0]
+    width = strip_width(n, _block(x, block))
+    left, right = _augmented(x)
+    codes = clusters.codes
+    s = torch.empty(n, dtype=torch.float64, device=x.device)
+    for j0 in range(0, n, width):
+        j1 = min(j0 + width, n)
+        D = (left @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
+        D[torch.arange(j0, j1, device=D.device), torch.arange(j1 - j0, device=D.device)] = 0.0
+        sums = D.new_zeros(clusters.k, j1 - j0).index_add_(0, codes, D)
+        s[j0:j1] = _silhouette_values(sums.to(torch.float64).T, codes[j0:j1], clusters.sizes)
+    return s
+
+
 def _euclidean_cluster_sums(
     x: torch.Tensor, clusters: Clusters | None, block: int | None, indicator_t: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -202,30 +245,12 @@ def _euclidean_cluster_sums(
     clusters' (several clusterings at once: :func:`silhouettes`).
     """
     n = x.shape[0]
-    block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)  # device_policy.py
-    # Few clusters: the per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed). Many clusters
-    # (multi-label tasks: hundreds of label sets): strips of every row and one index_add_ each, O(n²) whatever k.
-    scatter = indicator_t is None and clusters.k > SCATTER_ABOVE_K
-    codes = None if clusters is None else clusters.codes
-    if indicator_t is not None:
-        onehot_t = indicator_t.to(x.dtype).contiguous()
-    else:
-        onehot_t = None if scatter else clusters.one_hot(x.dtype).T.contiguous()  # (k, n)
-    rows = onehot_t.shape[0] if onehot_t is not None else clusters.k
-    sq = (x * x).sum(dim=1, keepdim=True)
-    one = torch.ones_like(sq)
-    left = torch.cat([x, sq, one], dim=1)
-    right = torch.cat([-2.0 * x, one, sq], dim=1)
-    # Transposed: row-major reductions. Every strip writes its columns whole (many clusters); blocks add into theirs.
-    S = (torch.empty if scatter else torch.zeros)(rows, n, dtype=torch.float64, device=x.device)
-    if scatter:  # as _strip_sums_numpy: strips of every row, added up down the rows by one index_add_ each
-        width = strip_width(n, block)
-        for j0 in range(0, n, width):
-            j1 = min(j0 + width, n)
-            D = (left @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
-            D[torch.arange(j0, j1, device=D.device), torch.arange(j1 - j0, device=D.device)] = 0.0
-            S[:, j0:j1] = D.new_zeros(clusters.k, j1 - j0).index_add_(0, codes, D)
-        return S.T
+    block = _block(x, block)
+    # The per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed); many clusters: _strip_silhouettes.
+    onehot_t = (clusters.one_hot(x.dtype).T if indicator_t is None else indicator_t.to(x.dtype)).contiguous()  # (k, n)
+    left, right = _augmented(x)
+    # Transposed: row-major reductions; every block adds into its columns.
+    S = torch.zeros(onehot_t.shape[0], n, dtype=torch.float64, device=x.device)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
         for j0 in range(i0, n, block):
@@ -268,12 +293,18 @@ def silhouette_tensor(X: torch.Tensor, clusters: Clusters, *, block: int | None 
     with torch.no_grad():
         x = X.detach()
         # The whole step in NumPy, its rescaling and centring too (device_policy.py).
+        many = clusters.k > SCATTER_ABOVE_K  # each strip's sums straight into its points' silhouettes
         if numpy_blas(x):
-            n = x.shape[0]
-            codes = clusters.codes.numpy()
-            block = block or block_size(n, x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)
-            S_t = _euclidean_cluster_sums_numpy(x.numpy(), codes, clusters.k, block)
-            return torch.tensor(_silhouette_from_sums_numpy(S_t, codes, clusters.sizes.numpy()), dtype=torch.float64)
+            codes, sizes = clusters.codes.numpy(), clusters.sizes.numpy()
+            if many:
+                mean = _strip_silhouettes_numpy(x.numpy(), codes, sizes, _block(x, block)).mean()
+            else:
+                mean = _silhouette_from_sums_numpy(
+                    _euclidean_cluster_sums_numpy(x.numpy(), codes, clusters.k, _block(x, block)), codes, sizes
+                )
+            return torch.tensor(float(mean), dtype=torch.float64)
+        if many:
+            return _strip_silhouettes(_centred(x), clusters, block).mean()
         return _silhouette_from_sums(_euclidean_cluster_sums(_centred(x), clusters, block), clusters)
 
 
@@ -300,7 +331,7 @@ def silhouettes(X: ArrayLike, labelings, *, block: int | None = None) -> list[fl
     with torch.no_grad():
         x = x.detach()
         if numpy_blas(x):
-            block = block or block_size(x.shape[0], x.device, x.dtype, DEFAULT_BLOCK, upper_triangle=True)
+            block = _block(x, block)
             S_t = _euclidean_cluster_sums_numpy(x.numpy(), None, len(indicator_t), block, indicator_t.numpy())
             return [
                 _silhouette_from_sums_numpy(S_t[a:b], c.codes.numpy(), c.sizes.numpy())
@@ -324,7 +355,9 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
     in float64). The n×n distance matrix is never built: row blocks of size
     ``block`` are paired once each (the matrix is symmetric, so each block
     product serves both blocks), so memory is O(block² + n·k) and time
-    O(n²·d/2). Runs on ``X``'s device.
+    O(n²·d/2); above ``SCATTER_ABOVE_K`` clusters, strips of every row
+    (time O(n²·d), memory O(block² + k·block²/n): no n×k sums are kept).
+    Runs on ``X``'s device.
 
     Parameters
     ----------
