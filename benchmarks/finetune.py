@@ -41,6 +41,7 @@ def main() -> int:
     from isoflow.istar import IStarLoss
     from isoflow.models import SENTENCE_MODELS
     from isoflow.models.sbert import load_sentence_model
+    from isoflow.records import run_provenance
 
     if not (task_dir("polarity", args.data_dir) / "meta.json").is_file():
         prepare("polarity", data_dir=args.data_dir, progress=False)
@@ -106,6 +107,7 @@ def main() -> int:
         "eval_sentences_per_second": eval_rate,
         "paper_config_finetune_steps": steps_paper,
         "paper_config_finetune_hours_at_this_rate_minilm": steps_paper * plain / 3600 / 2,  # half the runs are MiniLM's
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),

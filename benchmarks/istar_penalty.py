@@ -33,6 +33,7 @@ def main() -> int:
     from paper_case import polarity_minilm
 
     from isoflow.optimize import Settings, optimize
+    from isoflow.records import run_provenance
 
     task, emb = polarity_minilm(args.data_dir)
 
@@ -59,6 +60,7 @@ def main() -> int:
         "overhead_vs_plain": {name: m / base - 1.0 for name, m in median.items()},
         "timed_updates_per_run": args.steps,
         "repeats": args.repeats,
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),

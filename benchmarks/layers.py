@@ -33,6 +33,7 @@ def main() -> int:
 
     from isoflow.layers import LayerSettings, run_layers
     from isoflow.metrics import device_policy as compute
+    from isoflow.records import run_provenance
 
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
@@ -54,6 +55,7 @@ def main() -> int:
         "peak_rss_mb": meta["peak_rss_mb"],
         "targets": {"seconds": 15 * 60, "peak_rss_mb": 4096},
         "meets_targets": total <= 15 * 60 and meta["peak_rss_mb"] <= 4096,
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),

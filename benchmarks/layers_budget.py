@@ -83,6 +83,8 @@ def main() -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
+    from isoflow.records import run_provenance
+
     load = os.getloadavg()
     rows = []
     for model in args.model:
@@ -90,6 +92,7 @@ def main() -> int:
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     result = {
         "runs": rows,
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "machine": platform.machine(),
             "cpus": os.cpu_count(),

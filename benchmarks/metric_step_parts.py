@@ -30,6 +30,7 @@ from isoflow.atomic import atomic_file  # noqa: E402
 from isoflow.metrics import encode_labels  # noqa: E402
 from isoflow.metrics._validate import _chunked_column_means  # noqa: E402
 from isoflow.metrics.isotropy import isoscore_tensor  # noqa: E402
+from isoflow.records import run_provenance  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "metric_step_parts.json"
 N, D, K, BLOCK = 10_662, 384, 2, 1024
@@ -117,6 +118,7 @@ def main() -> int:
         "case": f"{N:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5 "
         "(block sums: one block, median of 15)",
         "seconds": seconds,
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "python": platform.python_version(),
             "torch": torch.__version__,

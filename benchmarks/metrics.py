@@ -302,9 +302,11 @@ def main() -> int:
     out_path = args.out or (None if args.quick else OUT.with_name("metrics-cuda.json") if cuda else OUT)
 
     from isoflow.metrics import device_policy as compute
+    from isoflow.records import run_provenance
 
     backend = "torch" if cuda else compute.cpu_gemm()
     gemm = {dt: gemm_gflops(getattr(torch, dt), device=args.device, backend=backend) for dt in DTYPES}
+    provenance = run_provenance()  # the commit and versions that made these numbers
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -387,7 +389,7 @@ def main() -> int:
         from isoflow.atomic import atomic_file
 
         with atomic_file(out_path) as tmp:
-            tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
+            tmp.write_text(json.dumps({"provenance": provenance, "environment": env, "results": rows}, indent=2) + "\n")
         print(f"wrote {out_path}")
     return 0
 

@@ -62,6 +62,7 @@ def main() -> int:
     from paper_case import polarity_minilm
 
     from isoflow.optimize import Settings, optimize
+    from isoflow.records import run_provenance
 
     task, emb = polarity_minilm(args.data_dir)
     y = np.searchsorted(np.asarray(task.label_names), task.examples["label"].to_numpy())
@@ -82,6 +83,7 @@ def main() -> int:
         "isoflow_projected_1000_updates_minutes": ours * 1000 / 60,
         "abs_diff_after_update_1": {"silhouette": diff_sil, "isoscore": diff_iso},
         "timed_updates": {"isoflow": args.steps, "reference": args.ref_steps},
+        "provenance": run_provenance(),  # the commit and versions that made these numbers
         "environment": {
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),

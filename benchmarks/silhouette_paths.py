@@ -20,6 +20,7 @@ from pathlib import Path
 import torch
 
 from isoflow.atomic import atomic_file
+from isoflow.records import run_provenance
 
 OUT = Path(__file__).parent / "results" / "silhouette_paths.json"
 SIZES = [(2_275, 50), (8_000, 384)]  # supersense x GloVe-50d; a GLUE-sized MiniLM table
@@ -62,6 +63,7 @@ def main() -> int:
                 )
     finally:
         sil.SCATTER_ABOVE_K = threshold
+    provenance = run_provenance()  # the commit and versions that made these numbers
     env = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -69,7 +71,7 @@ def main() -> int:
         "scatter_above_k": threshold,
     }
     with atomic_file(OUT) as tmp:
-        tmp.write_text(json.dumps({"environment": env, "results": rows}, indent=2) + "\n")
+        tmp.write_text(json.dumps({"provenance": provenance, "environment": env, "results": rows}, indent=2) + "\n")
     print(f"wrote {OUT}")
     return 0
 
