@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from isoflow.provenance import PARTIAL_RESULTS, code_version
+from isoflow.provenance import BENCHMARK_RESULTS, PARTIAL_RESULTS, code_version
 
 
 def git(repo, *args):
@@ -32,6 +32,12 @@ def test_commit_and_dirtiness_of_a_checkout(tmp_path):
     (saved / "PARTIAL.json").write_text("{}\n")
     head = commit(repo, PARTIAL_RESULTS, "saved runs")
     (saved / "PARTIAL.json").write_text('{"runs": 2}\n')  # a sweep saving its runs as it goes changes no code
+    assert code_version(repo) == {"git_commit": head, "git_dirty": False}
+    timed = repo / BENCHMARK_RESULTS / "metrics.json"
+    timed.parent.mkdir(parents=True)
+    timed.write_text("{}\n")
+    head = commit(repo, BENCHMARK_RESULTS, "a benchmark's numbers")
+    timed.write_text('{"seconds": 1}\n')  # nor does a benchmark writing its JSON
     assert code_version(repo) == {"git_commit": head, "git_dirty": False}
     (repo / "a.py").write_text("x = 20\n")  # another size: git's stat check cannot miss it within the same second
     assert code_version(repo) == {"git_commit": head, "git_dirty": True}

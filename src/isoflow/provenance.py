@@ -14,7 +14,8 @@ def code_version(checkout: str | Path | None = None) -> dict:
     None when isoflow is not imported from a git checkout (an installed wheel) or git is missing. "Dirty" means
     uncommitted changes to tracked files (untracked files do not change what the code does unless imported,
     and a results directory inside the checkout would otherwise mark every run dirty) outside the committed results
-    (``RESULT_FOLDERS``: a sweep saving its runs into partial-results/ as it goes changes no code).
+    (``RESULT_FOLDERS``: a sweep saving its runs into partial-results/ as it goes, or a benchmark writing its JSON,
+    changes no code).
     """
     return dict(_own_version()) if checkout is None else _git_version(Path(checkout).resolve())
 
@@ -22,7 +23,8 @@ def code_version(checkout: str | Path | None = None) -> dict:
 # Folders of committed results, not code: changes there do not make a checkout dirty
 PARTIAL_RESULTS = "partial-results"  # runs a long sweep saved as it went (scripts/partial_runs.py)
 PUBLISHED_RESULTS = "docs/results"  # the publications (scripts/publish_results.py)
-RESULT_FOLDERS = (PARTIAL_RESULTS, PUBLISHED_RESULTS)
+BENCHMARK_RESULTS = "benchmarks/results"  # the benchmarks' JSON (one benchmark run after another writes there)
+RESULT_FOLDERS = (PARTIAL_RESULTS, PUBLISHED_RESULTS, BENCHMARK_RESULTS)
 
 
 @functools.lru_cache(maxsize=1)
