@@ -149,11 +149,11 @@ def _strip_silhouettes_numpy(x: np.ndarray, codes: np.ndarray, sizes: np.ndarray
     """Every point's silhouette for more than ``SCATTER_ABOVE_K`` clusters, from the raw rows ``x``: the distances of
     every point to a strip of columns (:func:`strip_width`), added up down the rows by the rows' clusters as one
     product with their sparse indicator (SciPy, one non-zero per column), O(n²) whatever k, and each strip's (k, width)
-    sums turned into its points' silhouettes at once: the (k, n) sums are never kept (at 821 clusters, writing them and
-    reading them back took as long as the strips' products). Not the upper triangle: its transposed half would need
-    D's columns added up by cluster, which NumPy and SciPy do several times slower (a reduceat down the rows, or a
-    product with the transpose) than the second half's product and square roots; nor square blocks: adding each
-    block's (k, b) sums into S cost as much as the rest."""
+    sums turned into its points' silhouettes at once: the (k, n) sums are never kept (writing them and reading them back
+    made the step 1.4× slower: 24.8 against 17.4 ms, 2,275 points, 821 clusters, float32). Not the upper triangle:
+    its transposed half would need D's columns added up by cluster, which NumPy and SciPy do several times slower (a
+    reduceat down the rows, or a product with the transpose) than the second half's product and square roots; nor
+    square blocks: adding each block's (k, b) sums into S cost as much as the rest."""
     from scipy.sparse import csr_matrix
 
     left, right = _augmented_numpy(x)
