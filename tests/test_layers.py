@@ -273,7 +273,8 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
 
 def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
-    what an uninterrupted run writes; a call with other settings starts afresh."""
+    what an uninterrupted run writes, its record naming what it took up again and the threads those stages had; a
+    call with other settings starts afresh."""
     import isoflow.layers.run as layers_run
     from isoflow.layers.partial import partial_folder
 
@@ -296,8 +297,13 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     monkeypatch.setattr(layers_run, "_measure_layer", measure_until_stopped)
     monkeypatch.setattr(layers_run, "_encode", counted_encode)
     out = tmp_path / "runs/minilm/brown"
-    with pytest.raises(KeyboardInterrupt):
-        run_layers("minilm", "brown", settings=settings, out=out, **kw)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)  # the first process had other threads than the one that resumes it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_layers("minilm", "brown", settings=settings, out=out, **kw)
+    finally:
+        torch.set_num_threads(threads)
     kept = partial_folder(out)
     assert not out.exists() and sorted(p.name for p in kept.glob("layer*.pkl")) == [f"layer{i}.pkl" for i in range(3)]
     assert calls["encode"] == 1 and (kept / "encoded.npz").is_file()
@@ -311,9 +317,9 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     for name in ("layers.parquet", "kmeans.parquet", "clusters.parquet", "dims.parquet", "pca.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(whole / name))
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2]} and "resumed" not in json.loads(
-        (whole / "meta.json").read_text()
-    )
+    earlier = {stage: threads + 1 for stage in ("encode", "layer0", "layer1", "layer2")}
+    assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2], "threads": earlier}
+    assert meta["threads"] == threads and "resumed" not in json.loads((whole / "meta.json").read_text())
 
     calls.update(stop_at=3)
     with pytest.raises(KeyboardInterrupt):

@@ -266,6 +266,8 @@ def _contextual(job: _Job):
     )
     with store:
         tokens = partial.encoded() if partial is not None else None
+        # The stages an earlier process made, and its threads (this one's are the record's own `threads`).
+        earlier_threads = {} if tokens is None else {"encode": _threads(tokens)}
         if tokens is None:
             tokens = _encode(job, encoder, chosen, store)
             if partial is not None:
@@ -287,10 +289,12 @@ def _contextual(job: _Job):
                 t = time.perf_counter()
                 done = _measure_layer(job, store, layer, type_arr, position_arr, freq, views_wanted)
                 done["seconds"] = time.perf_counter() - t
+                done["threads"] = torch.get_num_threads()
                 if partial is not None:
                     partial.save_measured(layer, done)
             else:
                 resumed.append(layer)
+                earlier_threads[f"layer{layer}"] = _threads(done)
             rows.append(done["row"])
             clusters += done["clusters"]
             kmeans += done["kmeans"]
@@ -322,9 +326,18 @@ def _contextual(job: _Job):
             "padding_side": "right",
         },
         "input_table": input_table,
-        **({"resumed": {"encoding": partial.dir.name, "layers": resumed}} if resumed else {}),
+        **(
+            {"resumed": {"encoding": partial.dir.name, "layers": resumed, "threads": earlier_threads}}
+            if earlier_threads
+            else {}
+        ),
     }
     return rows, pd.concat(views, ignore_index=True), clusters, kmeans, pd.concat(dims, ignore_index=True), info
+
+
+def _threads(saved: dict) -> int | None:
+    """The threads a stage saved by an earlier process ran on (None: saved before they were recorded)."""
+    return None if saved.get("threads") is None else int(saved["threads"])
 
 
 def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
@@ -353,6 +366,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
         "token_ids": np.concatenate(id_parts),
         "n_special": np.int64(n_special),
         "seconds": np.float64(time.perf_counter() - t),
+        "threads": np.int64(torch.get_num_threads()),  # a resumed run's record names it (its seconds depend on it)
     }
 
 
