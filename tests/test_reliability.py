@@ -293,6 +293,29 @@ def test_scale_free_metrics_at_extreme_magnitudes(monkeypatch, dtype, scale, gem
         assert metric(Z) == pytest.approx(metric(X), abs=tol * max(1.0, abs(metric(X))))
 
 
+def test_a_read_only_array_is_measured_in_place_without_a_warning():
+    """A memory-mapped or Parquet-backed array is read-only: it is measured without a copy and without torch's warning
+    about writing to it (torch warns once per process, so a fresh process, warnings as errors)."""
+    import subprocess
+    import sys
+
+    code = """
+import warnings
+import numpy as np
+warnings.simplefilter("error")
+from isoflow.metrics import isoscore
+from isoflow.metrics._validate import as_points
+X = np.random.default_rng(0).normal(size=(50, 4))
+R = X.copy()
+R.flags.writeable = False
+assert as_points(R).data_ptr() == R.ctypes.data, "copied"
+print(isoscore(R) == isoscore(X))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "True"
+
+
 def test_one_enormous_row_is_refused_not_measured(tiny, tmp_path):
     X = np.random.default_rng(0).normal(size=(100, 8)).astype(np.float32)
     y = np.arange(100) % 2

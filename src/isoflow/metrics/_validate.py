@@ -8,6 +8,7 @@ takes labels, :func:`encode_labels`), so a researcher gets the same clear
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,17 @@ import numpy as np
 import torch
 
 ArrayLike = Any  # torch.Tensor | np.ndarray | nested sequences
+
+
+def _shared_tensor(arr: np.ndarray) -> torch.Tensor:
+    """``arr`` as a tensor sharing its memory. A read-only array (a memory-mapped layer file, a Parquet column) is used
+    as it is, not copied, since no metric writes into its input; torch's warning that writing to it would be undefined
+    is silenced for that case only (torch prints it once per process, from whichever caller comes first)."""
+    if arr.flags.writeable:
+        return torch.from_numpy(arr)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable", category=UserWarning)
+        return torch.from_numpy(arr)
 
 
 def as_points(X: ArrayLike, *, name: str = "X", min_points: int = 2, check_finite: bool = True) -> torch.Tensor:
@@ -31,7 +43,7 @@ def as_points(X: ArrayLike, *, name: str = "X", min_points: int = 2, check_finit
         arr = np.asarray(X)
         if arr.dtype == object:
             raise ValueError(f"{name} must be a numeric array; got an object array (ragged rows or mixed types?)")
-        t = torch.from_numpy(np.ascontiguousarray(arr))
+        t = _shared_tensor(np.ascontiguousarray(arr))
     if t.is_complex():
         raise ValueError(f"{name} must be real-valued; got dtype {t.dtype}")
     if not t.is_floating_point():
