@@ -10,6 +10,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -296,9 +298,6 @@ def test_scale_free_metrics_at_extreme_magnitudes(monkeypatch, dtype, scale, gem
 def test_a_read_only_array_is_measured_in_place_without_a_warning():
     """A memory-mapped or Parquet-backed array is read-only: it is measured without a copy and without torch's warning
     about writing to it (torch warns once per process, so a fresh process, warnings as errors)."""
-    import subprocess
-    import sys
-
     code = """
 import warnings
 import numpy as np
