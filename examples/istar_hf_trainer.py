@@ -55,7 +55,7 @@ class RefreshReference(TrainerCallback):
 
 
 def train(
-    model_dir: str | None = None, out_dir: str | None = None, lam: float = -1.0, max_steps: int = 4
+    model_dir: str | None = None, out_dir: str | None = None, istar_lambda: float = -1.0, max_steps: int = 4
 ) -> list[dict]:
     if model_dir is None:
         model_dir = tiny_bert(Path(tempfile.mkdtemp()) / "tiny-bert")
@@ -68,7 +68,7 @@ def train(
         batch["labels"] = torch.tensor([r["labels"] for r in rows])
         return batch
 
-    istar = IStarLoss(lam=lam, zeta=0.2)
+    istar = IStarLoss(istar_lambda=istar_lambda, zeta=0.2)
     args = TrainingArguments(
         output_dir=out_dir or tempfile.mkdtemp(),
         per_device_train_batch_size=4,

@@ -21,7 +21,7 @@ from _tiny_model import LABELS, TEXTS, tiny_bert  # noqa: E402
 
 
 def train(
-    model_dir: str | None = None, epochs: int = 2, lam: float = -1.0, zeta: float = 0.2, seed: int = 0
+    model_dir: str | None = None, epochs: int = 2, istar_lambda: float = -1.0, zeta: float = 0.2, seed: int = 0
 ) -> list[dict]:
     """Fine-tune with loss = cross-entropy + λ·(1 − IsoScore*); returns one dict per step (loss, penalty)."""
     if model_dir is None:
@@ -30,7 +30,7 @@ def train(
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForSequenceClassification.from_pretrained(model_dir, num_labels=2)
     optimiser = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.0)
-    istar = IStarLoss(lam=lam, zeta=zeta)
+    istar = IStarLoss(istar_lambda=istar_lambda, zeta=zeta)
     batches = [(TEXTS[i : i + 4], LABELS[i : i + 4]) for i in range(0, len(TEXTS), 4)]
     log = []
     for epoch in range(epochs):

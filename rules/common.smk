@@ -18,6 +18,7 @@ from pathlib import Path
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.finetune.settings import report_outputs as finetune_report_outputs
+from isoflow.finetune.settings import weight_option
 from isoflow.layers import LAYER_FILES, LayerSettings
 from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES

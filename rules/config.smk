@@ -5,7 +5,7 @@
 import os
 import sys
 
-from isoflow.config_schema import fill_defaults
+from isoflow.config_schema import RENAMED_KEYS, fill_defaults
 from isoflow.config_schema import load as load_schema
 from isoflow.sections import SECTIONS
 
@@ -41,8 +41,12 @@ def schema_problems(config):
         if error.validator == "additionalProperties":
             allowed = sorted(schema.get("properties", {}))
             extra = sorted(set(value) - set(allowed))
-            what = f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not a key here"
-            problems.append(f"{field or 'the top level'}: {what}; allowed: {', '.join(allowed) or 'none'}")
+            renamed = [k for k in extra if RENAMED_KEYS.get(k) in allowed]
+            problems += [f"{field}: {k!r} is now {RENAMED_KEYS[k]!r} (rename the key)" for k in renamed]
+            extra = [k for k in extra if k not in renamed]
+            if extra:
+                what = f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not a key here"
+                problems.append(f"{field or 'the top level'}: {what}; allowed: {', '.join(allowed) or 'none'}")
         elif error.validator == "required":
             missing = error.message.split("'")[1]
             problems.append(
@@ -93,16 +97,12 @@ def numbers_from_command_line(config):
         section = config.get(name)
         if isinstance(section, dict):
             for key, value in section.items():
-                if isinstance(value, dict):  # istar.task_lambdas: task -> weights
+                if isinstance(value, dict):  # istar.task_istar_lambdas: task -> weights
                     section[key] = {
                         k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()
                     }
                 else:
-                    section[key] = (
-                        [number(v) for v in value]
-                        if isinstance(value, list) and key in ("lambdas", "seeds", "cosreg")
-                        else ([number(v) for v in value] if isinstance(value, list) else number(value))
-                    )
+                    section[key] = [number(v) for v in value] if isinstance(value, list) else number(value)
 
 
 def check_istar_seeds(config):
@@ -116,14 +116,14 @@ def check_istar_seeds(config):
         )
 
 
-def check_task_lambdas(config):
-    """istar.task_lambdas may only name tasks of the sweep (the schema checks each name and its weights)."""
+def check_task_istar_lambdas(config):
+    """istar.task_istar_lambdas may only name tasks of the sweep (the schema checks each name and its weights)."""
     istar = config.get("istar") or {}
-    unknown = sorted(set(istar.get("task_lambdas") or {}) - set(istar.get("tasks", [])))
+    unknown = sorted(set(istar.get("task_istar_lambdas") or {}) - set(istar.get("tasks", [])))
     if unknown:
         refuse(
-            f"istar.task_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
-            "add the task to istar.tasks or remove its entry from istar.task_lambdas"
+            f"istar.task_istar_lambdas names {', '.join(unknown)}, not in istar.tasks {istar.get('tasks', [])}; "
+            "add the task to istar.tasks or remove its entry from istar.task_istar_lambdas"
         )
 
 
@@ -228,6 +228,6 @@ problems = schema_problems(config)
 if problems:
     refuse(*problems)
 fill_defaults(config, _SCHEMA)
-check_task_lambdas(config)
+check_task_istar_lambdas(config)
 check_istar_seeds(config)
 check_own_names(config)

@@ -42,7 +42,7 @@ rule finetune_run:
         raw=RAW,
         mirror=MIRROR,
         device=DEVICE,
-        weight=lambda wildcards: f"--{wildcards.reg} {wildcards.weight}",
+        weight=lambda wildcards: weight_option(wildcards.reg, wildcards.weight),
         settings=finetune_options,
         model=model_option,
         lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
@@ -82,7 +82,7 @@ rule finetune_lr_run:
         settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
         model=model_option,
     shell:
-        "isoflow finetune --task {wildcards.task} {params.model} --istar 0 --seed {wildcards.seed} {params.settings} "
+        "isoflow finetune --task {wildcards.task} {params.model} --istar-lambda 0 --seed {wildcards.seed} {params.settings} "
         "--lr {wildcards.lr} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
         "--device {params.device} > {log} 2>&1"
 

@@ -30,7 +30,7 @@ use rule optimize_run as istar_run with:
         f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{istar_lambda}}/{RUN_LOG}.tsv"
     params:
         **{**OPTIMIZE_PARAMS, "seeds": seed_option(ISTAR_SEEDS)},
-        istar=lambda wildcards: f"--istar {wildcards.istar_lambda} --keep-diverged",
+        istar=lambda wildcards: f"--istar-lambda {wildcards.istar_lambda} --keep-diverged",
 
 
 rule istar_aggregate:

@@ -169,7 +169,7 @@ def test_the_names_check_catches_a_stale_name():
     options, make, snake = _isoflow_options(), _make_targets(), _snakemake_targets()
     stages, configs = _dvc_names()
     check = lambda line: _unknown_names(line, options, make, snake, stages, configs)  # noqa: E731
-    assert check("isoflow optimize --task polarity --model minilm --istar -1") == []
+    assert check("isoflow optimize --task polarity --model minilm --istar-lambda -1") == []
     assert check("isoflow analyze") == ["isoflow analyze"]
     assert check("isoflow encode --model minilm --dataset polarity") == ["isoflow encode --dataset"]
     assert check("make reproduce-optimize && make report") == [] and check("make reproduce-paper") == [

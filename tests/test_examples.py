@@ -17,7 +17,7 @@ def _load(name: str):
 
 
 def test_plain_pytorch_loop():
-    log = _load("istar_plain_loop").train(epochs=2, lam=-1.0)
+    log = _load("istar_plain_loop").train(epochs=2, istar_lambda=-1.0)
     assert len(log) == 4 and all(math.isfinite(r["loss"]) for r in log)
     assert all(-1.0 <= r["penalty"] <= 0.0 for r in log) and any(
         r["penalty"] != 0 for r in log
@@ -25,5 +25,5 @@ def test_plain_pytorch_loop():
 
 
 def test_hugging_face_trainer(tmp_path):
-    log = _load("istar_hf_trainer").train(out_dir=str(tmp_path), lam=-1.0, max_steps=4)
+    log = _load("istar_hf_trainer").train(out_dir=str(tmp_path), istar_lambda=-1.0, max_steps=4)
     assert len(log) == 4 and all(math.isfinite(r["loss"]) for r in log)

@@ -451,7 +451,7 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     ]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune.csv")
-    assert list(zip(table.reg, table["lambda"], table.cosreg_weight)) == [
+    assert list(zip(table.reg, table.istar_lambda, table.cosreg_weight)) == [
         ("cosreg", 0, 1),
         ("istar", -5, 0),
         ("istar", 0, 0),
@@ -488,16 +488,20 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
 @pytest.mark.parametrize(
     "section, named",
     [
-        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0, 1], 'seeds': [0], 'zeta': 2}", "zeta"),
-        ("{'tasks': ['supersense'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0]}", "supersense"),
-        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': [0], 'seeds': [0], 'epoch': 1}", "epoch"),
-        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'lambdas': ['x'], 'seeds': [0]}", "lambdas"),
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': [0, 1], 'seeds': [0], 'zeta': 2}", "zeta"),
+        ("{'tasks': ['supersense'], 'models': ['minilm'], 'istar_lambdas': [0], 'seeds': [0]}", "supersense"),
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': [0], 'seeds': [0], 'epoch': 1}", "epoch"),
+        ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': ['x'], 'seeds': [0]}", "istar_lambdas"),
+        (
+            "{'tasks': ['glue/sst2'], 'models': ['minilm'], 'cosreg': [1], 'seeds': [0]}",
+            "'cosreg' is now 'cosreg_weights'",
+        ),
     ],
 )
 def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, plan_checkout):
-    """A finetune section with a value out of range, a word task, a misspelt key or a weight that is not a number is
-    refused before anything is planned, naming it. (`--config` merges into the file's section, so a key missing
-    there is inherited; the schema's `required` covers config files.)"""
+    """A finetune section with a value out of range, a word task, a misspelt key, a weight that is not a number or a
+    key under its former name is refused before anything is planned, naming it (and the new name). (`--config` merges
+    into the file's section, so a key missing there is inherited; the schema's `required` covers config files.)"""
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     bad = sh(["snakemake", "-n", "finetune", *where, f"finetune={section}"], plan_checkout, check=False)
     # one line per mistake, naming the config and the field: the schema's objection or the name check's
@@ -512,7 +516,7 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, p
             "finetune",
             *where,
             "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
-            "'lambdas': [-1, 0, 1], 'cosreg': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}",
+            "'istar_lambdas': [-1, 0, 1], 'cosreg_weights': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}",
         ],
         plan_checkout,
     ).stdout
@@ -521,8 +525,8 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, p
     )  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
     assert (
         "minilm/cosreg2/seed1.json" in good
-        and "--cosreg 2 " in good
-        and "--istar -1 " in good
+        and "--cosreg-weight 2 " in good
+        and "--istar-lambda -1 " in good
         and "--points pooled" in good
     )
 
@@ -653,6 +657,29 @@ def test_a_run_takes_its_learning_rate_from_the_choice_and_records_it(polarity_s
     (record,) = tmp_path.rglob("seed0.json")
     info = json.loads(record.read_text())
     assert info["settings"]["lr"] == 3e-4 and info["lr_selection"] == choice  # --lr-from overrides --lr
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cosreg", "1"], "--cosreg is now --cosreg-weight"),
+        (["--istar", "-1"], "--istar is now --istar-lambda"),
+        (["--cosreg-weight", "x"], "--cosreg-weight: expected a number"),
+    ],
+)
+def test_the_weights_former_options_are_refused_with_their_names_now(capsys, argv, message):
+    from isoflow.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["finetune", "--task", "t", "--model", "m", *argv])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_one_run_has_one_regulariser(capsys):
+    from isoflow.cli import main
+
+    assert main(["finetune", "--task", "t", "--model", "m", "--istar-lambda", "-1", "--cosreg-weight", "1"]) == 2
+    assert "--istar-lambda and --cosreg-weight name two regularisers" in capsys.readouterr().err
 
 
 def test_the_diagnosis_gradients_on_a_tiny_model(tiny_bert):

@@ -253,7 +253,8 @@ def test_shrinkage_of_the_wrong_shape_fails_before_any_work(clusters_task):
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--istar", "nan"], "--istar: must be a finite number"),
+        (["--istar-lambda", "nan"], "--istar-lambda: must be a finite number"),
+        (["--istar", "-1"], "--istar is now --istar-lambda"),
         (["--zeta", "1.5"], "--zeta: must be at most 1; got 1.5"),
         (["--istar-shrinkage", "identity"], "invalid choice: 'identity'"),
     ],
@@ -317,7 +318,7 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
         == 0
     )
     table = pd.read_csv(tmp_path / "t/istar.csv")
-    assert list(table["lambda"]) == [-5.0, 0.0, 5.0] and set(table["seeds"]) == {2} and set(table["diverged"]) == {0}
+    assert list(table.istar_lambda) == [-5.0, 0.0, 5.0] and set(table["seeds"]) == {2} and set(table["diverged"]) == {0}
     assert table["isoscore_mean"].is_monotonic_increasing  # final IsoScore increases with λ
     traj, info = load_runs(records)
     runs = traj[(traj.istar_lambda == 5.0) & (traj.step == 30)]
@@ -356,7 +357,7 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
     assert main([*argv, "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
     heads = pd.read_csv(tmp_path / "t/istar_heads.csv")
     assert (
-        list(heads["lambda"]) == [-1.0, 0.0, 1.0]
+        list(heads.istar_lambda) == [-1.0, 0.0, 1.0]
         and set(heads["head"]) == {"mlp1"}
         and set(heads["baseline_head"]) == {"linear"}
     )
@@ -412,16 +413,16 @@ def test_workflow_istar_section_plans(tmp_path, plan_checkout):
             "-n",
             *where,
             "--config",
-            "istar={'tasks': ['polarity'], 'models': ['minilm'], 'lambdas': ['x']}",
+            "istar={'tasks': ['polarity'], 'models': ['minilm'], 'istar_lambdas': ['x']}",
         ],
         plan_checkout,
         check=False,
     )
-    assert bad.returncode != 0 and "lambdas" in bad.stdout + bad.stderr
+    assert bad.returncode != 0 and "istar_lambdas" in bad.stdout + bad.stderr
 
 
-def test_workflow_istar_task_lambdas(tmp_path, plan_checkout):
-    """istar.task_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
+def test_workflow_istar_task_istar_lambdas(tmp_path, plan_checkout):
+    """istar.task_istar_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
     where = [
         "--config",
         f"data_dir={tmp_path}/data",
@@ -429,9 +430,9 @@ def test_workflow_istar_task_lambdas(tmp_path, plan_checkout):
         "group_seeds=false",
         "seeds=[0,1]",
     ]
-    sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'lambdas': [-5, 0, 1, 5]"
+    sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'istar_lambdas': [-5, 0, 1, 5]"
     out = sh(
-        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/rte': [0, 3]}}}}"],
+        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_istar_lambdas': {{'glue/rte': [0, 3]}}}}"],
         plan_checkout,
     ).stdout
     planned = sorted(re.findall(r"istar/runs/(glue/\w+)/minilm/istar(-?[\d.]+)/seed(\d)\.json", out))
@@ -439,11 +440,14 @@ def test_workflow_istar_task_lambdas(tmp_path, plan_checkout):
         [("glue/wnli", lam, s) for lam in ("-5", "1", "5") for s in "01"] + [("glue/rte", "3", s) for s in "01"]
     )
     bad = sh(
-        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_lambdas': {{'glue/cola': [1]}}}}"],
+        ["snakemake", "-n", "istar", *where, f"istar={{{sweep}, 'task_istar_lambdas': {{'glue/cola': [1]}}}}"],
         plan_checkout,
         check=False,
     )
-    assert bad.returncode != 0 and "istar.task_lambdas names glue/cola, not in istar.tasks" in bad.stdout + bad.stderr
+    assert (
+        bad.returncode != 0
+        and "istar.task_istar_lambdas names glue/cola, not in istar.tasks" in bad.stdout + bad.stderr
+    )
 
 
 @pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 1e-5)])

@@ -29,7 +29,7 @@ def test_istar_loss_is_lambda_times_one_minus_isoscore_star():
     states, mask = _states(dtype=torch.float64)
     points = states[mask.bool()]
     reference = covariance(torch.randn(200, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64))
-    loss = IStarLoss(lam=-3.0, zeta=0.2, reference=reference)
+    loss = IStarLoss(istar_lambda=-3.0, zeta=0.2, reference=reference)
     expected = -3.0 * (1.0 - float(isoscore_star(points, reference, 0.2)))
     assert float(loss(states, mask)) == pytest.approx(expected, abs=1e-12)
     assert float(loss(points)) == pytest.approx(expected, abs=1e-12)  # (n, d) points directly: the same
@@ -58,7 +58,7 @@ def test_padding_is_left_out_and_layers_are_stacked():
 
 def test_running_reference_is_the_covariance_of_every_point_fed():
     states, mask = _states(dtype=torch.float64)
-    loss = IStarLoss(lam=1.0, zeta=0.5)
+    loss = IStarLoss(istar_lambda=1.0, zeta=0.5)
     with pytest.raises(ValueError, match="needs a reference covariance"):
         loss(states, mask)
     loss.update_reference(states[:2], mask[:2])

@@ -288,7 +288,7 @@ def test_embeddings_made_elsewhere_are_imported_and_optimised(reviews_csv, tmp_p
                 "--results",
                 str(tmp_path / "results"),
                 "--quiet",
-                "--istar",
+                "--istar-lambda",
                 "-1",
             ]
         )

@@ -57,7 +57,7 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     ]
     assert (correlations["seeds"] == 2).all() and (correlations["setup"].str.startswith("not in the paper")).all()
     istar = pd.read_csv(results / "istar/tables/istar.csv")
-    assert sorted(istar["lambda"]) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
+    assert sorted(istar.istar_lambda) == [-1.0, 0.0, 1.0] and set(istar["task"]) == {"reviews"}
     layers = json.loads((results / "layers/runs/tiny-bert/notes/meta.json").read_text())
     assert layers["n_layers"] == 3 and layers["model"] == "tiny-bert"  # the embeddings and 2 transformer layers
     assert sorted(pd.read_csv(results / "layers/tables/layers.csv")["model"].unique()) == [
@@ -78,7 +78,7 @@ def test_the_example_runs_every_section_on_own_inputs(own_checkout):
     plain = json.loads((results / "layers/runs/plain-notes-gpt2/notes/meta.json").read_text())
     assert plain["n_layers"] == 3 and plain["model"] == "plain-notes-gpt2"
     finetune = pd.read_csv(results / "finetune/tables/finetune.csv")
-    assert sorted(zip(finetune["reg"], finetune["lambda"])) == [
+    assert sorted(zip(finetune["reg"], finetune.istar_lambda)) == [
         ("cosreg", 0.0),
         ("istar", -1.0),
         ("istar", 0.0),

@@ -39,7 +39,7 @@ IN_SCHEMA = [
         FinetuneSettings,
         SCHEMA["finetune"]["properties"],
         True,
-        {"tasks", "models", "lambdas", "cosreg", "seeds", "cosreg_points", "lr_candidates"},
+        {"tasks", "models", "istar_lambdas", "cosreg_weights", "seeds", "cosreg_points", "lr_candidates"},
     ),
     (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora"}),
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),

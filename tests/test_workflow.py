@@ -50,8 +50,8 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     assert counts["total"] == documented_jobs(r"config/posters\.yaml.*?(\d+) jobs")
     commands = out.stdout
     assert "isoflow layers --model gpt2 --model-name gpt2 --corpus ptb" in commands
-    cosreg = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--cosreg 1" in line)
-    plain = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--istar 0 " in line)
+    cosreg = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--cosreg-weight 1" in line)
+    plain = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--istar-lambda 0 " in line)
     assert "--points tokens-last-layer" in cosreg and "--points tokens-all-layers" in plain
     assert "--shrinkage-points 250000" in plain and "--lr 1e-05" in plain and "--layer-geometry" in plain
 
@@ -152,7 +152,7 @@ def test_a_grouped_job_is_given_the_seeds_it_planned(tmp_path):
     settings = [
         "group_seeds=true",
         "seeds=[3,1]",
-        "istar={'tasks': ['glue/wnli'], 'models': ['minilm'], 'lambdas': [0, 5], 'seeds': [1]}",
+        "istar={'tasks': ['glue/wnli'], 'models': ['minilm'], 'istar_lambdas': [0, 5], 'seeds': [1]}",
     ]
     out = snakemake(
         "-n", "-p", "optimize_runs", "istar_runs", "--configfile", OFFLINE_CONFIG, "--config", *where, *settings
@@ -406,11 +406,11 @@ def test_offline_config_runs_for_real(offline_checkout):
     # and
     # GloVe x Brown).
     sweep = pd.read_csv(results / "istar/tables/istar.csv")
-    assert list(sweep["lambda"]) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
+    assert list(sweep.istar_lambda) == [-5, 0, 5] and sweep["isoscore_mean"].is_monotonic_increasing
     layers = pd.read_csv(results / "layers/tables/layers.csv")
     assert sorted(set(layers["model"])) == ["glove-50d", "minilm", "plain-tiny-gpt2"] and len(layers) == 7 + 3 + 1
     tuned = pd.read_csv(results / "finetune/tables/finetune.csv")
-    assert list(zip(tuned["reg"], tuned["lambda"])) == [
+    assert list(zip(tuned["reg"], tuned.istar_lambda)) == [
         ("cosreg", 0),
         ("istar", -1),
         ("istar", 0),

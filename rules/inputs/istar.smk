@@ -10,8 +10,8 @@ def istar_pairs():
 
 
 def istar_lambdas(task):
-    """The sweep's weights for one task: istar.task_lambdas[task] where given, else istar.lambdas."""
-    return (ISTAR.get("task_lambdas") or {}).get(task, ISTAR.get("lambdas", []))
+    """The sweep's weights for one task: istar.task_istar_lambdas[task] where given, else istar.istar_lambdas."""
+    return (ISTAR.get("task_istar_lambdas") or {}).get(task, ISTAR.get("istar_lambdas", []))
 
 
 def istar_trajectories():
@@ -50,7 +50,7 @@ def baseline_records():
 
 
 def istar_files():
-    return ISTAR_REPORT if istar_pairs() and ISTAR.get("lambdas") else []
+    return ISTAR_REPORT if istar_pairs() and ISTAR.get("istar_lambdas") else []
 
 
 def runs_of_istar():

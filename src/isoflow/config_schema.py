@@ -26,6 +26,8 @@ import yaml
 from .settings import schema_properties
 
 MARKER = "x-settings"
+# Keys under their former names -> their names now (a config that uses one is told the new name, not "not a key").
+RENAMED_KEYS = {"lambdas": "istar_lambdas", "task_lambdas": "task_istar_lambdas", "cosreg": "cosreg_weights"}
 
 
 class SchemaError(ValueError):

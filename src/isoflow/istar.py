@@ -33,10 +33,10 @@ SHRINKAGE_KINDS = ("pretrained", "isotropic")
 PENALTY_DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
-def check_istar(lam, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
+def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
     """λ a finite number, ζ in [0, 1], a known shrinkage kind and penalty dtype; else a ValueError saying which."""
-    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not math.isfinite(lam):
-        raise ValueError(f"the I-STAR weight lambda must be a finite number; got {lam!r}")
+    if isinstance(istar_lambda, bool) or not isinstance(istar_lambda, (int, float)) or not math.isfinite(istar_lambda):
+        raise ValueError(f"the I-STAR weight istar_lambda must be a finite number; got {istar_lambda!r}")
     if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
         raise ValueError(f"the I-STAR shrinkage zeta must be a number in [0, 1]; got {zeta!r}")
     if shrinkage not in SHRINKAGE_KINDS:
@@ -62,17 +62,17 @@ class _PenaltyFromCovariance(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, points, covariance, shrinkage, zeta, lam, dtype):
+    def forward(ctx, points, covariance, shrinkage, zeta, istar_lambda, dtype):
         C = covariance.to(torch.float64)
         Cz = (1.0 - zeta) * C + zeta * shrinkage if zeta else C
         d = C.shape[0]
         t, q = torch.trace(Cz), (Cz * Cz).sum()
         iota = (t * t / q - 1.0) / (d - 1)
         eye = torch.eye(d, dtype=C.dtype, device=C.device)
-        dpen_dC = -lam * (1.0 - zeta) / (d - 1) * (2.0 * t / q * eye - 2.0 * t * t / (q * q) * Cz)
+        dpen_dC = -istar_lambda * (1.0 - zeta) / (d - 1) * (2.0 * t / q * eye - 2.0 * t * t / (q * q) * Cz)
         ctx.save_for_backward(points, dpen_dC)
         ctx.dtype = dtype
-        return lam * (1.0 - iota)
+        return istar_lambda * (1.0 - iota)
 
     @staticmethod
     def backward(ctx, grad):
@@ -163,7 +163,7 @@ class IStarLoss(torch.nn.Module):
 
     >>> import torch
     >>> from isoflow import IStarLoss
-    >>> loss = IStarLoss(lam=-1.0, zeta=0.2)
+    >>> loss = IStarLoss(istar_lambda=-1.0, zeta=0.2)
     >>> states = torch.randn(4, 16, 8, requires_grad=True)       # (batch, tokens, dim) of one layer
     >>> mask = torch.ones(4, 16, dtype=torch.long); mask[:, 12:] = 0   # the last 4 tokens are padding
     >>> loss.update_reference(states.detach(), mask)             # Σ_S from these points (usually: the training set)
@@ -173,32 +173,34 @@ class IStarLoss(torch.nn.Module):
     (torch.float32, torch.Size([4, 16, 8]))
     """
 
-    def __init__(self, lam: float, zeta: float = DEFAULT_ZETA, reference=None, dtype: str | None = None):
+    def __init__(self, istar_lambda: float, zeta: float = DEFAULT_ZETA, reference=None, dtype: str | None = None):
         super().__init__()
-        check_istar(lam, zeta, dtype=dtype or "float32")
-        self.lam, self.zeta = float(lam), float(zeta)
+        check_istar(istar_lambda, zeta, dtype=dtype or "float32")
+        self.istar_lambda, self.zeta = float(istar_lambda), float(zeta)
         self.dtype = PENALTY_DTYPES[dtype] if dtype else None  # None: float64 for float64 points, else float32
         self._running = RunningCovariance()
         self.reference = None if reference is None else torch.as_tensor(reference, dtype=torch.float64)
 
     @classmethod
     def from_points(
-        cls, lam: float, zeta: float, points: torch.Tensor, kind: str = "pretrained", dtype: str | None = None
+        cls, istar_lambda: float, zeta: float, points: torch.Tensor, kind: str = "pretrained", dtype: str | None = None
     ) -> IStarLoss:
         """A fixed Σ_S from reference points: their covariance (``pretrained``) or its isotropic counterpart."""
-        check_istar(lam, zeta, kind, dtype or "float32")
-        return cls(lam, zeta, shrinkage_target(points, kind) if zeta else None, dtype)
+        check_istar(istar_lambda, zeta, kind, dtype or "float32")
+        return cls(istar_lambda, zeta, shrinkage_target(points, kind) if zeta else None, dtype)
 
     @classmethod
-    def from_matrix(cls, lam: float, zeta: float, matrix, dim: int, dtype: str | None = None, device=None) -> IStarLoss:
+    def from_matrix(
+        cls, istar_lambda: float, zeta: float, matrix, dim: int, dtype: str | None = None, device=None
+    ) -> IStarLoss:
         """A fixed, given Σ_S (checked: shape (dim, dim), finite, symmetric)."""
-        check_istar(lam, zeta, dtype=dtype or "float32")
-        return cls(lam, zeta, check_shrinkage(matrix, dim, zeta, device=device), dtype)
+        check_istar(istar_lambda, zeta, dtype=dtype or "float32")
+        return cls(istar_lambda, zeta, check_shrinkage(matrix, dim, zeta, device=device), dtype)
 
     @property
     def active(self) -> bool:
         """Whether the penalty computes anything (λ ≠ 0)."""
-        return self.lam != 0.0
+        return self.istar_lambda != 0.0
 
     def reset_reference(self) -> None:
         self._running = RunningCovariance()
@@ -241,40 +243,44 @@ class IStarLoss(torch.nn.Module):
         penalty's dtype (autograd through the covariance would cost two). Same value and gradient as :meth:`forward`
         (tested against autograd)."""
         shrink = self.shrinkage(points.shape[1], points.device)
-        return _PenaltyFromCovariance.apply(points, covariance, shrink, self.zeta, self.lam, self._dtype(points))
+        return _PenaltyFromCovariance.apply(
+            points, covariance, shrink, self.zeta, self.istar_lambda, self._dtype(points)
+        )
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
-        if self.lam == 0.0:
+        if self.istar_lambda == 0.0:
             return _zero_like(states)
         x = points_of(states, mask)
-        return (self.lam * (1.0 - self.isoscore_star(x))).to(x.dtype)
+        return (self.istar_lambda * (1.0 - self.isoscore_star(x))).to(x.dtype)
 
     def penalty(self, points: torch.Tensor) -> torch.Tensor:
         """λ·(1 − IsoScore*_ζ(points)) in the penalty's dtype (``forward`` returns it in the points' dtype)."""
-        return self.lam * (1.0 - self.isoscore_star(points))
+        return self.istar_lambda * (1.0 - self.isoscore_star(points))
 
 
 class CosineRegLoss(torch.nn.Module):
-    r"""CosReg, the baseline the I-STAR poster compares with: ``weight`` × the mean cosine similarity of all distinct
-    pairs of points, :math:`(\lVert\sum_i u_i\rVert^2 - n) / (n(n-1))` with :math:`u_i = x_i/\lVert x_i\rVert` (O(nd),
-    no n×n matrix). A positive weight pushes the points apart in angle (more isotropic); weight 0 computes nothing.
+    r"""CosReg, the baseline the I-STAR poster compares with: ``cosreg_weight`` × the mean cosine similarity of all
+    distinct pairs of points, :math:`(\lVert\sum_i u_i\rVert^2 - n) / (n(n-1))` with
+    :math:`u_i = x_i/\lVert x_i\rVert` (O(nd), no n×n matrix). A positive weight pushes the points apart in angle
+    (more isotropic); weight 0 computes nothing.
     Same inputs as :class:`IStarLoss`.
 
     >>> import torch
     >>> from isoflow import CosineRegLoss
     >>> points = torch.tensor([[1., 0.], [0., 1.], [1., 1.]], requires_grad=True)
-    >>> round(float(CosineRegLoss(weight=1.0)(points)), 4)   # pairs: 0, 0.7071, 0.7071
+    >>> round(float(CosineRegLoss(cosreg_weight=1.0)(points)), 4)   # pairs: 0, 0.7071, 0.7071
     0.4714
     """
 
-    def __init__(self, weight: float):
+    def __init__(self, cosreg_weight: float):
         super().__init__()
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
-            raise ValueError(f"the CosReg weight must be a finite number; got {weight!r}")
-        self.weight = float(weight)
+        w = cosreg_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
+            raise ValueError(f"the CosReg weight must be a finite number; got {w!r}")
+        self.cosreg_weight = float(w)
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
-        if self.weight == 0.0:
+        if self.cosreg_weight == 0.0:
             return _zero_like(states)
         x = points_of(states, mask)
         n = x.shape[0]
@@ -282,4 +288,4 @@ class CosineRegLoss(torch.nn.Module):
             raise ValueError("CosReg needs at least 2 points")
         u = torch.nn.functional.normalize(x.to(torch.float32 if x.dtype != torch.float64 else x.dtype), dim=1)
         s = u.sum(dim=0)
-        return (self.weight * ((s * s).sum() - n) / (n * (n - 1))).to(x.dtype)
+        return (self.cosreg_weight * ((s * s).sum() - n) / (n * (n - 1))).to(x.dtype)

@@ -19,13 +19,13 @@ def add_parser(sub) -> None:
     options.model(f, static=False, extra=": mean pooling is added")
     options.istar(f, zeta=False)
     f.add_argument(
-        "--cosreg",
+        "--cosreg-weight",
         type=options.finite_float,
         default=None,
-        metavar="WEIGHT",
-        help="CosReg instead of I-STAR: add WEIGHT * mean pairwise cosine of the points to the loss (the poster's "
-        "baseline)",
+        help="CosReg instead of I-STAR: add COSREG_WEIGHT * mean pairwise cosine of the points to the loss (the "
+        "poster's baseline)",
     )
+    options.renamed(f, "--cosreg", "--cosreg-weight")
     declared.add_arguments(f, FinetuneSettings)
     f.add_argument(
         "--lr-from",
@@ -44,15 +44,17 @@ def run(args: argparse.Namespace) -> int:
     from ..finetune.run import run_finetune  # the module itself: DVC's stage deps follow imports
     from ..finetune.settings import FinetuneSettings
 
-    if args.cosreg is not None and args.istar:
-        raise ValueError("--istar and --cosreg name two regularisers; a run has one (the other's weight is 0)")
-    reg = "istar" if args.cosreg is None else "cosreg"
+    if args.cosreg_weight is not None and args.istar_lambda:
+        raise ValueError(
+            "--istar-lambda and --cosreg-weight name two regularisers; a run has one (the other's weight is 0)"
+        )
+    reg = "istar" if args.cosreg_weight is None else "cosreg"
+    weights = {"reg": reg, "istar_lambda": args.istar_lambda, "cosreg_weight": args.cosreg_weight or 0.0}
     settings = {
         k: v
-        for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="")).items()
+        for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="", **weights)).items()
         if k not in ("task", "model", "seed")
     }
-    settings.update(reg=reg, istar_lambda=args.istar, cosreg_weight=args.cosreg or 0.0)
     lr_choice = None
     if args.lr_from:
         from ..finetune.learning_rate import chosen_lr
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     )
     info = json.loads(record.read_text())
     status = f"diverged at epoch {info['diverged_at']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
-    weight = f"lambda {args.istar:g}" if reg == "istar" else f"CosReg {args.cosreg:g}"
+    weight = f"istar_lambda {args.istar_lambda:g}" if reg == "istar" else f"cosreg_weight {args.cosreg_weight:g}"
     print(
         f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, "
         f"{info['n_train']} training / "

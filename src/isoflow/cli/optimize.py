@@ -1,4 +1,5 @@
-"""``isoflow optimize``: the optimisation experiment, one run per seed (Mickus et al.; I-STAR with ``--istar``)."""
+"""``isoflow optimize``: the optimisation experiment, one run per seed (Mickus et al.; I-STAR with
+``--istar-lambda``)."""
 
 from __future__ import annotations
 
@@ -54,8 +55,8 @@ def add_parser(sub) -> None:
     o.add_argument(
         "--out",
         default=None,
-        help="output path without suffix (default results/optimize/runs/<task>/<model>/seed<S>, with --istar "
-        "results/istar/runs/<task>/<model>/istar<LAMBDA>/seed<S>)",
+        help="output path without suffix (default results/optimize/runs/<task>/<model>/seed<S>, with "
+        "--istar-lambda results/istar/runs/<task>/<model>/istar<ISTAR_LAMBDA>/seed<S>)",
     )
     options.quiet(o)
     o.set_defaults(func=run)
@@ -78,13 +79,13 @@ def run(args: argparse.Namespace) -> int:
         results=args.results,
         device=args.device,
         progress=None if not args.quiet else False,
-        istar_lambda=args.istar,
+        istar_lambda=args.istar_lambda,
         keep_diverged=args.keep_diverged,
         **declared.cli_values(Settings, args),
     )
     for seed, (parquet, meta) in zip(seeds, written):
         info = json.loads(meta.read_text())
-        lam = f" lambda {args.istar:g}" if args.istar else ""
+        lam = f" istar_lambda {args.istar_lambda:g}" if args.istar_lambda else ""
         status = (
             f"diverged at step {info['diverged_at']}"
             if info.get("diverged")

@@ -130,13 +130,13 @@ def istar(p: argparse.ArgumentParser, *, zeta: bool = True) -> None:
     from ..istar_settings import zeta_setting
 
     p.add_argument(
-        "--istar",
+        "--istar-lambda",
         type=finite_float,
         default=0.0,
-        metavar="LAMBDA",
-        help="I-STAR: add LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: plain "
-        "run)",
+        help="I-STAR: add ISTAR_LAMBDA * (1 - IsoScore*) to the loss; > 0 pushes isotropy up, < 0 down (default 0: "
+        "plain run)",
     )
+    renamed(p, "--istar", "--istar-lambda")
     if zeta:
         field = zeta_setting()
         p.add_argument(
@@ -145,6 +145,18 @@ def istar(p: argparse.ArgumentParser, *, zeta: bool = True) -> None:
             default=field.default,
             help=f"{field.metadata['help']} (default {field.default})",
         )
+
+
+class _Renamed(argparse.Action):
+    """An option under its former name: refused with the name it has now (rather than argparse's guess at an
+    abbreviation, or an 'unrecognized arguments')."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} is now {self.const} (the name it has in configs, run records and settings)")
+
+
+def renamed(p: argparse.ArgumentParser, old: str, new: str) -> None:
+    p.add_argument(old, action=_Renamed, const=new, nargs="?", help=argparse.SUPPRESS)
 
 
 def force(

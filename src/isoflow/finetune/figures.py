@@ -175,13 +175,13 @@ def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path) -> list[Path
 
 
 def twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    colour = lambda_colours(sorted(table["lambda"].unique()))
+    colour = lambda_colours(sorted(table.istar_lambda.unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
     fig, axes = panels(len(pairs), height=3.3)
     for ax, (task, model) in zip(axes, pairs):
-        rows = rows_where(table, task=task, model=model).dropna(subset=["twonn_mean"]).sort_values("lambda")
-        ax.errorbar(rows["lambda"], rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
-        ax.scatter(rows["lambda"], rows["twonn_mean"], c=[colour[v] for v in rows["lambda"]], zorder=3)
+        rows = rows_where(table, task=task, model=model).dropna(subset=["twonn_mean"]).sort_values("istar_lambda")
+        ax.errorbar(rows.istar_lambda, rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
+        ax.scatter(rows.istar_lambda, rows["twonn_mean"], c=[colour[v] for v in rows.istar_lambda], zorder=3)
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel("λ")
         ax.set_ylabel("TwoNN intrinsic dimension (held-out)")

@@ -75,7 +75,7 @@ def summary(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     last = finals(epochs, info, "epoch", KEY)
     names = []
     for _, row in table.iterrows():
-        config = {"reg": row.reg, "istar_lambda": row["lambda"], "cosreg_weight": row.cosreg_weight}
+        config = {"reg": row.reg, "istar_lambda": row.istar_lambda, "cosreg_weight": row.cosreg_weight}
         match = rows_where(last, task=row.task, model=row.model, **config)
         names.append(next(iter(match["metric_name"]), ""))
     table.insert(table.columns.get_loc("epochs") + 1, "metric_name", names)

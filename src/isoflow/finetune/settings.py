@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from ..istar_settings import zeta_setting
 from ..settings import check, setting
 
-REGULARISERS = ("istar", "cosreg")
+# Each regulariser with its weight's one name: the setting, the run record's field, the command-line option
+# (`--istar-lambda`, `--cosreg-weight`) and, plural, the config's list (`istar_lambdas`, `cosreg_weights`).
+REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
 POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
 POOLINGS = ("auto", "mean", "last")
 PRECISIONS = ("float32", "bf16")
@@ -40,7 +42,9 @@ class FinetuneSettings:
     task: str
     model: str
     seed: int = setting(0, "seeds the head's initialisation and the batch order", minimum=0, schema=False)
-    reg: str = setting("istar", "the regulariser the weight belongs to", choices=REGULARISERS, cli=False, schema=False)
+    reg: str = setting(
+        "istar", "the regulariser the weight belongs to", choices=tuple(REGULARISERS), cli=False, schema=False
+    )
     istar_lambda: float = setting(0.0, "I-STAR's weight lambda", cli=False, schema=False)
     cosreg_weight: float = setting(0.0, "CosReg's weight", cli=False, schema=False)
     zeta: float = zeta_setting()
@@ -103,7 +107,7 @@ class FinetuneSettings:
 
         check_istar(self.istar_lambda, self.zeta)
         CosineRegLoss(self.cosreg_weight)  # checks the weight
-        other = "cosreg_weight" if self.reg == "istar" else "istar_lambda"
+        (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)
         if getattr(self, other):
             raise ValueError(
                 f"{other} must be 0 with reg={self.reg} (one regulariser per run); got {getattr(self, other)!r}"
@@ -111,4 +115,9 @@ class FinetuneSettings:
 
     @property
     def weight(self) -> float:
-        return self.istar_lambda if self.reg == "istar" else self.cosreg_weight
+        return getattr(self, REGULARISERS[self.reg])
+
+
+def weight_option(reg: str, weight) -> str:
+    """The command-line option that gives regulariser ``reg`` its weight, e.g. ``--istar-lambda -1``."""
+    return f"--{REGULARISERS[reg].replace('_', '-')} {weight}"

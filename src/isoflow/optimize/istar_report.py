@@ -46,7 +46,7 @@ def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     after = traj[traj.step >= 1].merge(finished, on=["task", "model", "istar_lambda", "seed"])
     r, rho = [], []
-    for task, model, lam in zip(table.task, table.model, table["lambda"]):
+    for task, model, lam in zip(table.task, table.model, table.istar_lambda):
         t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
         mean = t.groupby("step")[["isoscore", "silhouette"]].mean()
         a, b = (
@@ -93,7 +93,7 @@ def head_of(info: pd.DataFrame) -> str:
 def heads_table(table: pd.DataFrame, baseline: pd.DataFrame, this: str, base: str) -> pd.DataFrame:
     """One row per task × model × λ both sweeps have: final silhouette, IsoScore and accuracy, and r, ρ, for this
     sweep's head, the baseline's (``_baseline``), and their difference (``_diff``)."""
-    keys = ["task", "model", "lambda"]
+    keys = ["task", "model", "istar_lambda"]
     cols = ["silhouette_mean", "isoscore_mean", "accuracy_mean", "pearson_r", "spearman_rho"]
     both = table[keys + cols].merge(baseline[keys + cols], on=keys, suffixes=("", "_baseline"))
     for c in cols:

@@ -251,7 +251,7 @@ def optimize(
                 if hidden is not None:
                     _hidden_metrics(hidden.detach(), p, s, sil_pick, extra, step)
                 values = torch.stack(
-                    [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.lam * (1.0 - iso_star)]
+                    [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.istar_lambda * (1.0 - iso_star)]
                 )
             objective = loss
             if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with

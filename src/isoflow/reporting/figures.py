@@ -192,7 +192,7 @@ def lambda_points_figure(
     own y label (its metric), where tasks differ."""
     ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
     tops = dict(zip(ys, ymax or (None,) * len(ys)))
-    colour = lambda_colours(sorted(table["lambda"].unique()))
+    colour = lambda_colours(sorted(table.istar_lambda.unique()))
     tasks = sorted(table.task.unique())
     if len(ys) == 1:
         fig, axes = panels(len(tasks), height=3.3)
@@ -212,7 +212,7 @@ def lambda_points_figure(
     markers = dict(zip(sorted(table.model.unique()), "osD^v"))
     for ax, task, col, label in cells:
         for model, rows in table[table.task == task].groupby("model"):
-            rows = rows.dropna(subset=[f"{col}_mean"]).sort_values("lambda")
+            rows = rows.dropna(subset=[f"{col}_mean"]).sort_values("istar_lambda")
             ax.errorbar(
                 rows[f"{x}_mean"],
                 rows[f"{col}_mean"],
@@ -229,7 +229,7 @@ def lambda_points_figure(
             ax.scatter(
                 rows[f"{x}_mean"],
                 rows[f"{col}_mean"],
-                color=[colour[v] for v in rows["lambda"]],
+                color=[colour[v] for v in rows.istar_lambda],
                 marker=markers[model],
                 zorder=3,
             )

@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 
 KEY = ("task", "model", "istar_lambda")
-SHOWN = {"istar_lambda": "lambda"}  # a key's column name in the table
 
 
 def diverged(info: pd.DataFrame) -> pd.Series:
@@ -37,7 +36,7 @@ def lambda_summary(
     final = finals(states, info, order, key)
     rows = []
     for values, runs in info.assign(diverged=diverged(info)).groupby(key, sort=True):
-        row = {SHOWN.get(k, k): v for k, v in zip(key, values)}
+        row = dict(zip(key, values))
         row.update(
             seeds=int((~runs["diverged"]).sum()),
             diverged=int(runs["diverged"].sum()),
