@@ -30,6 +30,7 @@ from isoflow.optimize.settings import report_outputs as optimize_report_outputs
 from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
 from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
 from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
+from isoflow.pretrain.corpus import BUILT_IN_SOURCES
 from isoflow.records import lambda_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
@@ -37,14 +38,14 @@ from isoflow.stability import REPORT_FIGURES as STABILITY_REPORT_FIGURES
 from isoflow.stability import REPORT_TABLES as STABILITY_REPORT_TABLES
 from isoflow.stability import StabilitySettings
 
-DATA = config.get("data_dir", "data")
+DATA = config["data_dir"]  # every default: the schema's (rules/config.smk filled them in)
 RAW = config.get("raw_dir") or os.path.join(DATA, "raw")
-RESULTS = config.get("results_dir", "results")
-DEVICE = config.get("device", "auto")
+RESULTS = config["results_dir"]
+DEVICE = config["device"]
 MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
 # Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
 VOCABULARY = {name: m.vocabulary for name, m in STATIC_MODELS.items() if m.vocabulary}
-GROUP_SEEDS = config.get("group_seeds", False)
+GROUP_SEEDS = config["optimize"]["group_seeds"]
 WEIGHT = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as a run folder writes it (isoflow.records.lambda_dir: :g)
 
 
@@ -188,7 +189,7 @@ def corpus_option(wildcards):
 
 
 def steps_for(wildcards):
-    return config["steps"]["glue" if wildcards.task.startswith("glue/") else "default"]
+    return OPTIMIZE["steps"]["glue" if wildcards.task.startswith("glue/") else "default"]
 
 
 def gpus_for(wildcards):
@@ -206,6 +207,7 @@ def embedding_files(pairs):
 
 # ----- Each section's config (its functions and outputs: rules/<section>.smk) -----------------------------------
 
+OPTIMIZE = config["optimize"]  # always there: the schema's defaults (no pairs: nothing to run)
 ISTAR = config.get("istar") or {}
 LAYERS = config.get("layers") or {}
 FINETUNE = config.get("finetune") or {}

@@ -1,4 +1,4 @@
-# Config checks before anything is planned: complete files (nothing inherited), the JSON schema, the names, and the
+# Config checks before anything is planned: a file's base merged under it, the JSON schema, the names, and the
 # own files. A mistake stops the workflow with one line per mistake, naming the config file, the field and the fix
 # (refuse), instead of a traceback or a schema dump.
 
@@ -7,12 +7,18 @@ import sys
 
 from isoflow.config_schema import RENAMED_KEYS, fill_defaults
 from isoflow.config_schema import load as load_schema
+from isoflow.pretrain.corpus import BUILT_IN_SOURCES
 from isoflow.sections import SECTIONS
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
 _SCHEMA = load_schema(SCHEMA)  # with the settings classes' declarations where the file names them
-REQUIRED_KEYS = _SCHEMA["required"]
-BOOLEAN_KEYS = [k for k, v in _SCHEMA["properties"].items() if v.get("type") == "boolean"]
+BOOLEAN_KEYS = {  # (section or None for the top level, key) of every boolean the schema declares
+    (section, k)
+    for section, props in [(None, _SCHEMA["properties"])]
+    + [(name, spec.get("properties", {})) for name, spec in _SCHEMA["properties"].items()]
+    for k, v in props.items()
+    if v.get("type") == "boolean"
+}
 
 
 CONFIG_FILES = ", ".join(
@@ -41,8 +47,9 @@ def schema_problems(config):
         if error.validator == "additionalProperties":
             allowed = sorted(schema.get("properties", {}))
             extra = sorted(set(value) - set(allowed))
-            renamed = [k for k in extra if RENAMED_KEYS.get(k) in allowed]
-            problems += [f"{field}: {k!r} is now {RENAMED_KEYS[k]!r} (rename the key)" for k in renamed]
+            path = {k: f"{field}.{k}" if field else k for k in extra}
+            renamed = [k for k in extra if path[k] in RENAMED_KEYS]
+            problems += [f"{path[k]} is now {RENAMED_KEYS[path[k]]} (rename or move the key)" for k in renamed]
             extra = [k for k in extra if k not in renamed]
             if extra:
                 what = f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not a key here"
@@ -61,18 +68,6 @@ def schema_problems(config):
     return problems
 
 
-def check_complete(config, files):
-    """A config file given with --configfile must name every required key itself."""
-    missing = [key for key in REQUIRED_KEYS if key not in config]
-    if missing:
-        refuse(
-            f"missing key(s) {', '.join(missing)}. A config file given with --configfile "
-            "is used on its own (not merged into config.yaml): name the config it changes as `base: config.yaml` "
-            "(or config/offline.yaml) and write only what differs, or start from a copy (an empty list disables a "
-            "section, e.g. `paper: []`)."
-        )
-
-
 def numbers_from_command_line(config):
     """`--config seeds=[0,1]` or `group_seeds=false` gives strings (Snakemake parses values with YAML's BaseLoader):
     make them numbers and booleans."""
@@ -88,31 +83,30 @@ def numbers_from_command_line(config):
                     return value
         return value
 
-    for key in BOOLEAN_KEYS:
-        if isinstance(config.get(key), str) and config[key].lower() in ("true", "false"):
-            config[key] = config[key].lower() == "true"
-    if isinstance(config.get("seeds"), list):
-        config["seeds"] = [number(v) for v in config["seeds"]]
+    for section, key in BOOLEAN_KEYS:
+        where = config if section is None else config.get(section)
+        if isinstance(where, dict) and isinstance(where.get(key), str) and where[key].lower() in ("true", "false"):
+            where[key] = where[key].lower() == "true"
     for name in dict.fromkeys(key for s in SECTIONS.values() for key in s.config_keys):  # the registry's sections
         section = config.get(name)
         if isinstance(section, dict):
             for key, value in section.items():
-                if isinstance(value, dict):  # istar.task_istar_lambdas: task -> weights
+                if isinstance(value, dict):  # istar.task_istar_lambdas: task -> weights; optimize.steps
                     section[key] = {
                         k: [number(v) for v in vs] if isinstance(vs, list) else number(vs) for k, vs in value.items()
                     }
-                else:
+                elif not isinstance(value, bool):
                     section[key] = [number(v) for v in value] if isinstance(value, list) else number(value)
 
 
 def check_istar_seeds(config):
-    """istar.seeds is a subset of the config's seeds: its lambda = 0 rows are the optimize section's runs."""
-    seeds = (config.get("istar") or {}).get("seeds")
-    extra = sorted(set(seeds or []) - set(config["seeds"]))
+    """istar.seeds is a subset of optimize.seeds: its lambda = 0 rows are the optimize section's runs."""
+    seeds, planned = (config.get("istar") or {}).get("seeds"), config["optimize"]["seeds"]
+    extra = sorted(set(seeds or []) - set(planned))
     if extra:
         refuse(
-            f"istar.seeds has {extra}, not in seeds {config['seeds']}: the sweep's lambda = 0 rows are the optimize "
-            "section's runs; add them to seeds or leave them out of istar.seeds"
+            f"istar.seeds has {extra}, not in optimize.seeds {planned}: the sweep's lambda = 0 rows are the optimize "
+            "section's runs; add them to optimize.seeds or leave them out of istar.seeds"
         )
 
 
@@ -158,10 +152,11 @@ def check_own_names(config):
                 )
 
     sentence_tasks = [t for t in DATASETS if t not in WORD_TASKS]
-    paper, istar, finetune, layers = (config.get(k) or {} for k in ("paper", "istar", "finetune", "layers"))
-    check("paper[].task", [e["task"] for e in config.get("paper", [])], [*DATASETS, *tasks], "a built-in task")
-    check("paper[].model", [e["model"] for e in config.get("paper", [])], [*MODELS, *models], "a built-in model")
-    check("glue.models", config["glue"]["models"], [*SENTENCE_MODELS, *models], "a sentence encoder")
+    optimize, istar, finetune, layers = (config.get(k) or {} for k in ("optimize", "istar", "finetune", "layers"))
+    pairs = optimize.get("pairs", [])
+    check("optimize.pairs[].task", [e["task"] for e in pairs], [*DATASETS, *tasks], "a built-in task")
+    check("optimize.pairs[].model", [e["model"] for e in pairs], [*MODELS, *models], "a built-in model")
+    check("optimize.glue.models", optimize["glue"]["models"], [*SENTENCE_MODELS, *models], "a sentence encoder")
     check("istar.tasks", istar.get("tasks", []), [*DATASETS, *tasks], "a built-in task")
     check("istar.models", istar.get("models", []), [*MODELS, *models], "a built-in model")
     for field, names in (("finetune.models", finetune.get("models", [])), ("layers.models", layers.get("models", []))):
@@ -196,7 +191,7 @@ def check_own_files(config):
         ]
     declared += [(f"own.corpora.{name}", path) for name, path in (own.get("corpora") or {}).items()]
     sources = ((config.get("pretrain") or {}).get("corpus") or {}).get("sources", [])
-    declared += [(f"pretrain.corpus.sources[{i}]", s) for i, s in enumerate(sources) if s not in ("brown", "wordnet")]
+    declared += [(f"pretrain.corpus.sources[{i}]", s) for i, s in enumerate(sources) if s not in BUILT_IN_SOURCES]
     missing = [(field, path) for field, path in declared if not os.path.exists(os.path.expanduser(path))]
     if missing:
         refuse(
@@ -220,7 +215,6 @@ def with_base(config):
 
 
 with_base(config)
-check_complete(config, workflow.overwrite_configfiles or ["config.yaml"])
 numbers_from_command_line(config)
 
 

@@ -25,7 +25,7 @@ rule encode:
         raw=RAW,
         mirror=MIRROR,
         device=DEVICE,
-        batch_size=config.get("batch_size", 64),
+        batch_size=config["batch_size"],
         model=model_option,
         pooling=pooling_option,
     shell:

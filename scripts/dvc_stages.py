@@ -64,14 +64,18 @@ def stage(target: str, rules: list[str], commands_of: str, *, inputs=(), params=
 def stages() -> dict:
     out = {
         "prepare": stage(
-            "datasets", ["prepare"], "prepare", params=("paper", "glue.tasks"), outs=("${item.data}/tasks",)
+            "datasets",
+            ["prepare"],
+            "prepare",
+            params=("optimize.pairs", "optimize.glue.tasks"),
+            outs=("${item.data}/tasks",),
         ),
         "encode": stage(
             "embeddings",
             ["encode"],
             "encode",
             inputs=("${item.data}/tasks",),
-            params=("paper", "glue"),
+            params=("optimize.pairs", "optimize.glue"),
             outs=("${item.data}/embeddings",),
         ),
     }

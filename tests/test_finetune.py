@@ -494,7 +494,7 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
         ("{'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': ['x'], 'seeds': [0]}", "istar_lambdas"),
         (
             "{'tasks': ['glue/sst2'], 'models': ['minilm'], 'cosreg': [1], 'seeds': [0]}",
-            "'cosreg' is now 'cosreg_weights'",
+            "finetune.cosreg is now finetune.cosreg_weights",
         ),
     ],
 )

@@ -153,7 +153,7 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
     config["own"]["models"] = {"hub-bert": {"hub": "isoflow-test/tiny-bert"}}
     config["layers"]["models"] = ["hub-bert"]
     config["finetune"]["models"] = ["hub-bert"]
-    config["paper"] = [{"task": "reviews", "model": "hub-bert"}]
+    config["optimize"]["pairs"] = [{"task": "reviews", "model": "hub-bert"}]
     config["istar"]["models"] = ["hub-bert"]
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))

@@ -401,9 +401,9 @@ def test_workflow_istar_section_plans(tmp_path, plan_checkout):
     out = sh(["snakemake", "-n", "istar", *where], plan_checkout).stdout
     counts = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", out, re.M)}
     # The paper config's sweep: polarity, SNLI and 5 GLUE tasks x MiniLM x 8 lambdas (7 non-zero) x 5 seeds; config.yaml
-    # groups the seeds (one job per task, model and lambda), --config group_seeds=false gives one job per seed.
+    # groups the seeds (one job per task, model and lambda), optimize.group_seeds false gives one job per seed.
     assert counts["istar_run"] == 7 * 7 and counts["optimize_run"] == 7
-    per_seed = sh(["snakemake", "-n", "istar", *where, "group_seeds=false"], plan_checkout).stdout
+    per_seed = sh(["snakemake", "-n", "istar", *where, "optimize={'group_seeds': False}"], plan_checkout).stdout
     counts_per_seed = {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", per_seed, re.M)}
     assert counts_per_seed["istar_run"] == 7 * 7 * 5 and counts_per_seed["optimize_run"] == 7 * 5
     assert counts["istar_aggregate"] == counts["istar_report"] == 1
@@ -427,8 +427,7 @@ def test_workflow_istar_task_istar_lambdas(tmp_path, plan_checkout):
         "--config",
         f"data_dir={tmp_path}/data",
         f"results_dir={tmp_path}/results",
-        "group_seeds=false",
-        "seeds=[0,1]",
+        "optimize={'group_seeds': False, 'seeds': [0, 1]}",
     ]
     sweep = "'tasks': ['glue/wnli', 'glue/rte'], 'models': ['minilm'], 'istar_lambdas': [-5, 0, 1, 5]"
     out = sh(

@@ -161,8 +161,8 @@ def _config(tmp_path, changes: dict) -> str:
     "changes, message",
     [
         (
-            {"paper": [{"task": "my-reviews", "model": "tiny-bert"}]},
-            "paper[].task names 'my-reviews', which is neither a built-in task nor declared under own",
+            {"optimize.pairs": [{"task": "my-reviews", "model": "tiny-bert"}]},
+            "optimize.pairs[].task names 'my-reviews', which is neither a built-in task nor declared under own",
         ),
         (
             {"own.tasks.polarity": {"file": "x.csv", "text": "t", "label": "l"}},

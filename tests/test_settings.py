@@ -29,8 +29,8 @@ SHIPPED_CONFIGS = sorted(
 )
 PRETRAIN = SCHEMA["pretrain"]["properties"]
 # Where each settings class lives in the config schema: (properties, with defaults?, the section's keys that are not
-# settings of one run: what runs it makes). The optimisation's three keys are spread over the config's top level and
-# its istar section.
+# settings of one run: what runs it makes). The optimisation's settings are its section's, but ζ: the istar
+# section's.
 IN_SCHEMA = [
     (CorpusSettings, PRETRAIN["corpus"]["properties"], True, {"sources", "exclude_tasks"}),
     (PretrainSettings, PRETRAIN["training"]["properties"], True, set()),
@@ -45,15 +45,9 @@ IN_SCHEMA = [
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),
     (
         OptimizeSettings,
-        {
-            "sample_cap": SCHEMA["sample_cap"],
-            "label_centred_every": SCHEMA["label_centred_every"],
-            "zeta": SCHEMA["istar"]["properties"]["zeta"],
-            "head": SCHEMA["head"],
-            "head_layers": SCHEMA["head_layers"],
-        },
+        {**SCHEMA["optimize"]["properties"], "zeta": SCHEMA["istar"]["properties"]["zeta"]},
         True,
-        set(),
+        {"pairs", "glue", "seeds", "steps", "group_seeds"},
     ),
 ]
 # Each class's command, and the arguments it requires besides the settings.
@@ -113,6 +107,9 @@ def test_the_schema_file_names_the_classes_and_copies_none_of_their_settings(tmp
     )
     with pytest.raises(SchemaError, match="has no setting kk"):
         load_schema(tmp_path / "unknown.yaml")
+    (tmp_path / "constant.yaml").write_text(yaml.safe_dump({"properties": {"k": {"x-default": "isoflow.nowhere.K"}}}))
+    with pytest.raises(SchemaError, match="x-default names 'isoflow.nowhere.K', which does not exist"):
+        load_schema(tmp_path / "constant.yaml")
 
 
 @pytest.mark.parametrize("config", SHIPPED_CONFIGS)

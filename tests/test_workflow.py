@@ -88,7 +88,7 @@ def test_full_paper_config_plans_completely(tmp_path):
             "--config",
             f"data_dir={tmp_path}/data",
             f"results_dir={tmp_path}/results",
-            "group_seeds=False",
+            "optimize={'group_seeds': False}",
         ).stdout
     )
     assert ungrouped["optimize_run"] == 28 * 5 and ungrouped["istar_run"] == 49 * 5
@@ -150,8 +150,7 @@ def test_a_grouped_job_is_given_the_seeds_it_planned(tmp_path):
     config's, or istar.seeds for the sweep), not read back from its file names."""
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     settings = [
-        "group_seeds=true",
-        "seeds=[3,1]",
+        "optimize={'group_seeds': True, 'seeds': [3, 1]}",
         "istar={'tasks': ['glue/wnli'], 'models': ['minilm'], 'istar_lambdas': [0, 5], 'seeds': [1]}",
     ]
     out = snakemake(
@@ -189,7 +188,7 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
 
 TOY_INPUTS = """
 def runs_of_toy():
-    return [f"{section_dir('toy')}/runs/seed{s}.json" for s in config["seeds"]]
+    return [f"{section_dir('toy')}/runs/seed{s}.json" for s in config["optimize"]["seeds"]]
 
 
 def toy_files():
@@ -240,7 +239,8 @@ def test_a_new_section_is_its_rules_one_registry_entry_and_its_captions(tmp_path
             'PUBLICATIONS["toy"] = Publication("toy", "toy", "config/offline.yaml")\n'
         )
     env = {"PYTHONPATH": str(repo / "src")}
-    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results", "seeds=[0,1]"]
+    where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
+    where.append("optimize={'seeds': [0, 1]}")
     plan = lambda *target: job_counts(  # noqa: E731
         sh(["snakemake", "-n", *target, "--configfile", OFFLINE_CONFIG, "--config", *where], repo, env=env).stdout
     )
@@ -259,13 +259,14 @@ def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_
     from isoflow.config_files import load
 
     two = yaml.safe_load((ROOT / "config/nonlinear-head-2.yaml").read_text())
-    assert set(two) == {"base", "head_layers", "results_dir"}
+    assert set(two) == {"base", "optimize", "results_dir"} and two["optimize"] == {"head_layers": 2}
     one, merged = load("config/nonlinear-head.yaml", ROOT), load("config/nonlinear-head-2.yaml", ROOT)
-    assert {k for k in one.keys() | merged.keys() if one.get(k) != merged.get(k)} == {"head_layers", "results_dir"}
-    assert ("head_layers" in one, merged["head_layers"]) == (False, 2)  # one: the class's default, 1
+    assert {k for k in one.keys() | merged.keys() if one.get(k) != merged.get(k)} == {"optimize", "results_dir"}
+    assert merged["optimize"] == {**one["optimize"], "head_layers": 2}  # the rest of the section: its base's
+    assert "head_layers" not in one["optimize"]  # one: the class's default, 1
     for base, says in (("config/nowhere.yaml", "does not exist"), (str(tmp_path / "loop.yaml"), "comes back to")):
         (tmp_path / "loop.yaml").write_text(f"base: {tmp_path / 'loop.yaml'}\n")
-        (tmp_path / "mine.yaml").write_text(f"base: {base}\nseeds: [0]\n")
+        (tmp_path / "mine.yaml").write_text(f"base: {base}\noptimize: {{seeds: [0]}}\n")
         bad = snakemake("-n", "--configfile", str(tmp_path / "mine.yaml"), check=False)
         lines = [line for line in bad.stderr.splitlines() if line.strip()]
         assert bad.returncode != 0 and says in bad.stderr and len(lines) == 1, bad.stderr
@@ -301,18 +302,24 @@ def test_named_targets(tmp_path):
     assert reports <= listed and listed - named - reports == {"pretrain_corpus"}  # the only run rule without wildcards
 
 
-def test_a_config_file_is_complete_on_its_own(tmp_path):
-    """--configfile replaces config.yaml: a file without `paper:` is refused, not silently given the paper's tasks."""
+def test_a_config_file_runs_what_it_names_and_nothing_of_config_yaml(tmp_path):
+    """--configfile replaces config.yaml: a file naming only GLUE's WNLI x MiniLM plans that pair alone (a section it
+    leaves out is off, never config.yaml's), every other key at its default; a GLUE task is spelled glue/<task>."""
     mine = tmp_path / "mine.yaml"
-    mine.write_text("seeds: [0]\nsteps: {default: 2, glue: 2}\nglue: {tasks: [wnli], models: [minilm]}\n")
+    where = f"data_dir: {tmp_path}/data\nresults_dir: {tmp_path}/results\n"
+    mine.write_text(
+        where + "optimize: {seeds: [0], steps: {default: 2, glue: 2}, glue: {tasks: [wnli], models: [minilm]}}"
+    )
     bad = snakemake("-n", "--configfile", str(mine), check=False)
-    assert bad.returncode != 0 and "missing key(s) paper" in bad.stdout + bad.stderr
-    mine.write_text(mine.read_text() + f"paper: []\ndata_dir: {tmp_path}/data\nresults_dir: {tmp_path}/results\n")
+    assert bad.returncode != 0 and "optimize.glue.tasks[0]: 'wnli' is not one of glue/cola" in bad.stderr
+    mine.write_text(mine.read_text().replace("[wnli]", "[glue/wnli]"))
     counts = job_counts(snakemake("-n", "--configfile", str(mine)).stdout)
-    assert {k: counts.get(k) for k in ("prepare", "encode", "optimize_run")} == {
+    assert {k: v for k, v in counts.items() if k not in ("all", "total")} == {
         "prepare": 1,
         "encode": 1,
         "optimize_run": 1,
+        "optimize_aggregate": 1,
+        "optimize_report": 1,
     }
 
 
@@ -333,17 +340,18 @@ def test_names_and_defaults_agree_everywhere():
     enum = lambda *path: set(_walk(schema, path)["enum"])  # noqa: E731
     # Where the schema lists built-in names in a description (the config check reads the registries themselves).
     listed = lambda *path: set(_walk(schema, path)["description"].split(", or ")[0].split(", "))  # noqa: E731
-    assert listed("paper", "items", "properties", "task") == {"polarity", "snli", *WORD_TASKS}
-    assert listed("paper", "items", "properties", "model") == set(MODELS)
-    assert enum("glue", "properties", "tasks", "items") == set(GLUE_TASKS)
-    assert listed("glue", "properties", "models") == set(SENTENCE_MODELS)
+    pairs, glue = ("optimize", "properties", "pairs", "items", "properties"), ("optimize", "properties", "glue")
+    assert listed(*pairs, "task") == {"polarity", "snli", *WORD_TASKS}
+    assert listed(*pairs, "model") == set(MODELS)
+    assert enum(*glue, "properties", "tasks", "items") == {f"glue/{t}" for t in GLUE_TASKS}
+    assert listed(*glue, "properties", "models") == set(SENTENCE_MODELS)
     assert listed("finetune", "properties", "models") == {*SENTENCE_MODELS, *GGUF_MODELS}
     assert enum("layers", "properties", "static", "items") == set(STATIC_MODELS)
     # Defaults: schema = library = CLI.
     commands = build_parser()._subparsers._group_actions[0].choices
     cli = {name: {a.dest: a.default for a in p._actions} for name, p in commands.items()}
     assert (
-        schema["sample_cap"]["default"]
+        schema["optimize"]["properties"]["sample_cap"]["default"]
         == Settings("t", "m", 0, 1).sample_cap
         == cli["optimize"]["sample_cap"]
         == 20_000
@@ -369,12 +377,9 @@ def test_names_and_defaults_agree_everywhere():
     )
     assert schema["layers"]["properties"]["k_lid"]["default"] == LayerSettings().k_lid == 100
     assert schema["finetune"]["properties"]["lr"]["default"] == FinetuneSettings("t", "m", 0).lr
-    config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    assert (
-        (config["steps"]["default"], config["steps"]["glue"])
-        == (default_steps("polarity"), default_steps("glue/cola"))
-        == (1000, 250)
-    )
+    steps = schema["optimize"]["properties"]["steps"]["default"]
+    assert (steps["default"], steps["glue"]) == (default_steps("polarity"), default_steps("glue/cola")) == (1000, 250)
+    assert "steps" not in yaml.safe_load((ROOT / "config.yaml").read_text())["optimize"]  # the default, not pasted
 
 
 def _walk(tree, path):
@@ -384,8 +389,10 @@ def _walk(tree, path):
 
 
 def test_invalid_config_is_refused(tmp_path):
-    bad = snakemake("-n", "--config", "seeds=[]", check=False)
-    assert bad.returncode != 0 and "seeds" in bad.stdout + bad.stderr
+    bad = snakemake("-n", "--config", "optimize={'seeds': []}", check=False)
+    assert bad.returncode != 0 and "optimize.seeds" in bad.stdout + bad.stderr
+    bad = snakemake("-n", "--config", "seeds=[0]", check=False)  # a key under its former place: told where it is now
+    assert bad.returncode != 0 and "seeds is now optimize.seeds" in bad.stderr
     bad = snakemake("-n", "--config", "device=gpu0", check=False)
     assert bad.returncode != 0 and "device" in bad.stdout + bad.stderr
 
@@ -484,8 +491,8 @@ def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     shutil.copytree(offline_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
     (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
     config = (repo / OFFLINE_CONFIG).read_text()
-    assert "\nseeds: [0]\n" in config
-    (repo / OFFLINE_CONFIG).write_text(config.replace("\nseeds: [0]\n", "\nseeds: [0, 1]\n"))  # as a user extends it
+    assert "\n  seeds: [0]\n" in config
+    (repo / OFFLINE_CONFIG).write_text(config.replace("\n  seeds: [0]\n", "\n  seeds: [0, 1]\n"))  # as a user would
     two = ["--configfile", OFFLINE_CONFIG]
     counts = job_counts(snakemake("-n", *two, cwd=repo).stdout)
     steps = ("optimize_run", "optimize_aggregate", "optimize_report")
@@ -514,7 +521,7 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
     for section in ("optimize", "istar"):
         shutil.rmtree(repo / f"results/offline/{section}/runs")
-    grouped = ["--configfile", OFFLINE_CONFIG, "--config", "group_seeds=True"]
+    grouped = ["--configfile", OFFLINE_CONFIG, "--config", "optimize={'group_seeds': True}"]
     counts = job_counts(snakemake("-n", "runs", *grouped, cwd=repo).stdout)
     assert counts["optimize_run"] == 5 and counts["istar_run"] == 2  # one job per task x model (x lambda), not per seed
     # Run two of them (a plain run and an I-STAR one) and compare with the per-seed jobs' records.
@@ -550,8 +557,9 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
             raw_dir=f"{tmp_path}/raw",
             results_dir=f"{tmp_path}/results",
             mirror=str(shared_mirror),
-            paper=[{"task": "supersense", "model": "glove-50d"}],
-            glue={"tasks": ["wnli"], "models": ["minilm"]},
+        )
+        config["optimize"].update(
+            pairs=[{"task": "supersense", "model": "glove-50d"}], glue={"tasks": ["glue/wnli"], "models": ["minilm"]}
         )
         for section in ("istar", "layers", "finetune", "stability", "pretrain"):
             del config[section]

@@ -2,7 +2,7 @@
 # from rules.
 
 
-ISTAR_SEEDS = ISTAR.get("seeds") or config["seeds"]
+ISTAR_SEEDS = ISTAR.get("seeds") or OPTIMIZE["seeds"]
 
 
 def istar_pairs():

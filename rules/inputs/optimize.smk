@@ -2,7 +2,7 @@
 # from rules.
 
 
-HEAD_DIR = head_dir(config.get("head", "linear"), config.get("head_layers", 1))
+HEAD_DIR = head_dir(OPTIMIZE["head"], OPTIMIZE["head_layers"])
 
 
 def under_model(model_dir):
@@ -11,11 +11,11 @@ def under_model(model_dir):
 
 
 def paper_pairs():
-    return [(e["task"], e["model"]) for e in config["paper"]]
+    return [(e["task"], e["model"]) for e in OPTIMIZE["pairs"]]
 
 
 def glue_pairs():
-    return [(f"glue/{t}", m) for t in config["glue"]["tasks"] for m in config["glue"]["models"]]
+    return [(t, m) for t in OPTIMIZE["glue"]["tasks"] for m in OPTIMIZE["glue"]["models"]]
 
 
 def all_pairs():
@@ -28,15 +28,15 @@ def run_dir(section, task, model):
 
 
 def trajectories(pairs):
-    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in config["seeds"]]
+    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in OPTIMIZE["seeds"]]
 
 
-LABEL_CENTRED_EVERY = config.get("label_centred_every", 0)
+LABEL_CENTRED_EVERY = OPTIMIZE["label_centred_every"]
 OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
 _OPTIMIZE_TABLES, _OPTIMIZE_FIGURES = optimize_report_outputs(
     main=bool(paper_pairs()),
     glue=bool(glue_pairs()),
-    seeds=len(config["seeds"]),
+    seeds=len(OPTIMIZE["seeds"]),
     label_centred=bool(LABEL_CENTRED_EVERY),
 )
 OPTIMIZE_FIGURES = figures_of("optimize", _OPTIMIZE_FIGURES)
@@ -57,7 +57,7 @@ def optimize_files():
 def run_files(stem_dir, suffix, seeds=None):
     """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
     if GROUP_SEEDS:
-        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or config["seeds"]]
+        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or OPTIMIZE["seeds"]]
     return f"{stem_dir}/seed{{seed}}{suffix}"
 
 
@@ -68,7 +68,7 @@ def seed_option(seeds=None):
     def option(wildcards, output):
         first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
         if GROUP_SEEDS:
-            planned = ",".join(str(s) for s in seeds or config["seeds"])
+            planned = ",".join(str(s) for s in seeds or OPTIMIZE["seeds"])
             return f"--seeds {planned} --out '{os.path.dirname(first)}/seed{{seed}}'"
         return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
 
@@ -82,7 +82,7 @@ OPTIMIZE_PARAMS = dict(
     device=DEVICE,
     steps=steps_for,
     # The run's settings the config declares (the schema filled in their defaults): optimize.settings.Settings'.
-    settings=command_line(OptimizeSettings, {**config, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
+    settings=command_line(OptimizeSettings, {**OPTIMIZE, **({"zeta": ISTAR["zeta"]} if "zeta" in ISTAR else {})}),
     seeds=seed_option(),
 )
 

@@ -14,8 +14,8 @@ def pretrain_options(wildcards):
 
 
 PRETRAIN_SOURCES = [
-    s if s in ("brown", "wordnet") else home(s)
-    for s in (PRETRAIN.get("corpus") or {}).get("sources", ["brown", "wordnet"])
+    s if s in BUILT_IN_SOURCES else home(s)
+    for s in (PRETRAIN.get("corpus") or {}).get("sources", BUILT_IN_SOURCES)
 ]
 
 
@@ -29,7 +29,7 @@ def pretrain_excluded():
 def pretrain_corpus_inputs(wildcards):
     """Text files among the sources, and the own tasks whose text is excluded."""
     own = [f"{path}/meta.json" for path in pretrain_excluded() if path.startswith(f"{DATA}/tasks/")]
-    return [s for s in PRETRAIN_SOURCES if s not in ("brown", "wordnet")] + own
+    return [s for s in PRETRAIN_SOURCES if s not in BUILT_IN_SOURCES] + own
 
 
 def pretrain_corpus_options(wildcards):

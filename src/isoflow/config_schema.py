@@ -1,7 +1,8 @@
 """The workflow config's JSON schema, with the settings of each run filled in from the classes that declare them.
 
-``schemas/config.schema.yaml`` writes the workflow's own keys (which tasks, models, seeds, ...). Where a section's
-keys are a run's settings, it names the class instead of copying its fields: ``x-settings: {class: <module.Class>}``
+``schemas/config.schema.yaml`` writes the workflow's own keys (which tasks, models, seeds, ...). A default the library
+declares as a constant is named, not pasted: ``x-default: <module.CONSTANT>``. Where a section's keys are a run's
+settings, it names the class instead of copying its fields: ``x-settings: {class: <module.Class>}``
 (``fields``: only these; ``defaults: false``: without their defaults, as for a model's entry that overrides the
 section's). :func:`load` puts the class's :func:`~isoflow.settings.schema_properties` there (type, range, default,
 description), so a default lives in its class only. :func:`fill_defaults` gives a config every default its schema has
@@ -26,8 +27,19 @@ import yaml
 from .settings import schema_properties
 
 MARKER = "x-settings"
-# Keys under their former names -> their names now (a config that uses one is told the new name, not "not a key").
-RENAMED_KEYS = {"lambdas": "istar_lambdas", "task_lambdas": "task_istar_lambdas", "cosreg": "cosreg_weights"}
+DEFAULT_MARKER = "x-default"  # `x-default: <module.CONSTANT>`: the key's default is that constant
+# Keys under their former names (dotted paths) -> where they are now: a config that uses one is told the new place,
+# not only "not a key".
+RENAMED_KEYS = {
+    "istar.lambdas": "istar.istar_lambdas",
+    "istar.task_lambdas": "istar.task_istar_lambdas",
+    "finetune.lambdas": "finetune.istar_lambdas",
+    "finetune.cosreg": "finetune.cosreg_weights",
+    "paper": "optimize.pairs",
+    "glue": "optimize.glue (its tasks as glue/<task>)",
+    **{k: f"optimize.{k}" for k in ("seeds", "steps", "sample_cap", "label_centred_every", "head", "head_layers")},
+    "group_seeds": "optimize.group_seeds",
+}
 
 
 class SchemaError(ValueError):
@@ -38,6 +50,14 @@ def load(path: str | os.PathLike) -> dict:
     """The schema at ``path`` (YAML) with every ``x-settings`` marker replaced by its class's properties."""
     with open(path, encoding="utf-8") as fh:
         return _expand(yaml.safe_load(fh), str(path))
+
+
+def _declared(name: str, where: str):
+    module, _, attr = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise SchemaError(f"{where}: {DEFAULT_MARKER} names {name!r}, which does not exist ({exc})") from None
 
 
 def _settings_class(name: str, where: str):
@@ -53,6 +73,10 @@ def _expand(node, where: str = "schema"):
         for item in node:
             _expand(item, where)
     elif isinstance(node, dict):
+        constant = node.pop(DEFAULT_MARKER, None)
+        if constant is not None:  # a default the library declares as a constant: taken from there, not pasted
+            value = _declared(constant, where)
+            node["default"] = list(value) if isinstance(value, tuple) else copy.deepcopy(value)  # JSON has no tuple
         spec = node.pop(MARKER, None)
         if spec is not None:
             props = schema_properties(_settings_class(spec["class"], where))

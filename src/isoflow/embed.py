@@ -27,6 +27,7 @@ import pandas as pd
 from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
+from .models.sbert import ENCODE_BATCH_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def encode(
     data_dir: str | os.PathLike = "data",
     task_path: str | os.PathLike | None = None,
     out: str | os.PathLike | None = None,
-    batch_size: int = 64,
+    batch_size: int = ENCODE_BATCH_SIZE,
     device: str = "auto",
     mirror=None,
     force: bool = False,

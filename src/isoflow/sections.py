@@ -125,7 +125,6 @@ def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
     ]
 
 
-OPTIMIZE_KEYS = ("seeds", "steps", "sample_cap", "label_centred_every")
 EMBEDDED = ("{data}/tasks", "{data}/embeddings")
 SECTIONS: dict[str, Section] = {
     s.name: s
@@ -139,7 +138,7 @@ SECTIONS: dict[str, Section] = {
             report_rules=("optimize_aggregate", "optimize_report"),
             published_runs="listed",
             redraw=_redraw_optimize,
-            config_keys=OPTIMIZE_KEYS + ("paper", "glue"),
+            config_keys=("optimize",),
             run_inputs=EMBEDDED,
             report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
             summary=(
@@ -148,7 +147,7 @@ SECTIONS: dict[str, Section] = {
             ),
             library=("isoflow.optimize",),
             manual="optimize.md",
-            config_doc="`paper` (its Table 1 pairs), `glue` (its Appendix A)",
+            config_doc="`optimize`: `pairs` (its Table 1), `glue` (its Appendix A), `seeds`, `steps`",
         ),
         Section(
             "istar",
@@ -160,7 +159,7 @@ SECTIONS: dict[str, Section] = {
             published_runs="listed",
             shares_runs_with="optimize",
             redraw=_redraw_istar,
-            config_keys=OPTIMIZE_KEYS + ("istar",),
+            config_keys=("optimize", "istar"),
             run_inputs=EMBEDDED,
             report_outputs=("{results}/{name}/aggregate", "{results}/{name}/tables", "{results}/{name}/figures"),
             summary="the same with I-STAR's penalty λ·(1 − IsoScore\\*), swept over λ",

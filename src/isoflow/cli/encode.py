@@ -10,6 +10,8 @@ HELP = "embed the items of a prepared task (float32 .npy + index), cached by (mo
 
 
 def add_parser(sub) -> None:
+    from ..models.sbert import ENCODE_BATCH_SIZE
+
     e = sub.add_parser("encode", help=HELP)
     options.model(e)
     e.add_argument(
@@ -22,7 +24,12 @@ def add_parser(sub) -> None:
     e.add_argument("--task", required=True, help="a prepared task, e.g. polarity or glue/sst2")
     options.data(e)
     options.task_dir(e)
-    e.add_argument("--batch-size", type=options.int_at_least(1), default=64)
+    e.add_argument(
+        "--batch-size",
+        type=options.int_at_least(1),
+        default=ENCODE_BATCH_SIZE,
+        help=f"sentences per forward pass (default {ENCODE_BATCH_SIZE})",
+    )
     options.device(e)
     options.force(e, "encode again even if a matching table exists, replacing what stands at --out")
     e.set_defaults(func=run)

@@ -13,7 +13,7 @@ HELP = "train embeddings + a linear classifier, recording silhouette and IsoScor
 
 
 def add_parser(sub) -> None:
-    from ..optimize.settings import Settings
+    from ..optimize.settings import STEPS, Settings
 
     o = sub.add_parser("optimize", help=HELP)
     o.add_argument("--task", required=True, help="a prepared task, e.g. polarity, snli, glue/cola, supersense")
@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
         "--steps",
         type=options.int_at_least(1),
         default=None,
-        help="number of updates (default: 1000; GLUE tasks 250, as in the paper)",
+        help=f"number of updates (default: {STEPS['default']}; GLUE tasks {STEPS['glue']}, as in the paper)",
     )
     options.device(o)
     options.istar(o, zeta=False)

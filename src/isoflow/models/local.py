@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from .sbert import ModelUnavailableError
+from .sbert import ENCODE_BATCH_SIZE, ModelUnavailableError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 POOLINGS = ("mean", "cls")
@@ -140,7 +140,7 @@ def encode_local(
     *,
     device: str = "cpu",
     pooling: str = "mean",
-    batch_size: int = 64,
+    batch_size: int = ENCODE_BATCH_SIZE,
     progress: bool = False,
 ):
     """float32 (n, d) embeddings of ``texts`` by a local folder: a sentence-transformers model as it was saved, or a

@@ -28,6 +28,8 @@ from pathlib import Path
 
 from ..fetch import ChecksumError, mirror_dirs, sha256_of
 
+ENCODE_BATCH_SIZE = 64  # sentences per forward pass when encoding (every encoder; the workflow's `batch_size`)
+
 logger = logging.getLogger(__name__)
 
 
@@ -228,7 +230,7 @@ def load_sentence_model(model: SentenceModel, device: str, cache: str | os.PathL
         ) from exc
 
 
-def encode_sentences(st_model, texts: list[str], *, batch_size: int = 64, progress: bool = True):
+def encode_sentences(st_model, texts: list[str], *, batch_size: int = ENCODE_BATCH_SIZE, progress: bool = True):
     """float32 (n, dim) embeddings; sentences sorted by length inside sentence-transformers, order kept."""
     import numpy as np
 

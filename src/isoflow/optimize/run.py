@@ -24,15 +24,14 @@ from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..models import MODELS
 from ..records import lambda_dir, run_record
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
+from .settings import STEPS
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_STEPS = 1000
-GLUE_STEPS = 250  # the paper's Appendix A
-
 
 def default_steps(task: str) -> int:
-    return GLUE_STEPS if resolve_name(task).startswith("glue/") else DEFAULT_STEPS
+    """The paper's updates for ``task`` (isoflow.optimize.settings.STEPS)."""
+    return STEPS["glue" if resolve_name(task).startswith("glue/") else "default"]
 
 
 def trajectory_path(

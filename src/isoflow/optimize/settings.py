@@ -8,8 +8,13 @@ from dataclasses import dataclass
 
 from ..istar_settings import zeta_setting
 from ..settings import check, setting
+from .paper import MAIN_SEEDS, PAPER_STEPS
 
 SHRINKAGE_KINDS = ("pretrained", "isotropic")
+# Updates per run by default: the paper's (1,000; 250 for the GLUE tasks, its Appendix A), for the command line and the
+# workflow config's `optimize.steps` (the schema's x-default names this).
+STEPS = {"default": PAPER_STEPS["main"], "glue": PAPER_STEPS["glue"]}
+SEEDS = tuple(range(MAIN_SEEDS))  # the workflow's seeds by default (`optimize.seeds`): as many as the paper ran
 HEADS = ("linear", "mlp")
 
 
