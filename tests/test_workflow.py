@@ -252,6 +252,32 @@ def test_a_new_section_is_its_rules_one_registry_entry_and_its_captions(tmp_path
     assert "scripts/publish_results.py toy --reproduce" in made
 
 
+def test_configs_that_share_a_pretrained_model_declare_it_alike():
+    """Configs whose pretrain sections write into the same data_dir share the models' folders (a model is trained
+    once): every model they both name must be declared alike, corpus and shared settings included, or one config
+    would use a model the other trained differently."""
+    from isoflow.config_files import load
+
+    configs = {
+        c: load(c, ROOT)
+        for c in ["config.yaml", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "config").glob("*.yaml"))]
+    }
+    by_folder = {}
+    for name, config in configs.items():
+        if config.get("pretrain"):
+            by_folder.setdefault(config.get("data_dir", "data"), []).append(name)
+    shared = {folder: names for folder, names in by_folder.items() if len(names) > 1}
+    assert {"config/finetune-plain.yaml", "config/reproduce-offline.yaml"} <= set(shared["data/reproduce-offline"])
+    for names in shared.values():
+        first = configs[names[0]]["pretrain"]
+        for other in names[1:]:
+            theirs = configs[other]["pretrain"]
+            both = set(first["models"]) & set(theirs["models"])
+            assert both and all(first["models"][m] == theirs["models"][m] for m in both), (names[0], other)
+            for key in ("corpus", "training"):
+                assert first.get(key) == theirs.get(key), (names[0], other, key)
+
+
 def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_checkout):
     """config/nonlinear-head-2.yaml names only what it changes on top of config/nonlinear-head.yaml (`base:`): the
     merged config is the one-layer config with head_layers and results_dir changed, and the workflow plans it so; a

@@ -14,8 +14,7 @@ def pretrain_options(wildcards):
 
 
 PRETRAIN_SOURCES = [
-    s if s in BUILT_IN_SOURCES else home(s)
-    for s in (PRETRAIN.get("corpus") or {}).get("sources", BUILT_IN_SOURCES)
+    s if s in BUILT_IN_SOURCES else home(s) for s in (PRETRAIN.get("corpus") or {}).get("sources", BUILT_IN_SOURCES)
 ]
 
 
