@@ -24,14 +24,15 @@ CONFIG = {
     "results_dir": "results/mine",
     "mirror": None,
     "device": "cpu",
-    "seeds": [0],
-    "steps": {"default": 5, "glue": 5},
+    "optimize": {
+        "seeds": [0],
+        "steps": {"default": 5, "glue": 5},
+        "pairs": [{"task": "reviews", "model": "bag-of-words"}],
+    },
     "own": {
         "tasks": {"reviews": {"file": "mine/reviews.csv", "text": "sentence", "label": "sentiment"}},
         "models": {"bag-of-words": {"embeddings": {"reviews": "mine/reviews.npy"}}},
     },
-    "paper": [{"task": "reviews", "model": "bag-of-words"}],
-    "glue": {"tasks": [], "models": []},
 }
 
 
@@ -103,11 +104,11 @@ def test_config_mistakes_are_one_line_each_naming_the_file_and_field(mine):
         "mine/typo.yaml: own.tasks.reviews: missing key 'label' (required: file, text, label)",
         "mine/typo.yaml: own.tasks.reviews: 'lable' is not a key here; allowed: file, label, label_sep, text, text_b",
     ]
-    wrong = write_config(mine, {"seeds": [0, -1], "device": "gpu"}, "wrong.yaml")
+    wrong = write_config(mine, {"optimize.seeds": [0, -1], "device": "gpu"}, "wrong.yaml")
     lines = [line for line in (snakemake(mine, "-n", config=wrong, check=False).stderr).splitlines() if line.strip()]
     assert lines == [
         "mine/wrong.yaml: device: 'gpu' does not match '^(auto|cpu|cuda(:[0-9]+)?)$'",
-        "mine/wrong.yaml: seeds[1]: -1 is less than the minimum of 0",
+        "mine/wrong.yaml: optimize.seeds[1]: -1 is less than the minimum of 0",
     ]
 
 
@@ -133,7 +134,7 @@ def test_corpora_are_named_by_the_config_even_when_their_files_share_a_name(mine
     config = write_config(
         mine,
         {
-            "paper": [],
+            "optimize.pairs": [],
             "mirror": str(shared_mirror),
             "own.corpora": {"notes-a": "mine/a/notes.txt", "notes-b": "mine/b/notes.txt"},
             "layers": {
@@ -251,7 +252,7 @@ def test_silent_garbage_in_the_workflow_is_named_on_the_terminal(mine):
     tiny_bert(mine / "mine/blind", words=["zebra", "quark"])
     config = write_config(
         mine,
-        {"own.models": {"blind": {"path": "mine/blind"}}, "paper": [{"task": "reviews", "model": "blind"}]},
+        {"own.models": {"blind": {"path": "mine/blind"}}, "optimize.pairs": [{"task": "reviews", "model": "blind"}]},
         "blind.yaml",
     )
     p = snakemake(mine, config=config)
