@@ -112,6 +112,39 @@ def test_the_schema_file_names_the_classes_and_copies_none_of_their_settings(tmp
         load_schema(tmp_path / "constant.yaml")
 
 
+# Written although equal to their defaults: dvc-configs.yaml repeats the paper config's folders for DVC.
+RESTATED_ON_PURPOSE = {("config.yaml", "data_dir"), ("config.yaml", "results_dir")}
+
+
+def _restated(own, under, schema, path=()):
+    """The dotted keys of ``own`` whose value is what they would be without it: the base's (``under``), else the
+    schema's default."""
+    out = []
+    for key, value in (own or {}).items():
+        spec = schema.get("properties", {}).get(key) or (schema.get("additionalProperties") or {})
+        before = under.get(key, spec.get("default")) if isinstance(under, dict) else spec.get("default")
+        if isinstance(value, dict) and isinstance(spec, dict):
+            out += _restated(value, before if isinstance(before, dict) else {}, spec, (*path, key))
+        elif value == before and before is not None:
+            out.append(".".join((*path, key)))
+    return out
+
+
+@pytest.mark.parametrize("config", [*SHIPPED_CONFIGS, "examples/own/config.yaml"])
+def test_a_config_writes_only_what_differs_from_its_base_and_the_defaults(config):
+    """No shipped config restates a default (a settings class's or the schema's) or its base's value: each writes
+    what it changes, so a default changed in its class reaches every config."""
+    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    own = yaml.safe_load((ROOT / config).read_text())
+    under = load_config(own["base"], ROOT) if "base" in own else {}
+    restated = [
+        k
+        for k in _restated({k: v for k, v in own.items() if k != "base"}, under, schema)
+        if (config, k) not in RESTATED_ON_PURPOSE
+    ]
+    assert restated == [], f"{config} restates {restated}"
+
+
 @pytest.mark.parametrize("config", SHIPPED_CONFIGS)
 def test_defaults_filled_in_as_snakemake_fills_them(config, tmp_path):
     """fill_defaults (the workflow's) against Snakemake's own validate(set_default=True) on the loaded schema: the
