@@ -224,9 +224,7 @@ def test_a_sweep_resumed_from_saved_runs_runs_only_the_missing_ones(own_checkout
     """`make save-partial-X` here, then `make resume-X` on another machine (scripts/partial_runs.py): with the runs'
     inputs built there and nothing recorded of the runs, the saved runs put back are taken as done; only the unsaved
     run runs."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import partial_runs
-
+    from isoflow.publishing import partial as partial_runs
     from isoflow.sections import PUBLICATIONS, Publication
 
     monkeypatch.setitem(PUBLICATIONS, "own-finetune", Publication("own-finetune", "finetune", CONFIG))
@@ -251,9 +249,7 @@ def test_a_resumed_sweep_does_not_pretrain_again_the_models_saved_with_its_runs(
     """The layer analysis of the two plain models, saved in parts: the models travel with the runs; on the next
     machine they are put back after their corpus is built, and the workflow neither trains them nor analyses them
     again."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import partial_runs
-
+    from isoflow.publishing import partial as partial_runs
     from isoflow.sections import PUBLICATIONS, Publication
 
     monkeypatch.setitem(PUBLICATIONS, "own-layers", Publication("own-layers", "layers", CONFIG))

@@ -1,17 +1,20 @@
-"""scripts/publish_results.py and scripts/redraw_published.py, driven by the section registry: a publication holds
-exactly what its tables were made from, publishing one leaves the others (and, on failure, itself) as they were; a
-section registered with its code is published and redrawn without touching the scripts."""
+"""isoflow.publishing (scripts/publish_results.py, redraw_published.py, partial_runs.py), driven by the section
+registry: a publication holds exactly what its tables were made from, publishing one leaves the others (and, on
+failure, itself) as they were; a section registered with its code is published and redrawn without touching the
+scripts."""
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
+from isoflow.publishing import partial as partial_runs
+from isoflow.publishing import publish as publish_results
+from isoflow.publishing import redraw as redraw_published
+from isoflow.publishing.publish import PublishError, main, publish
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "scripts"))
-from publish_results import PublishError, main, publish  # noqa: E402
 
 
 def _write(path: Path, text: str) -> None:
@@ -128,7 +131,6 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     """Adding a section is one registry entry plus its code: a toy section (its own report command, here the pretrain
     section's) is published and redrawn by the unchanged scripts, and gets its DVC stage and make target from the
     registry."""
-    import redraw_published
 
     from isoflow import sections
     from isoflow.sections import PUBLICATIONS, SECTIONS, Publication, Section
@@ -189,6 +191,7 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
     assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
     # Its DVC stage and its make target come from the registry too.
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
     import dvc_stages
 
     assert dvc_stages.stages()["toy"]["do"]["cmd"].startswith(
@@ -221,8 +224,6 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
     import os
     import time
 
-    import partial_runs
-
     root, runs = sweep
     saved = partial_runs.save("sweep", root)
     assert saved == root / "partial-results" / "sweep"
@@ -252,7 +253,6 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
 
 
 def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
-    import partial_runs
 
     from isoflow.sections import PUBLICATIONS, Publication
 
@@ -282,8 +282,6 @@ def test_the_pretrained_models_a_sweep_uses_are_saved_with_its_runs_and_come_bac
     import os
     import time
 
-    import partial_runs
-
     root, runs = sweep
     _write(
         root / "config" / "sweep.yaml",
@@ -312,7 +310,6 @@ def test_the_pretrained_models_a_sweep_uses_are_saved_with_its_runs_and_come_bac
 
 
 def test_saving_no_finished_runs_is_one_line_and_writes_nothing(sweep, capsys, monkeypatch):
-    import partial_runs
 
     root, runs = sweep
     shutil_rmtree(runs.parents[3])
@@ -331,8 +328,6 @@ def shutil_rmtree(path: Path) -> None:
 
 
 def test_a_resume_builds_inputs_restores_runs_publishes_and_drops_the_saved_runs(tmp_path, monkeypatch):
-    import partial_runs
-    import publish_results
 
     steps = []
     monkeypatch.setattr(publish_results, "ROOT", tmp_path)
@@ -353,8 +348,6 @@ def test_a_resume_builds_inputs_restores_runs_publishes_and_drops_the_saved_runs
 
 
 def test_a_resume_puts_saved_pretrained_models_back_before_the_inputs_that_need_them(tmp_path, monkeypatch):
-    import partial_runs
-    import publish_results
 
     steps = []
     monkeypatch.setattr(publish_results, "ROOT", tmp_path)

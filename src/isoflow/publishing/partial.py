@@ -1,0 +1,217 @@
+"""A publication's sweep in parts: its finished runs kept in the repository between machines, and put back before
+the workflow resumes, so that only the missing runs run (what `make save-partial-<publication>` and
+`make resume-<publication>` do; docs/workflow.md, "A sweep in parts").
+
+    python scripts/partial_runs.py save finetune-plain     # <results_dir>/finetune/runs -> partial-results/...
+    python scripts/partial_runs.py restore finetune-plain  # partial-results and the publication's runs -> results
+
+Saved runs live in ``partial-results/<publication>/<section>/runs/`` (every file the section's run jobs wrote, each
+record with its own commit and settings; for istar, optimize's runs too: its λ = 0 rows) beside ``PARTIAL.json`` (how
+many, from which config, which checkout, when). Restoring copies the saved runs, and the publication's own published
+runs (docs/results/<publication>/runs, unless its section publishes another section's runs too: istar's λ = 0 rows),
+into the sections' runs folders of the config's results directory: files that are there already are left alone, and
+the copies are dated now, so Snakemake takes them as made after their inputs (restore *after* the inputs are built:
+``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
+some of a run's files) is simply run again. Restored runs are taken as they are: after changing a run setting of the
+config, delete the saved runs.
+
+The models the workflow pretrained for the section (``pretrain.models`` named in ``<section>.models``: 45 minutes or
+more of CPU each, 21 MB) are saved too, under ``partial-results/<publication>/inputs/pretrained/<name>/``; a resume
+builds their corpus, puts them back (dated after it) and only then the rest of the inputs, so that the next machine
+does not train them again (``restore_inputs``; each model's record, ``pretrain.json``, says how it was made).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from ..atomic import atomic_dir
+from ..config_files import load
+from ..layers.partial import SUFFIX as IN_PROGRESS
+from ..provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
+from ..sections import PUBLICATIONS, SECTIONS
+from . import ROOT
+
+
+class PartialError(RuntimeError):
+    pass
+
+
+def _is_temporary(rel: Path) -> bool:
+    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``; a layer analysis' progress,
+    ``.<corpus>.partial/``: gigabytes of states its own command resumes from), never a finished run's."""
+    return any(part.startswith(".") and (".tmp" in part or part.endswith(IN_PROGRESS)) for part in rel.parts)
+
+
+def _run_files(runs: Path) -> list[Path]:
+    """Every finished file under a runs folder, relative to it."""
+    if not runs.is_dir():
+        return []
+    return sorted(
+        p.relative_to(runs) for p in runs.rglob("*") if p.is_file() and not _is_temporary(p.relative_to(runs))
+    )
+
+
+def _config(publication: str, root: Path) -> dict:
+    return load(PUBLICATIONS[publication].config, root)
+
+
+def results_of(publication: str, root: Path) -> Path:
+    """The results directory of the publication's config."""
+    return root / _config(publication, root)["results_dir"]
+
+
+# The rule that makes the inputs a save carries (rules/pretrain.smk): a resume builds every other input first.
+INPUT_RULE = "pretrain_model"
+
+
+def carried_inputs(publication: str, root: Path) -> list[Path]:
+    """The folders, relative to the config's data_dir, of the models the workflow pretrains (``pretrain.models``) that
+    the publication's section uses (``<section>.models``): the inputs a save carries to the next machine."""
+    config = _config(publication, root)
+    used = (config.get(PUBLICATIONS[publication].section) or {}).get("models") or []
+    pretrained = (config.get("pretrain") or {}).get("models") or {}
+    return [Path("pretrained") / name for name in used if name in pretrained]
+
+
+def _data_of(publication: str, root: Path) -> Path:
+    return root / _config(publication, root).get("data_dir", "data")
+
+
+def _sections(publication: str) -> list[str]:
+    """The sections whose runs a publication's runs are: its own, and the one it reuses runs of (istar: optimize's,
+    its λ = 0 rows)."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    return [section.name, *([section.shares_runs_with] if section.shares_runs_with else [])]
+
+
+def save(publication: str, root: Path = ROOT) -> Path:
+    """Copy the finished runs of the publication's sections (under the config's results directory) into
+    partial-results/<publication>/<section>/runs, replacing an earlier save of the same publication; return that
+    folder."""
+    pub = PUBLICATIONS[publication]
+    results = results_of(publication, root)
+    found = {name: _run_files(results / name / "runs") for name in _sections(publication)}
+    if not found[pub.section]:
+        raise PartialError(
+            f"{results / pub.section / 'runs'}: no finished runs to save; run `make resume-{publication}` first"
+        )
+    data = _data_of(publication, root)
+    inputs = [rel for rel in carried_inputs(publication, root) if (data / rel).is_dir()]
+    dest = root / PARTIAL_RESULTS / publication
+    expected = {*found, "PARTIAL.json", "inputs"}
+    with atomic_dir(dest, expected=expected, kind=f"saved runs of {publication}") as staging:
+        for name, files in found.items():
+            for rel in files:
+                (staging / name / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(results / name / "runs" / rel, staging / name / "runs" / rel)
+        for rel in inputs:
+            shutil.copytree(data / rel, staging / "inputs" / rel)
+        every = [rel for files in found.values() for rel in files]
+        (staging / "PARTIAL.json").write_text(
+            json.dumps(
+                {
+                    "publication": publication,
+                    "config": pub.config,
+                    "files": len(every),
+                    "records": sum(1 for rel in every if rel.suffix == ".json"),
+                    "from": [str((results / name / "runs").relative_to(root)) for name in found],
+                    "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
+                    "workflow_checkout": code_version(root),
+                    "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                },
+                indent=2,
+            )
+            + "\n"
+        )
+    return dest
+
+
+def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
+    """(runs folder, section it goes to) a resume restores from: the saved runs, then the published ones (only if
+    they are all the section's own: istar's publication holds optimize's runs among its own, at their paths)."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    found = [(root / PARTIAL_RESULTS / publication / name / "runs", name) for name in _sections(publication)]
+    if section.shares_runs_with is None:
+        found.append((root / PUBLISHED_RESULTS / publication / "runs", section.name))
+    return [(folder, name) for folder, name in found if folder.is_dir()]
+
+
+def restore(publication: str, root: Path = ROOT) -> int:
+    """Copy the saved and published runs into their sections' runs folders under the config's results directory,
+    leaving what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
+    results = results_of(publication, root)
+    copied = 0
+    for source, name in sources(publication, root):
+        for rel in _run_files(source):
+            target = results / name / "runs" / rel
+            if target.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / rel, target)  # not copy2: dated now, after the inputs the workflow just built
+            copied += 1
+    return copied
+
+
+def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
+    """The carried inputs saved for the publication (folders under partial-results/<publication>/inputs)."""
+    saved = root / PARTIAL_RESULTS / publication / "inputs"
+    return [saved / rel for rel in carried_inputs(publication, root) if (saved / rel).is_dir()]
+
+
+def restore_inputs(publication: str, root: Path = ROOT) -> list[Path]:
+    """Put the saved inputs (pretrained models) back under the config's data_dir where they are missing, each folder
+    whole or not at all, dated now (after the corpus they were trained on, which the resume built first); return the
+    folders restored."""
+    data = _data_of(publication, root)
+    restored = []
+    for saved in saved_inputs(publication, root):
+        target = data / saved.relative_to(root / PARTIAL_RESULTS / publication / "inputs")
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+        try:
+            shutil.copytree(saved, staging / "copy", copy_function=shutil.copyfile)  # dated now
+            os.replace(staging / "copy", target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        restored.append(target)
+    return restored
+
+
+def discard(publication: str, root: Path = ROOT) -> None:
+    """Remove a publication's saved runs (once it is published whole, they are in docs/results)."""
+    shutil.rmtree(root / PARTIAL_RESULTS / publication, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("action", choices=("save", "restore"))
+    parser.add_argument("publication", choices=sorted(PUBLICATIONS))
+    args = parser.parse_args(argv)
+    if args.action == "save":
+        try:
+            dest = save(args.publication, ROOT)
+        except PartialError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        saved = json.loads((dest / "PARTIAL.json").read_text())
+        print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
+    else:
+        where = results_of(args.publication, ROOT).relative_to(ROOT)
+        for folder in restore_inputs(args.publication, ROOT):
+            print(f"{folder.relative_to(ROOT)} restored")
+        print(f"{restore(args.publication, ROOT)} files restored under {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

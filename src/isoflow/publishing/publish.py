@@ -1,0 +1,240 @@
+"""Copy one section of a finished workflow's results into docs/results/<publication>, replacing that publication only;
+or run the workflow for a publication first (what `make reproduce-<publication>` does).
+
+    python scripts/publish_results.py optimize results/reproduce-offline docs/results/optimize   # publish what is there
+    python scripts/publish_results.py --reproduce optimize                                       # run, then publish
+
+A publication (isoflow.sections.PUBLICATIONS) is a section's results under one config. A section's results are
+``<results_dir>/<section>/``: its ``tables/`` and ``figures/`` are copied whole; its runs as the registry says:
+
+* ``listed`` (optimize, istar): exactly the runs its aggregate's ``runs.csv`` lists (``record`` column), not a glob,
+  so the published folder holds what its tables report; they go to ``runs/`` (paths inside their section's
+  ``runs/`` folder kept; the istar section's λ = 0 rows are optimize runs) and the list's paths are rewritten to the
+  published copies;
+* ``tree`` (the others): the section's ``runs/`` folder (only the registry's file patterns, where it names some).
+
+``PUBLISHED.json`` says how the publication was made: the workflow command (``--made-by``), the results directory
+and the git commit of the workflow checkout (each run's own commit is in its record); paths relative to the
+repository. The publication's README.md (the discussion of its numbers, written by hand) is carried over. It is
+assembled beside its destination and renamed into place (isoflow.atomic.atomic_dir: a destination that is not an
+earlier publication is refused without --force); nothing else under docs/results is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..atomic import MARKER, OutputExistsError, atomic_dir
+from ..provenance import PUBLISHED_RESULTS, code_version
+from ..sections import PUBLICATIONS, SECTIONS
+from . import ROOT
+from . import partial as partial_runs
+
+TOP_LEVEL = {"tables", "figures", "runs", "runs.csv", "PUBLISHED.json", "README.md"}  # what a publication consists of
+
+
+class PublishError(RuntimeError):
+    pass
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def _inside_runs(record: Path, results: Path) -> Path:
+    """A run's path inside its section's runs/ folder (``<results>/<section>/runs/<path>``)."""
+    rel = record.relative_to(results.resolve())
+    if len(rel.parts) < 3 or rel.parts[1] != "runs":
+        raise ValueError(f"{record} is not in a section's runs/ folder under {results}")
+    return Path(*rel.parts[2:])
+
+
+def _from_root(path: Path, root: Path) -> Path:
+    """``path`` relative to the repository ``root`` when it lies below it (a published list must not name the
+    checkout it was made in), else as given."""
+    try:
+        return path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return path
+
+
+def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, root: Path) -> None:
+    """Every run of the list (its .json record and .parquet trajectory) under staging/runs/, and the list. Relative
+    ``record`` paths are relative to the workflow's working directory ``root``, in the list read and the list
+    written."""
+    with open(runs_csv, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or "record" not in rows[0]:
+        raise PublishError(f"{runs_csv}: no runs listed (column 'record'); run the workflow's aggregate step first")
+    for row in rows:
+        record = (root / row["record"]).resolve()
+        try:
+            inside = _inside_runs(record, results)
+        except ValueError:
+            raise PublishError(
+                f"{runs_csv}: run {record} is not in a section's runs/ folder under {results}; publish from the "
+                "results directory the aggregate was made in"
+            ) from None
+        for suffix in (".json", ".parquet"):
+            src = record.with_suffix(suffix)
+            if not src.is_file():
+                raise PublishError(f"{runs_csv}: listed run {src} is missing; rerun the workflow")
+            _copy(src, staging / "runs" / inside.with_suffix(suffix))
+        row["record"] = str(_from_root(published / "runs" / inside, root))
+    with open(staging / "runs.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
+    if not runs.is_dir():
+        raise PublishError(f"{runs}: no runs; run the section's workflow target first")
+    if not patterns:
+        shutil.copytree(runs, staging / "runs", ignore=shutil.ignore_patterns(".*"))
+        return
+    for pattern in patterns:
+        for path in sorted(runs.glob(pattern)):
+            if path.is_file():
+                _copy(path, staging / "runs" / path.relative_to(runs))
+
+
+def _provenance(publication: str, results: Path, root: Path, made_by: str | None) -> dict:
+    return {
+        "publication": publication,
+        "section": PUBLICATIONS[publication].section,
+        "made_by": made_by,
+        "results_dir": os.path.relpath(results.resolve(), root.resolve()),
+        "workflow_checkout": code_version(root),
+        "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def publish(
+    publication: str, results: Path, dest: Path, root: Path = Path("."), force: bool = False, made_by: str | None = None
+) -> list[Path]:
+    """Assemble ``publication``'s section of ``results`` beside dest, then rename it into dest's place; return the
+    published files. dest is replaced only if it is an earlier publication (isoflow's marker file) or ``force`` is
+    given; on any failure it stays as it was and nothing is left beside it."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    where = results / section.name
+    tables = sorted(p for p in (where / "tables").glob("*") if p.is_file())
+    figures = sorted(p for p in (where / "figures").glob("*") if p.is_file())
+    if not tables or not figures:
+        raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
+    try:
+        with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
+            (staging / "PUBLISHED.json").write_text(
+                json.dumps(_provenance(publication, results, root, made_by), indent=2) + "\n"
+            )
+            if (dest / "README.md").is_file():  # the discussion is written by hand: carried over
+                shutil.copy2(dest / "README.md", staging / "README.md")
+            for path in tables + figures:
+                _copy(path, staging / path.parent.name / path.name)
+            if section.published_runs == "listed":
+                _copy_listed(results, where / "aggregate" / "runs.csv", staging, dest, root)
+            else:
+                _copy_tree(where / "runs", staging, section.run_files)
+    except OutputExistsError as err:
+        raise PublishError(str(err).replace("--out", "another destination")) from None
+    return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
+
+
+def _snakemake(command: list[str]) -> None:
+    print("+ " + " ".join(command), flush=True)
+    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+
+
+def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume: bool = False) -> Path:
+    """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
+    publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
+    those already published are put back first (scripts/partial_runs.py), after the inputs they were made from are
+    built, so only the missing runs run; models the workflow pretrained, where they were saved with the runs, are put
+    back before the inputs made from them, so they are not trained again. Once published whole, the saved runs are
+    removed."""
+    pub = PUBLICATIONS[publication]
+    section = SECTIONS[pub.section]
+    command = [
+        "snakemake",
+        pub.section,
+        "--cores",
+        str(cores),
+        "--configfile",
+        pub.config,
+        "--rerun-incomplete",
+        *shlex.split(snakemake_args),
+    ]
+    if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
+        shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
+        if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
+            _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
+            for folder in partial_runs.restore_inputs(publication, ROOT):
+                print(f"{folder.relative_to(ROOT)} restored", flush=True)
+        _snakemake([*command, "--omit-from", *section.run_rules, *shared])
+        print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
+    _snakemake(command)
+    results = partial_runs.results_of(publication, ROOT)
+    dest = ROOT / PUBLISHED_RESULTS / publication
+    made_by = " ".join(command) + (" (resumed: scripts/partial_runs.py restore, PARTIAL.json)" if resume else "")
+    publish(publication, results, dest, root=ROOT, made_by=made_by)
+    if resume:
+        partial_runs.discard(publication, ROOT)
+    return dest
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("publication", choices=sorted(PUBLICATIONS))
+    parser.add_argument(
+        "results", type=Path, nargs="?", help="the workflow's results_dir, e.g. results/reproduce-offline"
+    )
+    parser.add_argument("dest", type=Path, nargs="?", help="e.g. docs/results/optimize")
+    parser.add_argument(
+        "--reproduce", action="store_true", help="run the workflow for the publication first (its config), then publish"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --reproduce: put back the saved (partial-results) and published runs first; only the missing run",
+    )
+    parser.add_argument("--snakemake-args", default="", help="with --reproduce: more options for snakemake")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path("."),
+        help="the workflow's working directory, which the run list's paths are relative to",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="replace dest even if it holds files that are not an earlier publication"
+    )
+    parser.add_argument(
+        "--made-by", default=None, help="the workflow command that made the results (recorded in PUBLISHED.json)"
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.reproduce:
+            dest = reproduce(args.publication, args.snakemake_args, resume=args.resume)
+            print(f"{dest}: published")
+            return 0
+        if args.results is None or args.dest is None:
+            parser.error("give RESULTS and DEST, or --reproduce")
+        files = publish(args.publication, args.results, args.dest, args.root, force=args.force, made_by=args.made_by)
+    except (PublishError, subprocess.CalledProcessError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"{args.dest}: {len(files)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
