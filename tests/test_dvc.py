@@ -58,10 +58,7 @@ def test_stage_paths_agree_with_the_configs():
 
 def test_dvc_yaml_is_written_from_the_registry():
     """dvc.yaml is what scripts/dvc_stages.py writes from isoflow.sections (edit those, then run it)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import dvc_stages
+    from isoflow.publishing import dvc_stages
 
     assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), (
         "dvc.yaml is stale: run `python scripts/dvc_stages.py`"
@@ -69,12 +66,10 @@ def test_dvc_yaml_is_written_from_the_registry():
 
 
 def test_stage_dependencies_cover_every_imported_module():
-    """Each stage depends on every isoflow file its commands import (scripts/stage_modules.py reads the imports), so a
-    change to any of them makes `dvc status` report the stage; and on its own rule files."""
-    import sys
+    """Each stage depends on every isoflow file its commands import (isoflow.publishing.stage_modules reads the
+    imports), so a change to any of them makes `dvc status` report the stage; and on its own rule files."""
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from stage_modules import covered, stage_commands, stage_files
+    from isoflow.publishing.stage_modules import covered, stage_commands, stage_files
 
     stages = dvc_stages()
     assert set(stages) == set(stage_commands())
@@ -96,10 +91,8 @@ def test_stage_dependencies_cover_every_imported_module():
 def test_experiments_import_nothing_from_each_other():
     """Shared code lives below the experiments: fine-tuning, the layer analysis, the optimisation and pretraining import
     nothing from each other, so a stage does not depend on another experiment's code."""
-    import sys
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from stage_modules import closure
+    from isoflow.publishing.stage_modules import closure
 
     src = ROOT / "src" / "isoflow"
     packages = ("finetune", "layers", "optimize", "pretrain")

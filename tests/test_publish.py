@@ -191,8 +191,7 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
     assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
     # Its DVC stage and its make target come from the registry too.
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    import dvc_stages
+    from isoflow.publishing import dvc_stages
 
     assert dvc_stages.stages()["toy"]["do"]["cmd"].startswith(
         "snakemake toy_runs --cores all --configfile ${item.config} --allowed-rules toy_runs toy_run"

@@ -4,7 +4,7 @@ call.
 Static (read with ``ast``, every ``import`` inside functions included, so the lists are a safe superset): a stage
 must depend on every file listed, or a change to that code would not make ``dvc status`` report it. The test
 ``tests/test_dvc.py::test_stage_dependencies_cover_every_imported_module`` checks dvc.yaml against this; print the
-lists with ``python scripts/stage_modules.py``."""
+lists with ``python -m isoflow.publishing.stage_modules``."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import ast
 import sys
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = Path(__file__).resolve().parents[2]  # src/
 PACKAGE = SRC / "isoflow"
 
 # DVC stage -> the `isoflow` subcommands its rules run: the shared data stages, one per section that makes runs (its
 # run commands) and the report (every section's report commands); isoflow.sections is the registry.
-from isoflow.sections import SECTIONS  # noqa: E402
+from ..sections import SECTIONS  # noqa: E402
 
 
 def stage_commands() -> dict[str, list[str]]:
