@@ -52,20 +52,13 @@ def load(path: str | os.PathLike) -> dict:
         return _expand(yaml.safe_load(fh), str(path))
 
 
-def _declared(name: str, where: str):
+def _named(name: str, where: str, marker: str, what: str):
+    """The object a marker names by its dotted path (``module.NAME``), or a SchemaError naming the marker."""
     module, _, attr = name.rpartition(".")
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise SchemaError(f"{where}: {DEFAULT_MARKER} names {name!r}, which does not exist ({exc})") from None
-
-
-def _settings_class(name: str, where: str):
-    module, _, cls = name.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), cls)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise SchemaError(f"{where}: {MARKER} names {name!r}, which is not a settings class ({exc})") from None
+        raise SchemaError(f"{where}: {marker} names {name!r}, which {what} ({exc})") from None
 
 
 def _expand(node, where: str = "schema"):
@@ -75,11 +68,11 @@ def _expand(node, where: str = "schema"):
     elif isinstance(node, dict):
         constant = node.pop(DEFAULT_MARKER, None)
         if constant is not None:  # a default the library declares as a constant: taken from there, not pasted
-            value = _declared(constant, where)
+            value = _named(constant, where, DEFAULT_MARKER, "does not exist")
             node["default"] = list(value) if isinstance(value, tuple) else copy.deepcopy(value)  # JSON has no tuple
         spec = node.pop(MARKER, None)
         if spec is not None:
-            props = schema_properties(_settings_class(spec["class"], where))
+            props = schema_properties(_named(spec["class"], where, MARKER, "is not a settings class"))
             fields = spec.get("fields", list(props))
             unknown = [f for f in fields if f not in props]
             if unknown:
