@@ -69,8 +69,8 @@ def schema_problems(config):
 
 
 def numbers_from_command_line(config):
-    """`--config seeds=[0,1]` or `group_seeds=false` gives strings (Snakemake parses values with YAML's BaseLoader):
-    make them numbers and booleans."""
+    """`--config "optimize={'seeds': [0, 1], 'group_seeds': False}"` gives strings (Snakemake parses values with YAML's
+    BaseLoader): make them numbers and booleans."""
 
     def number(value):
         if isinstance(value, str):
