@@ -56,6 +56,9 @@ def schema_problems(config):
                 problems.append(f"{field or 'the top level'}: {what}; allowed: {', '.join(allowed) or 'none'}")
         elif error.validator == "required":
             missing = error.message.split("'")[1]
+            dotted = lambda k: f"{field}.{k}" if field else k  # noqa: E731
+            if any(RENAMED_KEYS.get(dotted(k)) == dotted(missing) for k in value):
+                continue  # there under its former name: that problem says where it goes
             problems.append(
                 f"{field or 'the top level'}: missing key {missing!r} (required: {', '.join(schema['required'])})"
             )

@@ -423,6 +423,19 @@ def test_invalid_config_is_refused(tmp_path):
     assert bad.returncode != 0 and "device" in bad.stdout + bad.stderr
 
 
+def test_a_config_in_the_former_layout_is_told_where_each_key_went(tmp_path):
+    """Keys under their former names or places are refused, one line each saying where they are now (and a required
+    key they stand in for is not also reported missing)."""
+    old = tmp_path / "old.yaml"
+    old.write_text("seeds: [0]\npaper: []\nistar: {tasks: [polarity], models: [minilm], lambdas: [0, 1]}\n")
+    bad = snakemake("-n", "--configfile", str(old), check=False)
+    assert bad.returncode != 0 and [line.split(": ", 1)[1] for line in bad.stderr.splitlines() if line.strip()] == [
+        "paper is now optimize.pairs (rename or move the key)",
+        "seeds is now optimize.seeds (rename or move the key)",
+        "istar.lambdas is now istar.istar_lambdas (rename or move the key)",
+    ]
+
+
 @pytest.mark.slow
 def test_offline_config_runs_for_real(offline_checkout):
     """The README's quick start (`make run`) in a fresh checkout: real tables and figures, then nothing to do."""
