@@ -659,6 +659,31 @@ def test_a_run_takes_its_learning_rate_from_the_choice_and_records_it(polarity_s
     assert info["settings"]["lr"] == 3e-4 and info["lr_selection"] == choice  # --lr-from overrides --lr
 
 
+def test_the_diagnosis_gradients_of_any_model_on_a_prepared_task(polarity_small, tiny_gpt2, tmp_path, capsys):
+    """`isoflow finetune-diagnosis --model M --task T`: part 1 of the diagnosis for a model of one's own (here a tiny
+    causal LM, read at its last non-padding token), written to <out>/gradients.json; equal to gradient_ratios on the
+    same encoder and sentences."""
+    from isoflow.cli import main
+    from isoflow.finetune.data import examples_of, stratified_subset
+    from isoflow.finetune.diagnosis import gradient_ratios
+    from isoflow.models.local import load_hf
+
+    args = ["finetune-diagnosis", "--model", str(tiny_gpt2), "--model-name", "tiny-gpt2", "--task", "polarity-120"]
+    args += ["--batches", "2", "--data-dir", str(polarity_small), "--out", str(tmp_path)]
+    assert main(args) == 0
+    out = json.loads((tmp_path / "gradients.json").read_text())
+    assert (out["model"], out["pooling"], out["batches_of_32"]) == ("tiny-gpt2", "last", 2)
+    ex = stratified_subset(examples_of(read_task(polarity_small / "tasks/polarity-120")), 64, 0)
+    encoder = SentenceEncoder.from_transformer(*load_hf(tiny_gpt2))
+    again = gradient_ratios(encoder, list(ex.a), ex.y, 2, 0)
+    assert out["gradients_at_the_pretrained_model"].keys() == again.keys()
+    for setup, numbers in again.items():
+        assert out["gradients_at_the_pretrained_model"][setup] == pytest.approx(numbers, rel=1e-5)
+    capsys.readouterr()
+    assert main([*args[:-6], "--batches", "9", "--data-dir", str(polarity_small), "--out", str(tmp_path)]) == 2
+    assert "polarity-120: 120 examples, fewer than 9 batches of 32; give fewer --batches" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [

@@ -83,6 +83,47 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
     return out
 
 
+def model_gradients(
+    task: str,
+    model: str,
+    *,
+    data_dir: str | os.PathLike = "data",
+    raw_dir: str | os.PathLike | None = None,
+    mirror=None,
+    model_name: str | None = None,
+    pooling: str = "auto",
+    batches: int = 10,
+    seed: int = 0,
+) -> dict:
+    """Part 1 of the diagnosis for any model fine-tuning takes (a built-in name, a folder, a hub id, a GGUF file) on a
+    prepared single-label task: the task loss's and 1 − IsoScore*'s gradient norms at the pretrained model, per setup
+    (:func:`gradient_ratios`), over ``batches`` batches of 32 of the task's sentences (a seeded stratified subset; the
+    first text of a pair). On the CPU, in float32. Returns the numbers with what was measured and the provenance."""
+    from ..datasets import raw_cache, read_task
+    from ..devices import resolve_device
+    from ..models.resolve import resolve_model
+    from ..records import run_provenance
+    from .data import examples_of, stratified_subset
+    from .run import load_encoder, prepared_task
+
+    t0 = time.perf_counter()
+    resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
+    ex = stratified_subset(examples_of(read_task(prepared_task(task, data_dir))), 32 * batches, seed)
+    if len(ex) < 32 * batches:
+        raise ValueError(f"{task}: {len(ex)} examples, fewer than {batches} batches of 32; give fewer --batches")
+    encoder = load_encoder(resolved, pooling, resolve_device("cpu"), data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    gradients = gradient_ratios(encoder, list(ex.a), ex.y, batches, seed)
+    return {
+        "task": task,
+        "model": resolved.name,
+        "pooling": encoder.pooling,
+        "batches_of_32": batches,
+        "gradients_at_the_pretrained_model": gradients,
+        "seconds": round(time.perf_counter() - t0, 1),
+        **run_provenance(),
+    }
+
+
 def diagnose(
     out: str | os.PathLike,
     *,

@@ -40,6 +40,40 @@ def finetune_path(
     return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
+def prepared_task(task: str, data_dir, task_path=None) -> Path:
+    """The folder of a prepared task (``task_path``, else ``<data_dir>/tasks/<task>``); an unknown name is refused."""
+    tpath = Path(task_path or task_dir(task, data_dir))
+    if task_path is None and not tpath.is_dir() and resolve_name(task) not in DATASETS:
+        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
+    return tpath
+
+
+def load_encoder(resolved, pooling: str, device, *, data_dir, raw_dir, mirror) -> SentenceEncoder:
+    """The encoder to fine-tune for a resolved model (isoflow.models.resolve): a Hugging Face folder (GGUF files
+    de-quantised into one) with ``pooling`` added, or a sentence-transformers model with its own mean pooling."""
+    from ..models.local import is_sentence_transformers
+
+    model = resolved.load
+    if resolved.local and not is_sentence_transformers(model):  # a Hugging Face model: its pooling added
+        from ..models.local import load_hf
+
+        return SentenceEncoder.from_transformer(*load_hf(model, str(device)), pooling=pooling)
+    if pooling == "last":
+        raise ValueError(
+            f"{resolved.name}: a sentence-transformers model is fine-tuned with its mean pooling, not last"
+        )
+    from sentence_transformers import SentenceTransformer
+
+    from ..models.sbert import load_sentence_model
+
+    st = (
+        SentenceTransformer(str(model), device=str(device))
+        if resolved.local
+        else load_sentence_model(sentence_model(model), str(device), raw_cache(data_dir, raw_dir), mirror)
+    )
+    return SentenceEncoder(st)
+
+
 def run_finetune(
     task: str,
     model: str,
@@ -62,37 +96,17 @@ def run_finetune(
     ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
-    from ..models.local import is_sentence_transformers
     from ..models.resolve import resolve_model
 
     resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
-    model, model_id, local, source = resolved.load, resolved.name, resolved.local, resolved.source
-    spec = None if local else sentence_model(model)  # unknown or static models: a clear error before any work
-    s = replace(s, model=model_id)
+    if not resolved.local:
+        sentence_model(resolved.load)  # unknown or static models: a clear error before any work
+    s = replace(s, model=resolved.name)
     dev = resolve_device(device)
-    tpath = Path(task_path or task_dir(task, data_dir))
-    if task_path is None and not tpath.is_dir() and name not in DATASETS:
-        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
-    tdata = read_task(tpath)
+    tdata = read_task(prepared_task(task, data_dir, task_path))
     s = replace(s, task=tdata.name)
     data = splits(tdata, s, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
-    if local and not is_sentence_transformers(model):  # a Hugging Face model: its pooling added
-        from ..models.local import load_hf
-
-        encoder = SentenceEncoder.from_transformer(*load_hf(model, str(dev)), pooling=s.pooling)
-    else:
-        if s.pooling == "last":
-            raise ValueError(f"{model_id}: a sentence-transformers model is fine-tuned with its mean pooling, not last")
-        from sentence_transformers import SentenceTransformer
-
-        from ..models.sbert import load_sentence_model
-
-        st = (
-            SentenceTransformer(str(model), device=str(dev))
-            if local
-            else load_sentence_model(spec, str(dev), raw_cache(data_dir, raw_dir), mirror)
-        )
-        encoder = SentenceEncoder(st)
+    encoder = load_encoder(resolved, s.pooling, dev, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
     result = finetune(
@@ -110,7 +124,7 @@ def run_finetune(
         out
         or finetune_path(
             tdata.name,
-            model_id,
+            resolved.name,
             seed,
             s.istar_lambda,
             results,
@@ -129,7 +143,7 @@ def run_finetune(
         ("reg", s.reg),
         ("istar_lambda", s.istar_lambda),
         ("seed", seed),
-        ("model", model_id),
+        ("model", resolved.name),
         ("task", tdata.name),
     ):
         frame.insert(0, col, value)
@@ -137,7 +151,7 @@ def run_finetune(
         frame.to_parquet(tmp, index=False)
     with atomic_file(steps) as tmp:
         pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
-    measured = {**({"source": source} if local else {}), **data.info, **result.info}
+    measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
     if lr_choice is not None:
         measured["lr_selection"] = lr_choice
     meta = run_record(
