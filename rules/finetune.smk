@@ -119,6 +119,34 @@ rule finetune_baseline:
         "--out {output.record} --raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 
+# The penalty's pull against the task's at the pretrained model (finetune.gradient_batches > 0): once per task x model.
+rule finetune_gradients:
+    input:
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+        model=model_files,
+    output:
+        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{FINETUNE_GRADIENTS_FILE}"),
+    log:
+        "logs/finetune/{task}/{model}/gradients.log",
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        mem_mb=16000,
+        runtime=120,
+    params:
+        out=lambda wildcards, output: os.path.dirname(output.record),
+        raw=RAW,
+        mirror=MIRROR,
+        model=model_option,
+        pooling=lambda wildcards: f"--pooling {FINETUNE['pooling']}",
+        batches=GRADIENT_BATCHES,
+        task_dir=lambda wildcards, input: os.path.dirname(input.task),
+    shell:
+        "isoflow finetune-diagnosis {params.model} --task {wildcards.task} --batches {params.batches} {params.pooling} "
+        "--task-dir {params.task_dir} --raw-dir {params.raw} {params.mirror} --out {params.out} > {log} 2>&1"
+
+
 rule finetune_report:
     input:
         finetune_run_files(),

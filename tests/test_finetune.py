@@ -449,7 +449,27 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
         polarity_run(polarity_small, tmp_path, tiny_bert, seed, reg="cosreg", cosreg_weight=1.0, **common)[1]
         for seed in (0, 1)
     ]
-    written = report(records, tmp_path / "tables", tmp_path / "figures")
+    gradients = (
+        tmp_path / "runs/polarity-120/tiny-bert/gradients.json"
+    )  # as `isoflow finetune-diagnosis --model` writes
+    gradients.parent.mkdir(parents=True)
+    measured = {"task_grad_norm": 2.0, "penalty_grad_norm": 0.5, "ratio_penalty_to_task": 0.25}
+    gradients.write_text(
+        json.dumps(
+            {
+                "task": "polarity-120",
+                "model": "tiny-bert",
+                "batches_of_32": 2,
+                "gradients_at_the_pretrained_model": {"I-STAR": {**measured, "one_minus_isoscore_star": 0.9}},
+            }
+        )
+    )
+    written = report([*records, gradients], tmp_path / "tables", tmp_path / "figures")
+    pull = pd.read_csv(tmp_path / "tables/finetune_gradients.csv")
+    assert pull.to_dict("records") == [
+        {"task": "polarity-120", "model": "tiny-bert", "setup": "I-STAR", "batches": 2, **measured}
+        | {"one_minus_isoscore_star": 0.9}
+    ]
     table = pd.read_csv(tmp_path / "tables/finetune.csv")
     assert list(zip(table.reg, table.istar_lambda, table.cosreg_weight)) == [
         ("cosreg", 0, 1),
@@ -516,13 +536,16 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, p
             "finetune",
             *where,
             "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], "
-            "'istar_lambdas': [-1, 0, 1], 'cosreg_weights': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled'}",
+            "'istar_lambdas': [-1, 0, 1], 'cosreg_weights': [0, 2], 'seeds': [0, 1], 'zeta': 0.5, 'points': 'pooled', "
+            "'gradient_batches': 3}",
         ],
         plan_checkout,
     ).stdout
     assert re.search(
         r"^finetune_run\s+8$", good, re.M
     )  # 3 I-STAR weights and one CosReg weight (0 is the plain run) x 2 seeds
+    assert re.search(r"^finetune_gradients\s+1$", good, re.M) and "finetune-diagnosis --model minilm " in good
+    assert "--task glue/sst2 --batches 3 " in good and "finetune_gradients.csv" in good
     assert (
         "minilm/cosreg2/seed1.json" in good
         and "--cosreg-weight 2 " in good

@@ -1,6 +1,8 @@
 # Input functions and outputs of the finetune section (rules/finetune.smk): functions only, as Snakemake's linter wants them apart
 # from rules.
 
+from isoflow.finetune.controls import GRADIENTS_FILE as FINETUNE_GRADIENTS_FILE
+
 
 def finetune_options(wildcards):
     """The section's settings as `isoflow finetune` options (isoflow.finetune.settings declares them and their defaults,
@@ -48,12 +50,24 @@ def finetune_baselines():
     return [f"{section_dir('finetune')}/runs/{t}/bag-of-words.json" for t in FINETUNE.get("tasks", [])]
 
 
+GRADIENT_BATCHES = FINETUNE.get("gradient_batches") or 0
+
+
+def finetune_gradients():
+    """Each task x model's gradients at its pretrained model, where the config asks for them (gradient_batches)."""
+    if not GRADIENT_BATCHES:
+        return []
+    return [f"{section_dir('finetune')}/runs/{t}/{m}/{FINETUNE_GRADIENTS_FILE}" for t, m in finetune_pairs()]
+
+
 def finetune_run_files():
     runs = [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
-    return runs + finetune_baselines()
+    return runs + finetune_baselines() + finetune_gradients()
 
 
-_FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(bool(FINETUNE.get("layer_geometry")))
+_FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(
+    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients())
+)
 FINETUNE_TABLES = tables_of("finetune", _FINETUNE_TABLES)
 FINETUNE_FIGURES = figures_of("finetune", _FINETUNE_FIGURES)
 FINETUNE_REPORT = FINETUNE_TABLES + FINETUNE_FIGURES
@@ -64,4 +78,4 @@ def finetune_files():
 
 
 def runs_of_finetune():
-    return finetune_records() + finetune_baselines()
+    return finetune_records() + finetune_baselines() + finetune_gradients()

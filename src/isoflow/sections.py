@@ -106,7 +106,10 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    runs = [*(folder / "runs").rglob("seed*.json"), *(folder / "runs").rglob("bag-of-words.json")]
+    from .finetune.controls import BASELINE_FILE, GRADIENTS_FILE
+
+    runs = [*(folder / "runs").rglob("seed*.json"), *(folder / "runs").rglob(BASELINE_FILE)]
+    runs += (folder / "runs").rglob(GRADIENTS_FILE)
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
@@ -187,9 +190,15 @@ SECTIONS: dict[str, Section] = {
         Section(
             "finetune",
             "Fine-tuning the encoder with I-STAR and CosReg",
-            ("finetune",),
+            ("finetune", "finetune-diagnosis"),
             ("finetune-report",),
-            run_rules=("finetune_run", "finetune_baseline", "finetune_lr_run", "finetune_lr_choice"),
+            run_rules=(
+                "finetune_run",
+                "finetune_baseline",
+                "finetune_lr_run",
+                "finetune_lr_choice",
+                "finetune_gradients",
+            ),
             report_rules=("finetune_report",),
             redraw=_redraw_finetune,
             config_keys=("finetune",),

@@ -31,12 +31,13 @@ def add_parser(sub) -> None:
         default=pooling.default,
         help=f"with --model: {pooling.metadata['help']} (as isoflow finetune)",
     )
+    options.task_dir(p)
     options.data(p, out="where diagnosis.json and the runs go (default docs/results/finetune-diagnosis)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..finetune.diagnosis import diagnose, model_gradients  # the module itself: DVC's stage deps follow imports
+    from ..finetune.diagnosis import GRADIENTS_FILE, diagnose, model_gradients  # the module: DVC's deps follow imports
 
     if args.model:
         if not (args.task and args.out):
@@ -45,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
             args.task,
             args.model,
             data_dir=args.data_dir,
+            task_path=args.task_dir,
             raw_dir=args.raw_dir,
             mirror=args.mirror,
             model_name=args.model_name,
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         )
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "gradients.json").write_text(json.dumps(result, indent=2) + "\n")
+        (out / GRADIENTS_FILE).write_text(json.dumps(result, indent=2) + "\n")
     else:
         result = diagnose(
             args.out or "docs/results/finetune-diagnosis",

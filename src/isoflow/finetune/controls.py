@@ -9,6 +9,8 @@
    each run paired with the plain run (λ = 0) of the same seed, the seeds' discordant counts pooled
    (:mod:`isoflow.reporting.significance`), Holm-adjusted over the comparisons of one task × model (their number is a
    column). Runs that did not record their predictions get no test.
+4. **Does the penalty pull at all?** Where the workflow measured it (``finetune.gradient_batches``), the task loss's
+   and the penalty's gradient norms at the pretrained model (:mod:`isoflow.finetune.diagnosis`), a table of their own.
 """
 
 from __future__ import annotations
@@ -22,14 +24,24 @@ import pandas as pd
 from ..reporting.significance import holm, paired_over_seeds
 
 BASELINE_FILE = "bag-of-words.json"
+GRADIENTS_FILE = "gradients.json"  # a task × model's gradients at its pretrained model (isoflow.finetune.diagnosis)
+GRADIENTS_CAPTION = (
+    "The I-STAR penalty's pull against the task's at the pretrained model (isoflow finetune-diagnosis): per setup, the "
+    "median over batches of 32 training sentences of the gradient norm (w.r.t. the encoder's weights) of the task "
+    "loss and of 1 − IsoScore* (λ = 1; the ratio scales with |λ|), their ratio, and 1 − IsoScore* itself (0: "
+    "isotropic, 1: all variance in one direction). I-STAR's setup: its head on the pooled output, the penalty on "
+    "every layer's token states."
+)
 SELECTED_BY_VALIDATION = "best validation epoch"
 SELECTED_LAST = "last epoch (no validation split)"
 
 
-def split_inputs(paths) -> tuple[list[Path], list[Path]]:
-    """(run records, baseline records) among the report's inputs: baselines are named ``bag-of-words.json``."""
+def split_inputs(paths) -> tuple[list[Path], list[Path], list[Path]]:
+    """(run records, baseline records, gradient records) among the report's inputs: baselines are named
+    ``bag-of-words.json``, a task × model's gradients at its pretrained model ``gradients.json``."""
     paths = [Path(p) for p in paths]
-    return [p for p in paths if p.name != BASELINE_FILE], [p for p in paths if p.name == BASELINE_FILE]
+    of = lambda name: [p for p in paths if p.name == name]  # noqa: E731
+    return [p for p in paths if p.name not in (BASELINE_FILE, GRADIENTS_FILE)], of(BASELINE_FILE), of(GRADIENTS_FILE)
 
 
 def _selected(record: Path) -> dict:
@@ -140,3 +152,16 @@ CAPTION = (
     "McNemar's exact test with the seeds' discordant examples pooled (better: right where the plain run is wrong; "
     "worse: the reverse), Holm-adjusted over the task × model's comparisons. Empty: runs without recorded predictions."
 )
+
+
+def gradients_table(paths) -> pd.DataFrame:
+    """One row per task × model × setup from :data:`GRADIENTS_FILE` records
+    (:func:`isoflow.finetune.diagnosis.model_gradients`)."""
+    measured = ("task_grad_norm", "penalty_grad_norm", "ratio_penalty_to_task", "one_minus_isoscore_star")
+    rows = []
+    for path in sorted(map(Path, paths)):
+        info = json.loads(path.read_text())
+        for setup, g in info["gradients_at_the_pretrained_model"].items():
+            row = {"task": info["task"], "model": info["model"], "setup": setup, "batches": info["batches_of_32"]}
+            rows.append({**row, **{k: g[k] for k in measured}})
+    return pd.DataFrame(rows)

@@ -24,7 +24,10 @@ import numpy as np
 import torch
 
 from ..istar import IStarLoss
+from .controls import GRADIENTS_FILE
 from .model import ClassificationHead, SentenceEncoder, penalty_points
+
+__all__ = ["GRADIENTS_FILE", "diagnose", "gradient_ratios", "model_gradients"]
 
 
 def _norm(grads) -> float:
@@ -88,6 +91,7 @@ def model_gradients(
     model: str,
     *,
     data_dir: str | os.PathLike = "data",
+    task_path: str | os.PathLike | None = None,
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
     model_name: str | None = None,
@@ -108,7 +112,7 @@ def model_gradients(
 
     t0 = time.perf_counter()
     resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
-    ex = stratified_subset(examples_of(read_task(prepared_task(task, data_dir))), 32 * batches, seed)
+    ex = stratified_subset(examples_of(read_task(prepared_task(task, data_dir, task_path))), 32 * batches, seed)
     if len(ex) < 32 * batches:
         raise ValueError(f"{task}: {len(ex)} examples, fewer than {batches} batches of 32; give fewer --batches")
     encoder = load_encoder(resolved, pooling, resolve_device("cpu"), data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)

@@ -238,11 +238,12 @@ LAYERS_BY_EPOCH_CAPTION = (
 
 
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
-    """``records``: the runs' records and the tasks' baseline records (``bag-of-words.json``)."""
+    """``records``: the runs' records, the tasks' baseline records (``bag-of-words.json``) and, where measured, each
+    task × model's gradients at the pretrained model (``gradients.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
-    from .controls import controls_table, split_inputs
+    from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
 
-    records, baselines = split_inputs(records)
+    records, baselines, gradients = split_inputs(records)
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
@@ -252,6 +253,10 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         caption=CONTROLS_CAPTION,
         floatfmt="%.4f",
     )
+    if gradients:
+        written += write_table(
+            gradients_table(gradients), Path(tables_dir) / "finetune_gradients", caption=GRADIENTS_CAPTION
+        )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)

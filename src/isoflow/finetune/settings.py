@@ -18,11 +18,18 @@ PRECISIONS = ("float32", "bf16")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
-def report_outputs(layer_geometry: bool) -> tuple[list[str], list[str]]:
+def report_outputs(layer_geometry: bool, gradients: bool = False) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow finetune-report` writes (isoflow.finetune.report): runs measured per layer add a
-    table and a figure each of finetune_layers and finetune_layers_epochs. The workflow declares them from here."""
+    table and a figure each of finetune_layers and finetune_layers_epochs; gradients measured at the pretrained model
+    the table finetune_gradients. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
-    tables = ["finetune", "finetune_controls", "finetune_paired", *layers]
+    tables = [
+        "finetune",
+        "finetune_controls",
+        *(["finetune_gradients"] if gradients else []),
+        "finetune_paired",
+        *layers,
+    ]
     figures = [
         "finetune_performance",
         "finetune_twonn",
