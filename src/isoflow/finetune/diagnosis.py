@@ -73,7 +73,7 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
             penalty = penalty_of(pts)
             g_task = torch.autograd.grad(task, params, retain_graph=True, allow_unused=True)
             g_pen = torch.autograd.grad(penalty, params, allow_unused=True)
-            rows.append((_norm(g_task), _norm(g_pen), float(task), float(penalty), pts.shape[0]))
+            rows.append((_norm(g_task), _norm(g_pen), float(task.detach()), float(penalty.detach()), pts.shape[0]))
         a = np.array(rows)
         out[name] = {
             "task_grad_norm": float(np.median(a[:, 0])),
