@@ -41,23 +41,22 @@ def schema_problems(config):
 
     problems = []
     validator = jsonschema.Draft202012Validator(_SCHEMA)
+    dotted = lambda field, key: f"{field}.{key}" if field else key  # noqa: E731  (RENAMED_KEYS' paths)
     for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
         field = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in error.absolute_path).replace(".[", "[")
         schema, value = error.schema, error.instance
         if error.validator == "additionalProperties":
             allowed = sorted(schema.get("properties", {}))
             extra = sorted(set(value) - set(allowed))
-            path = {k: f"{field}.{k}" if field else k for k in extra}
-            renamed = [k for k in extra if path[k] in RENAMED_KEYS]
-            problems += [f"{path[k]} is now {RENAMED_KEYS[path[k]]} (rename or move the key)" for k in renamed]
+            renamed = {k: RENAMED_KEYS[dotted(field, k)] for k in extra if dotted(field, k) in RENAMED_KEYS}
+            problems += [f"{dotted(field, k)} is now {new} (rename or move the key)" for k, new in renamed.items()]
             extra = [k for k in extra if k not in renamed]
             if extra:
                 what = f"{', '.join(map(repr, extra))} {'is' if len(extra) == 1 else 'are'} not a key here"
                 problems.append(f"{field or 'the top level'}: {what}; allowed: {', '.join(allowed) or 'none'}")
         elif error.validator == "required":
             missing = error.message.split("'")[1]
-            dotted = lambda k: f"{field}.{k}" if field else k  # noqa: E731
-            if any(RENAMED_KEYS.get(dotted(k)) == dotted(missing) for k in value):
+            if any(RENAMED_KEYS.get(dotted(field, k)) == dotted(field, missing) for k in value):
                 continue  # there under its former name: that problem says where it goes
             problems.append(
                 f"{field or 'the top level'}: missing key {missing!r} (required: {', '.join(schema['required'])})"

@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..finetune.diagnosis import GRADIENTS_FILE, diagnose, model_gradients  # the module: DVC's deps follow imports
+    from ..finetune.controls import GRADIENTS_FILE
+    from ..finetune.diagnosis import diagnose, model_gradients  # the module itself: DVC's stage deps follow imports
 
     if args.model:
         if not (args.task and args.out):

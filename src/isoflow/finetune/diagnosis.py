@@ -24,10 +24,7 @@ import numpy as np
 import torch
 
 from ..istar import IStarLoss
-from .controls import GRADIENTS_FILE
 from .model import ClassificationHead, SentenceEncoder, penalty_points
-
-__all__ = ["GRADIENTS_FILE", "diagnose", "gradient_ratios", "model_gradients"]
 
 
 def _norm(grads) -> float:
