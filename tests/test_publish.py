@@ -251,6 +251,30 @@ def test_saved_runs_are_the_finished_ones_and_come_back_dated_now_beside_what_is
     assert not saved.exists() and (root / "partial-results").is_dir()
 
 
+def test_restored_runs_share_one_date_so_none_is_older_than_a_run_it_feeds(sweep, monkeypatch):
+    """Saved runs can be each other's inputs (the learning-rate runs, the choice read from them, the sweep's runs, in
+    that order in the workflow; "chosen.json" sorts before the runs it reads): however slowly the files are copied,
+    they come back with one date, so Snakemake takes none as newer than a run made from it."""
+    import os
+    import shutil
+
+    root, runs = sweep
+    _write(runs / "lr-selection" / "lr1e-05" / "seed0.json", "a learning-rate run")
+    _write(runs / "lr-selection" / "chosen.json", "the rate chosen from it")
+    partial_runs.save("sweep", root)
+    shutil_rmtree(root / "results")
+    copy, dates = shutil.copyfile, iter(range(1_000_000_000, 2_000_000_000, 1_000_000))
+
+    def slow_copy(src, dst):  # each copy dated a millisecond after the one before, as a copy that takes time would be
+        copy(src, dst)
+        date = next(dates)
+        os.utime(dst, ns=(date, date))
+
+    monkeypatch.setattr(shutil, "copyfile", slow_copy)
+    assert partial_runs.restore("sweep", root) == 6
+    assert len({os.stat(p).st_mtime_ns for p in runs.rglob("*") if p.is_file()}) == 1
+
+
 def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
 
     from isoflow.sections import PUBLICATIONS, Publication

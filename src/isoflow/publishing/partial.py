@@ -10,8 +10,8 @@ record with its own commit and settings; for istar, optimize's runs too: its λ 
 many, from which config, which checkout, when). Restoring copies the saved runs, and the publication's own published
 runs (docs/results/<publication>/runs, unless its section publishes another section's runs too: istar's λ = 0 rows),
 into the sections' runs folders of the config's results directory: files that are there already are left alone, and
-the copies are dated now, so Snakemake takes them as made after their inputs (restore *after* the inputs are built:
-``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
+the copies are all dated now, at one time, so Snakemake takes them as made after their inputs and none as newer
+than a run made from it (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
 some of a run's files) is simply run again. Restored runs are taken as they are: after changing a run setting of the
 config, delete the saved runs.
 
@@ -148,16 +148,22 @@ def restore(publication: str, root: Path = ROOT) -> int:
     """Copy the saved and published runs into their sections' runs folders under the config's results directory,
     leaving what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
     results = results_of(publication, root)
-    copied = 0
+    copied = []
     for source, name in sources(publication, root):
         for rel in _run_files(source):
             target = results / name / "runs" / rel
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / rel, target)  # not copy2: dated now, after the inputs the workflow just built
-            copied += 1
-    return copied
+            shutil.copyfile(source / rel, target)
+            copied.append(target)
+    # One date for every copy, now (after the inputs the workflow just built): restored runs can be each other's
+    # inputs (the learning-rate runs, then the choice read from them, then the sweep's runs), and copies dated one
+    # by one in file order would make a choice older than its runs, and every run after it out of date.
+    now = time.time_ns()
+    for target in copied:
+        os.utime(target, ns=(now, now))
+    return len(copied)
 
 
 def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
