@@ -217,6 +217,28 @@ def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_task_only_fine_tuning_reads_is_prepared_again(committed):
+    """The prepare stage tracks every config value that names a prepared task, fine-tuning's too (its tasks need no
+    embeddings): a task added to finetune.tasks alone concerns prepare, finetune and the report, not encode."""
+    clone = pulled_clone(committed, "clone-tasks")
+    config = clone / OFFLINE_CONFIG
+    text = config.read_text()
+    assert "  tasks: [polarity]\n  models: [minilm]\n  istar_lambdas: [-1, 0, 1]" in text
+    config.write_text(
+        text.replace(
+            "  tasks: [polarity]\n  models: [minilm]\n  istar",
+            "  tasks: [polarity, glue/sst2]\n  models: [minilm]\n  istar",
+        )
+    )
+    status = sh(["dvc", "status"], clone).stdout
+    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == [
+        "finetune@offline",
+        "prepare@offline",
+        "report@offline",
+    ], status
+
+
+@pytest.mark.slow
 def test_repro_reruns_only_the_changed_stage(committed):
     clone = pulled_clone(committed, "clone-repro")
     before = out_checksums(clone)

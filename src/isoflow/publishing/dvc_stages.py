@@ -58,21 +58,22 @@ def stage(target: str, rules: list[str], commands_of: str, *, inputs=(), params=
     return {"foreach": "${configs}", "do": do}
 
 
+# The config values that say which task x model pairs are encoded (rules: all_task_model_pairs, the optimize and istar
+# sections') and which tasks are prepared (those pairs' tasks, a word task with its static model's vocabulary, and
+# fine-tuning's tasks).
+ENCODED_PAIRS = ("optimize.pairs", "optimize.glue", "istar.tasks", "istar.models")
+PREPARED_TASKS = ("optimize.pairs", "optimize.glue.tasks", "istar.tasks", "istar.models", "finetune.tasks")
+
+
 def stages() -> dict:
     out = {
-        "prepare": stage(
-            "datasets",
-            ["prepare"],
-            "prepare",
-            params=("optimize.pairs", "optimize.glue.tasks"),
-            outs=("${item.data}/tasks",),
-        ),
+        "prepare": stage("datasets", ["prepare"], "prepare", params=PREPARED_TASKS, outs=("${item.data}/tasks",)),
         "encode": stage(
             "embeddings",
             ["encode"],
             "encode",
             inputs=("${item.data}/tasks",),
-            params=("optimize.pairs", "optimize.glue"),
+            params=ENCODED_PAIRS,
             outs=("${item.data}/embeddings",),
         ),
     }

@@ -11,9 +11,9 @@ many, from which config, which checkout, when). Restoring copies the saved runs,
 runs (docs/results/<publication>/runs, unless its section publishes another section's runs too: istar's λ = 0 rows),
 into the sections' runs folders of the config's results directory: files that are there already are left alone, and
 the copies are all dated now, at one time, so Snakemake takes them as made after their inputs and none as newer
-than a run made from it (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose job's outputs are not all restored (a publication that keeps only
-some of a run's files) is simply run again. Restored runs are taken as they are: after changing a run setting of the
-config, delete the saved runs.
+than a run made from it (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose
+job's outputs are not all restored (a publication that keeps only some of a run's files) is simply run again. Restored
+runs are taken as they are: after changing a run setting of the config, delete the saved runs.
 
 The models the workflow pretrained for the section (``pretrain.models`` named in ``<section>.models``: 45 minutes or
 more of CPU each, 21 MB) are saved too, under ``partial-results/<publication>/inputs/pretrained/<name>/``; a resume
