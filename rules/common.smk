@@ -31,7 +31,7 @@ from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
 from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
 from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.pretrain.corpus import BUILT_IN_SOURCES
-from isoflow.records import lambda_dir
+from isoflow.records import lambda_dir, regulariser_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
 from isoflow.stability import REPORT_FIGURES as STABILITY_REPORT_FIGURES
@@ -46,7 +46,7 @@ MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
 # Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
 VOCABULARY = {name: m.vocabulary for name, m in STATIC_MODELS.items() if m.vocabulary}
 GROUP_SEEDS = config["optimize"]["group_seeds"]
-WEIGHT = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as a run folder writes it (isoflow.records.lambda_dir: :g)
+WEIGHT = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as a run folder writes it (isoflow.records.regulariser_dir: :g)
 
 
 wildcard_constraints:

@@ -18,7 +18,7 @@ def finetune_pairs():
 def finetune_records():
     """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
     runs = [lambda_dir(float(lam)) for lam in FINETUNE.get("istar_lambdas", [])]
-    runs += [f"cosreg{float(w):g}" for w in FINETUNE.get("cosreg_weights", []) if float(w) != 0]
+    runs += [regulariser_dir("cosreg", float(w)) for w in FINETUNE.get("cosreg_weights", []) if float(w) != 0]
     return [
         f"{section_dir('finetune')}/runs/{t}/{m}/{run}/seed{s}.json"
         for t, m in finetune_pairs()

@@ -48,9 +48,15 @@ INFO_FIELDS = (
 LEGACY_DIVERGED_AT = {"diverged_at_step": "step", "diverged_at_epoch": "epoch"}
 
 
+def regulariser_dir(reg: str, weight: float) -> str:
+    """The directory of runs with a regulariser at a weight: its name and the weight as Python's ``:g`` writes it
+    (``istar-5``, ``istar0.5``, ``cosreg1``)."""
+    return f"{reg}{weight:g}"
+
+
 def lambda_dir(istar_lambda: float) -> str:
-    """The directory of runs with I-STAR weight λ: ``istar<λ>`` (``istar-5``, ``istar0.5``), λ as Python's ``:g``."""
-    return f"istar{istar_lambda:g}"
+    """The directory of runs with I-STAR weight λ: ``istar<λ>`` (:func:`regulariser_dir`)."""
+    return regulariser_dir("istar", istar_lambda)
 
 
 def run_provenance() -> dict:

@@ -20,7 +20,7 @@ from ..atomic import atomic_file
 from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
-from ..records import lambda_dir, run_record
+from ..records import lambda_dir, regulariser_dir, run_record
 from .data import splits
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
@@ -36,7 +36,7 @@ def finetune_path(
     cosreg_weight: float | None = None,
 ) -> Path:
     """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
-    sub = lambda_dir(istar_lambda) if cosreg_weight is None else f"cosreg{cosreg_weight:g}"
+    sub = lambda_dir(istar_lambda) if cosreg_weight is None else regulariser_dir("cosreg", cosreg_weight)
     return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
