@@ -162,6 +162,11 @@ def pulled_clone(origin: Path, name: str) -> Path:
     return clone
 
 
+def stages_out_of_date(repo: Path) -> list[str]:
+    """The offline config's stages `dvc status` reports as changed, sorted."""
+    return sorted(re.findall(r"^(\S+@offline):", sh(["dvc", "status"], repo).stdout, re.M))
+
+
 @pytest.mark.slow
 def test_round_trip_through_the_default_local_remote(committed):
     sums = out_checksums(committed)
@@ -208,12 +213,7 @@ def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
     clone = pulled_clone(committed, "clone-status")
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
-    status = sh(["dvc", "status"], clone).stdout
-    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == [
-        "layers@offline",
-        "pretrain@offline",
-        "report@offline",
-    ], status
+    assert stages_out_of_date(clone) == ["layers@offline", "pretrain@offline", "report@offline"]
 
 
 @pytest.mark.slow
@@ -230,12 +230,7 @@ def test_a_task_only_fine_tuning_reads_is_prepared_again(committed):
             "  tasks: [polarity, glue/sst2]\n  models: [minilm]\n  istar",
         )
     )
-    status = sh(["dvc", "status"], clone).stdout
-    assert sorted(re.findall(r"^(\S+@offline):", status, re.M)) == [
-        "finetune@offline",
-        "prepare@offline",
-        "report@offline",
-    ], status
+    assert stages_out_of_date(clone) == ["finetune@offline", "prepare@offline", "report@offline"]
 
 
 @pytest.mark.slow
@@ -244,8 +239,7 @@ def test_repro_reruns_only_the_changed_stage(committed):
     before = out_checksums(clone)
     analysis = clone / "src/isoflow/optimize/report.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
-    status = sh(["dvc", "status"], clone).stdout
-    assert re.findall(r"^(\S+@offline):", status, re.M) == ["report@offline"], status
+    assert stages_out_of_date(clone) == ["report@offline"]
     p = sh(["dvc", "repro"], clone)
     ran = re.findall(r"Running stage '([^']+)'", p.stdout)
     assert ran == ["report@offline"], p.stdout
