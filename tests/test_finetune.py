@@ -400,6 +400,59 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
     assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob("*.parquet"))
 
 
+def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_never_stopped(
+    polarity_small, tmp_path, tiny_bert
+):
+    """Stopped in its second epoch, a run keeps its state after the first (.seed0.partial, no record); the same command
+    trains only epochs 2 and 3 and writes what an uninterrupted run writes, bit for bit (weights, AdamW, the batch
+    order, dropout's random state, Σ_S); the state is then removed. A state saved for other settings is not used."""
+    from isoflow.finetune.checkpoint import checkpoint_path
+
+    settings = dict(istar_lambda=1.0, epochs=3, batch_size=50, max_heldout=20, shrinkage_points=1000)
+    whole, whole_record = polarity_run(polarity_small, tmp_path / "whole", tiny_bert, **settings)
+    trained = []
+
+    def stop_in_epoch_2(epoch, step, loss):
+        trained.append(epoch)
+        if epoch == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        polarity_run(polarity_small, tmp_path / "parts", tiny_bert, callback=stop_in_epoch_2, **settings)
+    run = tmp_path / "parts/finetune/runs/polarity-120/tiny-bert/istar1/seed0"
+    saved = checkpoint_path(run)
+    assert saved.name == ".seed0.partial" and saved.is_file() and not list(run.parent.glob("*.json"))
+    assert trained == [1, 1, 2]
+    trained.clear()
+    parquet, record = polarity_run(
+        polarity_small,
+        tmp_path / "parts",
+        tiny_bert,
+        callback=lambda epoch, step, loss: trained.append(epoch),
+        **settings,
+    )
+    assert trained == [2, 2, 3, 3]  # epoch 1 not trained again
+    pd.testing.assert_frame_equal(pd.read_parquet(whole), pd.read_parquet(parquet), check_exact=True)
+    steps = [pd.read_parquet(p.with_name("seed0.steps.parquet")) for p in (whole, parquet)]
+    pd.testing.assert_frame_equal(*steps, check_exact=True)
+    assert len(steps[0]) == 6 and steps[0]["penalty"].ne(0).all()
+    counted = [json.loads(r.read_text())["train_sentences"] for r in (whole_record, record)]
+    assert counted[0] == counted[1] == 3 * json.loads(record.read_text())["n_train"]  # the first epoch's counted too
+    assert not saved.exists()
+    # A state left by a run of other settings (here another learning rate) is not resumed: the run starts afresh.
+    with pytest.raises(KeyboardInterrupt):
+        polarity_run(polarity_small, tmp_path / "parts", tiny_bert, callback=stop_in_epoch_2, **settings)
+    trained.clear()
+    polarity_run(
+        polarity_small,
+        tmp_path / "parts",
+        tiny_bert,
+        callback=lambda epoch, step, loss: trained.append(epoch),
+        **{**settings, "lr": 2e-5},
+    )
+    assert trained == [1, 1, 2, 2, 3, 3] and not saved.exists()
+
+
 @pytest.mark.parametrize(
     "kwargs, message",
     [

@@ -21,6 +21,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 MARKER = ".isoflow-output"
+# A long command's progress, kept beside its output until the output is written, so that the same command resumes
+# (a layer analysis' folder, a fine-tuning run's state): ``.<output's name>.partial``, hidden and never an output.
+IN_PROGRESS = ".partial"
+
+
+def in_progress_path(out: str | os.PathLike) -> Path:
+    """Where the command writing ``out`` keeps its progress: ``.<out's name>.partial`` beside it."""
+    out = Path(out)
+    return out.with_name(f".{out.name}{IN_PROGRESS}")
 
 
 class OutputExistsError(FileExistsError):

@@ -1,6 +1,7 @@
 """One fine-tuning run from a prepared task to its records: ``<out>.parquet`` (held-out measurements per epoch),
 ``<out>.steps.parquet`` (training loss and penalty per step) and ``<out>.json`` (settings, held-out data, sizes,
-speeds, versions, code commit), the JSON last: an interrupted run leaves no record that looks complete. A run
+speeds, versions, code commit), the JSON last: an interrupted run leaves no record that looks complete, only its
+state after the last epoch it finished, from which the same command resumes (:mod:`.checkpoint`). A run
 that diverges (NaN) is recorded with ``"diverged": true`` and the epoch, so that the sweep's table reports it.
 
 Default place: ``results/finetune/<task>/<model>/istar<λ>/seed<S>`` (λ = 0 included: every fine-tuning run is
@@ -21,6 +22,7 @@ from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
 from ..records import lambda_dir, regulariser_dir, run_record
+from .checkpoint import Checkpoint, checkpoint_path
 from .data import splits
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
@@ -109,17 +111,6 @@ def run_finetune(
     encoder = load_encoder(resolved, s.pooling, dev, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
-    result = finetune(
-        encoder,
-        data.train,
-        data.heldout,
-        s,
-        device=dev,
-        progress=progress,
-        callback=callback,
-        validation=data.validation,
-    )
-    interrupt.check()
     out = Path(
         out
         or finetune_path(
@@ -131,6 +122,21 @@ def run_finetune(
             cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None,
         )
     )
+    # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
+    identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
+    checkpoint = Checkpoint(checkpoint_path(out), identity)
+    result = finetune(
+        encoder,
+        data.train,
+        data.heldout,
+        s,
+        device=dev,
+        progress=progress,
+        callback=callback,
+        validation=data.validation,
+        checkpoint=checkpoint,
+    )
+    interrupt.check()
     parquet, steps, record = (
         out.with_suffix(".parquet"),
         out.with_name(out.name + ".steps.parquet"),
@@ -159,4 +165,5 @@ def run_finetune(
     )
     with atomic_file(record) as tmp:
         tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
+    checkpoint.remove()
     return parquet, record

@@ -47,6 +47,7 @@ from ..metrics import (
     twonn,
 )
 from ..progress import progress_bar
+from .checkpoint import Checkpoint
 from .data import Examples
 from .model import ClassificationHead, SentenceEncoder, penalty_points
 from .settings import TASK_METRICS, FinetuneSettings
@@ -253,11 +254,14 @@ def finetune(
     progress: bool | None = None,
     callback=None,
     validation: Examples | None = None,
+    checkpoint: Checkpoint | None = None,
 ) -> FinetuneResult:
     """Train, measuring before training and after every epoch (on ``validation`` too, when given). A NaN stops the run
     at its epoch; the result then says ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called
     after every step (tests use it). Unless ``progress`` is False, a line before every Σ_S estimate and every
-    evaluation says what runs (they take minutes on a large model)."""
+    evaluation says what runs (they take minutes on a large model). With a ``checkpoint``, the state after every
+    measured epoch but the last is saved there, and a run stopped before its end resumes from it
+    (:mod:`.checkpoint`); removing the file once the records are written is the caller's."""
     import sys
 
     note = (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -308,11 +312,53 @@ def finetune(
         timing["eval_sentences"] += len(heldout)
         seconds = time.perf_counter() - t
         note(f"{label}: epoch {epoch}, held-out {row['metric_name']} {row['metric']:.4f} ({seconds:.0f} s)")
+        if checkpoint is not None and epoch < s.epochs:
+            t = time.perf_counter()
+            checkpoint.save(
+                {
+                    "epoch": epoch,
+                    "encoder": encoder.state_dict(),
+                    "head": head.state_dict(),
+                    "optimizer": opt.state_dict(),
+                    "batch_order": gen.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+                    "reference": reg.reference if isinstance(reg, IStarLoss) else None,
+                    "epochs": epochs,
+                    "steps": steps,
+                    "references": references,
+                    "timing": timing,
+                }
+            )
+            note(f"{label}: epoch {epoch}, saved to resume from ({time.perf_counter() - t:.0f} s)")
+
+    def resume(state: dict) -> int:
+        """Put back a saved state (``measure``'s); return the epochs it had finished."""
+        encoder.load_state_dict(state["encoder"])
+        head.load_state_dict(state["head"])
+        opt.load_state_dict(state["optimizer"])
+        gen.set_state(state["batch_order"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        if isinstance(reg, IStarLoss):
+            reg.reference = state["reference"]
+        epochs.extend(state["epochs"])
+        steps.extend(state["steps"])
+        references.extend(state["references"])
+        timing.update(state["timing"])
+        note(f"{label}: resumed after epoch {state['epoch']} ({checkpoint.path})")
+        if bar is not None:
+            bar.update(len(steps))
+        return state["epoch"]
 
     try:
-        measure(0)
-        step = 0
-        for epoch in range(1, s.epochs + 1):
+        saved = checkpoint.load() if checkpoint is not None else None
+        done = resume(saved) if saved is not None else 0
+        if saved is None:
+            measure(0)
+        step = len(steps)
+        for epoch in range(done + 1, s.epochs + 1):
             for idx in _batches(len(train), s.batch_size, gen):
                 t = time.perf_counter()
                 a, b = _texts(train, idx)

@@ -24,19 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..atomic import atomic_file
+from ..atomic import atomic_file, in_progress_path
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)
 
 
-SUFFIX = ".partial"
-
-
 def partial_folder(out: str | os.PathLike) -> Path:
     """Where the analysis writing ``out`` keeps its progress: ``.<name>.partial`` beside it."""
-    out = Path(out)
-    return out.with_name(f".{out.name}{SUFFIX}")
+    return in_progress_path(out)
 
 
 class PartialRun:

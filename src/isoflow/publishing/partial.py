@@ -32,9 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..atomic import atomic_dir
+from ..atomic import IN_PROGRESS, atomic_dir
 from ..config_files import load
-from ..layers.partial import SUFFIX as IN_PROGRESS
 from ..provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -45,8 +44,8 @@ class PartialError(RuntimeError):
 
 
 def _is_temporary(rel: Path) -> bool:
-    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``; a layer analysis' progress,
-    ``.<corpus>.partial/``: gigabytes of states its own command resumes from), never a finished run's."""
+    """isoflow's files and folders in the making (``.<name>.<random>.tmp...``; a layer analysis' or a fine-tuning run's
+    progress, ``.<name>.partial``: gigabytes its own command resumes from), never a finished run's."""
     return any(part.startswith(".") and (".tmp" in part or part.endswith(IN_PROGRESS)) for part in rel.parts)
 
 
