@@ -214,8 +214,10 @@ def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> li
             rows.metric_diff_ci_high.to_numpy(),
         )
         x = np.arange(len(rows))
+        ax.use_sticky_edges = False  # a margin below and above the bars: a dot at 0 is not cut by the frame
         ax.bar(x, mean, color=colours, width=0.7)
         ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
+        ax.scatter(x, mean, color=colours, edgecolor="0.2", s=22, zorder=3)  # a difference of 0 has no bar to see
         ax.axhline(0.0, color="black", lw=0.8)
         pad = max(0.0, (3 - len(rows)) / 2)  # a bar keeps its width when a panel has few
         ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)

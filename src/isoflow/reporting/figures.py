@@ -186,7 +186,8 @@ def lambda_points_figure(
     ylabel_of: dict[str, str] | None = None,
 ) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
-    legend below), one marker per model: I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
+    legend below), one marker per model (named in the panel's title where it is the only one, else in the legend):
+    I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
     Several ``y`` (with as many ``ylabel``) give each task that many panels, one above the other, each ``y`` on one
     scale across the tasks; ``ymax``: an upper end per ``y`` (an accuracy's axis stops at 1); ``ylabel_of``: a task's
     own y label (its metric), where tasks differ."""
@@ -233,7 +234,8 @@ def lambda_points_figure(
                 marker=markers[model],
                 zorder=3,
             )
-        ax.set_title(task, fontsize=9)
+        models = sorted(table[table.task == task].model.unique())  # several: told apart by marker, in the legend
+        ax.set_title(f"{task} x {models[0]}" if len(models) == 1 else task, fontsize=9)
         ax.set_xlabel(xlabel)
         ax.set_ylabel((ylabel_of or {}).get(task, label))
         ax.grid(alpha=0.3)
