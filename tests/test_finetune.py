@@ -800,3 +800,53 @@ def test_the_diagnosis_gradients_on_a_tiny_model(tiny_bert):
         assert setup["ratio_penalty_to_task"] == pytest.approx(
             setup["penalty_grad_norm"] / setup["task_grad_norm"], rel=0.5
         )
+
+
+def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(tmp_path, monkeypatch):
+    """The performance figure's panel names its task and, where it is the only one, its model (several are told apart
+    by marker, in the legend); the paired-difference figure marks each run by a dot, inside the frame even at 0."""
+    from isoflow.finetune import figures
+    from isoflow.reporting import figures as shared
+
+    drawn = []
+
+    def keep(fig, stem):
+        drawn.append(fig)
+        return []
+
+    monkeypatch.setattr(shared, "save", keep)
+    monkeypatch.setattr(figures, "save", keep)
+    lambdas = [-1.0, 0.0, 1.0]
+    one = pd.DataFrame(
+        {
+            "task": "glue/sst2",
+            "model": "smollm2-135m",
+            "istar_lambda": lambdas,
+            "metric_name": "accuracy",
+            "metric_mean": [0.86, 0.88, 0.87],
+            "metric_std": 0.01,
+            "isoscore_star_mean": [1e-5, 2e-5, 3e-5],
+            "isoscore_star_std": 1e-6,
+        }
+    )
+    figures.performance_figure(one, tmp_path / "one")
+    figures.performance_figure(pd.concat([one, one.assign(model="minilm")]), tmp_path / "two")
+    assert drawn[0].axes[0].get_title() == "glue/sst2 x smollm2-135m"
+    assert drawn[1].axes[0].get_title() == "glue/sst2"
+    assert {"smollm2-135m", "minilm"} <= {t.get_text() for t in drawn[1].legends[0].get_texts()}
+    pairs = pd.DataFrame(
+        {
+            "task": "glue/sst2",
+            "model": "smollm2-135m",
+            "reg": ["istar", "istar"],
+            "weight": [-1.0, 1.0],
+            "metric_diff": [0.0, 0.009],
+            "metric_diff_ci_low": [0.0, 0.009],
+            "metric_diff_ci_high": [0.0, 0.009],
+        }
+    )
+    figures.baselines_figure(one, pairs, tmp_path / "pairs")
+    ax = drawn[2].axes[0]
+    assert ax.get_title() == "glue/sst2 x smollm2-135m"
+    dots = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 2])
+    assert dots.tolist() == [[0.0, 0.0], [1.0, 0.009]] and ax.get_ylim()[0] < 0.0 < 0.009 < ax.get_ylim()[1]
