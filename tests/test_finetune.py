@@ -407,6 +407,7 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
     trains only epochs 2 and 3 and writes what an uninterrupted run writes, bit for bit (weights, AdamW, the batch
     order, dropout's random state, Σ_S); the state is then removed. A state saved for other settings is not used."""
     from isoflow.finetune.checkpoint import checkpoint_path
+    from isoflow.provenance import code_version
 
     settings = dict(istar_lambda=1.0, epochs=3, batch_size=50, max_heldout=20, shrinkage_points=1000)
     whole, whole_record = polarity_run(polarity_small, tmp_path / "whole", tiny_bert, **settings)
@@ -438,6 +439,8 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
     assert len(steps[0]) == 6 and steps[0]["penalty"].ne(0).all()
     counted = [json.loads(r.read_text())["train_sentences"] for r in (whole_record, record)]
     assert counted[0] == counted[1] == 3 * json.loads(record.read_text())["n_train"]  # the first epoch's counted too
+    assert json.loads(record.read_text())["resumed"] == {"after_epoch": 1, "code": code_version()}
+    assert "resumed" not in json.loads(whole_record.read_text())
     assert not saved.exists()
     # A state left by a run of other settings (here another learning rate) is not resumed: the run starts afresh.
     with pytest.raises(KeyboardInterrupt):

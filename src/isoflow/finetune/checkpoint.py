@@ -10,8 +10,9 @@ epoch but the last, ``.<name>.partial`` beside the run's records (``<name>.json`
 - what was measured so far (every epoch's row, every step's loss and penalty, the timings).
 
 The same command picks it up after that epoch and gives the numbers of a run never stopped (a test checks it, bit for
-bit). The file is removed once the run's records are written. Its size is the model's parameters about three times
-over (the weights and AdamW's two moments): 1.6 GB for SmolLM2-135M, 270 MB for MiniLM.
+bit); the run's record says so (``resumed``: after which epoch, and the code commit that ran the epochs before). The
+file is removed once the run's records are written. Its size is the model's parameters about three times over (the
+weights and AdamW's two moments): 1.6 GB for SmolLM2-135M, 270 MB for MiniLM.
 """
 
 from __future__ import annotations

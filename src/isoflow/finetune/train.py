@@ -47,6 +47,7 @@ from ..metrics import (
     twonn,
 )
 from ..progress import progress_bar
+from ..provenance import code_version
 from .checkpoint import Checkpoint
 from .data import Examples
 from .model import ClassificationHead, SentenceEncoder, penalty_points
@@ -287,6 +288,7 @@ def finetune(
         "shrinkage_seconds": 0.0,
     }
     diverged_at = None
+    resumed = {}  # where a stopped run was picked up, and the code that ran its first epochs
     bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), label, "step")
 
     def measure(epoch: int) -> None:
@@ -328,6 +330,7 @@ def finetune(
                     "steps": steps,
                     "references": references,
                     "timing": timing,
+                    "code": code_version(),  # a resumed run's record names the code of its first epochs too
                 }
             )
             note(f"{label}: epoch {epoch}, saved to resume from ({time.perf_counter() - t:.0f} s)")
@@ -347,6 +350,7 @@ def finetune(
         steps.extend(state["steps"])
         references.extend(state["references"])
         timing.update(state["timing"])
+        resumed.update(after_epoch=state["epoch"], code=state["code"])
         note(f"{label}: resumed after epoch {state['epoch']} ({checkpoint.path})")
         if bar is not None:
             bar.update(len(steps))
@@ -418,6 +422,8 @@ def finetune(
     }
     if diverged_at is not None:
         info.update(diverged_at=diverged_at)
+    if resumed:
+        info["resumed"] = resumed
     return FinetuneResult(s, epochs, steps, info)
 
 
