@@ -406,7 +406,7 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
     """Stopped in its second epoch, a run keeps its state after the first (.seed0.partial, no record); the same command
     trains only epochs 2 and 3 and writes what an uninterrupted run writes, bit for bit (weights, AdamW, the batch
     order, dropout's random state, Σ_S); the state is then removed. A state saved for other settings is not used."""
-    from isoflow.finetune.checkpoint import checkpoint_path
+    from isoflow.atomic import in_progress_path
     from isoflow.provenance import code_version
 
     settings = dict(istar_lambda=1.0, epochs=3, batch_size=50, max_heldout=20, shrinkage_points=1000)
@@ -421,7 +421,7 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
     with pytest.raises(KeyboardInterrupt):
         polarity_run(polarity_small, tmp_path / "parts", tiny_bert, callback=stop_in_epoch_2, **settings)
     run = tmp_path / "parts/finetune/runs/polarity-120/tiny-bert/istar1/seed0"
-    saved = checkpoint_path(run)
+    saved = in_progress_path(run)
     assert saved.name == ".seed0.partial" and saved.is_file() and not list(run.parent.glob("*.json"))
     assert trained == [1, 1, 2]
     trained.clear()

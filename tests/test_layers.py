@@ -276,7 +276,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     what an uninterrupted run writes, its record naming what it took up again and the threads those stages had; a
     call with other settings starts afresh."""
     import isoflow.layers.run as layers_run
-    from isoflow.layers.partial import partial_folder
+    from isoflow.atomic import in_progress_path
 
     kw = dict(data_dir=tmp_path, mirror=shared_mirror, device="cpu", progress=False)
     settings = LayerSettings(max_tokens=300, k_lid=20, k_max=3)
@@ -304,7 +304,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
             run_layers("minilm", "brown", settings=settings, out=out, **kw)
     finally:
         torch.set_num_threads(threads)
-    kept = partial_folder(out)
+    kept = in_progress_path(out)
     assert not out.exists() and sorted(p.name for p in kept.glob("layer*.pkl")) == [f"layer{i}.pkl" for i in range(3)]
     assert calls["encode"] == 1 and (kept / "encoded.npz").is_file()
 

@@ -2,7 +2,8 @@
 
 A run on a real LM takes half an hour or more on a CPU (SmolLM2-135M on 2,000 SST-2 phrases, 3 epochs: about 31
 minutes on 2 cores), and a session's end, ``scancel`` or Ctrl-C would otherwise lose all of it. After every measured
-epoch but the last, ``.<name>.partial`` beside the run's records (``<name>.json``, ...) holds
+epoch but the last, ``.<name>.partial`` beside the run's records (``<name>.json``, ...;
+``isoflow.atomic.in_progress_path``: a hidden name, neither a record nor saved with the finished runs) holds
 
 - what the run is (its settings, the model's source, the data's sizes): a file saved for another run is ignored;
 - the encoder's and the head's weights, AdamW's state, the random states (the batch order's generator, torch's for
@@ -18,21 +19,14 @@ weights and AdamW's two moments): 1.6 GB for SmolLM2-135M, 270 MB for MiniLM.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
-from ..atomic import atomic_file, in_progress_path
+from ..atomic import atomic_file
 
 logger = logging.getLogger(__name__)
-
-
-def checkpoint_path(out: str | os.PathLike) -> Path:
-    """Where the run writing ``<out>.json`` keeps its progress: ``.<out's name>.partial`` beside it (a hidden name:
-    neither a record nor saved with the finished runs, isoflow.publishing.partial)."""
-    return in_progress_path(out)
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from pathlib import Path
 import pandas as pd
 
 from .. import interrupt
-from ..atomic import atomic_file
+from ..atomic import atomic_file, in_progress_path
 from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..models import sentence_model
 from ..records import lambda_dir, regulariser_dir, run_record
-from .checkpoint import Checkpoint, checkpoint_path
+from .checkpoint import Checkpoint
 from .data import splits
 from .model import SentenceEncoder
 from .train import FinetuneSettings, finetune, settings_dict
@@ -124,7 +124,7 @@ def run_finetune(
     )
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
-    checkpoint = Checkpoint(checkpoint_path(out), identity)
+    checkpoint = Checkpoint(in_progress_path(out), identity)
     result = finetune(
         encoder,
         data.train,

@@ -358,8 +358,10 @@ def finetune(
 
     try:
         saved = checkpoint.load() if checkpoint is not None else None
-        done = resume(saved) if saved is not None else 0
-        if saved is None:
+        if saved is not None:
+            done = resume(saved)
+        else:
+            done = 0
             measure(0)
         step = len(steps)
         for epoch in range(done + 1, s.epochs + 1):

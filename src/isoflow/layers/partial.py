@@ -20,7 +20,6 @@ import logging
 import os
 import pickle
 import shutil
-from pathlib import Path
 
 import numpy as np
 
@@ -30,17 +29,12 @@ from .store import LayerStore
 logger = logging.getLogger(__name__)
 
 
-def partial_folder(out: str | os.PathLike) -> Path:
-    """Where the analysis writing ``out`` keeps its progress: ``.<name>.partial`` beside it."""
-    return in_progress_path(out)
-
-
 class PartialRun:
     """The progress of the analysis writing ``out``; ``what``: a JSON-able description of the analysis (a folder
     left by another analysis is removed)."""
 
     def __init__(self, out: str | os.PathLike, what: dict):
-        self.dir = partial_folder(out)
+        self.dir = in_progress_path(out)  # .<name>.partial beside out
         text = json.dumps(what, sort_keys=True, indent=1, default=str)
         found = self.dir / "what.json"
         if self.dir.is_dir() and not (found.is_file() and found.read_text() == text):
