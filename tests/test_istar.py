@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import sh
+from scipy.stats import pearsonr, spearmanr
 
 from isoflow.cli import main
 from isoflow.datasets import read_task
@@ -370,6 +371,37 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
     # The mlp runs measured their last hidden output: its columns, and the caption says what they are.
     caption = (tmp_path / "t/istar_heads.md").read_text().splitlines()[0]
     assert {"silhouette_hidden_mean", "isoscore_hidden_mean"} <= set(heads) and "*_hidden:" in caption
+    # ... and the correlation over training on its own seed-mean curves (updates 1..N), recomputed here with SciPy
+    traj, info = load_runs(pd.read_csv(tmp_path / "mlp/agg/runs.csv")["record"])
+    curve = traj[(traj.istar_lambda == 0.0) & (traj.step >= 1)].groupby("step")[
+        ["isoscore_hidden", "silhouette_hidden"]
+    ]
+    curve = curve.mean()
+    row = heads[heads.istar_lambda == 0.0].iloc[0]
+    assert row["pearson_r_hidden"] == pytest.approx(
+        pearsonr(curve.isoscore_hidden, curve.silhouette_hidden)[0], abs=1e-9
+    )
+    assert row["spearman_rho_hidden"] == pytest.approx(
+        spearmanr(curve.isoscore_hidden, curve.silhouette_hidden)[0], abs=1e-9
+    )
+    assert not np.isclose(row["pearson_r_hidden"], row["pearson_r"])  # not the table's correlation under another name
+    # its figure, drawn only for a sweep that measured it
+    assert (tmp_path / "f/istar_hidden.png").stat().st_size > 5000
+    assert (
+        main(
+            [
+                "istar-report",
+                "--aggregate",
+                str(tmp_path / "base"),
+                "--figures",
+                str(tmp_path / "f_lin"),
+                "--tables",
+                str(tmp_path / "t_lin"),
+            ]
+        )
+        == 0
+    )
+    assert not (tmp_path / "f_lin/istar_hidden.png").exists() and (tmp_path / "f_lin/istar_curves.png").is_file()
 
 
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):

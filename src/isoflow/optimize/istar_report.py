@@ -1,4 +1,4 @@
-"""The I-STAR sweep in the optimisation experiment: its table and three figures, from an aggregate of its runs.
+"""The I-STAR sweep in the optimisation experiment: its table and figures, from an aggregate of its runs.
 
 Per task × model × λ (seeds averaged; runs that diverged are counted, never averaged):
 
@@ -10,7 +10,8 @@ Per task × model × λ (seeds averaged; runs that diverged are counted, never a
 
 Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure
 5 analogue); (b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
-``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ.
+``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ; (d) ``istar_hidden``,
+only where a non-linear head's runs measured it: (c) for the head's last hidden output.
 """
 
 from __future__ import annotations
@@ -40,23 +41,26 @@ HIDDEN = ("silhouette_hidden", "isoscore_hidden")  # a non-linear head's last hi
 
 def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """The sweep's table: one row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the
-    IsoScore–silhouette correlation over training on the finished runs' seed-mean curve."""
+    IsoScore–silhouette correlation over training on the finished runs' seed-mean curve: of the table
+    (``pearson_r``, ``spearman_rho``) and, where the runs measured it, of a non-linear head's hidden output
+    (``pearson_r_hidden``, ``spearman_rho_hidden``)."""
     measured = [c for c in HIDDEN if c in traj and traj[c].notna().any()]
     table = lambda_summary(traj, info, order="step", length="steps", columns=[*FINAL, *measured])
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     after = traj[traj.step >= 1].merge(finished, on=["task", "model", "istar_lambda", "seed"])
-    r, rho = [], []
-    for task, model, lam in zip(table.task, table.model, table.istar_lambda):
-        t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
-        mean = t.groupby("step")[["isoscore", "silhouette"]].mean()
-        a, b = (
-            correlation(mean["isoscore"].to_numpy(), mean["silhouette"].to_numpy())
-            if len(mean) > 1
-            else (np.nan, np.nan)
-        )
-        r.append(a)
-        rho.append(b)
-    return table.assign(pearson_r=r, spearman_rho=rho)
+    pairs = {"": ("isoscore", "silhouette")}
+    if len(measured) == len(HIDDEN):
+        pairs["_hidden"] = ("isoscore_hidden", "silhouette_hidden")
+    for suffix, (iso, sil) in pairs.items():
+        r, rho = [], []
+        for task, model, lam in zip(table.task, table.model, table.istar_lambda):
+            t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
+            mean = t.groupby("step")[[iso, sil]].mean()
+            a, b = correlation(mean[iso].to_numpy(), mean[sil].to_numpy()) if len(mean) > 1 else (np.nan, np.nan)
+            r.append(a)
+            rho.append(b)
+        table[f"pearson_r{suffix}"], table[f"spearman_rho{suffix}"] = r, rho
+    return table
 
 
 CAPTION = (
@@ -74,7 +78,8 @@ HEADS_CAPTION = (
     "diff: this − baseline."
 )
 HEADS_CAPTION_HIDDEN = (  # said only where the runs measured it
-    " *_hidden: the non-linear head's last hidden output, which its final linear layer separates."
+    " *_hidden: the non-linear head's last hidden output, which its final linear layer separates (r, ρ between its "
+    "IsoScore and its silhouette)."
 )
 
 
@@ -98,7 +103,9 @@ def heads_table(table: pd.DataFrame, baseline: pd.DataFrame, this: str, base: st
     both = table[keys + cols].merge(baseline[keys + cols], on=keys, suffixes=("", "_baseline"))
     for c in cols:
         both[f"{c}_diff"] = both[c] - both[f"{c}_baseline"]
-    hidden = [f"{c}_mean" for c in HIDDEN if f"{c}_mean" in table]  # this head's hidden output, where measured
+    hidden = [  # this head's hidden output, where measured
+        c for c in (*(f"{h}_mean" for h in HIDDEN), "pearson_r_hidden", "spearman_rho_hidden") if c in table
+    ]
     if hidden:
         both = both.merge(table[keys + hidden], on=keys)
     both.insert(3, "head", this)
@@ -233,4 +240,18 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
         "I-STAR sweep: silhouette against IsoScore during training (open circle: start, dot: end)",
         out_dir / "istar_silhouette_vs_isoscore",
     )
+
+    # (d) where a non-linear head's runs measured it: the same for its last hidden output, the representation its
+    # final linear layer separates
+    if all(c in t and t[c].notna().any() for c in HIDDEN):
+        hidden = t.groupby(["task", "model", "istar_lambda", "step"])[list(HIDDEN)].mean().reset_index()
+        written += lambda_curves_figure(
+            hidden.rename(columns={"silhouette_hidden": "silhouette", "isoscore_hidden": "isoscore"}),
+            "step",
+            "IsoScore of the hidden output",
+            "silhouette of the hidden output",
+            f"I-STAR sweep, {head_of(info)} head: its last hidden output's silhouette against IsoScore during training"
+            " (open circle: start, dot: end)",
+            out_dir / "istar_hidden",
+        )
     return written
