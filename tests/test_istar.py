@@ -345,6 +345,7 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
                     progress=False,
                     istar_lambda=lam,
                     head=head,
+                    hidden_every=2,  # the hidden output at updates 0, 2, 4, 6, 8
                 )
         assert (
             main(["optimize-aggregate", "--results", str(tmp_path / folder), "--out", str(tmp_path / folder / "agg")])
@@ -373,10 +374,9 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
     assert {"silhouette_hidden_mean", "isoscore_hidden_mean"} <= set(heads) and "*_hidden:" in caption
     # ... and the correlation over training on its own seed-mean curves (updates 1..N), recomputed here with SciPy
     traj, info = load_runs(pd.read_csv(tmp_path / "mlp/agg/runs.csv")["record"])
-    curve = traj[(traj.istar_lambda == 0.0) & (traj.step >= 1)].groupby("step")[
-        ["isoscore_hidden", "silhouette_hidden"]
-    ]
-    curve = curve.mean()
+    curve = traj[(traj.istar_lambda == 0.0) & (traj.step >= 1) & traj.isoscore_hidden.notna()]
+    curve = curve.groupby("step")[["isoscore_hidden", "silhouette_hidden"]].mean()
+    assert list(curve.index) == [2, 4, 6, 8]
     row = heads[heads.istar_lambda == 0.0].iloc[0]
     assert row["pearson_r_hidden"] == pytest.approx(
         pearsonr(curve.isoscore_hidden, curve.silhouette_hidden)[0], abs=1e-9

@@ -157,6 +157,37 @@ def test_a_non_linear_head_is_trained_and_recorded_apart(small, tmp_path):
     assert linear == tmp_path / "optimize/runs/polarity-300/minilm/seed0.parquet" and parquet.is_file()
 
 
+def test_the_hidden_output_is_measured_on_its_schedule_without_changing_the_run(small, tmp_path):
+    """--hidden-every K: the hidden output every K updates and at the last (NaN in between), the same values as when
+    measured at every update; measuring never changes the training (the other columns are equal); 0: not at all."""
+
+    def run(every, out):
+        parquet, _ = run_optimize(
+            "polarity-300",
+            "minilm",
+            0,
+            steps=10,
+            data_dir=small,
+            results=tmp_path / out,
+            device="cpu",
+            progress=False,
+            head="mlp",
+            hidden_every=every,
+        )
+        return pd.read_parquet(parquet)
+
+    each, sparse, never = run(1, "each"), run(4, "sparse"), run(0, "never")
+    measured = sparse["silhouette_hidden"].notna().to_numpy()
+    assert list(np.flatnonzero(measured)) == [0, 4, 8, 10]
+    assert sparse["isoscore_hidden"].notna().to_numpy().tolist() == measured.tolist()
+    for col in ("silhouette_hidden", "isoscore_hidden"):
+        assert sparse[col][measured].to_numpy() == pytest.approx(each[col][measured].to_numpy(), abs=1e-12)
+    assert "silhouette_hidden" not in never and "isoscore_hidden" not in never
+    table = ["loss", "accuracy", "silhouette", "isoscore", "isoscore_star"]
+    assert np.array_equal(sparse[table].to_numpy(), each[table].to_numpy())
+    assert np.array_equal(never[table].to_numpy(), each[table].to_numpy())
+
+
 def test_bad_input(small):
     task, emb = load(small, "polarity-300", "minilm")
     one = build_task("one", ["a", "b"], ["x", "x"])

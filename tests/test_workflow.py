@@ -175,7 +175,7 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     the published linear sweep aggregated as the baseline."""
     config = f"config/nonlinear-head{'' if layers == 1 else '-2'}.yaml"
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
-    out = snakemake("-n", "istar", "--configfile", config, "--config", *where).stdout
+    out = snakemake("-n", "-p", "istar", "--configfile", config, "--config", *where).stdout
     counts = job_counts(out)
     assert {k: counts[k] for k in ("istar_run", "optimize_run", "istar_baseline_aggregate")} == {
         "istar_run": 6 * 2 * 2,
@@ -184,6 +184,8 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     }
     ours = {p for p in re.findall(r"[^\s,]+seed\d\.parquet", out) if p.startswith(f"{tmp_path}/results/")}
     assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
+    # the hidden output measured every 10 updates, and its figure among the report's outputs
+    assert out.count("--hidden-every 10") == 36 and f"{tmp_path}/results/istar/figures/istar_hidden.png" in out
 
 
 TOY_INPUTS = """

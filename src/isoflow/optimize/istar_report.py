@@ -55,7 +55,7 @@ def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
         r, rho = [], []
         for task, model, lam in zip(table.task, table.model, table.istar_lambda):
             t = after[(after.task == task) & (after.model == model) & (after.istar_lambda == lam)]
-            mean = t.groupby("step")[[iso, sil]].mean()
+            mean = t.groupby("step")[[iso, sil]].mean().dropna()  # the hidden output: the updates it was measured at
             a, b = correlation(mean[iso].to_numpy(), mean[sil].to_numpy()) if len(mean) > 1 else (np.nan, np.nan)
             r.append(a)
             rho.append(b)
@@ -244,7 +244,8 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     # (d) where a non-linear head's runs measured it: the same for its last hidden output, the representation its
     # final linear layer separates
     if all(c in t and t[c].notna().any() for c in HIDDEN):
-        hidden = t.groupby(["task", "model", "istar_lambda", "step"])[list(HIDDEN)].mean().reset_index()
+        measured = t.dropna(subset=list(HIDDEN))  # every `hidden_every` updates and at the last
+        hidden = measured.groupby(["task", "model", "istar_lambda", "step"])[list(HIDDEN)].mean().reset_index()
         written += lambda_curves_figure(
             hidden.rename(columns={"silhouette_hidden": "silhouette", "isoscore_hidden": "isoscore"}),
             "step",

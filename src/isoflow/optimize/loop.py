@@ -23,6 +23,10 @@ Optionally, every ``label_centred_every`` states (NaN in between), on the classi
 cluster's mean: Cai et al.'s cluster-centring, with the classes as clusters) and ``s_intra_label`` (mean cosine
 between points of one class).
 
+With a non-linear head (``head: mlp``), every ``hidden_every`` states and at the last (NaN in between), on the
+silhouette's sample: ``silhouette_hidden`` and ``isoscore_hidden`` of its last hidden layer's output, the
+representation its final linear layer separates.
+
 With ``istar_lambda`` λ ≠ 0 the loss is task loss + λ·(1 − IsoScore*_ζ(table)) (see
 :mod:`isoflow.istar`); ``loss`` records the task loss alone, so that runs with different λ compare.
 
@@ -248,7 +252,7 @@ def optimize(
             loss, acc = _loss_and_accuracy(head(reps) if hidden is None else head[-1](hidden), p)
             with torch.no_grad():
                 sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
-                if hidden is not None:
+                if hidden is not None and s.hidden_every and (step % s.hidden_every == 0 or step == s.steps):
                     _hidden_metrics(hidden.detach(), p, s, sil_pick, extra, step)
                 values = torch.stack(
                     [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.istar_lambda * (1.0 - iso_star)]

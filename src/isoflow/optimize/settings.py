@@ -28,7 +28,7 @@ def head_dir(head: str, head_layers: int = 1) -> str:
 class Settings:
     """Everything that determines a run (written to its JSON record). The fields with a help text are declared once:
     the command line (``isoflow optimize``) and the config schema's keys (``sample_cap``, ``label_centred_every``,
-    ``istar.zeta``, ``head``, ``head_layers``) derive from them (tests/test_settings.py)."""
+    ``istar.zeta``, ``head``, ``head_layers``, ``hidden_every``) derive from them (tests/test_settings.py)."""
 
     task: str
     model: str
@@ -85,6 +85,13 @@ class Settings:
         choices=HEADS,
     )
     head_layers: int = setting(1, "hidden layers of an mlp head", minimum=1, maximum=2)
+    hidden_every: int = setting(
+        1,
+        "an mlp head's last hidden output (what its final linear layer separates): its silhouette and IsoScore every "
+        "K updates and at the last (0: never; each measurement costs about as much as the table's)",
+        minimum=0,
+        metavar="K",
+    )
 
     def __post_init__(self):
         check_settings(self)
@@ -127,8 +134,15 @@ def report_outputs(*, main: bool, glue: bool, seeds: int, label_centred: bool) -
     return tables, figures
 
 
-def istar_report_outputs(baseline: bool) -> tuple[list[str], list[str]]:
+def measures_hidden(head: str, hidden_every: int) -> bool:
+    """Whether runs with these settings measure a hidden output (a non-linear head, ``hidden_every`` > 0)."""
+    return head != "linear" and hidden_every > 0
+
+
+def istar_report_outputs(baseline: bool, hidden: bool = False) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow istar-report` writes (isoflow.optimize.istar_report); with a baseline sweep, the
-    comparison istar_heads as a table and a figure."""
+    comparison istar_heads as a table and a figure; for runs that measured a hidden output (:func:`measures_hidden`),
+    its figure istar_hidden."""
     heads = ["istar_heads"] if baseline else []
-    return ["istar", *heads], ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *heads]
+    figures = ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *heads]
+    return ["istar", *heads], figures + (["istar_hidden"] if hidden else [])
