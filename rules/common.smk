@@ -25,7 +25,7 @@ from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.local import weight_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
-from isoflow.optimize.settings import head_dir, istar_report_outputs, measures_hidden
+from isoflow.optimize.settings import head_dir, istar_report_outputs
 from isoflow.optimize.settings import report_outputs as optimize_report_outputs
 from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
 from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES

@@ -158,10 +158,11 @@ def test_a_non_linear_head_is_trained_and_recorded_apart(small, tmp_path):
 
 
 def test_the_hidden_output_is_measured_on_its_schedule_without_changing_the_run(small, tmp_path):
-    """--hidden-every K: the hidden output every K updates and at the last (NaN in between), the same values as when
-    measured at every update; measuring never changes the training (the other columns are equal); 0: not at all."""
+    """--hidden-updates K: the hidden output before training, at the last update and at K updates log-spaced from the
+    first (NaN in between), the same values as when measured at every update (the default); measuring never changes
+    the training (the other columns are equal)."""
 
-    def run(every, out):
+    def run(k, out):
         parquet, _ = run_optimize(
             "polarity-300",
             "minilm",
@@ -172,20 +173,29 @@ def test_the_hidden_output_is_measured_on_its_schedule_without_changing_the_run(
             device="cpu",
             progress=False,
             head="mlp",
-            hidden_every=every,
+            hidden_updates=k,
         )
         return pd.read_parquet(parquet)
 
-    each, sparse, never = run(1, "each"), run(4, "sparse"), run(0, "never")
+    each, sparse = run(0, "each"), run(4, "sparse")
+    assert each["silhouette_hidden"].notna().all()
     measured = sparse["silhouette_hidden"].notna().to_numpy()
-    assert list(np.flatnonzero(measured)) == [0, 4, 8, 10]
+    assert list(np.flatnonzero(measured)) == [0, 1, 2, 5, 10]  # 10 ** (0, 1/3, 2/3, 1) = 1, 2.15, 4.64, 10
     assert sparse["isoscore_hidden"].notna().to_numpy().tolist() == measured.tolist()
     for col in ("silhouette_hidden", "isoscore_hidden"):
         assert sparse[col][measured].to_numpy() == pytest.approx(each[col][measured].to_numpy(), abs=1e-12)
-    assert "silhouette_hidden" not in never and "isoscore_hidden" not in never
     table = ["loss", "accuracy", "silhouette", "isoscore", "isoscore_star"]
     assert np.array_equal(sparse[table].to_numpy(), each[table].to_numpy())
-    assert np.array_equal(never[table].to_numpy(), each[table].to_numpy())
+
+
+def test_hidden_steps_are_log_spaced_and_keep_the_first_and_last():
+    from isoflow.optimize.settings import hidden_steps
+
+    assert hidden_steps(5, 0) == {0, 1, 2, 3, 4, 5}
+    assert hidden_steps(1000, 3) == {0, 1, 32, 1000}  # sqrt(1000) = 31.6
+    assert hidden_steps(7, 1) == {0, 1, 7}
+    many = sorted(hidden_steps(250, 50))
+    assert many[:11] == list(range(11)) and many[-1] == 250 and len(many) == 40  # rounding merges the first few
 
 
 def test_bad_input(small):

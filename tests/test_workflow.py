@@ -184,8 +184,8 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     }
     ours = {p for p in re.findall(r"[^\s,]+seed\d\.parquet", out) if p.startswith(f"{tmp_path}/results/")}
     assert len(ours) == 36 and all(f"/minilm/mlp{layers}/" in p for p in ours)
-    # the hidden output measured every 10 updates, and its figure among the report's outputs
-    assert out.count("--hidden-every 10") == 36 and f"{tmp_path}/results/istar/figures/istar_hidden.png" in out
+    # the hidden output measured at 50 log-spaced updates, and its figure among the report's outputs
+    assert out.count("--hidden-updates 50") == 36 and f"{tmp_path}/results/istar/figures/istar_hidden.png" in out
 
 
 TOY_INPUTS = """

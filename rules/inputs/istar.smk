@@ -32,9 +32,7 @@ ISTAR_BASELINE = ISTAR.get("baseline")
 ISTAR_BASELINE_AGGREGATE = [
     f"{section_dir('istar')}/aggregate/baseline/{f}" for f in ("trajectories.parquet", "runs.csv")
 ]
-_ISTAR_TABLES, _ISTAR_FIGURES = istar_report_outputs(
-    bool(ISTAR_BASELINE), measures_hidden(OPTIMIZE["head"], OPTIMIZE["hidden_every"])
-)
+_ISTAR_TABLES, _ISTAR_FIGURES = istar_report_outputs(bool(ISTAR_BASELINE), OPTIMIZE["head"] != "linear")
 ISTAR_TABLES = tables_of("istar", _ISTAR_TABLES)
 ISTAR_FIGURES = figures_of("istar", _ISTAR_FIGURES)
 ISTAR_REPORT = ISTAR_TABLES + ISTAR_FIGURES

@@ -244,7 +244,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
     # (d) where a non-linear head's runs measured it: the same for its last hidden output, the representation its
     # final linear layer separates
     if all(c in t and t[c].notna().any() for c in HIDDEN):
-        measured = t.dropna(subset=list(HIDDEN))  # every `hidden_every` updates and at the last
+        measured = t.dropna(subset=list(HIDDEN))  # at the updates `hidden_updates` chose
         hidden = measured.groupby(["task", "model", "istar_lambda", "step"])[list(HIDDEN)].mean().reset_index()
         written += lambda_curves_figure(
             hidden.rename(columns={"silhouette_hidden": "silhouette", "isoscore_hidden": "isoscore"}),

@@ -23,7 +23,7 @@ Optionally, every ``label_centred_every`` states (NaN in between), on the classi
 cluster's mean: Cai et al.'s cluster-centring, with the classes as clusters) and ``s_intra_label`` (mean cosine
 between points of one class).
 
-With a non-linear head (``head: mlp``), every ``hidden_every`` states and at the last (NaN in between), on the
+With a non-linear head (``head: mlp``), at the updates ``hidden_updates`` chooses (NaN in between), on the
 silhouette's sample: ``silhouette_hidden`` and ``isoscore_hidden`` of its last hidden layer's output, the
 representation its final linear layer separates.
 
@@ -61,7 +61,7 @@ from ..metrics import (
 from ..metrics._validate import distance_dtype
 from ..metrics.geometry import geometry
 from ..progress import progress_bar
-from .settings import Settings, check_settings  # noqa: F401  (re-exported)
+from .settings import Settings, check_settings, hidden_steps  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -234,6 +234,7 @@ def optimize(
         f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""),
         "upd",
     )
+    hidden_at = hidden_steps(s.steps, s.hidden_updates)
     t_loop = time.perf_counter()
 
     def trajectory() -> Trajectory:
@@ -252,7 +253,7 @@ def optimize(
             loss, acc = _loss_and_accuracy(head(reps) if hidden is None else head[-1](hidden), p)
             with torch.no_grad():
                 sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
-                if hidden is not None and s.hidden_every and (step % s.hidden_every == 0 or step == s.steps):
+                if hidden is not None and step in hidden_at:
                     _hidden_metrics(hidden.detach(), p, s, sil_pick, extra, step)
                 values = torch.stack(
                     [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.istar_lambda * (1.0 - iso_star)]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..istar_settings import zeta_setting
 from ..settings import check, setting
 from .paper import MAIN_SEEDS, PAPER_STEPS
@@ -28,7 +30,7 @@ def head_dir(head: str, head_layers: int = 1) -> str:
 class Settings:
     """Everything that determines a run (written to its JSON record). The fields with a help text are declared once:
     the command line (``isoflow optimize``) and the config schema's keys (``sample_cap``, ``label_centred_every``,
-    ``istar.zeta``, ``head``, ``head_layers``, ``hidden_every``) derive from them (tests/test_settings.py)."""
+    ``istar.zeta``, ``head``, ``head_layers``, ``hidden_updates``) derive from them (tests/test_settings.py)."""
 
     task: str
     model: str
@@ -85,10 +87,11 @@ class Settings:
         choices=HEADS,
     )
     head_layers: int = setting(1, "hidden layers of an mlp head", minimum=1, maximum=2)
-    hidden_every: int = setting(
-        1,
-        "an mlp head's last hidden output (what its final linear layer separates): its silhouette and IsoScore every "
-        "K updates and at the last (0: never; each measurement costs about as much as the table's)",
+    hidden_updates: int = setting(
+        0,
+        "an mlp head's last hidden output (what its final linear layer separates): its silhouette and IsoScore before "
+        "training and at K updates spaced evenly on a log scale from the first to the last, where it changes most "
+        "(0: at every update; each measurement costs about as much as the table's)",
         minimum=0,
         metavar="K",
     )
@@ -134,15 +137,19 @@ def report_outputs(*, main: bool, glue: bool, seeds: int, label_centred: bool) -
     return tables, figures
 
 
-def measures_hidden(head: str, hidden_every: int) -> bool:
-    """Whether runs with these settings measure a hidden output (a non-linear head, ``hidden_every`` > 0)."""
-    return head != "linear" and hidden_every > 0
+def hidden_steps(steps: int, hidden_updates: int) -> set[int]:
+    """The updates at which a non-linear head's hidden output is measured: every one (``hidden_updates`` 0), or 0, the
+    last, and ``hidden_updates`` spaced evenly on a log scale from 1 to the last (rounded; two that round to one
+    update are one): a classifier's hidden output changes most in its first updates."""
+    if not hidden_updates:
+        return set(range(steps + 1))
+    return {0, steps, *(int(round(u)) for u in np.geomspace(1, steps, hidden_updates))}
 
 
 def istar_report_outputs(baseline: bool, hidden: bool = False) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow istar-report` writes (isoflow.optimize.istar_report); with a baseline sweep, the
-    comparison istar_heads as a table and a figure; for runs that measured a hidden output (:func:`measures_hidden`),
-    its figure istar_hidden."""
+    comparison istar_heads as a table and a figure; for runs with hidden layers (``hidden``), their hidden output's
+    figure istar_hidden."""
     heads = ["istar_heads"] if baseline else []
     figures = ["istar_performance", "istar_curves", "istar_silhouette_vs_isoscore", *heads]
     return ["istar", *heads], figures + (["istar_hidden"] if hidden else [])
