@@ -39,17 +39,22 @@ FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
 HIDDEN = ("silhouette_hidden", "isoscore_hidden")  # a non-linear head's last hidden output (runs that measured it)
 
 
+def measured_hidden(traj: pd.DataFrame) -> bool:
+    """Whether these trajectories measured a non-linear head's hidden output (runs with hidden layers do)."""
+    return all(c in traj and traj[c].notna().any() for c in HIDDEN)
+
+
 def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     """The sweep's table: one row per task × model × λ (:func:`isoflow.reporting.lambda_summary`), with the
     IsoScore–silhouette correlation over training on the finished runs' seed-mean curve: of the table
     (``pearson_r``, ``spearman_rho``) and, where the runs measured it, of a non-linear head's hidden output
     (``pearson_r_hidden``, ``spearman_rho_hidden``)."""
-    measured = [c for c in HIDDEN if c in traj and traj[c].notna().any()]
-    table = lambda_summary(traj, info, order="step", length="steps", columns=[*FINAL, *measured])
+    hidden = measured_hidden(traj)
+    table = lambda_summary(traj, info, order="step", length="steps", columns=[*FINAL, *(HIDDEN if hidden else ())])
     finished = info.loc[~diverged(info), ["task", "model", "istar_lambda", "seed"]]
     after = traj[traj.step >= 1].merge(finished, on=["task", "model", "istar_lambda", "seed"])
     pairs = {"": ("isoscore", "silhouette")}
-    if len(measured) == len(HIDDEN):
+    if hidden:
         pairs["_hidden"] = ("isoscore_hidden", "silhouette_hidden")
     for suffix, (iso, sil) in pairs.items():
         r, rho = [], []
@@ -243,7 +248,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
 
     # (d) where a non-linear head's runs measured it: the same for its last hidden output, the representation its
     # final linear layer separates
-    if all(c in t and t[c].notna().any() for c in HIDDEN):
+    if measured_hidden(t):
         measured = t.dropna(subset=list(HIDDEN))  # at the updates `hidden_updates` chose
         hidden = measured.groupby(["task", "model", "istar_lambda", "step"])[list(HIDDEN)].mean().reset_index()
         written += lambda_curves_figure(
