@@ -80,3 +80,38 @@ def test_a_panel_goes_log_only_where_its_values_span_two_decades(values, log, sc
     assert log_axis_if_it_spans(values, *axes) is log
     assert [ax.get_yscale() for ax in axes] == [scale, scale]  # panels compared take one decision
     matplotlib.pyplot.close(fig)
+
+
+def test_a_log_x_axis_leaves_the_y_axis_alone():
+    from isoflow.reporting.figures import log_axis_if_it_spans
+
+    fig, axes = panels(2)
+    assert log_axis_if_it_spans([1e-5, 0.2], *axes, axis="x")
+    assert [(ax.get_xscale(), ax.get_yscale()) for ax in axes] == [("log", "linear")] * 2
+    matplotlib.pyplot.close(fig)
+
+
+@pytest.mark.parametrize("one_scale", [False, True])
+def test_curves_on_one_scale_share_both_axes_with_isoscore_on_a_log_axis(monkeypatch, tmp_path, one_scale):
+    """The hidden output's figure: IsoScore from 0.2 to 1e-5 on one panel, 0.1 to 0.01 on the other."""
+    import pandas as pd
+
+    import isoflow.reporting.figures as figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "save", lambda fig, stem: drawn.append(fig) or [])
+    mean = pd.DataFrame(
+        {
+            "task": ["a"] * 3 + ["b"] * 3,
+            "model": "m",
+            "istar_lambda": 0.0,
+            "step": [0, 1, 2] * 2,
+            "isoscore": [0.2, 1e-3, 1e-5, 0.1, 0.05, 0.01],
+            "silhouette": [0.0, 0.5, 0.9, 0.0, 0.1, 0.2],
+        }
+    )
+    figures.lambda_curves_figure(mean, "step", "IsoScore", "silhouette", "t", tmp_path / "f", one_scale=one_scale)
+    a, b = drawn[0].axes[:2]
+    assert (a.get_xscale(), b.get_xscale()) == (("log", "log") if one_scale else ("linear", "linear"))
+    assert (a.get_xlim() == b.get_xlim() and a.get_ylim() == b.get_ylim()) is one_scale
+    matplotlib.pyplot.close(drawn[0])

@@ -11,7 +11,8 @@ Per task × model × λ (seeds averaged; runs that diverged are counted, never a
 Figures: (a) ``istar_performance``: training accuracy and task loss against IsoScore*, one point per λ (I-STAR's Figure
 5 analogue); (b) ``istar_curves``: silhouette and IsoScore across training, one curve per λ; (c)
 ``istar_silhouette_vs_isoscore``: silhouette against IsoScore during training, one curve per λ; (d) ``istar_hidden``,
-only where a non-linear head's runs measured it: (c) for the head's last hidden output.
+only where a non-linear head's runs measured it: (c) for the head's last hidden output, every panel on one scale
+and IsoScore on a log axis.
 """
 
 from __future__ import annotations
@@ -259,5 +260,6 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
             f"I-STAR sweep, {head_of(info)} head: its last hidden output's silhouette against IsoScore during training"
             " (open circle: start, dot: end)",
             out_dir / "istar_hidden",
+            one_scale=True,  # its IsoScore falls 4 orders of magnitude, mostly in the first few dozen updates
         )
     return written

@@ -115,23 +115,24 @@ def lambda_colours(lams) -> dict:
     return {lam: lambda_colour(lam) for lam in lams}
 
 
-def plain_log_axis(ax) -> None:
-    """A logarithmic y axis labelled 5, 10, 20, 50, … rather than 5×10⁰."""
+def plain_log_axis(ax, axis: str = "y") -> None:
+    """A logarithmic ``axis`` ("x" or "y") labelled 5, 10, 20, 50, … rather than 5×10⁰."""
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-    ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(ScalarFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    getattr(ax, f"set_{axis}scale")("log")
+    scale = getattr(ax, f"{axis}axis")
+    scale.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    scale.set_major_formatter(ScalarFormatter())
+    scale.set_minor_formatter(NullFormatter())
 
 
 LOG_SPAN = 100.0  # a panel whose positive values span this ratio or more is drawn on a log axis
 
 
-def log_axis_if_it_spans(values, *axes) -> bool:
-    """Log y axes (labelled as :func:`plain_log_axis` does) for ``axes`` where ``values`` are all positive and span
-    ``LOG_SPAN`` or more — on a linear axis everything below 1 % of the largest would lie on zero; panels compared
-    with each other take one decision from all their values. Returns whether."""
+def log_axis_if_it_spans(values, *axes, axis: str = "y") -> bool:
+    """Log ``axis`` ("x" or "y"; labelled as :func:`plain_log_axis` does) for ``axes`` where ``values`` are all
+    positive and span ``LOG_SPAN`` or more — on a linear axis everything below 1 % of the largest would lie on zero;
+    panels compared with each other take one decision from all their values. Returns whether."""
     v = np.asarray(values, dtype=float)
     v = v[np.isfinite(v)]
     if len(v) == 0 or v.min() <= 0:
@@ -141,9 +142,9 @@ def log_axis_if_it_spans(values, *axes) -> bool:
         return False
     for ax in axes:  # up to three decades labelled 5, 10, 20, …; beyond, one tick a decade (10⁻⁵, as matplotlib writes)
         if span < 1e3:
-            plain_log_axis(ax)
+            plain_log_axis(ax, axis)
         else:
-            ax.set_yscale("log")
+            getattr(ax, f"set_{axis}scale")("log")
     return True
 
 
@@ -261,11 +262,12 @@ def trajectory(ax, x: pd.Series, y: pd.Series, colour: str, *, label: str | None
 
 
 def lambda_curves_figure(
-    mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path
+    mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path, *, one_scale: bool = False
 ) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
     an open circle at its start and a dot at its end (:func:`trajectory`). Used by the optimisation's sweep and
-    fine-tuning."""
+    fine-tuning. With ``one_scale`` every panel has the same axes, IsoScore on a log axis where it spans
+    ``LOG_SPAN`` or more (a non-linear head's hidden output: from about 0.2 to 1e-5, most of it in the first updates)."""
     from matplotlib.lines import Line2D
 
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
@@ -279,6 +281,14 @@ def lambda_curves_figure(
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
+    if one_scale:
+        shown = axes[: len(pairs)]
+        log_axis_if_it_spans(mean["isoscore"], *shown, axis="x")
+        for limits in ("xlim", "ylim"):
+            low = min(getattr(ax, f"get_{limits}")()[0] for ax in shown)
+            high = max(getattr(ax, f"get_{limits}")()[1] for ax in shown)
+            for ax in shown:
+                getattr(ax, f"set_{limits}")(low, high)
     ends = [
         Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
         Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
