@@ -267,7 +267,8 @@ def lambda_curves_figure(
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
     an open circle at its start and a dot at its end (:func:`trajectory`). Used by the optimisation's sweep and
     fine-tuning. With ``one_scale`` every panel has the same axes, IsoScore on a log axis where it spans
-    ``LOG_SPAN`` or more (a non-linear head's hidden output: from about 0.2 to 1e-5, most of it in the first updates)."""
+    ``LOG_SPAN`` or more (a non-linear head's hidden output: from about 0.2 to 1e-5, most of it in the first
+    updates)."""
     from matplotlib.lines import Line2D
 
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
