@@ -32,6 +32,7 @@ from ..reporting.figures import (
     log_axis_if_it_spans,
     panels,
     save,
+    share_limits,
     suptitle,
 )
 
@@ -127,10 +128,7 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             log = log_axis_if_it_spans(np.concatenate(shown_values), *row)  # one scale for the row's panels
             for ax in row:
                 ax.set_ylabel(f"{measure} (held-out tokens{'; log' if log else ''})")
-            low = min(ax.get_ylim()[0] for ax in row)
-            high = max(ax.get_ylim()[1] for ax in row)
-            for ax in row:
-                ax.set_ylim(low, high)
+            share_limits(row)
     handles = [
         Line2D([], [], color=colour[c], marker="o", ms=2.5, label=c + (" (embeddings)" if c == "layer 0" else ""))
         for c in layers

@@ -32,6 +32,7 @@ from ..reporting.figures import (
     lambda_points_figure,
     legend_below,
     save,
+    share_limits,
     suptitle,
 )
 from .report import correlation
@@ -226,10 +227,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
         for ax in (top, bottom):
             ax.grid(alpha=0.3)
     for row in (0, 1):  # every task on one silhouette scale and one IsoScore scale
-        used = [axes[2 * (k // ncol) + row, k % ncol] for k in range(len(pairs))]
-        low, high = min(ax.get_ylim()[0] for ax in used), max(ax.get_ylim()[1] for ax in used)
-        for ax in used:
-            ax.set_ylim(low, high)
+        share_limits([axes[2 * (k // ncol) + row, k % ncol] for k in range(len(pairs))])
     for k in range(len(pairs), blocks * ncol):
         axes[2 * (k // ncol), k % ncol].axis("off")
         axes[2 * (k // ncol) + 1, k % ncol].axis("off")

@@ -148,6 +148,15 @@ def log_axis_if_it_spans(values, *axes, axis: str = "y") -> bool:
     return True
 
 
+def share_limits(axes, axis: str = "y") -> None:
+    """Every one of ``axes`` given the limits on ``axis`` ("x" or "y") that hold all of them: panels compared with each
+    other on one scale."""
+    limits = [getattr(ax, f"get_{axis}lim")() for ax in axes]
+    low, high = min(lo for lo, _ in limits), max(hi for _, hi in limits)
+    for ax in axes:
+        getattr(ax, f"set_{axis}lim")(low, high)
+
+
 def legend_below(fig, handles, fontsize: float = 7) -> None:
     """One legend below the panels, in as many columns as fit the figure's width (matplotlib clips a legend wider
     than its figure instead of wrapping it): one row if the rendered legend fits, else a column fewer until it does."""
@@ -285,11 +294,8 @@ def lambda_curves_figure(
     if one_scale:
         shown = axes[: len(pairs)]
         log_axis_if_it_spans(mean["isoscore"], *shown, axis="x")
-        for limits in ("xlim", "ylim"):
-            low = min(getattr(ax, f"get_{limits}")()[0] for ax in shown)
-            high = max(getattr(ax, f"get_{limits}")()[1] for ax in shown)
-            for ax in shown:
-                getattr(ax, f"set_{limits}")(low, high)
+        share_limits(shown, "x")
+        share_limits(shown, "y")
     ends = [
         Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
         Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
