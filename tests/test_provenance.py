@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from isoflow.provenance import BENCHMARK_RESULTS, PARTIAL_RESULTS, code_version
+from isoflow.provenance import BENCHMARK_RESULTS, PARTIAL_RESULTS, code_version, shown_path
 
 
 def git(repo, *args):
@@ -46,3 +46,16 @@ def test_commit_and_dirtiness_of_a_checkout(tmp_path):
 
 def test_outside_a_checkout(tmp_path):
     assert code_version(tmp_path) == {"git_commit": None, "git_dirty": None}
+
+
+def test_a_record_shows_a_path_under_the_working_directory_relative_to_it(tmp_path, monkeypatch):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    (repo / "data/raw").mkdir(parents=True)
+    elsewhere.mkdir()
+    (repo / "data/raw/task.csv").write_text("text,label\n")
+    (repo / "linked").symlink_to(elsewhere)
+    monkeypatch.chdir(repo)
+    assert shown_path("data/raw/task.csv") == "data/raw/task.csv"
+    assert shown_path(repo / "data/raw/../raw/task.csv") == "data/raw/task.csv"
+    assert shown_path(elsewhere / "vectors.npy") == str(elsewhere.resolve() / "vectors.npy")
+    assert shown_path("linked/vectors.npy") == str(elsewhere.resolve() / "vectors.npy")  # where the file really is

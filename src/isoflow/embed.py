@@ -28,6 +28,7 @@ from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .models import is_static, sentence_model, static_model
 from .models.sbert import ENCODE_BATCH_SIZE
+from .provenance import shown_path
 
 logger = logging.getLogger(__name__)
 
@@ -265,7 +266,7 @@ def import_embeddings(
     warn_repeated_rows(emb, f"{path} ({model} x {tdata.name})")
     meta = {
         "model": model,
-        "source": {"path": str(Path(path).resolve()), "sha256": sha256_of(Path(path)), "key": key},
+        "source": {"path": shown_path(path), "sha256": sha256_of(Path(path)), "key": key},
         "task": tdata.name,
         "n_items": len(texts),
         "dim": int(emb.shape[1]),

@@ -1,4 +1,5 @@
-"""Where a result came from: the git commit of the isoflow code that made it, and whether that tree was dirty."""
+"""Where a result came from: the git commit of the isoflow code that made it, whether that tree was dirty, and the
+inputs' paths as a record shows them."""
 
 from __future__ import annotations
 
@@ -25,6 +26,21 @@ PARTIAL_RESULTS = "partial-results"  # runs a long sweep saved as it went (scrip
 PUBLISHED_RESULTS = "docs/results"  # the publications (scripts/publish_results.py)
 BENCHMARK_RESULTS = "benchmarks/results"  # the benchmarks' JSON (one benchmark run after another writes there)
 RESULT_FOLDERS = (PARTIAL_RESULTS, PUBLISHED_RESULTS, BENCHMARK_RESULTS)
+
+
+def shown_path(path: str | Path) -> str:
+    """`path` as a record shows it: relative to the working directory when it lies under it (the workflow runs in the
+    repository root, so a record reads ``data/raw/models/...`` on every machine and after ``dvc pull``), absolute
+    otherwise (a Hugging Face cache, a file elsewhere); a record's sha256 beside it says which file it was.
+
+    >>> shown_path(Path.cwd() / "data" / "task.csv")
+    'data/task.csv'
+    """
+    resolved = Path(path).resolve()
+    try:
+        return resolved.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(resolved)
 
 
 @functools.lru_cache(maxsize=1)

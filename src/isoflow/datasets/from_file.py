@@ -104,8 +104,9 @@ def from_file(
             f"{path}: column {label!r} holds a single class ({classes[0]!r}); classification needs at least two"
         )
     from ..fetch import sha256_of
+    from ..provenance import shown_path
 
-    source = {"name": path.name, "path": str(path.resolve()), "url": None, "sha256": sha256_of(path), "license": None}
+    source = {"name": path.name, "path": shown_path(path), "url": None, "sha256": sha256_of(path), "license": None}
     columns_used = {"text": text, "text_b": text_b, "label": label, "label_sep": label_sep}
     return build_task(
         name, texts, labels, multilabel=bool(label_sep), sources=[source], extra={"from_file": columns_used}

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..fetch import Resource, fetch, sha256_of
+from ..provenance import shown_path
 from .sbert import ModelUnavailableError
 
 logger = logging.getLogger(__name__)
@@ -274,7 +275,7 @@ def _write_dequantised(path: Path, folder: Path) -> None:
     with atomic_dir(folder, expected=(), kind="gguf-dequantised") as tmp:
         plain.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / RECORD).write_text(json.dumps({**info, "path": str(path)}, indent=2) + "\n")
+        (tmp / RECORD).write_text(json.dumps({**info, "path": shown_path(path)}, indent=2) + "\n")
 
 
 def gguf_record(folder: str | os.PathLike) -> dict | None:

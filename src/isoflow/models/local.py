@@ -87,11 +87,12 @@ def describe(path: str | os.PathLike) -> dict:
     """What a record says about a local model: its path, the hub id and revision it is a snapshot of (if it is), and
     the sha256 of every weight file (relative names)."""
     from ..fetch import sha256_of
+    from ..provenance import shown_path
     from .hub import hub_origin
 
     folder = check_local(path)
     return {
-        "path": str(folder),
+        "path": shown_path(folder),
         **hub_origin(folder),
         "weights_sha256": {str(p.relative_to(folder)): sha256_of(p) for p in weight_files(folder)},
     }

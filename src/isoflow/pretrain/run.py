@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from ..provenance import shown_path
 from ..settings import as_dict, check
 from .settings import PretrainSettings
 
@@ -123,7 +124,11 @@ def run_pretrain(
         "architecture": type(model).__name__,
         "parameters": parameter_count(model),
         "tokenizer": {"kind": type(tokenizer).__name__, "vocabulary": len(tokenizer)},
-        "corpus": {"path": str(corpus), "train_sha256": corpus_sha, **json.loads((corpus / "corpus.json").read_text())},
+        "corpus": {
+            "path": shown_path(corpus),
+            "train_sha256": corpus_sha,
+            **json.loads((corpus / "corpus.json").read_text()),
+        },
         "train_tokens": int(train_seqs.size),
         "heldout_tokens": int(held_seqs[: settings.eval_sequences].size),
         "epochs": settings.steps * tokens_per_step / train_seqs.size,
