@@ -346,9 +346,8 @@ def main() -> int:
             median_run = sorted(range(len(pairs)), key=lambda i: fractions[i])[len(pairs) // 2]
             floor, ours = pairs[median_run]
             xxt = statistics.median(f["xxt_seconds"] for f, _ in pairs)
-            flops = ours_flops(
-                case["n"], case["d"], case["k"], compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024)
-            )
+            rows = compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024, upper_triangle=True)
+            flops = ours_flops(case["n"], case["d"], case["k"], rows)  # strips or square blocks: the same pairs
             total = sum(flops.values())
             # The fastest this work could run at GEMM speed: silhouette in `dtype`, IsoScore in float64.
             ideal_seconds = flops["silhouette"] / 1e9 / gemm[dtype] + flops["isoscore_float64"] / 1e9 / gemm["float64"]

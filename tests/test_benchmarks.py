@@ -38,6 +38,19 @@ def test_a_failing_child_is_an_error_not_a_hang(case):
         bench.run_isolated("ours", case, "float64", 1, device="no-such-device")
 
 
+def test_strips_dispatch_fewer_operations_and_no_host_sync():
+    """benchmarks/launches.py under the GPU policy: 8,192 points make 4 row blocks of 2,048 rows, each multiplied by
+    its whole strip (4 products instead of 10 block pairs: fewer operations, the host's work on a GPU), and neither
+    the silhouette nor IsoScore waits on the device (no .item(), no data-dependent shape)."""
+    import launches
+
+    counts = launches.case_counts(8192, 8, 2)
+    assert (counts["rows_per_block"], counts["columns_per_product"]) == (2048, 8192)
+    assert counts["silhouette_by_operation"]["mm"] == 4 + 4 + 3  # distances, sums into columns, sums into rows
+    assert counts["silhouette"] < counts["silhouette_square_blocks"]
+    assert counts["host_syncs"] == 0
+
+
 def test_section_budgets_sum_each_kind_of_run_record(tmp_path):
     """benchmarks/section_budgets.py: a run's seconds by the keys its record has; files that are not timed records
     (a config, a run list) are passed over; a publication without times says so."""

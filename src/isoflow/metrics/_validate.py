@@ -178,8 +178,10 @@ class Clusters:
     def to(self, device: torch.device | str) -> Clusters:
         return Clusters(self.codes.to(device), self.sizes.to(device), self.k)
 
-    def one_hot(self, dtype: torch.dtype) -> torch.Tensor:
-        return torch.nn.functional.one_hot(self.codes, self.k).to(dtype)
+    def indicators(self, dtype: torch.dtype) -> torch.Tensor:
+        """(k, n): row c is cluster c's 0/1 indicator. No host sync (``one_hot`` checks its codes' range on the host:
+        two syncs a call on a GPU, each stalling the launches behind it)."""
+        return (torch.arange(self.k, device=self.codes.device)[:, None] == self.codes[None, :]).to(dtype)
 
     def subset(self, index: torch.Tensor) -> Clusters:
         """The same k clusters restricted to ``index`` (some may be empty); no host sync."""

@@ -7,7 +7,10 @@ multiplies the blocks. One code path for every device; only these two choices di
   pass visiting each pair of blocks once (the upper triangle: the silhouette's distance sums, ``upper_triangle``)
   splits n in four (``GPU_SPLIT``) where each block keeps at least ``GPU_MIN_BLOCK`` rows: four blocks do 10 of the
   16 block products and element-wise passes a single block does (62 %), while blocks of thousands of rows keep the
-  products at the GEMM rate; a small n (launch-bound) stays one block. Measured on an H100: docs/performance.md.
+  products at the GEMM rate; a small n (launch-bound) stays one block. Each row block is multiplied by its whole strip
+  of columns at once (:func:`strip_columns`): one product and one of each pass per row block, not per pair of blocks
+  (at the paper's size 70 operations a silhouette instead of 106: benchmarks/launches.py). Measured on an H100:
+  docs/performance.md.
   ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
@@ -126,30 +129,45 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a @ b
 
 
+def _policy(device: torch.device) -> str:
+    policy = _setting(POLICY_ENV, POLICIES)
+    return ("gpu" if device.type == "cuda" else "cpu") if policy == "auto" else policy
+
+
+def _fitting_rows(device: torch.device, dtype: torch.dtype) -> int:
+    """The side of a square matrix that, with one copy, fits in a quarter of the device's free memory."""
+    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else FORCED_GPU_FREE_BYTES
+    return int(math.sqrt(free / 4 / (2 * (torch.finfo(dtype).bits // 8))))
+
+
 def block_size(
     n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int, *, upper_triangle: bool = False
 ) -> int:
     """Rows per block for an n × n blocked computation (see the module docstring); ``upper_triangle``: one that
     visits each pair of blocks once, which a GPU splits in four."""
     device = torch.device(device)
-    policy = _setting(POLICY_ENV, POLICIES)
-    if policy == "auto":
-        policy = "gpu" if device.type == "cuda" else "cpu"
-    if policy == "cpu":
+    if _policy(device) == "cpu":
         return cpu_block
-    free = torch.cuda.mem_get_info(device)[0] if device.type == "cuda" else FORCED_GPU_FREE_BYTES
-    itemsize = torch.finfo(dtype).bits // 8
-    fits = int(math.sqrt(free / 4 / (2 * itemsize)))
     split = math.ceil(n / GPU_SPLIT)
     rows = split if upper_triangle and split >= GPU_MIN_BLOCK else n
-    return max(cpu_block, min(rows, fits))
+    return max(cpu_block, min(rows, _fitting_rows(device, dtype)))
+
+
+def strip_columns(n: int, rows: int, device: torch.device | str, dtype: torch.dtype) -> int:
+    """Columns per product of an upper-triangle pass whose row blocks have ``rows`` rows (:func:`block_size`): as
+    many as its rows on a CPU (square blocks, in cache); on a GPU the whole strip right of a row block's start, within
+    the memory a square block may take (rows × columns ≤ its area), so that a row block costs one product and one
+    of each pass, not one per block pair: on a GPU the host's launches, not the device's work, set the pace."""
+    device = torch.device(device)
+    if _policy(device) == "cpu":
+        return rows
+    return max(rows, min(n, _fitting_rows(device, dtype) ** 2 // rows))
 
 
 def describe(device: torch.device | str) -> dict:
     """What a run's JSON records of these choices."""
     device = torch.device(device)
-    policy = _setting(POLICY_ENV, POLICIES)
     return {
-        "block_policy": ("gpu" if device.type == "cuda" else "cpu") if policy == "auto" else policy,
+        "block_policy": _policy(device),
         "cpu_gemm": cpu_gemm() if device.type == "cpu" else None,
     }

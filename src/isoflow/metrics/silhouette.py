@@ -22,7 +22,7 @@ from ._validate import (
     encode_labels,
     rescaled,
 )
-from .device_policy import block_size, numpy_blas
+from .device_policy import block_size, numpy_blas, strip_columns
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums take strips of every row added up by cluster (a sparse product or one
@@ -247,7 +247,8 @@ def _euclidean_cluster_sums(
     """S[i, c] = Σ_{j∈c} ‖x_i − x_j‖, visiting each pair of row blocks once (upper triangle), for rescaled, centred
     ``x`` (:func:`_centred`).
 
-    Memory is O(block² + n·(d + k)): no n×n matrix is ever formed. Squared
+    Memory is O(block·columns + n·(d + k)), columns: block on a CPU, a row block's strip on a GPU
+    (:func:`~isoflow.metrics.device_policy.strip_columns`); no n×n matrix is ever formed. Squared
     distances ‖x‖² + ‖y‖² − 2x·y come out of a single GEMM of the augmented rows
     [x, ‖x‖², 1]·[−2y, 1, ‖y‖²]ᵀ (no separate broadcast-add pass), on centred data
     (centring shrinks the norms, hence the cancellation error, without changing
@@ -257,22 +258,27 @@ def _euclidean_cluster_sums(
     """
     n = x.shape[0]
     block = _block(x, block)
+    columns = strip_columns(n, block, x.device, x.dtype)  # a GPU: each row block's whole strip in one product
     # The per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed); many clusters: _strip_silhouettes.
-    onehot_t = (clusters.one_hot(x.dtype).T if indicator_t is None else indicator_t.to(x.dtype)).contiguous()  # (k, n)
+    onehot_t = (clusters.indicators(x.dtype) if indicator_t is None else indicator_t.to(x.dtype)).contiguous()  # (k, n)
     left, right = _augmented(x)
     # Transposed: row-major reductions; every block adds into its columns.
     S = torch.zeros(onehot_t.shape[0], n, dtype=torch.float64, device=x.device)
     for i0 in range(0, n, block):
         i1 = min(i0 + block, n)
-        for j0 in range(i0, n, block):
-            j1 = min(j0 + block, n)
+        for j0 in range(i0, n, columns):
+            j1 = min(j0 + columns, n)
             D = (left[i0:i1] @ right[j0:j1].T).clamp_(min=0.0).sqrt_()
             if i0 == j0:
-                D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does
-            # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major.
-            S[:, j0:j1] += onehot_t[:, i0:i1] @ D
-            if j0 != i0:
-                S[:, i0:i1] += (D @ onehot_t[:, j0:j1].T).T
+                D.fill_diagonal_(0.0)  # exact zero self-distance, as scikit-learn does (D starts at the diagonal)
+            # onehotᵀ·D and onehotᵀ·Dᵀ, both written so the GEMM reads D row-major; Dᵀ only for the columns right of
+            # the row block (within it, D's own columns already hold both (i, j) and (j, i)).
+            # add_ on the view, not `S[...] +=`: Python's augmented assignment writes the view back onto itself, a
+            # copy kernel each time.
+            S[:, j0:j1].add_(onehot_t[:, i0:i1] @ D)
+            r0 = max(i1, j0)
+            if r0 < j1:
+                S[:, i0:i1].add_((D[:, r0 - j0 :] @ onehot_t[:, r0:j1].T).T)
     return S.T
 
 
@@ -337,7 +343,7 @@ def silhouettes(X: ArrayLike, labelings, *, block: int | None = None) -> list[fl
         return []
     for clusters in clusterings:
         check_cluster_count(clusters)
-    indicator_t = torch.cat([c.one_hot(x.dtype).T for c in clusterings])  # (Σk, n)
+    indicator_t = torch.cat([c.indicators(x.dtype) for c in clusterings])  # (Σk, n)
     offsets = np.cumsum([0] + [c.k for c in clusterings])
     with torch.no_grad():
         x = x.detach()
