@@ -382,8 +382,9 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
     labels : 1-d class labels (any values), or a 2-d (n_points, n_labels)
         multi-label 0/1 matrix in which each distinct row is one cluster;
         or a prebuilt :class:`~isoflow.metrics.Clusters`.
-    block : rows per block (memory ~ block² values of X's dtype); None: the device's size policy
-        (1,024 on a CPU; on a GPU as few blocks as fit, see :mod:`isoflow.metrics.device_policy`).
+    block : rows per block (memory ~ block² values of X's dtype on a CPU; on a GPU block × the rest of the row,
+        within a quarter of its free memory); None: the device's size policy (1,024 on a CPU; on a GPU as few
+        blocks as fit, see :mod:`isoflow.metrics.device_policy`).
 
     Raises
     ------
