@@ -269,7 +269,15 @@ def test_cli_refuses_bad_istar_options(capsys, argv, message):
 # ----- the sweep's table and figures ----------------------------------------------------------------------------------
 
 
-def test_sweep_table_and_figures(clusters_task, tmp_path):
+def test_sweep_table_and_figures(clusters_task, tmp_path, monkeypatch):
+    drawn = {}  # each silhouette-against-IsoScore figure on one scale: its panels (tasks) are compared
+
+    def recording(*args, one_scale=False, **kwargs):
+        drawn[args[5].name] = one_scale
+        return lambda_curves_figure(*args, one_scale=one_scale, **kwargs)
+
+    lambda_curves_figure = istar_report.lambda_curves_figure
+    monkeypatch.setattr(istar_report, "lambda_curves_figure", recording)
     records = []
     for lam in (-5.0, 0.0, 5.0):
         for seed in (0, 1):
@@ -327,6 +335,7 @@ def test_sweep_table_and_figures(clusters_task, tmp_path):
     assert table.loc[2, "accuracy_std"] == pytest.approx(runs["accuracy"].std(), abs=1e-12)
     for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"):
         assert (tmp_path / f"f/{name}.png").stat().st_size > 5000 and (tmp_path / f"f/{name}.pdf").is_file()
+    assert drawn == {"istar_silhouette_vs_isoscore": True}
 
 
 def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task, tmp_path):

@@ -243,6 +243,7 @@ def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) 
         "silhouette",
         "I-STAR sweep: silhouette against IsoScore during training (open circle: start, dot: end)",
         out_dir / "istar_silhouette_vs_isoscore",
+        one_scale=True,  # every task on the same axes, as in istar_curves
     )
 
     # (d) where a non-linear head's runs measured it: the same for its last hidden output, the representation its
