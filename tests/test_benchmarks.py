@@ -51,6 +51,27 @@ def test_strips_dispatch_fewer_operations_and_no_host_sync():
     assert counts["host_syncs"] == 0
 
 
+def test_the_device_step_benchmark_times_strips_and_square_blocks_alike(monkeypatch):
+    """benchmarks/metric_step_device.py (what a lent GPU runs) on the CPU under the GPU policy, in three row blocks
+    (1,024 rows at least, as on a GPU): the strips' silhouette is scikit-learn's and the square blocks' (to
+    rounding), with fewer operations; a CPU launches no kernels (None, not 0)."""
+    import metric_step_device
+    import torch
+    from sklearn.metrics import silhouette_score
+
+    from isoflow.metrics import device_policy
+
+    monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
+    monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
+    monkeypatch.setattr(device_policy, "GPU_MIN_BLOCK", 100)
+    row = metric_step_device.case_result({"name": "t", "n": 2400, "d": 8, "k": 3}, torch.device("cpu"), reps=1)
+    X, y = bench.make_data(2400, 8, 3)
+    assert (row["rows_per_block"], row["columns_per_product"]) == (1024, 2400)
+    assert row["silhouette"] == pytest.approx(silhouette_score(X, y), abs=1e-5)
+    assert row["abs_diff_square_blocks"] < 1e-6 and row["operations"] < row["operations_square_blocks"]
+    assert row["kernel_launches"] is None and row["step_over_xxt"] > 0
+
+
 def test_section_budgets_sum_each_kind_of_run_record(tmp_path):
     """benchmarks/section_budgets.py: a run's seconds by the keys its record has; files that are not timed records
     (a config, a run list) are passed over; a publication without times says so."""

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The GPU path's device check, one call on a lent GPU (about 8 minutes of its 15; docs/performance.md, "GPU benchmark").
+#
+#   bash benchmarks/gpu_check.sh prepare   # here, once per session: the two reference packages the GPU machine lacks,
+#                                          # as wheels in .whl/ (ignored by git), for its Python 3.12
+#   bash benchmarks/gpu_check.sh           # there, through the device tool: run(command="bash benchmarks/gpu_check.sh",
+#                                          # carry=[".whl"], timeout_s=600)
+#
+# There it writes under $OUT: gpu.txt (the GPU, driver, versions), tests.log (the CUDA metric and device tests),
+# metric-step-cuda.json and .log (benchmarks/metric_step_device.py: the step against one X·Xᵀ, strips against square
+# blocks, kernel launches) and metrics-cuda.json and .log (benchmarks/metrics.py --device cuda against the reference
+# on the machine's CPU). Copy the JSONs to benchmarks/results/ and say in docs/performance.md what they show.
+set -o pipefail
+WHEELS=(IsoScore==2.0.1 scikit-dimension==0.5.0)
+
+if [[ "${1:-}" == prepare ]]; then
+    grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo '/.whl/' >>.git/info/exclude
+    exec python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+        --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+        --platform any -d .whl "${WHEELS[@]}"
+fi
+
+: "${OUT:?run on the device machine, where \$OUT is set (or set it to a folder for a dry run)}"
+if compgen -G ".whl/*.whl" >/dev/null; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+        || exit 1
+    export PYTHONPATH=/tmp/site
+fi
+export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    python3 -c "import torch, sklearn; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sklearn', sklearn.__version__)"
+} 2>&1 | tee "$OUT/gpu.txt"
+timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_silhouette.py tests/test_isotropy.py \
+    tests/test_clusters.py tests/test_device_policy.py -k "cuda or device or gpu" 2>&1 | tail -5 | tee "$OUT/tests.log"
+timeout 120 python3 benchmarks/metric_step_device.py --device cuda --out "$OUT/metric-step-cuda.json" 2>&1 \
+    | tee "$OUT/metric-step-cuda.log"
+timeout 300 python3 benchmarks/metrics.py --device cuda --runs 2 --out "$OUT/metrics-cuda.json" 2>&1 | tail -14 \
+    | tee "$OUT/metrics-cuda.log"
