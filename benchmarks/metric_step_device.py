@@ -8,7 +8,8 @@ square blocks (one product per pair of blocks, not one per row block's strip: ``
 one whole X·Xᵀ, the yardstick of the GPU goal (the step within 2× of it at the paper's size). It also counts the
 kernels the step launches (the profiler's ``cudaLaunchKernel*`` calls on a GPU) beside the operations it dispatches
 (``benchmarks/launches.py``, the count made on a CPU), and checks that both silhouettes agree. The device's own block
-policy holds. Writes ``benchmarks/results/metric-step-<device>.json`` (``--out`` elsewhere).
+policy holds; at the paper's size the step is also timed with n cut in 1, 2, 4 and 8 row blocks (``GPU_SPLIT``).
+Writes ``benchmarks/results/metric-step-<device>.json`` (``--out`` elsewhere).
 Run: ``python benchmarks/metric_step_device.py --device cuda`` (under a minute on an H100).
 """
 
@@ -37,6 +38,7 @@ from isoflow.records import run_provenance
 silhouette_module = importlib.import_module("isoflow.metrics.silhouette")  # the package's name is the function's
 STEP_CASES = [*CASES, {"name": "many clusters, 8k x 384", "n": 8_000, "d": 384, "k": 821}]
 RESULTS = Path(__file__).parent / "results"
+SPLITS = (1, 2, 4, 8)  # at the paper's size: fewer flops with more row blocks (the upper triangle), more launches
 
 
 def _sync(device: torch.device) -> None:
@@ -74,7 +76,7 @@ def square_blocks():
     return mock.patch.object(silhouette_module, "strip_columns", lambda n, rows, device, dtype: rows)
 
 
-def case_result(case: dict, device: torch.device, reps: int) -> dict:
+def case_result(case: dict, device: torch.device, reps: int, splits: tuple[int, ...] = ()) -> dict:
     X, y = make_data(case["n"], case["d"], case["k"])
     x = torch.tensor(X, dtype=torch.float32, device=device)
     clusters = encode_labels(torch.from_numpy(y).to(device), case["n"], device=device)
@@ -103,6 +105,11 @@ def case_result(case: dict, device: torch.device, reps: int) -> dict:
         "kernel_launches": kernel_launches(step, device),
     }
     result["step_over_xxt"] = result["step_ms"] / result["xxt_ms"]
+    if splits:  # the step with n cut in other numbers of row blocks (device_policy.GPU_SPLIT; blocks of ≥ 1,024 rows)
+        result["step_ms_by_split"] = {}
+        for split in splits:
+            with mock.patch.multiple(device_policy, GPU_SPLIT=split, GPU_MIN_BLOCK=1024):
+                result["step_ms_by_split"][str(split)] = median_ms(step, device, reps)
     return result
 
 
@@ -128,7 +135,7 @@ def main() -> int:
     for case in STEP_CASES:
         if args.case not in (None, case["name"]):
             continue
-        row = case_result(case, device, args.reps)
+        row = case_result(case, device, args.reps, SPLITS if case["name"] == CASES[0]["name"] else ())
         rows.append(row)
         launches = "" if row["kernel_launches"] is None else f", {row['kernel_launches']} kernel launches"
         print(

@@ -64,12 +64,14 @@ def test_the_device_step_benchmark_times_strips_and_square_blocks_alike(monkeypa
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
     monkeypatch.setattr(device_policy, "GPU_MIN_BLOCK", 100)
-    row = metric_step_device.case_result({"name": "t", "n": 2400, "d": 8, "k": 3}, torch.device("cpu"), reps=1)
+    case = {"name": "t", "n": 2400, "d": 8, "k": 3}
+    row = metric_step_device.case_result(case, torch.device("cpu"), reps=1, splits=(1, 2))
     X, y = bench.make_data(2400, 8, 3)
     assert (row["rows_per_block"], row["columns_per_product"]) == (1024, 2400)
     assert row["silhouette"] == pytest.approx(silhouette_score(X, y), abs=1e-5)
     assert row["abs_diff_square_blocks"] < 1e-6 and row["operations"] < row["operations_square_blocks"]
-    assert row["kernel_launches"] is None and row["step_over_xxt"] > 0
+    assert row["kernel_launches"] is None and row["step_over_xxt"] > 0 and list(row["step_ms_by_split"]) == ["1", "2"]
+    assert device_policy.GPU_SPLIT == 4  # the sweep of splits leaves the policy as it was
 
 
 def test_section_budgets_sum_each_kind_of_run_record(tmp_path):
