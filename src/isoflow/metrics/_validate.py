@@ -186,7 +186,9 @@ class Clusters:
     def subset(self, index: torch.Tensor) -> Clusters:
         """The same k clusters restricted to ``index`` (some may be empty); no host sync."""
         codes = self.codes[index]
-        return Clusters(codes, torch.bincount(codes, minlength=self.k), self.k)
+        # Not bincount: on a GPU it reads the codes' maximum back to the host first.
+        sizes = torch.zeros(self.k, dtype=torch.int64, device=codes.device)
+        return Clusters(codes, sizes.scatter_add_(0, codes, torch.ones_like(codes)), self.k)
 
 
 def encode_labels(
