@@ -9,8 +9,7 @@ multiplies the blocks. One code path for every device; only these two choices di
   16 block products and element-wise passes a single block does (62 %), while blocks of thousands of rows keep the
   products at the GEMM rate; a small n (launch-bound) stays one block. Each row block is multiplied by its whole strip
   of columns at once (:func:`strip_columns`): one product and one of each pass per row block, not per pair of blocks
-  (at the paper's size 70 operations a silhouette instead of 106: benchmarks/launches.py). Measured on an H100:
-  docs/performance.md.
+  (benchmarks/launches.py counts them). Measured on an H100: docs/performance.md.
   ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
