@@ -8,7 +8,7 @@ policy forced (``ISOFLOW_BLOCK_POLICY=gpu``, 2 GiB assumed free) each case's sil
 ``TorchDispatchMode`` that counts every operation reaching a kernel (views excluded: they launch nothing). On a GPU
 most of them are one launch each (a few are two, a few none), so the count follows the host's work per step. Host
 syncs (a value read back, a shape known only after the device's work) are counted apart. The silhouette is counted
-twice in the same run: as it runs (each row block's strip in one product, ``device_policy.strip_columns``) and with
+twice in the same run: as it runs (each row block's strip in one product, ``device_policy.triangle_blocks``) and with
 square blocks (one product per pair of blocks). Writes ``benchmarks/results/launches.json``.
 Run: ``python benchmarks/launches.py`` (about 20 s; the counts do not depend on the machine).
 """
@@ -29,7 +29,7 @@ from metrics import CASES, make_data  # benchmarks/metrics.py: the same cases an
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from isoflow.atomic import atomic_file
-from isoflow.metrics import device_policy, encode_labels
+from isoflow.metrics import Clusters, device_policy, encode_labels
 from isoflow.metrics.isotropy import isoscore_tensor
 from isoflow.metrics.silhouette import silhouette_tensor
 from isoflow.records import run_provenance
@@ -68,19 +68,35 @@ def case_counts(n: int, d: int, k: int, device: str = "cpu") -> dict:
         return _counts(n, d, k, device)
 
 
-def _counts(n: int, d: int, k: int, device: str) -> dict:
+def case_data(n: int, d: int, k: int, device: str | torch.device) -> tuple[torch.Tensor, Clusters]:
+    """benchmarks/metrics.py's data for a case, float32 on ``device``, and its clusters."""
     X, y = make_data(n, d, k)
     x = torch.tensor(X, dtype=torch.float32, device=device)
-    clusters = encode_labels(torch.from_numpy(y).to(device), n, device=x.device)
+    return x, encode_labels(torch.from_numpy(y).to(device), n, device=x.device)
+
+
+def square_blocks():
+    """Inside it, the silhouette's upper triangle goes in square blocks, one product per pair (the policy's rows, as
+    many columns), not one per row block's strip."""
+
+    def square(n, device, dtype, cpu_block, rows=None):
+        rows, _ = device_policy.triangle_blocks(n, device, dtype, cpu_block, rows)
+        return rows, rows
+
+    return mock.patch.object(silhouette_module, "triangle_blocks", square)
+
+
+def _counts(n: int, d: int, k: int, device: str) -> dict:
+    x, clusters = case_data(n, d, k, device)
     strips = count(lambda: silhouette_tensor(x, clusters))
-    with mock.patch.object(silhouette_module, "strip_columns", lambda n, rows, device, dtype: rows):
-        blocks = count(lambda: silhouette_tensor(x, clusters))  # square blocks: one product per pair
+    with square_blocks():
+        blocks = count(lambda: silhouette_tensor(x, clusters))
     iso = count(lambda: isoscore_tensor(x))
     syncs = sum((strips + iso)[op] for op in HOST_SYNCS)
-    rows = device_policy.block_size(n, x.device, x.dtype, 1024, upper_triangle=True)
+    rows, columns = device_policy.triangle_blocks(n, x.device, x.dtype, 1024)
     return {
         "rows_per_block": rows,
-        "columns_per_product": device_policy.strip_columns(n, rows, x.device, x.dtype),
+        "columns_per_product": columns,
         "silhouette": sum(strips.values()),
         "silhouette_square_blocks": sum(blocks.values()),
         "isoscore": sum(iso.values()),

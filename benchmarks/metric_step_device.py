@@ -4,7 +4,7 @@ Not a test; meant for a lent GPU (``benchmarks/gpu_check.sh`` runs it there), an
 process, for each case of ``benchmarks/metrics.py`` (float32) and 8,000 × 384 with 821 label sets, it times (median of
 ``--reps`` after a warm-up, the device synchronised around each): the metric step (``silhouette_tensor`` then
 ``isoscore_tensor``, as after every update of the optimisation), the same step with the silhouette's upper triangle in
-square blocks (one product per pair of blocks, not one per row block's strip: ``device_policy.strip_columns``), and
+square blocks (one product per pair of blocks, not one per row block's strip: ``device_policy.triangle_blocks``), and
 one whole X·Xᵀ, the yardstick of the GPU goal (the step within 2× of it at the paper's size). It also counts the
 kernels the step launches (the profiler's ``cudaLaunchKernel*`` calls on a GPU) beside the operations it dispatches
 (``benchmarks/launches.py``, the count made on a CPU), and checks that both silhouettes agree. The device's own block
@@ -16,47 +16,32 @@ Run: ``python benchmarks/metric_step_device.py --device cuda`` (under a minute o
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 from unittest import mock
 
 import torch
-from launches import count  # the operations a step dispatches
-from metrics import CASES, make_data
+from launches import case_data, count, square_blocks  # the operations a step dispatches, the same data
+from metrics import CASES, _sync, _time
 
 from isoflow.atomic import atomic_file
-from isoflow.metrics import device_policy, encode_labels
+from isoflow.metrics import device_policy
 from isoflow.metrics.isotropy import isoscore_tensor
 from isoflow.metrics.silhouette import silhouette_tensor
 from isoflow.records import run_provenance
 
-silhouette_module = importlib.import_module("isoflow.metrics.silhouette")  # the package's name is the function's
 STEP_CASES = [*CASES, {"name": "many clusters, 8k x 384", "n": 8_000, "d": 384, "k": 821}]
 RESULTS = Path(__file__).parent / "results"
 SPLITS = (1, 2, 4, 8)  # at the paper's size: fewer flops with more row blocks (the upper triangle), more launches
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def median_ms(fn, device: torch.device, reps: int) -> float:
-    fn()
-    _sync(device)
-    times = []
-    for _ in range(reps):
-        _sync(device)
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
+    """The median of ``reps`` timed calls of ``fn`` after a warm-up, each ended by synchronising the device."""
+    synced = lambda: _sync(fn(), device)  # noqa: E731
+    synced()
+    return 1e3 * _time(synced, reps)[0]
 
 
 def kernel_launches(fn, device: torch.device) -> int | None:
@@ -66,20 +51,12 @@ def kernel_launches(fn, device: torch.device) -> int | None:
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        fn()
-        _sync(device)
+        _sync(fn(), device)
     return sum(e.count for e in prof.key_averages() if e.key.startswith("cudaLaunchKernel"))
 
 
-def square_blocks():
-    """The silhouette's upper triangle in square blocks, one product per pair (``strip_columns`` giving the rows)."""
-    return mock.patch.object(silhouette_module, "strip_columns", lambda n, rows, device, dtype: rows)
-
-
 def case_result(case: dict, device: torch.device, reps: int, splits: tuple[int, ...] = ()) -> dict:
-    X, y = make_data(case["n"], case["d"], case["k"])
-    x = torch.tensor(X, dtype=torch.float32, device=device)
-    clusters = encode_labels(torch.from_numpy(y).to(device), case["n"], device=device)
+    x, clusters = case_data(case["n"], case["d"], case["k"], device)
 
     def step():
         return silhouette_tensor(x, clusters), isoscore_tensor(x)
@@ -88,12 +65,12 @@ def case_result(case: dict, device: torch.device, reps: int, splits: tuple[int, 
         square_ms, square_sil = median_ms(step, device, reps), float(step()[0])
         square_ops = count(step)
     sil, iso = (float(v) for v in step())
-    rows = device_policy.block_size(case["n"], device, x.dtype, 1024, upper_triangle=True)
+    rows, columns = device_policy.triangle_blocks(case["n"], device, x.dtype, 1024)
     result = {
         **case,
         "dtype": "float32",
         "rows_per_block": rows,
-        "columns_per_product": device_policy.strip_columns(case["n"], rows, device, x.dtype),
+        "columns_per_product": columns,
         "step_ms": median_ms(step, device, reps),
         "step_square_blocks_ms": square_ms,
         "xxt_ms": median_ms(lambda: x @ x.T, device, reps),

@@ -111,11 +111,11 @@ def test_gpu_policy_takes_each_row_blocks_strip_in_one_product(monkeypatch):
     """On a GPU the upper-triangle pass multiplies a row block by every column right of its start at once, within the
     memory of a square block; on a CPU its blocks stay square."""
     monkeypatch.setenv(device_policy.POLICY_ENV, "cpu")
-    assert device_policy.strip_columns(10_662, 1024, "cpu", torch.float32) == 1024
+    assert device_policy.triangle_blocks(10_662, "cpu", torch.float32, 1024) == (1024, 1024)
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
-    assert device_policy.strip_columns(10_662, 2666, "cpu", torch.float32) == 10_662  # 4 products, not 10
-    assert device_policy.strip_columns(100_000, 8192, "cpu", torch.float32) == 8192  # 2 GiB: no more than a block
-    assert device_policy.strip_columns(100_000, 2048, "cpu", torch.float32) == 32_768
+    assert device_policy.triangle_blocks(10_662, "cpu", torch.float32, 1024) == (2666, 10_662)  # 4 products, not 10
+    assert device_policy.triangle_blocks(100_000, "cpu", torch.float32, 1024) == (8192, 8192)  # 2 GiB: one block
+    assert device_policy.triangle_blocks(100_000, "cpu", torch.float32, 1024, rows=2048) == (2048, 32_768)
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float64, 1e-10), (np.float32, 1e-5)])
@@ -127,8 +127,9 @@ def test_strips_narrower_than_the_rest_of_the_row(cloud, monkeypatch, dtype, tol
     monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
     monkeypatch.setenv(device_policy.POLICY_ENV, "gpu")
     monkeypatch.setattr(device_policy, "FORCED_GPU_FREE_BYTES", 32 * 160**2)
-    assert device_policy.strip_columns(1500, 100, "cpu", getattr(torch, np.dtype(dtype).name)) == (
-        256 if dtype == np.float32 else 127
+    assert device_policy.triangle_blocks(1500, "cpu", getattr(torch, np.dtype(dtype).name), 1024, rows=100) == (
+        100,
+        256 if dtype == np.float32 else 127,
     )
     X, y = cloud
     other = np.arange(1500) % 3

@@ -8,7 +8,7 @@ multiplies the blocks. One code path for every device; only these two choices di
   splits n in four (``GPU_SPLIT``) where each block keeps at least ``GPU_MIN_BLOCK`` rows: four blocks do 10 of the
   16 block products and element-wise passes a single block does (62 %), while blocks of thousands of rows keep the
   products at the GEMM rate; a small n (launch-bound) stays one block. Each row block is multiplied by its whole strip
-  of columns at once (:func:`strip_columns`): one product and one of each pass per row block, not per pair of blocks
+  of columns at once (:func:`triangle_blocks`): one product and one of each pass per row block, not per pair of blocks
   (benchmarks/launches.py counts them). Measured on an H100: docs/performance.md.
   ``ISOFLOW_BLOCK_POLICY=cpu|gpu`` forces one policy (tests force
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
@@ -139,6 +139,12 @@ def _fitting_rows(device: torch.device, dtype: torch.dtype) -> int:
     return int(math.sqrt(free / 4 / (2 * (torch.finfo(dtype).bits // 8))))
 
 
+def _gpu_rows(n: int, fits: int, cpu_block: int, upper_triangle: bool) -> int:
+    split = math.ceil(n / GPU_SPLIT)
+    rows = split if upper_triangle and split >= GPU_MIN_BLOCK else n
+    return max(cpu_block, min(rows, fits))
+
+
 def block_size(
     n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int, *, upper_triangle: bool = False
 ) -> int:
@@ -147,20 +153,24 @@ def block_size(
     device = torch.device(device)
     if _policy(device) == "cpu":
         return cpu_block
-    split = math.ceil(n / GPU_SPLIT)
-    rows = split if upper_triangle and split >= GPU_MIN_BLOCK else n
-    return max(cpu_block, min(rows, _fitting_rows(device, dtype)))
+    return _gpu_rows(n, _fitting_rows(device, dtype), cpu_block, upper_triangle)
 
 
-def strip_columns(n: int, rows: int, device: torch.device | str, dtype: torch.dtype) -> int:
-    """Columns per product of an upper-triangle pass whose row blocks have ``rows`` rows (:func:`block_size`): as
-    many as its rows on a CPU (square blocks, in cache); on a GPU the whole strip right of a row block's start, within
-    the memory a square block may take (rows × columns ≤ its area), so that a row block costs one product and one
-    of each pass, not one per block pair: on a GPU the host's launches, not the device's work, set the pace."""
+def triangle_blocks(
+    n: int, device: torch.device | str, dtype: torch.dtype, cpu_block: int, rows: int | None = None
+) -> tuple[int, int]:
+    """Rows per block and columns per product of an upper-triangle pass, from one look at the device's free memory
+    (a driver call on a GPU, paid once a pass): the rows the caller's (``rows``) or :func:`block_size`'s; the columns
+    as many as the rows on a CPU (square blocks, in cache), on a GPU the whole strip right of a row block's start,
+    within the memory a square block may take (rows × columns ≤ its area), so that a row block costs one product and
+    one of each pass, not one per block pair: on a GPU the host's launches, not the device's work, set the pace."""
     device = torch.device(device)
     if _policy(device) == "cpu":
-        return rows
-    return max(rows, min(n, _fitting_rows(device, dtype) ** 2 // rows))
+        rows = rows or cpu_block
+        return rows, rows
+    fits = _fitting_rows(device, dtype)
+    rows = rows or _gpu_rows(n, fits, cpu_block, upper_triangle=True)
+    return rows, max(rows, min(n, fits * fits // rows))
 
 
 def describe(device: torch.device | str) -> dict:

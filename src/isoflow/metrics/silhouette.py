@@ -22,7 +22,7 @@ from ._validate import (
     encode_labels,
     rescaled,
 )
-from .device_policy import block_size, numpy_blas, strip_columns
+from .device_policy import block_size, numpy_blas, triangle_blocks
 
 DEFAULT_BLOCK = 1024
 # Above this many clusters the cluster sums take strips of every row added up by cluster (a sparse product or one
@@ -248,7 +248,7 @@ def _euclidean_cluster_sums(
     ``x`` (:func:`_centred`).
 
     Memory is O(block·columns + n·(d + k)), columns: block on a CPU, a row block's strip on a GPU
-    (:func:`~isoflow.metrics.device_policy.strip_columns`); no n×n matrix is ever formed. Squared
+    (:func:`~isoflow.metrics.device_policy.triangle_blocks`); no n×n matrix is ever formed. Squared
     distances ‖x‖² + ‖y‖² − 2x·y come out of a single GEMM of the augmented rows
     [x, ‖x‖², 1]·[−2y, 1, ‖y‖²]ᵀ (no separate broadcast-add pass), on centred data
     (centring shrinks the norms, hence the cancellation error, without changing
@@ -257,8 +257,8 @@ def _euclidean_cluster_sums(
     clusters' (several clusterings at once: :func:`silhouettes`).
     """
     n = x.shape[0]
-    block = _block(x, block)
-    columns = strip_columns(n, block, x.device, x.dtype)  # a GPU: each row block's whole strip in one product
+    # The caller's block or the policy's, and on a GPU each row block's whole strip in one product.
+    block, columns = triangle_blocks(n, x.device, x.dtype, DEFAULT_BLOCK, block)
     # The per-cluster sums are a thin GEMM (O(b²k) per block pair, at GEMM speed); many clusters: _strip_silhouettes.
     onehot_t = (clusters.indicators(x.dtype) if indicator_t is None else indicator_t.to(x.dtype)).contiguous()  # (k, n)
     left, right = _augmented(x)
