@@ -62,10 +62,16 @@ def make_data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.nda
 GEMM_SHAPES = [(1024, 386, 1024), (2048, 768, 2048), (4096, 4096, 4096)]  # ours' block shape, mid, large square
 
 
-def gemm_gflops(dtype: torch.dtype, reps: int = 3, device: str = "cpu", backend: str = "torch") -> float:
+# A smoke run's end to end (--tiny): its GEMM rate from the smallest shape only, the case a few hundred points.
+TINY_CASE = {"name": "tiny", "n": 300, "d": 16, "k": 3}
+
+
+def gemm_gflops(
+    dtype: torch.dtype, reps: int = 3, device: str = "cpu", backend: str = "torch", shapes=GEMM_SHAPES
+) -> float:
     """This machine's matmul throughput on ``device`` (CPU: torch's or NumPy's BLAS): the best over a few shapes."""
     best_rate = 0.0
-    for m, kdim, _ in GEMM_SHAPES:
+    for m, kdim, _ in shapes:
         a = torch.randn(m, kdim, dtype=dtype, device=device)
         b = torch.randn(kdim, m, dtype=dtype, device=device)
         if backend == "numpy":
@@ -293,19 +299,28 @@ def main() -> int:
     parser.add_argument("--device", default="cpu", help="where isoflow's side runs: cpu (default) or cuda[:N]")
     parser.add_argument("--case", choices=[c["name"] for c in CASES], help="this case only (default: every case)")
     parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"one case of {TINY_CASE['n']} points, the GEMM rate from the smallest shape: the whole script in seconds "
+        "(its numbers say nothing of speed; the test suite's end-to-end run)",
+    )
+    parser.add_argument(
         "--runs", type=int, default=3, help="times the floor and isoflow's step are measured, interleaved (median)"
     )
     args = parser.parse_args()
     cases = [c for c in CASES if args.case in (None, c["name"])]
     cases = [dict(c, n=c["n"] // 10, k=min(c["k"], c["n"] // 100)) for c in cases] if args.quick else cases
+    cases = [TINY_CASE] if args.tiny else cases
+    shapes = GEMM_SHAPES[:1] if args.tiny else GEMM_SHAPES
     cuda = args.device.startswith("cuda")
-    out_path = args.out or (None if args.quick else OUT.with_name("metrics-cuda.json") if cuda else OUT)
+    smoke = args.quick or args.tiny
+    out_path = args.out or (None if smoke else OUT.with_name("metrics-cuda.json") if cuda else OUT)
 
     from isoflow.metrics import device_policy as compute
     from isoflow.records import run_provenance
 
     backend = "torch" if cuda else compute.cpu_gemm()
-    gemm = {dt: gemm_gflops(getattr(torch, dt), device=args.device, backend=backend) for dt in DTYPES}
+    gemm = {dt: gemm_gflops(getattr(torch, dt), device=args.device, backend=backend, shapes=shapes) for dt in DTYPES}
     provenance = run_provenance()  # the commit and versions that made these numbers
     env = {
         "python": platform.python_version(),
@@ -319,10 +334,10 @@ def main() -> int:
         "cuda": torch.version.cuda if cuda else None,
         "gemm_backend": backend,
         "gemm_gflops": gemm,
-        "torch_cpu_gemm_gflops": {dt: gemm_gflops(getattr(torch, dt)) for dt in DTYPES},
+        "torch_cpu_gemm_gflops": {dt: gemm_gflops(getattr(torch, dt), shapes=shapes) for dt in DTYPES},
     }
     print(
-        f"{backend} GEMM on {args.device} (best of {len(GEMM_SHAPES)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, "
+        f"{backend} GEMM on {args.device} (best of {len(shapes)} shapes): float32 {gemm['float32']:.1f} GFLOP/s, "
         f"float64 {gemm['float64']:.1f} GFLOP/s; torch on the CPU: {env['torch_cpu_gemm_gflops']['float32']:.1f} / "
         f"{env['torch_cpu_gemm_gflops']['float64']:.1f}"
     )
@@ -335,8 +350,8 @@ def main() -> int:
                 # floor and ours `runs` times each, interleaved (a busy moment hits both); the reference once
                 pairs = [
                     (
-                        run_isolated("floor", data, dtype, 1 if args.quick else 5, args.device),
-                        run_isolated("ours", data, dtype, 1 if args.quick else 5, args.device),
+                        run_isolated("floor", data, dtype, 1 if smoke else 5, args.device),
+                        run_isolated("ours", data, dtype, 1 if smoke else 5, args.device),
                     )
                     for _ in range(args.runs)
                 ]
@@ -346,8 +361,8 @@ def main() -> int:
             median_run = sorted(range(len(pairs)), key=lambda i: fractions[i])[len(pairs) // 2]
             floor, ours = pairs[median_run]
             xxt = statistics.median(f["xxt_seconds"] for f, _ in pairs)
-            rows = compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024, upper_triangle=True)
-            flops = ours_flops(case["n"], case["d"], case["k"], rows)  # strips or square blocks: the same pairs
+            block_rows = compute.block_size(case["n"], args.device, getattr(torch, dtype), 1024, upper_triangle=True)
+            flops = ours_flops(case["n"], case["d"], case["k"], block_rows)  # strips or square blocks: the same pairs
             total = sum(flops.values())
             # The fastest this work could run at GEMM speed: silhouette in `dtype`, IsoScore in float64.
             ideal_seconds = flops["silhouette"] / 1e9 / gemm[dtype] + flops["isoscore_float64"] / 1e9 / gemm["float64"]

@@ -261,6 +261,27 @@ def tiny_gpt2(tmp_path_factory) -> Path:
     return folder
 
 
+# Measurements compared across thread counts, processes or machines. A BLAS product's blocking (hence the order of
+# its sums) follows the thread count, so such results agree to rounding, not bit for bit:
+# - float64 reductions (IsoScore, covariances, PCA shares, LID): error ~ n·2^-53 relative; rtol 1e-9 leaves a
+#   million-term sum room and still catches any change of method;
+# - silhouettes, mean cosines and k-means inertia come from float32 products on purpose (speed): a dot product of
+#   d = 384 terms rounds to ~√d·2^-24 ≈ 1.2e-6 of its scale under a reordering (seen: 1.4e-8 on MiniLM's 7 layers,
+#   tests/test_layers.py); these values are bounded by 1 (a silhouette is a difference of two such distance means
+#   over their maximum), so the bound is absolute: atol 1e-6.
+# A discrete outcome (a K decision, a cluster, a rank order) must be equal: ties are broken by the data, never by
+# rounding (identical points get one PCA coordinate: isoflow.layers.pca).
+ACROSS_THREADS = {"check_exact": False, "rtol": 1e-9, "atol": 1e-6}
+
+
+def assert_frames_agree_across_threads(got, expected) -> None:
+    """``got`` and ``expected`` (DataFrames) made with other thread counts or in other processes: equal but for the
+    rounding :data:`ACROSS_THREADS` allows; every column that is not a float exactly."""
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(got, expected, **ACROSS_THREADS)
+
+
 def assert_one_record_schema(record: dict, section: str) -> None:
     """Every section's run record has the one frame isoflow.records.run_record gives it."""
     from isoflow.records import run_record

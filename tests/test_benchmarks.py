@@ -31,6 +31,21 @@ def test_each_side_runs_in_a_spawned_process_and_agrees(case):
     assert ours["isoscore"] == pytest.approx(reference["isoscore"], abs=1e-6) and ours["seconds"] > 0
 
 
+def test_the_metric_benchmark_runs_end_to_end(tmp_path, monkeypatch):
+    """`benchmarks/metrics.py --tiny` as a reader runs it: every side, the table and the JSON (once it crashed after
+    the first case's timings, on a name the flop count reused)."""
+    import json
+
+    out = tmp_path / "metrics.json"
+    monkeypatch.setattr(sys, "argv", ["metrics.py", "--tiny", "--runs", "1", "--out", str(out)])
+    assert bench.main() == 0
+    written = json.loads(out.read_text())
+    rows = written["results"]
+    assert [(r["name"], r["dtype"]) for r in rows] == [("tiny", "float32"), ("tiny", "float64")]
+    assert all(r["abs_diff_silhouette"] < 1e-5 and r["ours_gflop"] > 0 and r["ours_over_xxt"] > 0 for r in rows)
+    assert written["provenance"]["code"] and written["environment"]["gemm_gflops"]["float64"] > 0
+
+
 def test_a_failing_child_is_an_error_not_a_hang(case):
     with pytest.raises(RuntimeError, match="failed on cpu: FileNotFoundError"):
         bench.run_isolated("ours", case / "missing", "float64", 1)

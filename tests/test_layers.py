@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import assert_one_record_schema, sh
+from conftest import assert_frames_agree_across_threads, assert_one_record_schema, sh
 from IsoScore.IsoScore import IsoScore
 from sklearn.neighbors import NearestNeighbors
 
@@ -271,10 +271,26 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
 
 
+def test_identical_points_tie_in_the_principal_component_orderings():
+    """A state that repeats (a token's at the input layer) ranks as one value on every component, wherever its copies
+    sit among the rows: the orderings of a permuted copy equal the original's to rounding, not to a broken tie."""
+    from isoflow.layers.pca import orderings
+
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(40, 24, generator=g, dtype=torch.float64) * torch.logspace(0, -2, 24, dtype=torch.float64)
+    pick = torch.randint(0, 40, (1500,), generator=g)  # ~37 copies of each point
+    points, positions = base[pick].to(torch.float32), (pick % 7).numpy()
+    log_frequency = np.log(np.bincount(pick.numpy(), minlength=40)[pick.numpy()].astype(float))
+    perm = torch.randperm(1500, generator=g)
+    a = orderings(points, positions, log_frequency)
+    b = orderings(points[perm], positions[perm.numpy()], log_frequency[perm.numpy()])
+    assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-12) for k in a)
+
+
 def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
-    what an uninterrupted run writes, its record naming what it took up again and the threads those stages had; a
-    call with other settings starts afresh."""
+    what an uninterrupted run writes (to the rounding another thread count gives: conftest.ACROSS_THREADS), its
+    record naming what it took up again and the threads those stages had; a call with other settings starts afresh."""
     import isoflow.layers.run as layers_run
     from isoflow.atomic import in_progress_path
 
@@ -315,7 +331,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     assert f"minilm: encoding: done before, resumed from {kept}" in said
     assert "minilm: measuring (3 measured before, resumed): started, 7 layer" in said
     for name in ("layers.parquet", "kmeans.parquet", "clusters.parquet", "dims.parquet", "pca.parquet"):
-        pd.testing.assert_frame_equal(pd.read_parquet(out / name), pd.read_parquet(whole / name))
+        assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name))
     meta = json.loads((out / "meta.json").read_text())
     earlier = {stage: threads + 1 for stage in ("encode", "layer0", "layer1", "layer2")}
     assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2], "threads": earlier}

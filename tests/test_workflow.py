@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, OFFLINE_CONFIG, ROOT, checkout_copy, job_counts, sh
+from conftest import MAKE, OFFLINE_CONFIG, ROOT, assert_frames_agree_across_threads, checkout_copy, job_counts, sh
 
 PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)
 
@@ -574,9 +574,7 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     snakemake(*(str(ref.relative_to(offline_checkout)) for ref in refs), "--cores", "2", *grouped, cwd=repo)
     for ref in refs:
         rel = ref.relative_to(offline_checkout)
-        pd.testing.assert_frame_equal(
-            pd.read_parquet(repo / rel), pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0
-        )
+        assert_frames_agree_across_threads(pd.read_parquet(repo / rel), pd.read_parquet(ref))
         a, b = (json.loads(p.with_suffix(".json").read_text()) for p in (repo / rel, ref))
         assert a["settings"] == b["settings"] and a["complete"] and a["n_params"] == b["n_params"]
 
@@ -626,7 +624,7 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         ]
         for ref in refs:
             got = pd.read_parquet(tmp_path / "results" / ref.relative_to(local))
-            pd.testing.assert_frame_equal(got, pd.read_parquet(ref), check_exact=False, atol=1e-6, rtol=0)
+            assert_frames_agree_across_threads(got, pd.read_parquet(ref))
         done = (
             "optimize/tables/correlations.csv",
             "optimize/tables/correlations_glue.csv",

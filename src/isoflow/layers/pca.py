@@ -31,8 +31,13 @@ def principal_axes(x: torch.Tensor, n: int = 3) -> tuple[torch.Tensor, torch.Ten
 def orderings(points: torch.Tensor, positions: np.ndarray | None, log_frequency: np.ndarray) -> dict[str, float]:
     """Per principal component 1-3: its share of the variance and |ρ| with position (NaN without positions) and with
     log frequency."""
-    coords, _, shares = principal_axes(points)
-    coords = coords.cpu().numpy()
+    _, axes, shares = principal_axes(points)
+    # Identical points (a token's state at the input layer, a causal LM's sentence-initial states) must tie in the
+    # ranks: projected one by one, a product's summation order (it follows the thread count) can split them by 1e-16
+    # and turn a tie into an order. So each distinct point is projected once.
+    x64 = points.to(torch.float64)
+    distinct, inverse = torch.unique(x64, dim=0, return_inverse=True)
+    coords = ((distinct - x64.mean(dim=0, keepdim=True)) @ axes.T)[inverse].cpu().numpy()
     row: dict[str, float] = {}
     for i, pc in enumerate(PCS[: coords.shape[1]]):
         row[f"{pc}_variance"] = float(shares[i])
