@@ -508,3 +508,78 @@ def test_penalty_from_a_known_covariance_matches_autograd(dtype, tol):
         assert float(fast) == pytest.approx(float(pen_autograd), abs=1e-12)
         scale = float(a.grad.abs().max())
         assert float((a.grad - b.grad).abs().max()) <= tol * scale
+
+
+@pytest.fixture(scope="module")
+def tiny_prenorm_lm_states():
+    """A 3-layer Llama (pre-norm, RMSNorm, causal) of width 16 built here, run on a right-padded batch: its hidden
+    states (the embedding output, then every layer's) and the attention mask."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=40, hidden_size=16, intermediate_size=32, num_hidden_layers=3, num_attention_heads=2,
+        num_key_value_heads=2, max_position_embeddings=32,
+    )  # fmt: skip
+    model = LlamaForCausalLM(config).eval()
+    mask = torch.tensor([[1] * 7, [1] * 4 + [0] * 3, [1] * 6 + [0]])
+    ids = torch.randint(1, 40, mask.shape) * mask
+    with torch.no_grad():
+        states = model(input_ids=ids, attention_mask=mask, output_hidden_states=True).hidden_states
+    return states, mask
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        "tokens-all-layers",
+        "tokens-all-layers-skip-first",
+        "tokens-all-layers-rms-centred",
+        "tokens-all-layers-rms-centred-skip-first",
+        "tokens-last-layer",
+    ],
+)
+def test_each_points_recipe_against_a_hand_computation(tiny_prenorm_lm_states, recipe):
+    """Every token recipe on a pre-norm causal LM's states, against loops over layers, sentences and positions in
+    NumPy float64: which positions are kept, the RMS norm (no gain, eps 1e-6), the centring per layer, the order."""
+    from isoflow.istar import penalty_points
+
+    states, mask = tiny_prenorm_lm_states
+    layers = states[-1:] if recipe == "tokens-last-layer" else states[1:]
+    skip, normed = recipe.endswith("skip-first"), "rms-centred" in recipe
+    expected = []
+    for h in layers:
+        h = h.double().numpy()
+        rows = [
+            h[b, t]
+            for b in range(h.shape[0])
+            for t in range(h.shape[1])
+            if mask[b, t] and not (skip and t == 0)  # right padding: the first non-padding position is 0
+        ]
+        if normed:
+            rows = [r / np.sqrt(np.mean(r**2) + 1e-6) for r in rows]
+            rows = list(np.array(rows) - np.mean(rows, axis=0))
+        expected += rows
+    got = penalty_points(recipe, states, mask)
+    assert got.shape == (len(expected), 16) and got.dtype == torch.float32
+    np.testing.assert_allclose(got.double().numpy(), np.array(expected), rtol=1e-5, atol=1e-5)
+    if normed:  # every layer's block: rows of RMS ~1 before centring, mean 0 after
+        per_layer = got.reshape(len(layers), -1, 16)
+        assert per_layer.mean(dim=1).abs().max() < 1e-5
+
+
+def test_points_recipes_are_the_settings_choices_and_refuse_unknown_ones(tiny_prenorm_lm_states):
+    from isoflow.finetune.settings import POINTS, FinetuneSettings
+    from isoflow.istar import first_positions_dropped, penalty_points
+    from isoflow.istar_settings import POINT_RECIPES
+
+    states, mask = tiny_prenorm_lm_states
+    assert POINTS == tuple(POINT_RECIPES) and FinetuneSettings("t", "m", points=POINTS[3]).points == POINTS[3]
+    with pytest.raises(ValueError, match="points must be one of tokens-all-layers, "):
+        penalty_points("tokens-without-sink", states, mask)
+    with pytest.raises(ValueError, match="points"):
+        FinetuneSettings("t", "m", points="tokens-without-sink")
+    left = torch.tensor([[0, 0, 1, 1, 1]])  # left padding: the first real token is at position 2
+    assert first_positions_dropped(left).tolist() == [[0, 0, 0, 1, 1]]
+    pooled = torch.randn(3, 16)
+    assert penalty_points("pooled", states, mask, pooled) is pooled

@@ -111,6 +111,59 @@ def points_of(states, mask: torch.Tensor | None = None) -> torch.Tensor:
     return out[0] if len(out) == 1 else torch.cat(out, dim=0)
 
 
+def first_positions_dropped(mask: torch.Tensor) -> torch.Tensor:
+    """The attention mask (batch, tokens) without each row's first non-padding position (right or left padding).
+
+    >>> first_positions_dropped(torch.tensor([[1, 1, 1, 0], [0, 0, 1, 1]])).tolist()
+    [[0, 1, 1, 0], [0, 0, 0, 1]]"""
+    kept = mask.clone()
+    kept[torch.arange(mask.shape[0], device=mask.device), mask.to(torch.int8).argmax(dim=1)] = 0
+    return kept
+
+
+RMS_EPS = 1e-6  # in the RMS norm's denominator, as Llama's RMSNorm (1e-6 to 1e-5): a zero state stays finite
+
+
+def rms_centred(layer_points: torch.Tensor) -> torch.Tensor:
+    """One layer's points (n, d), each scaled to unit root mean square over its d coordinates (RMSNorm without its
+    learned gain), then centred on their mean: every layer on one scale, with no offset between layers.
+
+    >>> rms_centred(torch.tensor([[3.0, 4.0], [6.0, 8.0], [0.0, 5.0]]))   # the first two: one direction, one scale
+    tensor([[ 0.2828, -0.0943],
+            [ 0.2828, -0.0943],
+            [-0.5657,  0.1886]])"""
+    normed = layer_points * torch.rsqrt(layer_points.pow(2).mean(dim=1, keepdim=True) + RMS_EPS)
+    return normed - normed.mean(dim=0, keepdim=True)
+
+
+def penalty_points(recipe: str, hidden_states, mask: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
+    """The points a regulariser sees, by recipe (:data:`isoflow.istar_settings.POINT_RECIPES`), from a model's
+    ``hidden_states`` (the embedding output first, then every layer's: what ``output_hidden_states=True`` gives), its
+    attention mask and, for ``pooled``, the pooled outputs. Per batch: "centred" is on the batch's points of a layer.
+    Use it in your own loop as ``IStarLoss(...)(penalty_points("tokens-all-layers-skip-first", out.hidden_states,
+    mask))``.
+
+    >>> states = tuple(torch.randn(2, 5, 8) * (1 + layer) for layer in range(4))   # embeddings + 3 layers
+    >>> mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])                     # 7 real tokens
+    >>> [penalty_points(r, states, mask).shape[0] for r in ("tokens-all-layers", "tokens-all-layers-skip-first")]
+    [21, 15]"""
+    from .istar_settings import POINT_RECIPES
+
+    if recipe not in POINT_RECIPES:
+        raise ValueError(f"points must be one of {', '.join(POINT_RECIPES)}; got {recipe!r}")
+    if recipe == "pooled":
+        if pooled is None:
+            raise ValueError("points 'pooled' need the pooled outputs")
+        return pooled
+    if recipe == "tokens-last-layer":
+        return points_of(hidden_states[-1], mask)
+    kept = first_positions_dropped(mask) if recipe.endswith("-skip-first") else mask
+    layers = [points_of(h, kept) for h in hidden_states[1:]]
+    if "-rms-centred" in recipe:
+        layers = [rms_centred(x) for x in layers]
+    return torch.cat(layers, dim=0)
+
+
 def _zero_like(states) -> torch.Tensor:
     """A 0-d zero in the states' dtype and device (what a zero weight returns, without gathering any points)."""
     if isinstance(states, (list, tuple)):

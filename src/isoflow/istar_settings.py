@@ -10,3 +10,21 @@ DEFAULT_ZETA = 0.2  # the I-STAR code's
 def zeta_setting():
     """ζ, IsoScore*'s shrinkage weight, as a settings field."""
     return setting(DEFAULT_ZETA, "IsoScore* shrinkage weight in [0, 1] (I-STAR's code: 0.2)", minimum=0.0, maximum=1.0)
+
+
+# The penalty's points, by recipe (the setting `points`; isoflow.istar.penalty_points computes them). The first is
+# I-STAR's: BERT's hidden_states[1:] are post-LayerNorm, every layer on one scale. A pre-norm model (Llama, Gemma:
+# SmolLM2, Gemma-3) pools residual streams whose scale grows with depth and whose first position holds an attention
+# sink's massive activation; the other token recipes make its points comparable to the ones the authors penalised.
+# The model's forward pass is the same under every recipe: only what the penalty sees changes.
+POINT_RECIPES = {
+    "tokens-all-layers": "every layer's token states but the embedding output's (I-STAR's), padding left out",
+    "tokens-all-layers-skip-first": "the same without each sentence's first non-padding position (an attention sink)",
+    "tokens-all-layers-rms-centred": (
+        "every layer's token states, each scaled to unit root mean square (a parameter-free RMS norm) and centred on "
+        "its layer's mean before the layers are pooled"
+    ),
+    "tokens-all-layers-rms-centred-skip-first": "both: the first positions left out, then normed and centred per layer",
+    "tokens-last-layer": "the last layer's token states, padding left out (the authors' CosReg)",
+    "pooled": "the pooled outputs the head reads",
+}

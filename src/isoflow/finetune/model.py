@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from .settings import POINTS, POOLINGS
+from .settings import POOLINGS
 
 # Decoder-only families by model type, for folders saved from their base model (GPT2Model names no LM head).
 DECODER_TYPES = frozenset(
@@ -125,15 +125,7 @@ class ClassificationHead(torch.nn.Module):
 
 
 def penalty_points(kind: str, pooled: torch.Tensor, states, mask: torch.Tensor) -> torch.Tensor:
-    """The points a regulariser sees: every layer's token states but the embedding layer's (``tokens-all-layers``,
-    I-STAR's choice; its code keeps padding, we drop it), the last layer's (``tokens-last-layer``), or the pooled
-    outputs (``pooled``)."""
-    from ..istar import points_of
+    """The points a regulariser sees under recipe ``kind`` (:func:`isoflow.istar.penalty_points`)."""
+    from ..istar import penalty_points as of_recipe
 
-    if kind == "pooled":
-        return pooled
-    if kind == "tokens-last-layer":
-        return points_of(states[-1], mask)
-    if kind == "tokens-all-layers":
-        return points_of(list(states[1:]), mask)
-    raise ValueError(f"points must be one of {', '.join(POINTS)}; got {kind!r}")
+    return of_recipe(kind, states, mask, pooled)

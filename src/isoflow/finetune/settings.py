@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..istar_settings import zeta_setting
+from ..istar_settings import POINT_RECIPES, zeta_setting
 from ..settings import check, setting
 
 # Each regulariser with its weight's one name: the setting, the run record's field, the command-line option
 # (`--istar-lambda`, `--cosreg-weight`) and, plural, the config's list (`istar_lambdas`, `cosreg_weights`).
 REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
-POINTS = ("tokens-all-layers", "tokens-last-layer", "pooled")
+POINTS = tuple(POINT_RECIPES)
 POOLINGS = ("auto", "mean", "last")
 PRECISIONS = ("float32", "bf16")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
@@ -57,8 +57,7 @@ class FinetuneSettings:
     zeta: float = zeta_setting()
     points: str = setting(
         POINTS[0],
-        "the regulariser's points: token states of every layer but the embedding output (I-STAR's), "
-        "of the last layer, or the pooled outputs; padding left out",
+        "the regulariser's points, a recipe: " + "; ".join(f"{k}: {v}" for k, v in POINT_RECIPES.items()),
         choices=POINTS,
     )
     pooling: str = setting(
