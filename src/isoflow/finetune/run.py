@@ -125,11 +125,17 @@ def run_finetune(
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
     checkpoint = Checkpoint(in_progress_path(out), identity)
+    trained, pulled = s, None
+    if s.istar_pull and s.istar_lambda:  # λ's size from the penalty's pull at the pretrained model, before training
+        from .points_diagnosis import lambda_for_pull
+
+        pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull)
+        trained = replace(s, istar_pull=0.0, istar_lambda=s.istar_lambda * pulled["lambda"])
     result = finetune(
         encoder,
         data.train,
         data.heldout,
-        s,
+        trained,
         device=dev,
         progress=progress,
         callback=callback,
@@ -160,6 +166,8 @@ def run_finetune(
     measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
     if lr_choice is not None:
         measured["lr_selection"] = lr_choice
+    if pulled is not None:  # the λ that trained, and the pull it was chosen for
+        measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
     meta = run_record(
         "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
     )

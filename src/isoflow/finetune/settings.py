@@ -55,6 +55,13 @@ class FinetuneSettings:
     istar_lambda: float = setting(0.0, "I-STAR's weight lambda", cli=False, schema=False)
     cosreg_weight: float = setting(0.0, "CosReg's weight", cli=False, schema=False)
     zeta: float = zeta_setting()
+    istar_pull: float = setting(
+        0.0,
+        "when > 0: |lambda| set so that, at the pretrained model, the penalty's gradient norm is this multiple of the "
+        "task loss's (median over 5 training batches, one lambda for every seed); istar_lambda then gives the "
+        "direction only (-1, 0 or 1). 0: istar_lambda as given",
+        minimum=0.0,
+    )
     points: str = setting(
         POINTS[0],
         "the regulariser's points, a recipe: " + "; ".join(f"{k}: {v}" for k, v in POINT_RECIPES.items()),
@@ -113,6 +120,11 @@ class FinetuneSettings:
 
         check_istar(self.istar_lambda, self.zeta)
         CosineRegLoss(self.cosreg_weight)  # checks the weight
+        if self.istar_pull and (self.reg != "istar" or self.istar_lambda not in (-1.0, 0.0, 1.0)):
+            raise ValueError(
+                f"istar_pull {self.istar_pull} sets lambda's size: istar_lambda must be -1, 0 or 1 (its direction) "
+                f"with reg=istar; got reg={self.reg}, istar_lambda={self.istar_lambda!r}"
+            )
         (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)
         if getattr(self, other):
             raise ValueError(
