@@ -33,6 +33,7 @@ from .silhouette import (
     silhouette_tensor,
     silhouettes,
 )
+from .similarity import linear_cka
 
 __all__ = [
     "Clusters",
@@ -58,6 +59,7 @@ __all__ = [
     "isoscore_star_tensor",
     "isoscore_tensor",
     "kmeans",
+    "linear_cka",
     "knn_distances",
     "lid_from_distances",
     "lid_mle",
