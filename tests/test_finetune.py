@@ -20,7 +20,7 @@ from isoflow.datasets.table import build_task, write_task
 from isoflow.finetune import FinetuneSettings, run_finetune
 from isoflow.finetune import train as train_module
 from isoflow.finetune.data import examples_of, held_out, maximal_phrases, phrase_disjoint_split, stratified_split
-from isoflow.finetune.model import POINTS, SentenceEncoder, penalty_points
+from isoflow.finetune.model import SentenceEncoder, penalty_points
 from isoflow.finetune.report import paired, report
 from isoflow.istar import IStarLoss
 from isoflow.metrics import covariance
@@ -93,7 +93,6 @@ def test_token_points_leave_padding_out(st_minilm):
     per_layer = [torch.cat([a.reshape(n_layers, -1, 384)[k] for a in alone]) for k in range(n_layers)]
     assert torch.allclose(points, torch.cat(per_layer), atol=1e-4)
     assert torch.allclose(last, per_layer[-1], atol=1e-4) and penalty_points("pooled", pooled, states, mask) is pooled
-    assert POINTS == ("tokens-all-layers", "tokens-last-layer", "pooled")
 
 
 def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
@@ -261,10 +260,12 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
         used.append(self.reference)
         return original_forward(self, states, mask)
 
-    def evaluate(encoder, head, ex, s, reference, device):
+    def evaluate(encoder, head, ex, s, reference, device, pretrained):
         evaluated.append(reference)
-        return original_evaluate(encoder, head, ex, s, reference, device)
+        return original_evaluate(encoder, head, ex, s, reference, device, pretrained)
 
+    pulled = []  # the pull measured after every Σ_S, with it (its penalty calls are not training steps)
+    monkeypatch.setattr(train_module, "pull_at", lambda encoder, head, reg, *a: pulled.append(reg.reference) or 0.5)
     monkeypatch.setattr(train_module, "estimate_reference", estimate)
     monkeypatch.setattr(IStarLoss, "forward", forward)
     monkeypatch.setattr(train_module, "evaluate", evaluate)
@@ -283,9 +284,10 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     assert estimates[0][2] != estimates[1][2] != estimates[2][2]  # three different models: pretrained, after epoch 1, 2
     per_epoch = len(used) // 2  # 100 training examples in batches of 50: 2 steps an epoch
     assert all(u is estimates[0][1] for u in used[:per_epoch]) and all(u is estimates[1][1] for u in used[per_epoch:])
-    assert [id(r) for r in evaluated] == [
+    assert [id(r) for r in evaluated] == [id(r) for r in pulled] == [
         id(C) for _, C, _ in estimates
     ]  # the final measurement: the final model's Σ_S
+    assert pd.read_parquet(parquet)["pull"].tolist() == [0.5] * 3
     info = json.loads(record.read_text())
     assert_one_record_schema(info, "finetune")
     assert all(n >= 1500 for n in info["reference_points"]) and len(info["reference_points"]) == 3
@@ -400,6 +402,23 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
     assert not list(tmp_path.rglob("*.json")) and not list(tmp_path.rglob("*.parquet"))
 
 
+def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_path, tiny_bert):
+    """The manipulation check's IsoScore* against the pretrained model's Σ_S (equal to IsoScore* at epoch 0, where Σ_S
+    is the pretrained one) and CKA per layer to the pretrained model's held-out states (1 at epoch 0, below once
+    training moved the weights), the penalty's pull at the run's λ after every epoch."""
+    parquet, record = polarity_run(
+        polarity_small, tmp_path, tiny_bert, istar_lambda=-1.0, epochs=2, batch_size=25, max_heldout=20,
+        shrinkage_points=1000, layer_geometry=True, lr=1e-3, cka_points=60,
+    )  # fmt: skip
+    df = pd.read_parquet(parquet)
+    first, last = df.iloc[0], df.iloc[-1]
+    assert first["isoscore_star_pretrained"] == pytest.approx(first["isoscore_star"], rel=1e-12)
+    assert last["isoscore_star_pretrained"] != pytest.approx(last["isoscore_star"], rel=1e-6)
+    assert list(first["layer_cka_pretrained"]) == pytest.approx([1.0] * 3, abs=1e-9)  # embeddings + 2 layers
+    assert all(0 < c < 0.9999 for c in last["layer_cka_pretrained"][1:])
+    assert (df["pull"] > 0).all() and len(df) == 3
+
+
 def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_never_stopped(
     polarity_small, tmp_path, tiny_bert
 ):
@@ -409,7 +428,9 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
     from isoflow.atomic import in_progress_path
     from isoflow.provenance import code_version
 
-    settings = dict(istar_lambda=1.0, epochs=3, batch_size=50, max_heldout=20, shrinkage_points=1000)
+    settings = dict(
+        istar_lambda=1.0, epochs=3, batch_size=50, max_heldout=20, shrinkage_points=1000, layer_geometry=True
+    )  # layer geometry: the pretrained model's states, kept for CKA, are saved and put back too
     whole, whole_record = polarity_run(polarity_small, tmp_path / "whole", tiny_bert, **settings)
     trained = []
 
@@ -467,7 +488,7 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
         (dict(epochs=0), "epochs must be at least 1; got 0"),
         (dict(epochs=2.5), "epochs must be an integer; got 2.5"),
         (dict(heldout_fraction=0.0), "heldout_fraction must be greater than 0; got 0.0"),
-        (dict(points="layers"), "points must be one of tokens-all-layers, tokens-last-layer, pooled"),
+        (dict(points="layers"), "points must be one of tokens-all-layers, tokens-all-layers-skip-first, .*, pooled"),
         (dict(reg="l2"), "reg must be one of istar, cosreg"),
         (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
         (dict(task="one-class"), "holds a single class"),

@@ -43,11 +43,22 @@ def _norm(grads) -> float:
     return float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
 
 
+def gradient_norm(value: torch.Tensor, params) -> float:
+    """‖∇ value‖ w.r.t. ``params`` (float64 sum of squares), the graph kept for the next gradient."""
+    return _norm(torch.autograd.grad(value, params, retain_graph=True, allow_unused=True))
+
+
 def _top_share(points: torch.Tensor) -> float:
     from ..metrics import covariance_tensor
 
     values = torch.linalg.eigvalsh(covariance_tensor(points.detach(), torch.float64))
     return float(values[-1] / values.sum())
+
+
+def batches_of(n: int, batches: int, seed: int) -> list[np.ndarray]:
+    """The first ``batches`` batches of 32 of a seeded order of ``n`` examples: what the pull is measured on."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [order[b * SENTENCES_PER_BATCH : (b + 1) * SENTENCES_PER_BATCH] for b in range(batches)]
 
 
 def recipe_measurements(
@@ -62,8 +73,7 @@ def recipe_measurements(
 
     head = ClassificationHead(encoder.dim, int(y.max()) + 1, dropout=0.0)
     params = [p for p in encoder.parameters() if p.requires_grad]
-    order = np.random.default_rng(seed).permutation(len(texts))
-    chunks = [order[b * SENTENCES_PER_BATCH : (b + 1) * SENTENCES_PER_BATCH] for b in range(batches)]
+    chunks = batches_of(len(texts), batches, seed)
     encoder.eval()  # dropout off: one forward pass for both gradients
 
     device = next(encoder.parameters()).device
@@ -82,11 +92,11 @@ def recipe_measurements(
     for idx in chunks:
         pooled, states, mask = forward(idx)
         task = torch.nn.functional.cross_entropy(head.to(device)(pooled), torch.as_tensor(y[idx], device=device))
-        g_task = _norm(torch.autograd.grad(task, params, retain_graph=True, allow_unused=True))
+        g_task = gradient_norm(task, params)
         for r, loss in losses.items():
             points = penalty_points(r, states, mask, pooled)
             penalty = loss(points)
-            g_pen = _norm(torch.autograd.grad(penalty, params, retain_graph=True, allow_unused=True))
+            g_pen = gradient_norm(penalty, params)
             iota = 1.0 - float(penalty.detach())
             rows[r].append((iota, _top_share(points), g_task, g_pen, g_pen / g_task, points.shape[0]))
     d = encoder.dim

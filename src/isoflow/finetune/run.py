@@ -129,7 +129,7 @@ def run_finetune(
     if s.istar_pull and s.istar_lambda:  # λ's size from the penalty's pull at the pretrained model, before training
         from .points_diagnosis import lambda_for_pull
 
-        pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull)
+        pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull, s.pull_batches)
         trained = replace(s, istar_pull=0.0, istar_lambda=s.istar_lambda * pulled["lambda"])
     result = finetune(
         encoder,

@@ -57,9 +57,9 @@ class FinetuneSettings:
     zeta: float = zeta_setting()
     istar_pull: float = setting(
         0.0,
-        "when > 0: |lambda| set so that, at the pretrained model, the penalty's gradient norm is this multiple of the "
-        "task loss's (median over 5 training batches, one lambda for every seed); istar_lambda then gives the "
-        "direction only (-1, 0 or 1). 0: istar_lambda as given",
+        "when > 0: |lambda| set so that, at the pretrained model, the penalty's gradient norm is this multiple of "
+        "the task loss's (median over pull_batches training batches, one lambda for every seed); istar_lambda then "
+        "gives the direction only (-1, 0 or 1). 0: istar_lambda as given",
         minimum=0.0,
     )
     points: str = setting(
@@ -110,6 +110,12 @@ class FinetuneSettings:
         20_000, "held-out points for the silhouette, TwoNN, LID and the per-layer geometry", minimum=3
     )
     k_lid: int = setting(20, "neighbours for LID", minimum=2)
+    cka_points: int = setting(
+        5000, "held-out tokens whose per-layer states are compared with the pretrained model's (linear CKA)", minimum=4
+    )
+    pull_batches: int = setting(
+        5, "training batches the penalty's pull is measured on (at the pretrained model; after every epoch)", minimum=1
+    )
     layer_geometry: bool = setting(
         False, "also IsoScore, S_inter and TwoNN of every layer's held-out token states, every epoch"
     )

@@ -125,6 +125,31 @@ def estimate_reference(
     return running.covariance(), running.n
 
 
+def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: IStarLoss, train: Examples, s, device) -> float:
+    """The penalty's pull at the current model: the median over ``s.pull_batches`` training batches (the batches
+    ``istar_pull`` chose λ on, the same every epoch) of ‖∇ λ·(1 − IsoScore*)‖ / ‖∇ task loss‖ w.r.t. the encoder's
+    weights, with the run's own head and Σ_S, dropout off: what λ was chosen to give, followed through training."""
+    from .points_diagnosis import PULL_SEED, batches_of, gradient_norm
+
+    params = [p for p in encoder.parameters() if p.requires_grad]
+    ratios = []
+    modes = [(m, m.training) for m in (encoder, head)]
+    encoder.eval(), head.eval()
+    try:
+        for idx in batches_of(len(train), s.pull_batches, PULL_SEED):
+            if len(idx) == 0:
+                break
+            a, b = _texts(train, idx)
+            pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=True)
+            task = torch.nn.functional.cross_entropy(head(pooled), torch.as_tensor(train.y[idx], device=device))
+            penalty = reg(penalty_points(s.points, pooled, states, mask))
+            ratios.append(gradient_norm(penalty, params) / gradient_norm(task, params))
+    finally:
+        for m, was in modes:
+            m.train(was)
+    return float(np.median(ratios))
+
+
 class LayerTokens:
     """Every layer's token states of the held-out examples as batches of them pass (0 = the embedding layer's output;
     padding and special tokens left out; the first ``cap`` tokens in held-out order, so every epoch sees the same
@@ -154,10 +179,22 @@ class LayerTokens:
         self.ids.append(input_ids[keep])
         self.n += int(keep.sum())
 
+    def points(self, cap: int | None = None) -> list[torch.Tensor]:
+        """Every layer's held-out token states, the first ``cap`` (default: this collection's cap) in held-out order."""
+        return [torch.cat(parts)[: cap or self.cap] for parts in self.layers]
+
+    def similarity_to(self, pretrained: list[torch.Tensor]) -> dict:
+        """Per layer, linear CKA between the pretrained model's states of the first tokens and the current model's
+        states of the same tokens (:func:`isoflow.metrics.linear_cka`, exact from d × d products)."""
+        from ..metrics import linear_cka
+
+        n = pretrained[0].shape[0]
+        return {"layer_cka_pretrained": [linear_cka(p, x) for p, x in zip(pretrained, self.points(n))]}
+
     def geometry(self) -> dict:
         from ..metrics import s_inter
 
-        points = [torch.cat(parts)[: self.cap] for parts in self.layers]
+        points = self.points()
         types = torch.cat(self.ids)[: self.cap]
 
         def measured(
@@ -176,10 +213,28 @@ class LayerTokens:
         }
 
 
+@dataclass
+class Pretrained:
+    """What the later evaluations compare with, taken at epoch 0: Σ_S of the pretrained model's training points (the
+    manipulation check: does IsoScore* against it move the way λ asks?) and its held-out token states per layer (the
+    first ``cka_points`` tokens: CKA to the pretrained model)."""
+
+    reference: torch.Tensor | None = None
+    layers: list[torch.Tensor] | None = None
+
+
 def evaluate(
-    encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, reference, device
+    encoder: SentenceEncoder,
+    head: ClassificationHead,
+    ex: Examples,
+    s: FinetuneSettings,
+    reference,
+    device,
+    pretrained: Pretrained | None = None,
 ) -> dict:
-    """Held-out measurements of the current encoder and head (see the module docstring)."""
+    """Held-out measurements of the current encoder and head (see the module docstring). With ``pretrained`` filled
+    (every epoch after 0): IsoScore* against the pretrained Σ_S and, with layer geometry, CKA to the pretrained model;
+    at epoch 0 (``pretrained`` empty) it is filled from this evaluation."""
     pooled_parts, logit_parts = [], []
     running = RunningCovariance()
     unit_sum, n_points = None, 0
@@ -206,6 +261,16 @@ def evaluate(
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
     per_layer = tokens.geometry() if tokens is not None else {}
+    compared = {}
+    if pretrained is not None:
+        if pretrained.layers is None and tokens is not None:  # epoch 0: this is the pretrained model
+            pretrained.layers = [x.clone() for x in tokens.points(s.cka_points)]
+        if pretrained.reference is None:
+            pretrained.reference = reference
+        if tokens is not None:
+            per_layer.update(tokens.similarity_to(pretrained.layers))
+        if s.zeta and pretrained.reference is not None:
+            compared["isoscore_star_pretrained"] = float(isoscore_of_covariance(C, pretrained.reference, s.zeta))
     distinct = distinct_points(r, warn=False)  # intrinsic dimension of the distinct outputs (k bounded by them)
     return {
         **per_layer,
@@ -216,6 +281,7 @@ def evaluate(
         "predictions": pred.tolist(),  # per held-out example, for paired tests over sentences
         "isoscore_star": float(isoscore_of_covariance(C, reference, s.zeta)),  # = IsoScore when ζ = 0
         "isoscore_points": float(isoscore_of_covariance(C)),
+        **compared,
         "cosine_points": float(((unit_sum * unit_sum).sum() - n_points) / (n_points * (n_points - 1))),
         "isoscore": isoscore(reps),
         "cosine_anisotropy": cosine_anisotropy(reps),
@@ -288,6 +354,8 @@ def finetune(
         "shrinkage_seconds": 0.0,
     }
     diverged_at = None
+    pretrained = Pretrained()
+    log_pull = active and isinstance(reg, IStarLoss)
     resumed = {}  # where a stopped run was picked up, and the code that ran its first epochs
     bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), label, "step")
 
@@ -304,7 +372,9 @@ def finetune(
                 reg.reference = reference  # the next epoch's Σ_S: this model's
         t = time.perf_counter()
         note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
-        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device)}
+        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device, pretrained)}
+        if log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
+            row["pull"] = pull_at(encoder, head, reg, train, s, device)
         if validation is not None:
             note(f"{label}: epoch {epoch}, validating on {len(validation)} examples")
             row.update(validate(encoder, head, validation, s, device))
@@ -326,6 +396,7 @@ def finetune(
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "reference": reg.reference if isinstance(reg, IStarLoss) else None,
+                    "pretrained": {"reference": pretrained.reference, "layers": pretrained.layers},
                     "epochs": epochs,
                     "steps": steps,
                     "references": references,
@@ -346,6 +417,8 @@ def finetune(
             torch.cuda.set_rng_state(state["cuda_rng"], device)
         if isinstance(reg, IStarLoss):
             reg.reference = state["reference"]
+        if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
+            pretrained.reference, pretrained.layers = state["pretrained"]["reference"], state["pretrained"]["layers"]
         epochs.extend(state["epochs"])
         steps.extend(state["steps"])
         references.extend(state["references"])
