@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 
-.PHONY: install wordnet run test test-fast lint benchmark pull reproduce report redraw diagnose-istar reproduce-finetune-diagnosis example-own
+.PHONY: install wordnet run test test-fast lint benchmark pull reproduce report redraw diagnose-istar reproduce-finetune-diagnosis reproduce-istar-points example-own
 
 install: wordnet
 	$(PIP_INSTALL) -e '.[workflow,models,test]'
@@ -55,7 +55,7 @@ pull:
 # publications are left as they are), by scripts/publish_results.py, which records the command in PUBLISHED.json.
 # Hours on 2 CPU cores in all (far less on a GPU); resumable. `make reproduce` does every publication.
 PUBLICATIONS = $(shell $(PYTHON) -c "from isoflow.sections import PUBLICATIONS; print(' '.join(PUBLICATIONS))" 2>/dev/null)
-reproduce: $(addprefix reproduce-,$(PUBLICATIONS)) reproduce-finetune-diagnosis
+reproduce: $(addprefix reproduce-,$(PUBLICATIONS)) reproduce-finetune-diagnosis reproduce-istar-points
 
 reproduce-%: install
 	$(PYTHON) scripts/publish_results.py $* --reproduce --snakemake-args "$(SNAKEMAKE_ARGS)"
@@ -84,6 +84,15 @@ report:
 reproduce-finetune-diagnosis: diagnose-istar
 diagnose-istar: install
 	isoflow finetune-diagnosis --data-dir data/reproduce-offline --raw-dir data/raw --mirror ../shared/data --out docs/results/finetune-diagnosis
+
+# docs/results/istar-points: which points I-STAR's penalty should see on each model, at the pretrained model, before any
+# training (isoflow.finetune.points_diagnosis; its table's caption holds the rule that picked the fair sweep's recipe).
+# SST-2 and plain-bert come from config/reproduce-offline.yaml's workflow (plain-bert: about 45 min of pretraining on 2
+# CPU cores, once), then about 20 minutes of forward and backward passes.
+DIAGNOSIS_DATA = data/reproduce-offline
+reproduce-istar-points: install
+	snakemake --cores 2 --configfile config/reproduce-offline.yaml $(DIAGNOSIS_DATA)/tasks/glue/sst2/meta.json $(DIAGNOSIS_DATA)/pretrained/plain-bert
+	isoflow points-diagnosis --models smollm2-135m gemma3-270m minilm $(DIAGNOSIS_DATA)/pretrained/plain-bert --task glue/sst2 --batches 5 --data-dir $(DIAGNOSIS_DATA) --raw-dir data/raw --mirror ../shared/data --out docs/results/istar-points
 
 # After a change to the report code only: the publications' tables and figures remade from their committed runs
 # (the same `isoflow` report commands the workflow runs; minutes, not the hours of `make reproduce`).

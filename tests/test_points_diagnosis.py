@@ -126,8 +126,8 @@ def test_lambda_from_a_pull_reproduces_the_pull(tiny_gpt2):
 
 
 def test_a_run_with_a_pull_trains_at_the_lambda_it_implies(polarity_64, tiny_gpt2, tmp_path):
-    """`istar_pull`: the record names the pull asked, the λ it gave and the direction; one λ for every seed; a pull
-    with a λ other than -1, 0, 1 is refused before any work."""
+    """`istar_pull`: λ in units of λ*; the record names the pull asked, λ* and the λ that trained; one λ* for every
+    seed; a pull with CosReg is refused before any work."""
     from isoflow.finetune.run import run_finetune
 
     common = dict(
@@ -136,12 +136,15 @@ def test_a_run_with_a_pull_trains_at_the_lambda_it_implies(polarity_64, tiny_gpt
         points="tokens-all-layers-skip-first", istar_pull=0.05,
     )  # fmt: skip
     records = [
-        json.loads(run_finetune("polarity-64", str(tiny_gpt2), seed, istar_lambda=-1.0, **common)[1].read_text())
-        for seed in (0, 1)
+        json.loads(run_finetune("polarity-64", str(tiny_gpt2), seed, istar_lambda=lam, **common)[1].read_text())
+        for seed, lam in ((0, -1.0), (1, -1.0), (0, 0.5))
     ]
     chosen = [r["istar_lambda_from_pull"] for r in records]
-    assert chosen[0]["lambda"] == chosen[1]["lambda"] > 0 and chosen[0]["istar_pull"] == 0.05
-    assert chosen[0]["istar_lambda"] == -chosen[0]["lambda"]
+    assert chosen[0]["lambda"] == chosen[1]["lambda"] == chosen[2]["lambda"] > 0 and chosen[0]["istar_pull"] == 0.05
+    assert chosen[0]["istar_lambda"] == -chosen[0]["lambda"] and chosen[2]["istar_lambda"] == 0.5 * chosen[0]["lambda"]
     assert records[0]["settings"]["istar_pull"] == 0.05 and records[0]["settings"]["istar_lambda"] == -1.0
-    with pytest.raises(ValueError, match="istar_lambda must be -1, 0 or 1"):
-        run_finetune("polarity-64", str(tiny_gpt2), 0, istar_lambda=-3.0, **common)
+    assert "istar_lambda_from_pull" not in json.loads(
+        run_finetune("polarity-64", str(tiny_gpt2), 0, istar_lambda=0.0, **common)[1].read_text()
+    )  # λ = 0: the plain run, nothing measured
+    with pytest.raises(ValueError, match="istar_pull sets I-STAR's lambda"):
+        run_finetune("polarity-64", str(tiny_gpt2), 0, reg="cosreg", cosreg_weight=1.0, **common)

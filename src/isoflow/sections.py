@@ -269,6 +269,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
         Publication("finetune-smollm2", "finetune", "config/finetune-smollm2.yaml"),
+        Publication("finetune-smollm2-fair", "finetune", "config/finetune-smollm2-fair.yaml"),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
@@ -279,7 +280,7 @@ PUBLICATIONS: dict[str, Publication] = {
 
 # Folders of docs/results made outside the registry's publications (by a command of their own), listed in their
 # section's glossary row: section -> names.
-OTHER_RESULTS = {"finetune": ("finetune-diagnosis",)}
+OTHER_RESULTS = {"finetune": ("finetune-diagnosis", "istar-points")}
 
 
 def glossary_table(root: Path | str = ".") -> str:

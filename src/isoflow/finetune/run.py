@@ -126,7 +126,7 @@ def run_finetune(
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
     checkpoint = Checkpoint(in_progress_path(out), identity)
     trained, pulled = s, None
-    if s.istar_pull and s.istar_lambda:  # λ's size from the penalty's pull at the pretrained model, before training
+    if s.istar_pull and s.istar_lambda:  # λ in units of λ*, from the penalty's pull at the pretrained model
         from .points_diagnosis import lambda_for_pull
 
         pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull, s.pull_batches)

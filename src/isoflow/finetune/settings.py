@@ -57,9 +57,10 @@ class FinetuneSettings:
     zeta: float = zeta_setting()
     istar_pull: float = setting(
         0.0,
-        "when > 0: |lambda| set so that, at the pretrained model, the penalty's gradient norm is this multiple of "
-        "the task loss's (median over pull_batches training batches, one lambda for every seed); istar_lambda then "
-        "gives the direction only (-1, 0 or 1). 0: istar_lambda as given",
+        "when > 0, istar_lambda is read in units of lambda*: the lambda at which, at the pretrained model, the "
+        "penalty's gradient norm is this multiple of the task loss's (median over pull_batches training batches; one "
+        "lambda* for every seed), so istar_lambda -1, 1 ask for that pull and 0.01 for a hundredth of it. 0: "
+        "lambda as given",
         minimum=0.0,
     )
     points: str = setting(
@@ -126,11 +127,8 @@ class FinetuneSettings:
 
         check_istar(self.istar_lambda, self.zeta)
         CosineRegLoss(self.cosreg_weight)  # checks the weight
-        if self.istar_pull and (self.reg != "istar" or self.istar_lambda not in (-1.0, 0.0, 1.0)):
-            raise ValueError(
-                f"istar_pull {self.istar_pull} sets lambda's size: istar_lambda must be -1, 0 or 1 (its direction) "
-                f"with reg=istar; got reg={self.reg}, istar_lambda={self.istar_lambda!r}"
-            )
+        if self.istar_pull and self.reg != "istar":
+            raise ValueError(f"istar_pull sets I-STAR's lambda; it has no meaning with reg={self.reg}")
         (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)
         if getattr(self, other):
             raise ValueError(
