@@ -399,3 +399,35 @@ def test_a_resume_puts_saved_pretrained_models_back_before_the_inputs_that_need_
         ("publish", "finetune-plain"),
         ("discard", "finetune-plain"),
     ]
+
+
+def test_a_sweep_compared_run_by_run_is_refused_across_commits_threads_or_a_dirty_tree(tmp_path, monkeypatch):
+    """A one-commit publication: runs at two commits, two thread counts or a dirty checkout are refused in one line
+    naming what differs; runs at one clean commit and thread count are published."""
+    from isoflow.publishing.publish import PublishError, publish
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "fair", Publication("fair", "finetune", "config/fair.yaml", one_commit=True))
+    where = tmp_path / "results" / "finetune"
+    _write(where / "tables" / "finetune.md", "table")
+    _write(where / "figures" / "finetune.png", "figure")
+    runs = where / "runs" / "glue" / "sst2" / "m"
+
+    def record(run: str, commit: str, threads: int = 2, dirty: bool = False) -> None:
+        code = {"git_commit": commit, "git_dirty": dirty}
+        _write(runs / run / "seed0.json", json.dumps({"code": code, "threads": threads}))
+
+    record("istar0", "a" * 40)
+    record("istar1", "b" * 40)
+    with pytest.raises(PublishError, match=r"made at aaaaaaa x 2 threads, bbbbbbb x 2 threads; this publication"):
+        publish("fair", tmp_path / "results", tmp_path / "docs" / "fair", root=tmp_path)
+    record("istar1", "a" * 40, threads=1)
+    with pytest.raises(PublishError, match="x 1 threads"):
+        publish("fair", tmp_path / "results", tmp_path / "docs" / "fair", root=tmp_path)
+    record("istar1", "a" * 40, dirty=True)
+    with pytest.raises(PublishError, match=r"\(dirty\)"):
+        publish("fair", tmp_path / "results", tmp_path / "docs" / "fair", root=tmp_path)
+    assert not (tmp_path / "docs").exists()
+    record("istar1", "a" * 40)
+    published = publish("fair", tmp_path / "results", tmp_path / "docs" / "fair", root=tmp_path)
+    assert tmp_path / "docs" / "fair" / "runs" / "glue" / "sst2" / "m" / "istar1" / "seed0.json" in published

@@ -256,6 +256,9 @@ class Publication:
     section: str
     config: str
     notes: tuple[str, ...] = field(default=())
+    # A sweep whose runs are compared with one another: published only when every run was made at one clean commit
+    # with one thread count (training amplifies any difference of code or summation order).
+    one_commit: bool = False
 
 
 PUBLICATIONS: dict[str, Publication] = {
@@ -269,7 +272,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune-longer", "finetune", "config/finetune-longer.yaml"),
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
         Publication("finetune-smollm2", "finetune", "config/finetune-smollm2.yaml"),
-        Publication("finetune-smollm2-fair", "finetune", "config/finetune-smollm2-fair.yaml"),
+        Publication("finetune-smollm2-fair", "finetune", "config/finetune-smollm2-fair.yaml", one_commit=True),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),

@@ -109,6 +109,24 @@ def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
                 _copy(path, staging / "runs" / path.relative_to(runs))
 
 
+def check_one_commit(runs: Path) -> None:
+    """Refuse (PublishError, one line) runs under ``runs`` made at more than one commit or thread count, or at a
+    checkout with uncommitted changes: a sweep whose runs are compared must differ only in what it varies."""
+    made = {}
+    for record in sorted(runs.rglob("seed*.json")):
+        info = json.loads(record.read_text())
+        code = info.get("code") or {}
+        made[record] = (code.get("git_commit"), bool(code.get("git_dirty")), info.get("threads"))
+    kinds = sorted({(c or "unknown", d, t) for c, d, t in made.values()}, key=str)
+    dirty = [r for r, (_, d, _) in made.items() if d]
+    if len(kinds) > 1 or dirty:
+        shown = ", ".join(f"{c[:7]}{' (dirty)' if d else ''} x {t} threads" for c, d, t in kinds)
+        raise PublishError(
+            f"{runs}: its compared runs were made at {shown}; this publication needs one clean commit and one thread "
+            "count (rerun the odd ones in a worktree pinned at the sweep's commit)"
+        )
+
+
 def _provenance(publication: str, results: Path, root: Path, made_by: str | None) -> dict:
     return {
         "publication": publication,
@@ -132,6 +150,8 @@ def publish(
     figures = sorted(p for p in (where / "figures").glob("*") if p.is_file())
     if not tables or not figures:
         raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
+    if PUBLICATIONS[publication].one_commit:
+        check_one_commit(where / "runs")
     try:
         with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
             (staging / "PUBLISHED.json").write_text(
