@@ -12,7 +12,7 @@ import pytest
 from scipy.stats import binomtest
 
 from isoflow.finetune.controls import SELECTED_BY_VALIDATION, SELECTED_LAST, controls_table
-from isoflow.reporting.significance import holm, mcnemar, paired_over_seeds
+from isoflow.reporting.significance import detectable_effect, holm, mcnemar, paired_over_seeds, seed_interval
 
 LABELS = np.array([0, 1] * 10)
 
@@ -87,6 +87,18 @@ def test_the_controls_table(tmp_path):
     assert table.loc[-1.0, "p"] == pytest.approx(minus["p"]) and table.loc[1.0, "comparisons"] == 2
     assert table.loc[1.0, "p_holm"] == pytest.approx(holm([minus["p"], expected["p"]])[1])
     assert np.isnan(table.loc[0.0, "p"])  # the plain run is not compared with itself
+    # the seed as the unit: per seed, the run minus the plain run at their selected epochs, and after the last one
+    selected = [right[2][0].mean() - right[0][1].mean(), right[3][2].mean() - right[1][2].mean()]
+    last = [right[2][2].mean() - right[0][2].mean(), right[3][2].mean() - right[1][2].mean()]
+    for when, d in (("selected", selected), ("last", last)):
+        over = seed_interval(d)
+        assert table.loc[1.0, f"diff_{when}"] == pytest.approx(np.mean(d))
+        assert (table.loc[1.0, f"diff_{when}_low"], table.loc[1.0, f"p_seeds_{when}"]) == pytest.approx(
+            (over["low"], over["p"])
+        )
+        assert table.loc[1.0, f"detectable_{when}"] == pytest.approx(detectable_effect(np.std(d, ddof=1), 2))
+    assert np.isnan(table.loc[-1.0, "diff_selected_low"])  # one seed: no interval
+    assert list(table.columns[10:12]) == ["diff_selected", "diff_selected_low"]  # the comparison the table leads with
     row = table[table["model"] == "bag-of-words"].iloc[0]
     assert row["metric"] == 0.7 and row["selection"] == "C = 3 by validation split" and np.isnan(row.name)
 
@@ -130,8 +142,6 @@ def test_the_learning_rate_is_chosen_on_validation_only(tmp_path):
 def test_the_seed_level_interval_is_scipys_one_sample_t():
     from scipy.stats import ttest_1samp
 
-    from isoflow.reporting.significance import seed_interval
-
     d = [-0.021, -0.023, 0.004, 0.011, -0.002]
     got, theirs = seed_interval(d), ttest_1samp(d, 0.0)
     ci = theirs.confidence_interval(0.95)
@@ -144,7 +154,7 @@ def test_the_detectable_effect_is_detected_with_the_power_asked_in_simulation():
     at 5 % about 80 % of the time (binomial std 0.3 %); at half of it, far less."""
     from scipy.stats import ttest_1samp
 
-    from isoflow.reporting.significance import detectable_effect, seeds_for
+    from isoflow.reporting.significance import seeds_for
 
     sd, n = 0.0096, 6
     effect = detectable_effect(sd, n)

@@ -5,10 +5,15 @@
 2. **Was the epoch chosen on the reported data?** Each run's epoch is the one of its best validation metric (a split
    carved from the training data) where the run has one; runs made before that split existed are read at their last
    epoch, and the table says so.
-3. **Do the weights differ from the plain run on the same sentences?** McNemar's exact test on the held-out examples,
-   each run paired with the plain run (λ = 0) of the same seed, the seeds' discordant counts pooled
+3. **Does the procedure change the metric?** The seed is the unit: each run minus the plain run (λ = 0) of the same
+   seed, at the selected epoch and after the last, with the 95 % t-interval over seeds, its p and the smallest mean
+   difference the seeds could detect (80 % power at the observed spread: :func:`~isoflow.reporting.significance.
+   detectable_effect`) — the table's leading comparison.
+   **Do these trained instances differ on the same sentences?** McNemar's exact test on the held-out examples, each
+   run paired with the plain run of the same seed, the seeds' discordant counts pooled
    (:mod:`isoflow.reporting.significance`), Holm-adjusted over the comparisons of one task × model (their number is a
-   column). Runs that did not record their predictions get no test.
+   column): a description of the trained classifiers, not a test of the procedure (its sentences are not independent
+   draws of training). Runs that did not record their predictions get no test.
 4. **Does the penalty pull at all?** Where the workflow measured it (``finetune.gradient_batches``), the task loss's
    and the penalty's gradient norms at the pretrained model (:mod:`isoflow.finetune.diagnosis`), a table of their own.
 """
@@ -21,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting.significance import holm, paired_over_seeds
+from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
 
 BASELINE_FILE = "bag-of-words.json"
 GRADIENTS_FILE = "gradients.json"  # a task × model's gradients at its pretrained model (isoflow.finetune.diagnosis)
@@ -59,6 +64,7 @@ def _selected(record: Path) -> dict:
     if labels is not None and "predictions" in epochs:
         correct = np.asarray(row["predictions"]) == np.asarray(labels)
     weight = s.get("istar_lambda", 0.0) if s.get("reg", "istar") == "istar" else s.get("cosreg_weight", 0.0)
+    last = epochs.iloc[-1]
     return {
         "task": s["task"],
         "model": s["model"],
@@ -69,6 +75,7 @@ def _selected(record: Path) -> dict:
         "selection": how,
         "metric_name": row["metric_name"],
         "metric": float(row["metric"]),
+        "metric_last": float(last["metric"]),
         "accuracy": float(row["accuracy"]),
         "correct": correct,
         "diverged": bool(info.get("diverged")),
@@ -97,6 +104,19 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
             "accuracy": group["accuracy"].mean(),
         }
         if weight != 0:
+            base = plain[["metric", "metric_last"]].add_suffix("_plain")
+            both = group.set_index("seed").join(base, how="inner")
+            for when, column in (("selected", "metric"), ("last", "metric_last")):
+                over = seed_interval(both[column] - both[f"{column}_plain"])
+                row.update(
+                    {
+                        f"diff_{when}": over["mean"],
+                        f"diff_{when}_low": over["low"],
+                        f"diff_{when}_high": over["high"],
+                        f"p_seeds_{when}": over["p"],
+                        f"detectable_{when}": detectable_effect(over["std"], over["seeds"]),
+                    }
+                )
             pairs = [
                 (plain.loc[r.seed, "correct"], r.correct)
                 for r in group.itertuples()
@@ -114,7 +134,7 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
                 )
         rows.append(row)
     table = pd.DataFrame(rows)
-    for column in ("paired_seeds", "better", "worse", "examples", "accuracy_difference", "p"):
+    for column in (*SEED_COLUMNS, "paired_seeds", "better", "worse", "examples", "accuracy_difference", "p"):
         if column not in table:
             table[column] = np.nan
     table["comparisons"] = table.groupby(["task", "model"])["p"].transform(lambda p: int(p.notna().sum()))
@@ -141,16 +161,27 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
     if extra:
         table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
     order = ["task", "model", "reg", "weight"]
-    return table.sort_values(order, kind="stable").reset_index(drop=True)
+    table = table.sort_values(order, kind="stable").reset_index(drop=True)
+    leading = [*order, "seeds", "selection", "epochs", "metric_name", "metric", "metric_std", "accuracy", *SEED_COLUMNS]
+    return table[[c for c in leading if c in table] + [c for c in table if c not in leading]]
 
 
+SEED_COLUMNS = [
+    column
+    for when in ("selected", "last")
+    for column in (f"diff_{when}", f"diff_{when}_low", f"diff_{when}_high", f"p_seeds_{when}", f"detectable_{when}")
+]
 CAPTION = (
     "Controls: each task's bag-of-words baseline (TF-IDF + logistic regression on the same training and held-out "
     "examples; its C chosen on the validation split or by cross-validation on the training data); each run "
     "read at its best validation epoch (or its last, where the runs had no validation split: epochs), the held-out "
-    "metric's mean and std over seeds; against the plain run (λ = 0) of the same seed on the same held-out examples, "
-    "McNemar's exact test with the seeds' discordant examples pooled (better: right where the plain run is wrong; "
-    "worse: the reverse), Holm-adjusted over the task × model's comparisons. Empty: runs without recorded predictions."
+    "metric's mean and std over seeds. The procedure's effect, the seed as the unit: diff_selected, the mean over "
+    "seeds of the run's metric minus the plain run's (lambda = 0, same seed) at the selected epochs, with its 95 % "
+    "t-interval over seeds (_low, _high), the t-test's p (p_seeds_) and detectable_, the smallest mean difference "
+    "these seeds detect with 80 % power at the observed spread; the same after the last epoch (_last). Describing the "
+    "trained instances: McNemar's exact test against the plain run of the same seed on the same held-out examples, "
+    "the seeds' discordant examples pooled (better: right where the plain run is wrong; worse: the reverse), "
+    "Holm-adjusted over the task × model's comparisons. Empty: runs without recorded predictions."
 )
 
 

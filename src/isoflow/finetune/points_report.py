@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .points_diagnosis import BERT_ISOSCORE, FLOOR, REFERENCE_PULL, RULE
+from .points_diagnosis import BERT_ISOSCORE, FLOOR, MAX_LAMBDA, REFERENCE_PULL, RULE
 
 COLUMNS = ["isoscore_star", "dimensions", "top_share", "task_grad_norm", "penalty_grad_norm", "pull"]
 
@@ -34,7 +34,7 @@ def diagnosis_frame(result: dict) -> pd.DataFrame:
 
 def write_report(folder: str | Path) -> list[Path]:
     """``tables/points_diagnosis.*`` and ``figures/points_diagnosis.*`` from ``folder/points_diagnosis.json``."""
-    from ..reporting.figures import model_colour, panels, save, suptitle
+    from ..reporting.figures import legend_below, model_colour, panels, save, suptitle
     from ..reporting.tables import write_table
 
     folder = Path(folder)
@@ -60,24 +60,33 @@ def write_report(folder: str | Path) -> list[Path]:
     ):
         for i, model in enumerate(models):
             sub = df[df["model"] == model].set_index("recipe").reindex(recipes)
-            ax.bar(
-                [j + (i - (len(models) - 1) / 2) * width for j in range(len(recipes))],
-                sub[column].clip(lower=1e-7),
-                width,
-                color=model_colour(model),
-                label=model,
-            )
+            x = [j + (i - (len(models) - 1) / 2) * width for j in range(len(recipes))]
+            ax.bar(x, sub[column], width, color=model_colour(model), label=model)
+            for xi, value, chosen in zip(x, sub[column], sub["chosen"]):
+                if chosen:  # the recipe the rule picks for this model
+                    ax.plot(xi, value * 1.8, marker="*", color="black", ms=8, ls="")
         ax.set_yscale("log")
+        low, high = df[column][df[column] > 0].min(), df[column].max()
+        ax.set_ylim(low / 3, high * 6)  # room below the smallest bar and above the marks
         ax.set_xticks(range(len(recipes)))
         ax.set_xticklabels([r.replace("tokens-all-layers", "all layers").replace("-", " ") for r in recipes],
                            rotation=35, ha="right", fontsize=7)  # fmt: skip
         ax.set_title(title, fontsize=9)
-    axes[0].axhspan(*BERT_ISOSCORE, color="0.85", zorder=0, label="BERT per layer (IsoScore paper)")
-    axes[0].axhline(FLOOR, color="0.3", ls=":", lw=1, label=f"floor {FLOOR}")
-    axes[1].axhline(REFERENCE_PULL, color="0.3", ls="--", lw=1, label=f"MiniLM at lambda = 1 ({REFERENCE_PULL})")
-    axes[1].axhline(REFERENCE_PULL / 100, color="0.3", ls=":", lw=1, label="reachable with |lambda| <= 100")
-    for ax in axes:
-        ax.legend(fontsize=6, loc="lower left")
+    axes[0].axhspan(*BERT_ISOSCORE, color="0.85", zorder=0)
+    axes[0].axhline(FLOOR, color="0.3", ls=":", lw=1)
+    axes[1].axhline(REFERENCE_PULL, color="0.3", ls="--", lw=1)
+    axes[1].axhline(REFERENCE_PULL / MAX_LAMBDA, color="0.3", ls="-.", lw=1)
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color=model_colour(m), label=m) for m in models] + [
+        Patch(color="0.85", label=f"BERT per layer, {BERT_ISOSCORE[0]}-{BERT_ISOSCORE[1]} (IsoScore paper)"),
+        Line2D([], [], color="0.3", ls=":", label=f"IsoScore* floor {FLOOR}"),
+        Line2D([], [], color="0.3", ls="--", label=f"MiniLM's pull at lambda = 1 ({REFERENCE_PULL})"),
+        Line2D([], [], color="0.3", ls="-.", label=f"reachable with |lambda| <= {MAX_LAMBDA:g}"),
+        Line2D([], [], color="black", marker="*", ls="", label="the rule's pick"),
+    ]
+    legend_below(fig, handles)
     suptitle(fig, f"The penalty's points at the pretrained model ({result['task']})")
     paths += save(fig, folder / "figures" / "points_diagnosis")
     return paths
