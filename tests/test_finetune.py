@@ -260,9 +260,9 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
         used.append(self.reference)
         return original_forward(self, states, mask)
 
-    def evaluate(encoder, head, ex, s, reference, device, pretrained):
+    def evaluate(encoder, head, ex, s, reference, device, pretrained, layer_twonn):
         evaluated.append(reference)
-        return original_evaluate(encoder, head, ex, s, reference, device, pretrained)
+        return original_evaluate(encoder, head, ex, s, reference, device, pretrained, layer_twonn)
 
     pulled = []  # the pull measured after every Σ_S, with it (its penalty calls are not training steps)
     monkeypatch.setattr(train_module, "pull_at", lambda encoder, head, reg, *a: pulled.append(reg.reference) or 0.5)
@@ -405,10 +405,11 @@ def test_an_interrupted_run_leaves_no_record(polarity_small, tmp_path, tiny_bert
 def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_path, tiny_bert):
     """The manipulation check's IsoScore* against the pretrained model's Σ_S (equal to IsoScore* at epoch 0, where Σ_S
     is the pretrained one) and CKA per layer to the pretrained model's held-out states (1 at epoch 0, below once
-    training moved the weights), the penalty's pull at the run's λ after every epoch."""
+    training moved the weights), the penalty's pull at the run's λ after every epoch; TwoNN per layer at the ends
+    only when asked."""
     parquet, record = polarity_run(
         polarity_small, tmp_path, tiny_bert, istar_lambda=-1.0, epochs=2, batch_size=25, max_heldout=20,
-        shrinkage_points=1000, layer_geometry=True, lr=1e-3, cka_points=60,
+        shrinkage_points=1000, layer_geometry=True, lr=1e-3, cka_points=60, layer_twonn="first-and-last",
     )  # fmt: skip
     df = pd.read_parquet(parquet)
     first, last = df.iloc[0], df.iloc[-1]
@@ -417,6 +418,10 @@ def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_p
     assert list(first["layer_cka_pretrained"]) == pytest.approx([1.0] * 3, abs=1e-9)  # embeddings + 2 layers
     assert all(0 < c < 0.9999 for c in last["layer_cka_pretrained"][1:])
     assert (df["pull"] > 0).all() and len(df) == 3
+    # every layer's TwoNN before training and after the last epoch only; IsoScore every epoch
+    twonn = np.array(df["layer_twonn"].tolist())
+    assert np.isfinite(twonn[[0, 2]]).all() and np.isnan(twonn[1]).all()
+    assert np.isfinite(np.array(df["layer_isoscore"].tolist())).all()
 
 
 def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_never_stopped(

@@ -15,6 +15,7 @@ REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
 POINTS = tuple(POINT_RECIPES)
 POOLINGS = ("auto", "mean", "last")
 PRECISIONS = ("float32", "bf16")
+LAYER_TWONN = ("every-epoch", "first-and-last")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
@@ -119,6 +120,12 @@ class FinetuneSettings:
     )
     layer_geometry: bool = setting(
         False, "also IsoScore, S_inter and TwoNN of every layer's held-out token states, every epoch"
+    )
+    layer_twonn: str = setting(
+        LAYER_TWONN[0],
+        "with layer_geometry, when every layer's TwoNN is measured: every epoch, or before training and after the "
+        "last epoch only (its neighbour search is most of a measurement's cost on a deep model)",
+        choices=LAYER_TWONN,
     )
 
     def __post_init__(self):

@@ -191,7 +191,8 @@ class LayerTokens:
         n = pretrained[0].shape[0]
         return {"layer_cka_pretrained": [linear_cka(p, x) for p, x in zip(pretrained, self.points(n))]}
 
-    def geometry(self) -> dict:
+    def geometry(self, twonn_too: bool = True) -> dict:
+        """Per layer: IsoScore, S_inter and (``twonn_too``; else NaN) TwoNN."""
         from ..metrics import s_inter
 
         points = self.points()
@@ -209,7 +210,9 @@ class LayerTokens:
         return {
             "layer_isoscore": [measured(isoscore, x) for x in points],
             "layer_s_inter": [measured(s_inter, x, types) for x in points],
-            "layer_twonn": [measured(twonn, distinct_points(x, warn=False)) for x in points],
+            "layer_twonn": [
+                measured(twonn, distinct_points(x, warn=False)) if twonn_too else float("nan") for x in points
+            ],
         }
 
 
@@ -231,6 +234,7 @@ def evaluate(
     reference,
     device,
     pretrained: Pretrained | None = None,
+    layer_twonn: bool = True,
 ) -> dict:
     """Held-out measurements of the current encoder and head (see the module docstring). With ``pretrained`` filled
     (every epoch after 0): IsoScore* against the pretrained Σ_S and, with layer geometry, CKA to the pretrained model;
@@ -260,7 +264,7 @@ def evaluate(
     C = running.covariance()
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
-    per_layer = tokens.geometry() if tokens is not None else {}
+    per_layer = tokens.geometry(layer_twonn) if tokens is not None else {}
     compared = {}
     if pretrained is not None:
         if pretrained.layers is None and tokens is not None:  # epoch 0: this is the pretrained model
@@ -372,7 +376,8 @@ def finetune(
                 reg.reference = reference  # the next epoch's Σ_S: this model's
         t = time.perf_counter()
         note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
-        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device, pretrained)}
+        twonn_now = s.layer_twonn == "every-epoch" or epoch in (0, s.epochs)
+        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device, pretrained, twonn_now)}
         if log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
             row["pull"] = pull_at(encoder, head, reg, train, s, device)
         if validation is not None:
