@@ -28,14 +28,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=10, help="updates per timed run (default 10)")
     parser.add_argument("--repeats", type=int, default=6, help="alternating repeats of each variant (default 6)")
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    from paper_case import TINY_SENTENCES, add_tiny, polarity_minilm
 
-    from paper_case import polarity_minilm
+    add_tiny(parser)
+    args = parser.parse_args()
+    if args.tiny:
+        args.steps, args.repeats = 2, 1
 
     from isoflow.optimize import Settings, optimize
     from isoflow.records import run_provenance
 
-    task, emb = polarity_minilm(args.data_dir)
+    task, emb = polarity_minilm(args.data_dir, TINY_SENTENCES if args.tiny else None)
 
     variants = {
         "plain (lambda 0)": dict(istar_lambda=0.0),
@@ -53,7 +56,8 @@ def main() -> int:
     median = {name: statistics.median(t) for name, t in times.items()}
     base = median["plain (lambda 0)"]
     result = {
-        "case": "polarity x minilm (10,662 x 384, 2 labels), one update = forward, backward, Adam, silhouette, "
+        "case": f"polarity x minilm ({emb.shape[0]:,} x {emb.shape[1]}, 2 labels), one update = forward, backward, "
+        "Adam, silhouette, "
         "IsoScore, IsoScore*",
         "seconds_per_update_median": median,
         "seconds_per_update_all": times,

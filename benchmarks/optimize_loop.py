@@ -57,14 +57,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20, help="updates timed for isoflow (default 20)")
     parser.add_argument("--ref-steps", type=int, default=5, help="updates timed for the reference (default 5)")
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    from paper_case import TINY_SENTENCES, add_tiny, polarity_minilm
 
-    from paper_case import polarity_minilm
+    add_tiny(parser)
+    args = parser.parse_args()
+    if args.tiny:
+        args.steps, args.ref_steps = 2, 1
 
     from isoflow.optimize import Settings, optimize
     from isoflow.records import run_provenance
 
-    task, emb = polarity_minilm(args.data_dir)
+    task, emb = polarity_minilm(args.data_dir, TINY_SENTENCES if args.tiny else None)
     y = np.searchsorted(np.asarray(task.label_names), task.examples["label"].to_numpy())
 
     optimize(task, emb, Settings("polarity", "minilm", 0, 2), progress=False)  # warm-up
@@ -76,7 +79,7 @@ def main() -> int:
     diff_sil = abs(ref_values[0][0] - traj.records["silhouette"][1])
     diff_iso = abs(ref_values[0][1] - traj.records["isoscore"][1])
     result = {
-        "case": "polarity x minilm (10,662 x 384, 2 labels)",
+        "case": f"polarity x minilm ({emb.shape[0]:,} x {emb.shape[1]}, 2 labels)",
         "isoflow_seconds_per_update": ours,
         "reference_seconds_per_update": ref,
         "speedup": ref / ours,

@@ -5,6 +5,7 @@ GPU it once hung there)."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -121,3 +122,36 @@ def test_section_budgets_sum_each_kind_of_run_record(tmp_path):
         "runs": 0,
         "note": "its records keep no time",
     }
+
+
+@pytest.fixture(scope="module")
+def bench_data(tmp_path_factory) -> Path:
+    """One data folder for the benchmarks' tiny runs: polarity prepared and its 300 sentences encoded once."""
+    return tmp_path_factory.mktemp("bench-data")
+
+
+@pytest.mark.parametrize(
+    "script,keys",
+    [
+        ("optimize_loop", ("isoflow_seconds_per_update", "reference_seconds_per_update", "abs_diff_after_update_1")),
+        ("istar_penalty", ("seconds_per_update_median", "overhead_vs_plain")),
+    ],
+)
+def test_a_benchmark_on_the_papers_case_runs_end_to_end_on_a_tiny_one(
+    script, keys, tmp_path, bench_data, monkeypatch, shared_mirror
+):
+    """`--tiny`: the script as a reader runs it, on 300 polarity sentences (prepared through the mirror, encoded by
+    MiniLM): it writes its JSON whole, with the commit that made it; the values agree with the reference stack."""
+    import importlib
+    import json
+
+    monkeypatch.setenv("ISOFLOW_MIRROR", str(shared_mirror))
+    out = tmp_path / f"{script}.json"
+    argv = [f"{script}.py", "--tiny", "--data-dir", str(bench_data), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert importlib.import_module(script).main() == 0
+    written = json.loads(out.read_text())
+    assert all(k in written for k in keys) and written["provenance"]["code"]
+    assert written["case"].startswith("polarity x minilm (300 x 384")
+    if script == "optimize_loop":
+        assert max(written["abs_diff_after_update_1"].values()) < 1e-4
