@@ -33,7 +33,14 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=8, help="training steps per timed run (default 8)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/finetune[-cuda].json)")
+    from paper_case import add_tiny
+
+    add_tiny(parser)
     args = parser.parse_args()
+    if args.tiny:
+        args.steps, args.repeats = 1, 1
+    sample = 64 if args.tiny else None  # sentences for Σ_S and the held-out encoding (else 512 and 1,024)
 
     from isoflow.datasets import prepare, read_task, task_dir
     from isoflow.finetune.data import examples_of
@@ -61,7 +68,7 @@ def main() -> int:
                 [encoder(encoder.tokenize(texts[i : i + size], None, device))[0] for i in range(0, len(texts), size)]
             )
 
-    reference = pooled(ex.a[:512]).double()
+    reference = pooled(ex.a[: sample or 512]).double()
 
     def train_steps(points: str | None) -> float:
         istar = IStarLoss.from_points(1.0, 0.2, reference) if points else None
@@ -94,8 +101,8 @@ def main() -> int:
             times[name].append(train_steps(variants[name]))
     per_step = {name: statistics.median(t) for name, t in times.items()}
     t = time.perf_counter()
-    pooled(ex.a[:1024])
-    eval_rate = 1024 / (time.perf_counter() - t)
+    pooled(ex.a[: sample or 1024])
+    eval_rate = (sample or 1024) / (time.perf_counter() - t)
     plain = per_step["plain (lambda 0)"]
     steps_paper = sum(math.ceil(0.9 * n / batch) for n in PAPER_TRAIN.values()) * PAPER_RUNS_PER_TASK * PAPER_EPOCHS
     result = {
@@ -127,7 +134,7 @@ def main() -> int:
     )
     from paper_case import write_result
 
-    write_result(RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json"), result)
+    write_result(args.out or RESULTS / ("finetune-cuda.json" if device.type == "cuda" else "finetune.json"), result)
     return 0
 
 
