@@ -21,6 +21,13 @@ import torch
 OUT = Path(__file__).parent / "results" / "layers.json"
 
 
+def tiny_settings():
+    """--tiny: 300 tokens, LID on 20 neighbours, K up to 3: every stage of the analysis, in seconds."""
+    from isoflow.layers import LayerSettings
+
+    return LayerSettings(max_tokens=300, k_lid=20, k_max=3)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="minilm")
@@ -29,6 +36,9 @@ def main() -> int:
     parser.add_argument("--data-dir", default="data")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=OUT)
+    from paper_case import add_tiny
+
+    add_tiny(parser)
     args = parser.parse_args()
 
     from isoflow.layers import LayerSettings, run_layers
@@ -40,7 +50,7 @@ def main() -> int:
         out = run_layers(
             args.model,
             args.corpus,
-            settings=LayerSettings(max_tokens=args.max_tokens),
+            settings=tiny_settings() if args.tiny else LayerSettings(max_tokens=args.max_tokens),
             out=Path(tmp) / "layers",
             data_dir=args.data_dir,
             device=args.device,

@@ -26,6 +26,8 @@ OUT = Path(__file__).parent / "results" / "layers-budget.json"
 
 
 def budget(model: str, args) -> dict:
+    from layers import tiny_settings  # benchmarks/layers.py: the same tiny case
+
     from isoflow import corpora
     from isoflow.datasets import raw_cache
     from isoflow.layers import LayerSettings, layer_metrics
@@ -33,7 +35,7 @@ def budget(model: str, args) -> dict:
     from isoflow.layers.store import LayerStore
     from isoflow.models.resolve import resolve_model
 
-    settings = LayerSettings(max_tokens=args.max_tokens)
+    settings = tiny_settings() if args.tiny else LayerSettings(max_tokens=args.max_tokens)
     cache = raw_cache(args.data_dir, None)
     seconds = {}
     t = time.perf_counter()
@@ -82,6 +84,9 @@ def main() -> int:
     parser.add_argument("--mirror", default=os.environ.get("ISOFLOW_MIRROR"))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=OUT)
+    from paper_case import add_tiny
+
+    add_tiny(parser)
     args = parser.parse_args()
     from isoflow.records import run_provenance
 
@@ -103,9 +108,9 @@ def main() -> int:
             "device": args.device,
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    from paper_case import write_result
+
+    write_result(args.out, result)
     return 0
 
 

@@ -156,3 +156,24 @@ def test_a_benchmark_on_the_papers_case_runs_end_to_end_on_a_tiny_one(
     assert script == "finetune" or written["case"].startswith("polarity x minilm (300 x 384")
     if script == "optimize_loop":
         assert max(written["abs_diff_after_update_1"].values()) < 1e-4
+
+
+@pytest.mark.parametrize("script", ["layers", "layers_budget"])
+def test_the_layer_benchmarks_run_end_to_end_on_a_tiny_corpus_sample(script, tmp_path, bench_data, monkeypatch,
+                                                                       shared_mirror):  # fmt: skip
+    """`--tiny`: MiniLM over 300 tokens of Brown (through the mirror), every stage of the analysis or of its budget."""
+    import importlib
+    import json
+
+    monkeypatch.setenv("ISOFLOW_MIRROR", str(shared_mirror))
+    out = tmp_path / f"{script}.json"
+    argv = [f"{script}.py", "--tiny", "--model", "minilm", "--data-dir", str(bench_data), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
+    assert importlib.import_module(script).main() == 0
+    written = json.loads(out.read_text())
+    assert written["provenance"]["code"]
+    if script == "layers":
+        assert written["case"].startswith("minilm x brown") and written["total_seconds"] > 0
+    else:
+        (run,) = written["runs"]
+        assert run["model"] == "minilm" and run["states"] == 7 and run["seconds"]["one_layer"] > 0
