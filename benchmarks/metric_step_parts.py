@@ -12,6 +12,7 @@ Run: ``python benchmarks/metric_step_parts.py`` (about a minute).
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import os
@@ -46,17 +47,22 @@ def median_of(fn, reps: int = 5) -> float:
     return float(np.median(times))
 
 
-def paper_size_data() -> tuple[np.ndarray, np.ndarray, object]:
+def paper_size_data(n: int = N) -> tuple[np.ndarray, np.ndarray, object]:
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((N, D)).astype(np.float32)
-    codes = rng.integers(0, K, N)
-    return X, codes, encode_labels(torch.from_numpy(codes), N)
+    X = rng.standard_normal((n, D)).astype(np.float32)
+    codes = rng.integers(0, K, n)
+    return X, codes, encode_labels(torch.from_numpy(codes), n)
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="JSON output")
+    parser.add_argument("--tiny", action="store_true", help=f"{2 * BLOCK} points (two blocks): the script in seconds")
+    args = parser.parse_args()
+    n = 2 * BLOCK if args.tiny else N
     sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
     rng = np.random.default_rng(1)
-    X, codes, clusters = paper_size_data()
+    X, codes, clusters = paper_size_data(n)
     xt = torch.from_numpy(X)
     left, right = sil._augmented_numpy(X)
     buf = np.empty((BLOCK, BLOCK), dtype=np.float32)
@@ -115,7 +121,7 @@ def main() -> int:
             seconds[name] = float(np.median([block_sums(k, gemv)() for _ in range(16)][1:]))
             print(f"{name:56s} {1000 * seconds[name]:8.3f} ms", flush=True)
     result = {
-        "case": f"{N:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5 "
+        "case": f"{n:,} x {D} float32, {K} clusters, blocks of {BLOCK}; ISOFLOW_CPU_GEMM=numpy; median of 5 "
         "(block sums: one block, median of 15)",
         "seconds": seconds,
         "provenance": run_provenance(),  # the commit and versions that made these numbers
@@ -127,9 +133,9 @@ def main() -> int:
             "torch_threads": torch.get_num_threads(),
         },
     }
-    with atomic_file(OUT) as tmp:
+    with atomic_file(args.out) as tmp:
         tmp.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {OUT}")
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -10,6 +10,7 @@ Run: ``python benchmarks/silhouette_paths.py`` (about a minute on 2 cores).
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import json
 import platform
@@ -25,6 +26,7 @@ from isoflow.records import run_provenance
 OUT = Path(__file__).parent / "results" / "silhouette_paths.json"
 SIZES = [(2_275, 50), (8_000, 384)]  # supersense x GloVe-50d; a GLUE-sized MiniLM table
 KS = [2, 16, 64, 128, 256, 821]
+TINY_SIZES, TINY_KS = [(300, 16)], [2, 16]  # --tiny: a smoke run of the script, both paths timed
 
 
 def best_of(fn, reps: int = 3) -> float:
@@ -38,14 +40,19 @@ def best_of(fn, reps: int = 3) -> float:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="JSON output")
+    parser.add_argument("--tiny", action="store_true", help="300 points, 2 and 16 clusters: the script in seconds")
+    args = parser.parse_args()
+    sizes, ks = (TINY_SIZES, TINY_KS) if args.tiny else (SIZES, KS)
     sil = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function of that name
     threshold = sil.SCATTER_ABOVE_K
     torch.manual_seed(0)
     rows = []
     try:
-        for n, d in SIZES:
+        for n, d in sizes:
             X = torch.randn(n, d)
-            for k in KS:
+            for k in ks:
                 y = torch.randint(0, k, (n,))
                 row = {"n": n, "d": d, "k": k}
                 for path, forced in (("gemm", 10**9), ("scatter", 0)):
@@ -70,9 +77,9 @@ def main() -> int:
         "torch_threads": torch.get_num_threads(),
         "scatter_above_k": threshold,
     }
-    with atomic_file(OUT) as tmp:
+    with atomic_file(args.out) as tmp:
         tmp.write_text(json.dumps({"provenance": provenance, "environment": env, "results": rows}, indent=2) + "\n")
-    print(f"wrote {OUT}")
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -177,3 +177,21 @@ def test_the_layer_benchmarks_run_end_to_end_on_a_tiny_corpus_sample(script, tmp
     else:
         (run,) = written["runs"]
         assert run["model"] == "minilm" and run["states"] == 7 and run["seconds"]["one_layer"] > 0
+
+
+@pytest.mark.parametrize(
+    "script,count",
+    [("silhouette_paths.py", "results"), ("metric_step_parts.py", "seconds")],
+)
+def test_the_metric_path_benchmarks_run_end_to_end_on_a_tiny_case(script, count, tmp_path):
+    """`--tiny`, in a process of its own (metric_step_parts forces NumPy's BLAS for the whole process it runs in)."""
+    import json
+
+    from conftest import sh
+
+    out = tmp_path / "out.json"
+    sh([sys.executable, str(ROOT / "benchmarks" / script), "--tiny", "--out", str(out)], tmp_path, timeout=600)
+    written = json.loads(out.read_text())
+    assert written[count] and written["provenance"]["code"]
+    if script == "silhouette_paths.py":
+        assert all(r["abs_diff"] < 1e-5 for r in written["results"])
