@@ -25,7 +25,7 @@ from pathlib import Path
 from unittest import mock
 
 import torch
-from metrics import CASES, make_data  # benchmarks/metrics.py: the same cases and data
+from metrics import CASES, TINY_CASE, make_data  # benchmarks/metrics.py: the same cases and data
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from isoflow.atomic import atomic_file
@@ -111,9 +111,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="JSON output")
     parser.add_argument("--device", default="cpu", help="where the step runs (the counts are the same anywhere)")
+    parser.add_argument("--tiny", action="store_true", help=f"the {TINY_CASE['n']}-point case only: in seconds")
     args = parser.parse_args()
     rows = []
-    for case in CASES:
+    for case in [TINY_CASE] if args.tiny else CASES:
         counts = case_counts(case["n"], case["d"], case["k"], args.device)
         rows.append({**case, "dtype": "float32", **counts})
         print(

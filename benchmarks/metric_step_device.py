@@ -24,7 +24,7 @@ from unittest import mock
 
 import torch
 from launches import case_data, count, square_blocks  # the operations a step dispatches, the same data
-from metrics import CASES, _sync, _time
+from metrics import CASES, TINY_CASE, _sync, _time
 
 from isoflow.atomic import atomic_file
 from isoflow.metrics import device_policy
@@ -96,7 +96,10 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=25, help="timed repetitions of each (median)")
     parser.add_argument("--case", choices=[c["name"] for c in STEP_CASES], help="this case only (default: every case)")
     parser.add_argument("--out", type=Path, help="JSON output (default benchmarks/results/metric-step-<device>.json)")
+    parser.add_argument("--tiny", action="store_true", help=f"the {TINY_CASE['n']}-point case, 2 repetitions")
     args = parser.parse_args()
+    cases = [TINY_CASE] if args.tiny else STEP_CASES
+    args.reps = 2 if args.tiny else args.reps
     device = torch.device(args.device)
     out = args.out or RESULTS / f"metric-step-{device.type}.json"
     env = {
@@ -109,7 +112,7 @@ def main() -> int:
         **device_policy.describe(device),
     }
     rows = []
-    for case in STEP_CASES:
+    for case in cases:
         if args.case not in (None, case["name"]):
             continue
         row = case_result(case, device, args.reps, SPLITS if case["name"] == CASES[0]["name"] else ())

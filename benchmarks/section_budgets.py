@@ -10,6 +10,7 @@ Run: ``python benchmarks/section_budgets.py`` (seconds; it reads JSON only). A s
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
@@ -82,8 +83,11 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help="where <out>.json and <out>.md go")
+    out = parser.parse_args().out
     rows = [publication_budget(f) for f in sorted(PUBLISHED.iterdir()) if (f / "runs").is_dir()]
-    OUT.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
+    out.with_suffix(".json").write_text(json.dumps(rows, indent=2) + "\n")
     header = (
         "# What each publication cost, from its run records\n\n"
         "Written by `python benchmarks/section_budgets.py` from `docs/results/*/runs` (each run's own record of its\n"
@@ -91,7 +95,7 @@ def main() -> int:
         "[docs/performance.md](../../docs/performance.md) and `metrics-cuda.json`.\n\n"
     )
     table = markdown(rows)
-    OUT.with_suffix(".md").write_text(header + table)
+    out.with_suffix(".md").write_text(header + table)
     sys.stdout.write(table)
     return 0
 

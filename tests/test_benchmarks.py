@@ -195,3 +195,28 @@ def test_the_metric_path_benchmarks_run_end_to_end_on_a_tiny_case(script, count,
     assert written[count] and written["provenance"]["code"]
     if script == "silhouette_paths.py":
         assert all(r["abs_diff"] < 1e-5 for r in written["results"])
+
+
+@pytest.mark.parametrize(
+    "script,args",
+    [
+        ("launches.py", ["--tiny"]),
+        ("metric_step_device.py", ["--tiny", "--device", "cpu"]),
+        ("section_budgets.py", []),
+    ],
+)
+def test_the_remaining_benchmarks_run_end_to_end(script, args, tmp_path):
+    """Every other benchmark script as a reader runs it, writing under tmp_path (section_budgets reads the committed
+    publications' run records)."""
+    import json
+
+    from conftest import sh
+
+    out = tmp_path / ("budgets" if script == "section_budgets.py" else "out.json")
+    sh([sys.executable, str(ROOT / "benchmarks" / script), *args, "--out", str(out)], tmp_path, timeout=600)
+    written = json.loads(out.with_suffix(".json").read_text())
+    if script == "section_budgets.py":
+        assert len(written) >= 10 and out.with_suffix(".md").read_text().startswith("# What each publication cost")
+    else:
+        (row,) = written["results"]
+        assert row["name"] == "tiny" and written["provenance"]["code"]
