@@ -5,6 +5,8 @@
 #                                          # as wheels in .whl/ (ignored by git), for its Python 3.12
 #   bash benchmarks/gpu_check.sh           # there, through the device tool: run(command="bash benchmarks/gpu_check.sh",
 #                                          # carry=[".whl"], timeout_s=600)
+#   OUT=/tmp/x bash benchmarks/gpu_check.sh dry   # here, on the CPU: every step on a tiny case, saying what it skipped
+#                                                 # (the test suite runs it, so a lent GPU never meets a broken script)
 #
 # There it writes under $OUT: gpu.txt (the GPU, driver, versions), tests.log (the CUDA metric and device tests),
 # metric-step-cuda.json and .log (benchmarks/metric_step_device.py: the step against one X·Xᵀ, strips against square
@@ -21,6 +23,12 @@ if [[ "${1:-}" == prepare ]]; then
 fi
 
 : "${OUT:?run on the device machine, where \$OUT is set (or set it to a folder for a dry run)}"
+DEVICE=cuda TINY=() STEP_TIMEOUT=100 METRICS_TIMEOUT=330
+if [[ "${1:-}" == dry ]]; then
+    DEVICE=cpu TINY=(--tiny) STEP_TIMEOUT=300 METRICS_TIMEOUT=300
+    echo "dry run on the CPU: skipped (GPU only): nvidia-smi, the CUDA parametrisations of the tests; the benchmarks" \
+        "run on their tiny case with --device cpu" | tee "$OUT/skipped.txt"
+fi
 if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
         || exit 1
@@ -28,12 +36,12 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
 {
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+    [[ $DEVICE == cuda ]] && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     python3 -c "import torch, sklearn; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sklearn', sklearn.__version__)"
 } 2>&1 | tee "$OUT/gpu.txt"
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_silhouette.py tests/test_isotropy.py \
     tests/test_clusters.py tests/test_device_policy.py -k "cuda or device or gpu" 2>&1 | tail -5 | tee "$OUT/tests.log"
-timeout 100 python3 benchmarks/metric_step_device.py --device cuda --out "$OUT/metric-step-cuda.json" 2>&1 \
-    | tee "$OUT/metric-step-cuda.log"
-timeout 330 python3 benchmarks/metrics.py --device cuda --runs 1 --out "$OUT/metrics-cuda.json" 2>&1 | tail -14 \
-    | tee "$OUT/metrics-cuda.log"
+timeout $STEP_TIMEOUT python3 benchmarks/metric_step_device.py --device $DEVICE "${TINY[@]}" \
+    --out "$OUT/metric-step-$DEVICE.json" 2>&1 | tee "$OUT/metric-step-$DEVICE.log"
+timeout $METRICS_TIMEOUT python3 benchmarks/metrics.py --device $DEVICE --runs 1 "${TINY[@]}" \
+    --out "$OUT/metrics-$DEVICE.json" 2>&1 | tail -14 | tee "$OUT/metrics-$DEVICE.log"

@@ -220,3 +220,18 @@ def test_the_remaining_benchmarks_run_end_to_end(script, args, tmp_path):
     else:
         (row,) = written["results"]
         assert row["name"] == "tiny" and written["provenance"]["code"]
+
+
+def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
+    """`gpu_check.sh dry`: every step of the prepared device check on the CPU and a tiny case, saying what it
+    skipped; both benchmarks' JSON written (a broken script is found here, not on a lent GPU's minutes). Over 60 s on
+    2 cores: the check's own selection of device tests runs in it, as it would on the GPU."""
+    import json
+
+    from conftest import sh
+
+    sh(["bash", "benchmarks/gpu_check.sh", "dry"], ROOT, env={"OUT": str(tmp_path)}, timeout=900)
+    assert "skipped (GPU only): nvidia-smi" in (tmp_path / "skipped.txt").read_text()
+    assert "passed" in (tmp_path / "tests.log").read_text()
+    for name in ("metric-step-cpu.json", "metrics-cpu.json"):
+        assert json.loads((tmp_path / name).read_text())["results"]
