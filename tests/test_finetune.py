@@ -260,9 +260,9 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
         used.append(self.reference)
         return original_forward(self, states, mask)
 
-    def evaluate(encoder, head, ex, s, reference, device, pretrained, layer_twonn):
+    def evaluate(encoder, head, ex, s, reference, device, *rest):
         evaluated.append(reference)
-        return original_evaluate(encoder, head, ex, s, reference, device, pretrained, layer_twonn)
+        return original_evaluate(encoder, head, ex, s, reference, device, *rest)
 
     pulled = []  # the pull measured after every Σ_S, with it (its penalty calls are not training steps)
     monkeypatch.setattr(train_module, "pull_at", lambda encoder, head, reg, *a: pulled.append(reg.reference) or 0.5)
@@ -422,6 +422,28 @@ def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_p
     twonn = np.array(df["layer_twonn"].tolist())
     assert np.isfinite(twonn[[0, 2]]).all() and np.isnan(twonn[1]).all()
     assert np.isfinite(np.array(df["layer_isoscore"].tolist())).all()
+
+
+def test_a_sweeps_runs_share_the_pretrained_pass_and_write_what_they_would_alone(
+    polarity_small, tmp_path, monkeypatch, tiny_bert
+):
+    """The first run of a sweep leaves the pretrained encoder's epoch-0 pass beside its runs (a progress file, not a
+    run); a run of another seed and λ reads it instead of passing over the held-out examples again, and writes
+    exactly what it writes alone; a run on other points makes its own."""
+    settings = dict(epochs=1, batch_size=25, max_heldout=20, shrinkage_points=1000, layer_geometry=True, cka_points=60)
+    passes = []
+    original = train_module._held_out_pass
+    monkeypatch.setattr(train_module, "_held_out_pass", lambda *a: passes.append(1) or original(*a))
+    polarity_run(polarity_small, tmp_path / "sweep", tiny_bert, 0, istar_lambda=0.0, **settings)
+    assert len(passes) == 2  # epoch 0 and epoch 1
+    runs = tmp_path / "sweep/finetune/runs/polarity-120/tiny-bert"
+    (kept,) = runs.glob(".pass-*.partial")
+    shared, _ = polarity_run(polarity_small, tmp_path / "sweep", tiny_bert, 1, istar_lambda=-1.0, **settings)
+    assert len(passes) == 3  # epoch 1 only: epoch 0 read from the shared pass
+    alone, _ = polarity_run(polarity_small, tmp_path / "alone", tiny_bert, 1, istar_lambda=-1.0, **settings)
+    pd.testing.assert_frame_equal(pd.read_parquet(shared), pd.read_parquet(alone), check_exact=True)
+    polarity_run(polarity_small, tmp_path / "sweep", tiny_bert, 0, istar_lambda=1.0, points="pooled", **settings)
+    assert len(list(runs.glob(".pass-*.partial"))) == 2 and kept.is_file()
 
 
 def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_never_stopped(

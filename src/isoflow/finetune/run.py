@@ -42,6 +42,26 @@ def finetune_path(
     return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
 
 
+# Settings that do not change the pretrained encoder's pass over the held-out and validation examples at epoch 0: runs
+# that differ only in these share it (one sweep's seeds, weights and regularisers on the same points).
+NOT_IN_THE_PASS = (
+    "seed", "reg", "istar_lambda", "cosreg_weight", "istar_pull", "lr", "epochs", "dropout", "weight_decay",
+    "batch_size", "shrinkage_points", "pull_batches", "layer_twonn", "k_lid",
+)  # fmt: skip
+
+
+def shared_pass_path(out: Path, identity: dict) -> Path:
+    """``<runs>/<task>/<model>/.pass-<digest>.partial``: where a run finds, or leaves, the pretrained encoder's pass
+    at epoch 0 for the other runs of its sweep (named as progress, so that saving and publishing runs leave it)."""
+    import hashlib
+
+    from ..atomic import IN_PROGRESS
+
+    kept = {**identity, "settings": {k: v for k, v in identity["settings"].items() if k not in NOT_IN_THE_PASS}}
+    digest = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return Path(out).parent.parent / f".pass-{digest}{IN_PROGRESS}"
+
+
 def prepared_task(task: str, data_dir, task_path=None) -> Path:
     """The folder of a prepared task (``task_path``, else ``<data_dir>/tasks/<task>``); an unknown name is refused."""
     tpath = Path(task_path or task_dir(task, data_dir))
@@ -136,6 +156,7 @@ def run_finetune(
         data.train,
         data.heldout,
         trained,
+        shared_pass=shared_pass_path(out, identity),
         device=dev,
         progress=progress,
         callback=callback,

@@ -29,6 +29,7 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -42,6 +43,7 @@ from ..metrics import (
     isoscore,
     isoscore_of_covariance,
     lid_mle,
+    linear_cka,
     sample_rows,
     silhouette_tensor,
     twonn,
@@ -216,6 +218,48 @@ class LayerTokens:
         }
 
 
+def _held_out_pass(encoder, head, ex: Examples, s: FinetuneSettings, device, shared: dict | None):
+    """One pass of the encoder and head over the held-out examples: (pooled outputs, logits, the penalty points'
+    covariance, their unit vectors' sum and count, the layers' tokens or None). With ``shared``: the batches' pooled
+    outputs kept there."""
+    pooled_parts, logit_parts = [], []
+    running = RunningCovariance()
+    unit_sum, n_points = None, 0
+    tokens = LayerTokens(encoder.tokenizer, s.sample_cap, device) if s.layer_geometry else None
+    with _Eval(encoder, head):
+        for i in range(0, len(ex), s.eval_batch_size):
+            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
+            inputs = encoder.tokenize(a, b, device)
+            pooled, states, mask = encoder(inputs, hidden_states=s.points != "pooled" or tokens is not None)
+            if tokens is not None:  # the per-layer geometry from this pass, not a second one
+                tokens.add(states, mask, inputs["input_ids"])
+            points = penalty_points(s.points, pooled, states, mask).double()
+            running.update(points)
+            u = torch.nn.functional.normalize(points, dim=1).sum(dim=0)
+            unit_sum = u if unit_sum is None else unit_sum + u
+            n_points += points.shape[0]
+            pooled_parts.append(pooled.float())
+            logit_parts.append(head(pooled).float())
+    if shared is not None:
+        shared["pooled"] = [p.cpu() for p in pooled_parts]
+    return torch.cat(pooled_parts), torch.cat(logit_parts), running.covariance(), unit_sum, n_points, tokens
+
+
+def _load_shared(path: Path) -> dict:
+    """A sweep's shared pass of the pretrained encoder (:func:`evaluate`), or an empty dict to fill."""
+    if not path.is_file():
+        return {}
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
+def _save_shared(path: Path, shared: dict) -> None:
+    from ..atomic import atomic_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(path) as tmp:
+        torch.save(shared, tmp)
+
+
 @dataclass
 class Pretrained:
     """What the later evaluations compare with, taken at epoch 0: Σ_S of the pretrained model's training points (the
@@ -235,44 +279,45 @@ def evaluate(
     device,
     pretrained: Pretrained | None = None,
     layer_twonn: bool = True,
+    shared: dict | None = None,
 ) -> dict:
     """Held-out measurements of the current encoder and head (see the module docstring). With ``pretrained`` filled
     (every epoch after 0): IsoScore* against the pretrained Σ_S and, with layer geometry, CKA to the pretrained model;
-    at epoch 0 (``pretrained`` empty) it is filled from this evaluation."""
-    pooled_parts, logit_parts = [], []
-    running = RunningCovariance()
-    unit_sum, n_points = None, 0
-    tokens = LayerTokens(encoder.tokenizer, s.sample_cap, device) if s.layer_geometry else None
-    with _Eval(encoder, head):
-        for i in range(0, len(ex), s.eval_batch_size):
-            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
-            inputs = encoder.tokenize(a, b, device)
-            pooled, states, mask = encoder(inputs, hidden_states=s.points != "pooled" or tokens is not None)
-            if tokens is not None:  # the per-layer geometry from this pass, not a second one
-                tokens.add(states, mask, inputs["input_ids"])
-            points = penalty_points(s.points, pooled, states, mask).double()
-            running.update(points)
-            u = torch.nn.functional.normalize(points, dim=1).sum(dim=0)
-            unit_sum = u if unit_sum is None else unit_sum + u
-            n_points += points.shape[0]
-            pooled_parts.append(pooled.float())
-            logit_parts.append(head(pooled).float())
-    reps, logits = torch.cat(pooled_parts), torch.cat(logit_parts)
+    at epoch 0 (``pretrained`` empty) it is filled from this evaluation. ``shared`` (epoch 0 only): the parts of the
+    evaluation no seed changes — the encoder's pass over the held-out examples, its penalty points' statistics, every
+    layer's geometry — filled by the first run of a sweep and read by the others (:class:`PretrainedPass`); the head's
+    predictions and everything the seed touches are computed here either way, batch by batch as without it."""
+    if shared is not None and shared.get("pooled"):  # the pretrained encoder's pass, made by another seed's run
+        with _Eval(encoder, head):
+            logits = torch.cat([head(p.to(device)).float() for p in shared["pooled"]])  # batch by batch, as below
+        reps = torch.cat(shared["pooled"]).to(device)
+        C, unit_sum, n_points = shared["C"].to(device), shared["unit_sum"].to(device), shared["n_points"]
+        per_layer = {k: list(v) for k, v in shared["per_layer"].items()}
+        tokens = None
+        if pretrained is not None and pretrained.layers is None and shared.get("layers") is not None:
+            pretrained.layers = shared["layers"]
+    else:
+        reps, logits, C, unit_sum, n_points, tokens = _held_out_pass(encoder, head, ex, s, device, shared)
+        per_layer = tokens.geometry(layer_twonn) if tokens is not None else {}
+        if shared is not None:  # for the runs of the other seeds: everything here that no seed changes
+            shared.update(C=C.cpu(), unit_sum=unit_sum.cpu(), n_points=n_points, per_layer=per_layer)
     y = torch.as_tensor(ex.y, device=device)
     pred = logits.argmax(dim=1).cpu().numpy()
     name, value = _task_metric(s.task, ex.y, pred)
-    C = running.covariance()
     pick = sample_rows(reps.shape[0], s.sample_cap, s.seed, device)
     r, labels = (reps, y) if pick is None else (reps[pick], y[pick])
-    per_layer = tokens.geometry(layer_twonn) if tokens is not None else {}
     compared = {}
     if pretrained is not None:
         if pretrained.layers is None and tokens is not None:  # epoch 0: this is the pretrained model
             pretrained.layers = [x.clone() for x in tokens.points(s.cka_points)]
+            if shared is not None:
+                shared["layers"] = pretrained.layers
         if pretrained.reference is None:
             pretrained.reference = reference
         if tokens is not None:
             per_layer.update(tokens.similarity_to(pretrained.layers))
+        elif "layer_isoscore" in per_layer:  # epoch 0 from the shared pass: the pretrained model against itself
+            per_layer["layer_cka_pretrained"] = [linear_cka(x, x) for x in pretrained.layers]
         if s.zeta and pretrained.reference is not None:
             compared["isoscore_star_pretrained"] = float(isoscore_of_covariance(C, pretrained.reference, s.zeta))
     distinct = distinct_points(r, warn=False)  # intrinsic dimension of the distinct outputs (k bounded by them)
@@ -298,13 +343,23 @@ def evaluate(
     }
 
 
-def validate(encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, device) -> dict:
-    """The validation split's loss, accuracy and the task's metric (what model selection reads)."""
+def validate(
+    encoder: SentenceEncoder, head: ClassificationHead, ex: Examples, s: FinetuneSettings, device, shared=None
+) -> dict:
+    """The validation split's loss, accuracy and the task's metric (what model selection reads). ``shared`` (epoch 0):
+    the encoder's pooled outputs, batch by batch, read when there and kept when not."""
     logits = []
     with _Eval(encoder, head):
-        for i in range(0, len(ex), s.eval_batch_size):
-            a, b = _texts(ex, range(i, min(i + s.eval_batch_size, len(ex))))
-            logits.append(head(encoder(encoder.tokenize(a, b, device))[0]).float())
+        if shared is not None and shared.get("validation_pooled"):
+            logits = [head(p.to(device)).float() for p in shared["validation_pooled"]]
+        else:
+            pooled = [
+                encoder(encoder.tokenize(*_texts(ex, range(i, min(i + s.eval_batch_size, len(ex)))), device))[0]
+                for i in range(0, len(ex), s.eval_batch_size)
+            ]
+            logits = [head(p).float() for p in pooled]
+            if shared is not None:
+                shared["validation_pooled"] = [p.cpu() for p in pooled]
     logits = torch.cat(logits)
     pred = logits.argmax(dim=1).cpu().numpy()
     loss = torch.nn.functional.cross_entropy(logits, torch.as_tensor(ex.y, device=logits.device))
@@ -326,13 +381,17 @@ def finetune(
     callback=None,
     validation: Examples | None = None,
     checkpoint: Checkpoint | None = None,
+    shared_pass: Path | None = None,
 ) -> FinetuneResult:
     """Train, measuring before training and after every epoch (on ``validation`` too, when given). A NaN stops the run
     at its epoch; the result then says ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called
     after every step (tests use it). Unless ``progress`` is False, a line before every Σ_S estimate and every
     evaluation says what runs (they take minutes on a large model). With a ``checkpoint``, the state after every
     measured epoch but the last is saved there, and a run stopped before its end resumes from it
-    (:mod:`.checkpoint`); removing the file once the records are written is the caller's."""
+    (:mod:`.checkpoint`); removing the file once the records are written is the caller's. With ``shared_pass`` (a
+    file for the runs of one sweep that differ only in seed and regulariser), the pretrained encoder's pass over the
+    held-out and validation examples at epoch 0 is read from it, or made and written there for the others
+    (:func:`evaluate`); the numbers are the same either way."""
     import sys
 
     note = (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -377,13 +436,22 @@ def finetune(
         t = time.perf_counter()
         note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
         twonn_now = s.layer_twonn == "every-epoch" or epoch in (0, s.epochs)
-        row = {"epoch": epoch, **evaluate(encoder, head, heldout, s, reference, device, pretrained, twonn_now)}
+        shared = _load_shared(shared_pass) if epoch == 0 and shared_pass is not None else None
+        made_here = shared is not None and not shared
+        if shared is not None:
+            note(f"{label}: epoch 0, the pretrained model's pass " + ("made here" if made_here else "shared"))
+        row = {
+            "epoch": epoch,
+            **evaluate(encoder, head, heldout, s, reference, device, pretrained, twonn_now, shared),
+        }
         if log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
             row["pull"] = pull_at(encoder, head, reg, train, s, device)
         if validation is not None:
             note(f"{label}: epoch {epoch}, validating on {len(validation)} examples")
-            row.update(validate(encoder, head, validation, s, device))
+            row.update(validate(encoder, head, validation, s, device, shared))
             timing["eval_sentences"] += len(validation)
+        if made_here:
+            _save_shared(shared_pass, shared)
         epochs.append(row)
         timing["eval_seconds"] += time.perf_counter() - t
         timing["eval_sentences"] += len(heldout)
