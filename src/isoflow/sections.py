@@ -108,7 +108,9 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
     from .finetune.controls import BASELINE_FILE, GRADIENTS_FILE
 
-    runs = [*(folder / "runs").rglob("seed*.json"), *(folder / "runs").rglob(BASELINE_FILE)]
+    # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
+    sweep = [p for p in (folder / "runs").rglob("seed*.json") if "lr-selection" not in p.parts]
+    runs = [*sweep, *(folder / "runs").rglob(BASELINE_FILE)]
     runs += (folder / "runs").rglob(GRADIENTS_FILE)
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
