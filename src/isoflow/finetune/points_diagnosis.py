@@ -39,12 +39,11 @@ RULE = (
 )
 
 
-def _norm(grads) -> float:
-    return float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
-
-
 def gradient_norm(value: torch.Tensor, params) -> float:
-    """‖∇ value‖ w.r.t. ``params`` (float64 sum of squares), the graph kept for the next gradient."""
+    """‖∇ value‖ w.r.t. ``params`` (float64 sum of squares: the gradient diagnosis' norm), the graph kept for the next
+    gradient."""
+    from .diagnosis import _norm
+
     return _norm(torch.autograd.grad(value, params, retain_graph=True, allow_unused=True))
 
 
