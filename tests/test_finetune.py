@@ -417,6 +417,8 @@ def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_p
     assert last["isoscore_star_pretrained"] != pytest.approx(last["isoscore_star"], rel=1e-6)
     assert list(first["layer_cka_pretrained"]) == pytest.approx([1.0] * 3, abs=1e-9)  # embeddings + 2 layers
     assert all(0 < c < 0.9999 for c in last["layer_cka_pretrained"][1:])
+    # BERT's first position is [CLS], a special token the layers leave out: past the first position is every token
+    assert list(last["layer_cka_pretrained_past_first"]) == list(last["layer_cka_pretrained"])
     assert (df["pull"] > 0).all() and len(df) == 3
     # every layer's TwoNN before training and after the last epoch only; IsoScore every epoch
     twonn = np.array(df["layer_twonn"].tolist())
@@ -901,3 +903,29 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
     assert ax.get_title() == "glue/sst2 x smollm2-135m"
     dots = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 2])
     assert dots.tolist() == [[0.0, 0.0], [1.0, 0.009]] and ax.get_ylim()[0] < 0.0 < 0.009 < ax.get_ylim()[1]
+
+
+def test_layer_tokens_know_which_follow_their_sequences_first_position():
+    """A causal LM's first position (no [CLS] before it) is kept as a token but marked, so CKA can be taken without
+    the attention sink; right and left padding alike; CKA past the first position is CKA of those rows alone."""
+    from types import SimpleNamespace
+
+    from isoflow.finetune.train import LayerTokens, cka_to_pretrained
+    from isoflow.metrics import linear_cka
+
+    tokenizer = SimpleNamespace(all_special_ids=[0], unk_token_id=None)  # 0: padding
+    ids = torch.tensor([[5, 6, 7, 0], [0, 8, 9, 4]])
+    mask = (ids != 0).long()
+    g = torch.Generator().manual_seed(0)
+    states = [torch.randn(2, 4, 3, generator=g) for _ in range(2)]
+    tokens = LayerTokens(tokenizer, cap=10, device="cpu")
+    tokens.add(states, mask, ids)
+    assert tokens.past_first(10).tolist() == [False, True, True, False, True, True]
+    assert tokens.past_first(4).tolist() == [False, True, True, False]
+    before = tokens.points()
+    after = [x + torch.randn(x.shape, generator=g) for x in before]
+    keep = tokens.past_first(6)
+    got = cka_to_pretrained(before, after, keep)
+    assert got["layer_cka_pretrained"] == [linear_cka(b, a) for b, a in zip(before, after)]
+    assert got["layer_cka_pretrained_past_first"] == [linear_cka(b[keep], a[keep]) for b, a in zip(before, after)]
+    assert got["layer_cka_pretrained_past_first"] != got["layer_cka_pretrained"]

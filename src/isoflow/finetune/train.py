@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..istar import CosineRegLoss, IStarLoss, RunningCovariance
+from ..istar import CosineRegLoss, IStarLoss, RunningCovariance, first_positions_dropped
 from ..metrics import (
     cosine_anisotropy,
     distinct_points,
@@ -152,6 +152,16 @@ def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: IStarLoss, 
     return float(np.median(ratios))
 
 
+def cka_to_pretrained(pretrained: list[torch.Tensor], current: list[torch.Tensor], past_first: torch.Tensor) -> dict:
+    """Per layer, linear CKA between two models' states of the same tokens: ``layer_cka_pretrained`` over all of them,
+    ``layer_cka_pretrained_past_first`` over those past their sequence's first position (``past_first``)."""
+    pairs = list(zip(pretrained, current))
+    return {
+        "layer_cka_pretrained": [linear_cka(p, x) for p, x in pairs],
+        "layer_cka_pretrained_past_first": [linear_cka(p[past_first], x[past_first]) for p, x in pairs],
+    }
+
+
 class LayerTokens:
     """Every layer's token states of the held-out examples as batches of them pass (0 = the embedding layer's output;
     padding and special tokens left out; the first ``cap`` tokens in held-out order, so every epoch sees the same
@@ -164,7 +174,7 @@ class LayerTokens:
         self.special = torch.tensor(
             [i for i in tokenizer.all_special_ids if i != tokenizer.unk_token_id], device=device
         )
-        self.cap, self.layers, self.ids, self.n = cap, None, [], 0
+        self.cap, self.layers, self.ids, self.later, self.n = cap, None, [], [], 0
 
     @property
     def full(self) -> bool:
@@ -179,7 +189,13 @@ class LayerTokens:
         for parts, h in zip(self.layers, states):
             parts.append(h[keep].float())
         self.ids.append(input_ids[keep])
+        self.later.append(first_positions_dropped(mask).bool()[keep])
         self.n += int(keep.sum())
+
+    def past_first(self, cap: int) -> torch.Tensor:
+        """Which of the first ``cap`` tokens are not their sequence's first non-padding position: on a causal LM that
+        position is the attention sink, whose massive states alone can make two layers' Gram matrices alike."""
+        return torch.cat(self.later)[:cap]
 
     def points(self, cap: int | None = None) -> list[torch.Tensor]:
         """Every layer's held-out token states, the first ``cap`` (default: this collection's cap) in held-out order."""
@@ -187,11 +203,10 @@ class LayerTokens:
 
     def similarity_to(self, pretrained: list[torch.Tensor]) -> dict:
         """Per layer, linear CKA between the pretrained model's states of the first tokens and the current model's
-        states of the same tokens (:func:`isoflow.metrics.linear_cka`, exact from d × d products)."""
-        from ..metrics import linear_cka
-
+        states of the same tokens (:func:`isoflow.metrics.linear_cka`, exact from d × d products): of all of them, and
+        of those past their sequence's first position (:meth:`past_first`)."""
         n = pretrained[0].shape[0]
-        return {"layer_cka_pretrained": [linear_cka(p, x) for p, x in zip(pretrained, self.points(n))]}
+        return cka_to_pretrained(pretrained, self.points(n), self.past_first(n))
 
     def geometry(self, twonn_too: bool = True) -> dict:
         """Per layer: IsoScore, S_inter and (``twonn_too``; else NaN) TwoNN."""
@@ -268,6 +283,7 @@ class Pretrained:
 
     reference: torch.Tensor | None = None
     layers: list[torch.Tensor] | None = None
+    past_first: torch.Tensor | None = None  # which of those tokens are past their sequence's first position
 
 
 def evaluate(
@@ -295,7 +311,7 @@ def evaluate(
         per_layer = {k: list(v) for k, v in shared["per_layer"].items()}
         tokens = None
         if pretrained is not None and pretrained.layers is None and shared.get("layers") is not None:
-            pretrained.layers = shared["layers"]
+            pretrained.layers, pretrained.past_first = shared["layers"], shared["past_first"]
     else:
         reps, logits, C, unit_sum, n_points, tokens = _held_out_pass(encoder, head, ex, s, device, shared)
         per_layer = tokens.geometry(layer_twonn) if tokens is not None else {}
@@ -310,14 +326,15 @@ def evaluate(
     if pretrained is not None:
         if pretrained.layers is None and tokens is not None:  # epoch 0: this is the pretrained model
             pretrained.layers = [x.clone() for x in tokens.points(s.cka_points)]
+            pretrained.past_first = tokens.past_first(s.cka_points).clone()
             if shared is not None:
-                shared["layers"] = pretrained.layers
+                shared.update(layers=pretrained.layers, past_first=pretrained.past_first)
         if pretrained.reference is None:
             pretrained.reference = reference
         if tokens is not None:
             per_layer.update(tokens.similarity_to(pretrained.layers))
         elif "layer_isoscore" in per_layer:  # epoch 0 from the shared pass: the pretrained model against itself
-            per_layer["layer_cka_pretrained"] = [linear_cka(x, x) for x in pretrained.layers]
+            per_layer.update(cka_to_pretrained(pretrained.layers, pretrained.layers, pretrained.past_first))
         if s.zeta and pretrained.reference is not None:
             compared["isoscore_star_pretrained"] = float(isoscore_of_covariance(C, pretrained.reference, s.zeta))
     distinct = distinct_points(r, warn=False)  # intrinsic dimension of the distinct outputs (k bounded by them)
@@ -469,7 +486,8 @@ def finetune(
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "reference": reg.reference if isinstance(reg, IStarLoss) else None,
-                    "pretrained": {"reference": pretrained.reference, "layers": pretrained.layers},
+                    "pretrained": {"reference": pretrained.reference, "layers": pretrained.layers,
+                                   "past_first": pretrained.past_first},
                     "epochs": epochs,
                     "steps": steps,
                     "references": references,
@@ -491,7 +509,9 @@ def finetune(
         if isinstance(reg, IStarLoss):
             reg.reference = state["reference"]
         if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
-            pretrained.reference, pretrained.layers = state["pretrained"]["reference"], state["pretrained"]["layers"]
+            saved = state["pretrained"]
+            pretrained.reference, pretrained.layers = saved["reference"], saved["layers"]
+            pretrained.past_first = saved.get("past_first")
         epochs.extend(state["epochs"])
         steps.extend(state["steps"])
         references.extend(state["references"])
