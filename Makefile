@@ -34,6 +34,7 @@ test-fast: install
 # ruff for the Python; for the workflow, Snakemake's own pair: its linter and snakefmt.
 lint:
 	$(PYTHON) -m ruff check src tests benchmarks scripts examples
+	lint-imports   # the package's tiers (pyproject.toml, docs/architecture.md)
 	snakefmt --check Snakefile rules/
 	snakemake --lint --configfile $(RUN_CONFIG)
 

@@ -6,7 +6,6 @@ reductions. ``*_tensor`` variants skip input checks and return 0-d tensors, for
 loops that must not sync with the host.
 """
 
-from . import gemm_choice  # noqa: F401  (hands the CPU GEMM measurement to the device policy)
 from ._validate import Clusters, as_points, encode_labels
 from .clusters import ClusterChoice, cluster_centered, kmeans, select_clusters, subtract_cluster_means
 from .geometry import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry, sample_rows

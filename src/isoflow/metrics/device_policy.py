@@ -71,9 +71,12 @@ def _host_key() -> str:
     )
 
 
-# How the host's choice is measured: set by :mod:`isoflow.metrics.gemm_choice` (which times the metrics, and so
-# imports them) when the package loads; this module imports no metric, so the metrics may import it.
-measure_cpu_gemm = None
+def measure_cpu_gemm() -> str:
+    """The host's choice measured now (:func:`isoflow.metrics.gemm_choice.measure`). That module times the metrics,
+    which import this one: it is imported here only when a measurement is due, never when this module loads."""
+    from .gemm_choice import measure
+
+    return measure()
 
 
 @functools.cache
@@ -86,7 +89,7 @@ def _measured_cpu_gemm() -> str:
         known = {}
     if isinstance(known, dict) and known.get(key) in ("torch", "numpy"):
         return known[key]
-    choice = measure_cpu_gemm()  # isoflow.metrics (imported before any of its modules) has set it
+    choice = measure_cpu_gemm()
     try:
         from ..atomic import atomic_file
 

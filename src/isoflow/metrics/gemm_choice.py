@@ -1,7 +1,7 @@
 """The CPU GEMM choice measured (:mod:`isoflow.metrics.device_policy`, "CPU GEMM"): one whole metric step each way.
 
-Kept apart from the policy because it times the metrics, which import the policy: the policy imports nothing back,
-and this module hands it the measurement (``device_policy.measure_cpu_gemm``) when the package loads."""
+Kept apart from the policy because it times the metrics, which import the policy: the policy imports this module only
+inside ``device_policy.measure_cpu_gemm``, when a measurement is due."""
 
 from __future__ import annotations
 
@@ -50,6 +50,3 @@ def measure() -> str:
     finally:
         device_policy._timing = None
     return "numpy" if took["numpy"] * 1.15 < took["torch"] else "torch"
-
-
-device_policy.measure_cpu_gemm = measure

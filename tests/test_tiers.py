@@ -1,0 +1,81 @@
+"""The package's tiers (docs/architecture.md): core (metrics, I-STAR, settings, records, atomic I/O, fetch,
+provenance) <- inputs (datasets, corpora, models) <- sections (one package each) <- the CLI, publishing and the section
+registry. Nothing imports upward (import-linter's contract in pyproject.toml), and no module changes another's state
+when it is imported."""
+
+import ast
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src/isoflow"
+
+
+def test_nothing_imports_from_a_tier_above_it():
+    p = subprocess.run(["lint-imports", "--no-cache"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "1 kept, 0 broken" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
+
+
+def _load_time_statements(body):
+    """The statements a module runs when it is imported: its top level, into if/try/with blocks, not into functions
+    or classes (a class body runs too, but sets its own names)."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            yield from _load_time_statements(getattr(node, field, []) or [])
+
+
+def _imported_names(tree) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def state_changed_on_import(source: str) -> list[str]:
+    """Load-time statements that set an attribute of an imported module (``module.x = ...``) or call setattr."""
+    tree = ast.parse(source)
+    modules = _imported_names(tree)
+    found = []
+    for node in _load_time_statements(tree.body):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for t in targets:
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in modules:
+                found.append(ast.unparse(t))
+        for call in ast.walk(node) if isinstance(node, ast.Expr) else []:
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "setattr":
+                found.append(ast.unparse(call))
+    return found
+
+
+def test_the_check_sees_a_module_setting_anothers_state():
+    setting = "from . import policy\n\ndef f(): pass\n\npolicy.measure = f\n"
+    assert state_changed_on_import(setting) == ["policy.measure"]
+    assert state_changed_on_import("import torch\nif True:\n    setattr(torch, 'x', 1)\n") == ["setattr(torch, 'x', 1)"]
+    assert state_changed_on_import("from . import policy\n\ndef f():\n    policy.measure = 1\n") == []
+
+
+def test_no_module_changes_anothers_state_when_imported():
+    found = {str(f.relative_to(SRC)): state_changed_on_import(f.read_text()) for f in sorted(SRC.rglob("*.py"))}
+    found = {f: hits for f, hits in found.items() if hits}
+    assert not found, found
+
+
+def test_the_library_holds_no_snakemake():
+    """The rules call the library through its CLI; the library never imports the workflow engine."""
+    found = [
+        str(f.relative_to(SRC))
+        for f in sorted(SRC.rglob("*.py"))
+        if "snakemake" in {n.split(".")[0] for n in _module_names(ast.parse(f.read_text()))}
+    ]
+    assert not found, found
+
+
+def _module_names(tree) -> list[str]:
+    names = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0]
+    return names + [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
