@@ -66,7 +66,7 @@ def finetune_run_files():
 
 
 _FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(
-    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients())
+    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients()), FINETUNE.get("zeta")
 )
 FINETUNE_TABLES = tables_of("finetune", _FINETUNE_TABLES)
 FINETUNE_FIGURES = figures_of("finetune", _FINETUNE_FIGURES)

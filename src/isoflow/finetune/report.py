@@ -32,6 +32,8 @@ from .figures import (
     silhouette_vs_isoscore_figure,
     twonn_figure,
 )
+from .manipulation import CAPTION as MANIPULATION_CAPTION
+from .manipulation import manipulation_table
 
 FINAL = (
     "metric",
@@ -136,7 +138,24 @@ PAIRED_CAPTION = (
 )
 
 
-LAYER_METRICS = {"layer_isoscore": "IsoScore", "layer_s_inter": "S_inter", "layer_twonn": "TwoNN"}
+LAYER_METRICS = {
+    "layer_isoscore": "IsoScore",
+    "layer_s_inter": "S_inter",
+    "layer_twonn": "TwoNN",
+    # linear CKA to the pretrained model's states of the same tokens: all of them, and those past each sequence's first
+    # position (a causal LM's attention sink); runs made before it was measured have neither
+    "layer_cka_pretrained": "CKA (pretrained)",
+    "layer_cka_pretrained_past_first": "CKA (pretrained), past 1st",
+}
+CKA_NOTE = (
+    " CKA (pretrained): linear CKA between the layer's states of the same tokens under the pretrained model and the "
+    "fine-tuned one (1: the same geometry); past 1st: of the tokens past each sequence's first position."
+)
+
+
+def _captioned(caption: str, table: pd.DataFrame) -> str:
+    """The caption, with what CKA is where the table has it."""
+    return caption + CKA_NOTE if "measure" in table and table["measure"].str.startswith("CKA").any() else caption
 
 
 def _long_layers(epochs: pd.DataFrame) -> pd.DataFrame:
@@ -257,6 +276,14 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         written += write_table(
             gradients_table(gradients), Path(tables_dir) / "finetune_gradients", caption=GRADIENTS_CAPTION
         )
+    manipulation = manipulation_table(epochs, info)
+    if not manipulation.empty:  # runs made before the check existed have none
+        written += write_table(
+            manipulation,
+            Path(tables_dir) / "finetune_manipulation",
+            caption=MANIPULATION_CAPTION,
+            floatfmt="%.4f",
+        )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)
@@ -273,11 +300,15 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         written += activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
     if "layer_isoscore" in epochs and epochs["layer_isoscore"].notna().any():
         per_layer = layers_table(epochs, info)
-        written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=LAYERS_CAPTION, floatfmt="%.4f")
+        caption = _captioned(LAYERS_CAPTION, per_layer)
+        written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=caption, floatfmt="%.4f")
         written += layers_figure(per_layer, figures_dir / "finetune_layers")
         by_epoch = layers_by_epoch(epochs, info)
         written += write_table(
-            by_epoch, Path(tables_dir) / "finetune_layers_epochs", caption=LAYERS_BY_EPOCH_CAPTION, floatfmt="%.4f"
+            by_epoch,
+            Path(tables_dir) / "finetune_layers_epochs",
+            caption=_captioned(LAYERS_BY_EPOCH_CAPTION, by_epoch),
+            floatfmt="%.4f",
         )
         written += layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs")
     return written

@@ -19,15 +19,20 @@ LAYER_TWONN = ("every-epoch", "first-and-last")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
-def report_outputs(layer_geometry: bool, gradients: bool = False) -> tuple[list[str], list[str]]:
+def report_outputs(
+    layer_geometry: bool, gradients: bool = False, zeta: float | None = None
+) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow finetune-report` writes (isoflow.finetune.report): runs measured per layer add a
     table and a figure each of finetune_layers and finetune_layers_epochs; gradients measured at the pretrained model
-    the table finetune_gradients. The workflow declares them from here."""
+    the table finetune_gradients; runs with IsoScore*'s shrinkage (``zeta``, default: the setting's; not 0) the
+    manipulation check, finetune_manipulation. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
+    shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
         "finetune",
         "finetune_controls",
         *(["finetune_gradients"] if gradients else []),
+        *(["finetune_manipulation"] if shrunk else []),
         "finetune_paired",
         *layers,
     ]
