@@ -25,11 +25,15 @@ run: install
 	snakemake --cores 2 --configfile $(RUN_CONFIG) $(if $(MIRROR),--config mirror=$(MIRROR))
 
 # The whole suite (pytest: tests/ and the metrics' docstring examples), after the linters.
+# TEST_WORKERS pytest-xdist processes (one torch thread each); the tests that read one built workflow run in one of
+# them, after it is built there (tests/conftest.py: pytest_collection_modifyitems). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+PYTEST = $(PYTHON) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 test: install lint
-	$(PYTHON) -m pytest
+	$(PYTEST)
 
 test-fast: install
-	$(PYTHON) -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # ruff for the Python; for the workflow, Snakemake's own pair: its linter and snakefmt.
 lint:

@@ -21,6 +21,7 @@ def case(tmp_path_factory):
     return bench.write_case({"name": "tiny", "n": 300, "d": 8, "k": 3}, folder)
 
 
+@pytest.mark.slow
 def test_each_side_runs_in_a_spawned_process_and_agrees(case):
     from sklearn.metrics import silhouette_score
 
@@ -32,21 +33,7 @@ def test_each_side_runs_in_a_spawned_process_and_agrees(case):
     assert ours["isoscore"] == pytest.approx(reference["isoscore"], abs=1e-6) and ours["seconds"] > 0
 
 
-def test_the_metric_benchmark_runs_end_to_end(tmp_path, monkeypatch):
-    """`benchmarks/metrics.py --tiny` as a reader runs it: every side, the table and the JSON (once it crashed after
-    the first case's timings, on a name the flop count reused)."""
-    import json
-
-    out = tmp_path / "metrics.json"
-    monkeypatch.setattr(sys, "argv", ["metrics.py", "--tiny", "--runs", "1", "--out", str(out)])
-    assert bench.main() == 0
-    written = json.loads(out.read_text())
-    rows = written["results"]
-    assert [(r["name"], r["dtype"]) for r in rows] == [("tiny", "float32"), ("tiny", "float64")]
-    assert all(r["abs_diff_silhouette"] < 1e-5 and r["ours_gflop"] > 0 and r["ours_over_xxt"] > 0 for r in rows)
-    assert written["provenance"]["code"] and written["environment"]["gemm_gflops"]["float64"] > 0
-
-
+@pytest.mark.slow
 def test_a_failing_child_is_an_error_not_a_hang(case):
     with pytest.raises(RuntimeError, match="failed on cpu: FileNotFoundError"):
         bench.run_isolated("ours", case / "missing", "float64", 1)
@@ -130,6 +117,7 @@ def bench_data(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("bench-data")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,keys",
     [
@@ -158,6 +146,7 @@ def test_a_benchmark_on_the_papers_case_runs_end_to_end_on_a_tiny_one(
         assert max(written["abs_diff_after_update_1"].values()) < 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", ["layers", "layers_budget"])
 def test_the_layer_benchmarks_run_end_to_end_on_a_tiny_corpus_sample(script, tmp_path, bench_data, monkeypatch,
                                                                        shared_mirror):  # fmt: skip
@@ -179,6 +168,7 @@ def test_the_layer_benchmarks_run_end_to_end_on_a_tiny_corpus_sample(script, tmp
         assert run["model"] == "minilm" and run["states"] == 7 and run["seconds"]["one_layer"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,count",
     [("silhouette_paths.py", "results"), ("metric_step_parts.py", "seconds")],
@@ -197,11 +187,11 @@ def test_the_metric_path_benchmarks_run_end_to_end_on_a_tiny_case(script, count,
         assert all(r["abs_diff"] < 1e-5 for r in written["results"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,args",
     [
         ("launches.py", ["--tiny"]),
-        ("metric_step_device.py", ["--tiny", "--device", "cpu"]),
         ("section_budgets.py", []),
     ],
 )
@@ -222,16 +212,58 @@ def test_the_remaining_benchmarks_run_end_to_end(script, args, tmp_path):
         assert row["name"] == "tiny" and written["provenance"]["code"]
 
 
+@pytest.mark.slow
 def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     """`gpu_check.sh dry`: every step of the prepared device check on the CPU and a tiny case, saying what it
-    skipped; both benchmarks' JSON written (a broken script is found here, not on a lent GPU's minutes). Over 60 s on
-    2 cores: the check's own selection of device tests runs in it, as it would on the GPU."""
+    skipped; both benchmarks run end to end as a reader runs them, their JSON written and read back (once
+    benchmarks/metrics.py crashed after the first case's timings, on a name the flop count reused; a broken script is
+    found here, not on a lent GPU's minutes). The device tests are collected, not run (the suite runs them). Over 60 s
+    on 2 cores: two benchmark processes, each timing every side."""
     import json
+    import re
 
     from conftest import sh
 
     sh(["bash", "benchmarks/gpu_check.sh", "dry"], ROOT, env={"OUT": str(tmp_path)}, timeout=900)
     assert "skipped (GPU only): nvidia-smi" in (tmp_path / "skipped.txt").read_text()
-    assert "passed" in (tmp_path / "tests.log").read_text()
-    for name in ("metric-step-cpu.json", "metrics-cpu.json"):
-        assert json.loads((tmp_path / name).read_text())["results"]
+    selected = re.search(r"(\d+)/\d+ tests collected", (tmp_path / "tests.log").read_text())
+    assert selected and int(selected.group(1)) >= 20
+    device_step = json.loads((tmp_path / "metric-step-cpu.json").read_text())
+    (step,) = device_step["results"]
+    assert step["name"] == "tiny" and device_step["provenance"]["code"]
+    written = json.loads((tmp_path / "metrics-cpu.json").read_text())
+    rows = written["results"]
+    assert [(r["name"], r["dtype"]) for r in rows] == [("tiny", "float32"), ("tiny", "float64")]
+    assert all(r["abs_diff_silhouette"] < 1e-5 and r["ours_gflop"] > 0 and r["ours_over_xxt"] > 0 for r in rows)
+    assert written["provenance"]["code"] and written["environment"]["gemm_gflops"]["float64"] > 0
+
+
+def test_the_suite_durations_record_names_every_test_as_pytest_does(tmp_path):
+    """benchmarks/suite_durations.py: a JUnit file (a test, a parametrised one, a class's, a doctest) made into
+    seconds per pytest node id and per file; a comparison names the ids in one record only."""
+    import json
+
+    import suite_durations
+
+    junit = tmp_path / "suite.xml"
+    junit.write_text(
+        '<testsuites><testsuite name="pytest">'
+        '<testcase classname="tests.test_a" name="test_one@offline-workflow" time="2.5"/>'
+        '<testcase classname="tests.test_a" name="test_two[x-1]" time="0.5"/>'
+        '<testcase classname="tests.test_b.TestThing" name="test_three" time="1.0"/>'
+        '<testcase classname="src.isoflow.metrics.geometry" name="isoflow.metrics.geometry.geometry" time="0.25"/>'
+        "</testsuite></testsuites>"
+    )
+    out = tmp_path / "run.json"
+    assert suite_durations.main([str(junit), "--wall", "10", "--label", "after", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["per_test"] == {
+        "tests/test_a.py::test_one": 2.5,
+        "tests/test_b.py::TestThing::test_three": 1.0,
+        "tests/test_a.py::test_two[x-1]": 0.5,
+        "src/isoflow/metrics/geometry.py::isoflow.metrics.geometry.geometry": 0.25,
+    }
+    assert rec["per_file"]["tests/test_a.py"] == 3.0 and rec["tests"] == 4 and rec["wall_seconds"] == 10
+    before = {**rec, "label": "before", "per_test": {**rec["per_test"], "tests/test_c.py::test_gone": 9.0}}
+    said = suite_durations.compare(before, rec)
+    assert "only in before: tests/test_c.py::test_gone" in said and "only in after" not in said

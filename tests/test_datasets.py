@@ -263,6 +263,7 @@ def nltk_wn(wn, tmp_path_factory):
 WORDS = ["bank", "dog", "run", "light", "fast", "time", "world", "in", "well", "spring", "paris", "table"]
 
 
+@pytest.mark.slow
 def test_wordnet_matches_nltk(wn, nltk_wn):
     tag = {"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
     for w in WORDS:
@@ -285,6 +286,7 @@ def test_supersense_and_pos_wordnet_tables(data_dir, shared_mirror):
     assert labels["said"] == ["adj"] and labels["run"] == ["noun", "verb"]
 
 
+@pytest.mark.slow
 def test_supersense_user_wordlist(tmp_path, shared_mirror):
     t = build("supersense", data_dir=tmp_path, vocab="glove-50d", wordlist=["dog", "bank", "dog", "idea"])
     assert t.items["text"].tolist() == ["dog", "bank", "idea"]

@@ -163,6 +163,7 @@ def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
     device_policy._measured_cpu_gemm.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_measurement_times_both_paths_and_leaves_the_setting_alone(monkeypatch):
     """auto's measurement runs the real metric step once with each choice (both seen by the metrics while it times
     them), then cpu_gemm() answers from the setting again."""

@@ -107,6 +107,7 @@ def test_experiments_import_nothing_from_each_other():
         assert not [d for d in stages[stage]["do"]["deps"] if "isoflow/optimize" in d], stage
 
 
+@pytest.mark.slow
 def test_default_remote_is_configured(plan_checkout):
     p = sh(["dvc", "remote", "list"], plan_checkout)  # in a copy: DVC writes its state (.dvc/tmp) where it runs
     assert re.search(r"^shared\s+\S*isoflow-dvc-store", p.stdout, re.M), p.stdout

@@ -203,6 +203,7 @@ def test_phrase_disjoint_split_on_a_hand_case():
     assert dropped == len(texts) - len(held) - len(train) == len([t for t in texts if t in inside])
 
 
+@pytest.mark.slow
 def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shared_mirror):
     sst2 = read_task(
         prepare("glue/sst2", data_dir=tmp_path, mirror=shared_mirror, progress=False, allow_download=False)
@@ -426,6 +427,7 @@ def test_every_epoch_is_compared_with_the_pretrained_model(polarity_small, tmp_p
     assert np.isfinite(np.array(df["layer_isoscore"].tolist())).all()
 
 
+@pytest.mark.slow
 def test_a_sweeps_runs_share_the_pretrained_pass_and_write_what_they_would_alone(
     polarity_small, tmp_path, monkeypatch, tiny_bert
 ):
@@ -448,6 +450,7 @@ def test_a_sweeps_runs_share_the_pretrained_pass_and_write_what_they_would_alone
     assert len(list(runs.glob(".pass-*.partial"))) == 2 and kept.is_file()
 
 
+@pytest.mark.slow
 def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_never_stopped(
     polarity_small, tmp_path, tiny_bert
 ):
@@ -544,6 +547,7 @@ def test_bad_input_fails_before_training(polarity_small, tmp_path, kwargs, messa
     assert not (tmp_path / "finetune").exists()
 
 
+@pytest.mark.slow
 def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
     common = SMALL_RUN
     records = [
@@ -611,6 +615,7 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
 # ----- the workflow section -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "section, named",
     [
@@ -680,6 +685,7 @@ def test_isoscore_star_paired_only_on_the_same_points():
     assert cosreg["metric_diff"] == pytest.approx(0.2) and cosreg["seeds"] == 2
 
 
+@pytest.mark.slow
 def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
     common = dict(**SMALL_RUN, layer_geometry=True, sample_cap=300)
     records = [
@@ -689,23 +695,34 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
     ]
     written = report(records, tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune_layers.csv")
-    assert len(table) == 2 * 3 * 3  # weights x layers (embeddings + 2 blocks) x measures
+    assert len(table) == 2 * 3 * 5  # weights x layers (embeddings + 2 blocks) x measures (3, and CKA two ways)
     runs = {seed: pd.read_parquet(r.with_suffix(".parquet")).set_index("epoch") for seed, r in zip((0, 1), records[:2])}
     row = table[(table.weight == -1) & (table.layer == 2) & (table.measure == "IsoScore")].iloc[0]
     changes = [runs[s].loc[1, "layer_isoscore"][2] - runs[s].loc[0, "layer_isoscore"][2] for s in (0, 1)]
     assert row["change"] == pytest.approx(np.mean(changes), abs=1e-12) and row["seeds"] == 2
     assert row["before"] == pytest.approx(np.mean([runs[s].loc[0, "layer_isoscore"][2] for s in (0, 1)]), abs=1e-12)
     assert {"finetune_layers.png", "finetune_layers.md"} <= {p.name for p in written}
+    cka = table[(table.weight == -1) & (table.layer == 2) & (table.measure == "CKA (pretrained)")].iloc[0]
+    assert cka["before"] == pytest.approx(1.0, abs=1e-9)
+    after = np.mean([runs[s].loc[1, "layer_cka_pretrained"][2] for s in (0, 1)])
+    assert cka["after"] == pytest.approx(after, abs=1e-12)
+    assert "CKA (pretrained): linear CKA" in (tmp_path / "tables/finetune_layers.md").read_text()
     # every epoch, every layer: the seeds' mean of what each run recorded
     by_epoch = pd.read_csv(tmp_path / "tables/finetune_layers_epochs.csv")
-    assert len(by_epoch) == 2 * 3 * 2  # weights x measures x epochs (0 = before training, 1)
+    assert len(by_epoch) == 2 * 5 * 2  # weights x measures x epochs (0 = before training, 1)
     assert [c for c in by_epoch.columns if c.startswith("layer ")] == ["layer 0", "layer 1", "layer 2"]
     for epoch in (0, 1):
         row = by_epoch[(by_epoch.weight == -1) & (by_epoch.measure == "TwoNN") & (by_epoch.epoch == epoch)].iloc[0]
         assert row["layer 1"] == pytest.approx(
             np.mean([runs[s].loc[epoch, "layer_twonn"][1] for s in (0, 1)]), abs=1e-12
         )
-    assert list(by_epoch.loc[by_epoch.weight == 0, "measure"].drop_duplicates()) == ["IsoScore", "S_inter", "TwoNN"]
+    assert list(by_epoch.loc[by_epoch.weight == 0, "measure"].drop_duplicates()) == [
+        "IsoScore",
+        "S_inter",
+        "TwoNN",
+        "CKA (pretrained)",
+        "CKA (pretrained), past 1st",
+    ]
     assert {"finetune_layers_epochs.png", "finetune_layers_epochs.md"} <= {p.name for p in written}
 
 
@@ -929,3 +946,41 @@ def test_layer_tokens_know_which_follow_their_sequences_first_position():
     assert got["layer_cka_pretrained"] == [linear_cka(b, a) for b, a in zip(before, after)]
     assert got["layer_cka_pretrained_past_first"] == [linear_cka(b[keep], a[keep]) for b, a in zip(before, after)]
     assert got["layer_cka_pretrained_past_first"] != got["layer_cka_pretrained"]
+
+
+def test_the_manipulation_check_pairs_each_weight_with_the_plain_run_of_its_seed():
+    """finetune_manipulation: IsoScore* against the pretrained Σ_S after the last epoch, each λ minus λ = 0 of the same
+    seed, over seeds (by hand: the differences' mean and t-interval); the pull's medians; the share of flipped
+    held-out predictions; a diverged run left out."""
+    from scipy.stats import t as student
+
+    from isoflow.finetune.manipulation import manipulation_table
+
+    plain_after, pushed_after = [0.20, 0.22, 0.25], [0.30, 0.36, 0.31]
+    rows, info = [], []
+    for seed in range(3):
+        runs = ((0.0, plain_after[seed], (np.nan, np.nan)), (1.0, pushed_after[seed], (0.6, 0.2 + seed)))
+        for lam, after, pulls in runs:
+            preds = [0, 1, 1, 0] if lam == 0 else [0, 1, 0 if seed else 1, 0]  # seed 0 flips none, seeds 1-2 one of 4
+            for epoch, star, pull in ((0, 0.15, pulls[0]), (1, after, pulls[1])):
+                rows.append(
+                    dict(task="t", model="m", reg="istar", istar_lambda=lam, cosreg_weight=0.0, seed=seed, epoch=epoch,
+                         isoscore_star_pretrained=star, pull=pull, predictions=preds)
+                )  # fmt: skip
+            info.append(dict(task="t", model="m", reg="istar", istar_lambda=lam, cosreg_weight=0.0, seed=seed))
+    # a fourth seed whose λ = 1 run diverged: neither it nor its plain run's pairing counts
+    rows.append(dict(rows[-1], seed=3, isoscore_star_pretrained=0.9))
+    info = [dict(r, diverged=False) for r in info] + [dict(info[-1], seed=3, diverged=True)]
+    epochs, info = pd.DataFrame(rows), pd.DataFrame(info)
+    table = manipulation_table(epochs, info).set_index("weight")
+    d = np.subtract(pushed_after, plain_after)
+    half = student.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    row = table.loc[1.0]
+    assert row["seeds"] == 3 and row["isoscore_star_pretrained_before"] == pytest.approx(0.15)
+    assert row["isoscore_star_pretrained_after"] == pytest.approx(np.mean(pushed_after))
+    assert (row["vs_plain_diff"], row["vs_plain_low"], row["vs_plain_high"]) == pytest.approx(
+        (d.mean(), d.mean() - half, d.mean() + half)
+    )
+    assert (row["pull_before"], row["pull_after"]) == pytest.approx((0.6, 1.2))
+    assert row["flips_vs_plain"] == pytest.approx((0 + 0.25 + 0.25) / 3)
+    assert np.isnan(table.loc[0.0, "vs_plain_diff"]) and np.isnan(table.loc[0.0, "flips_vs_plain"])

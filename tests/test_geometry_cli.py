@@ -126,6 +126,7 @@ def test_cli_json_matches_library(tmp_path, cloud, capsys):
     assert out == {"n_points": 400.0, "dim": 12.0, "isoscore": isoscore(X), "silhouette": silhouette(X, y)}
 
 
+@pytest.mark.slow
 def test_cli_table_and_errors(tmp_path, cloud):
     X, y = cloud
     paths = write_formats(tmp_path, X, y)

@@ -224,6 +224,7 @@ def reviews(tmp_path_factory):
     return where
 
 
+@pytest.mark.slow
 def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     path, _ = tiny
     p = isoflow(

@@ -70,6 +70,7 @@ def reviews(tmp_path):
     return tmp_path
 
 
+@pytest.mark.slow
 def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
     p = isoflow(
         ["encode", "--model", "isoflow-test/tiny-bert", "--task", "reviews", "--device", "cpu", "--quiet"],
@@ -110,6 +111,7 @@ def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
     assert record["source"]["hub_id"] == "isoflow-test/tiny-bert" and record["settings"]["model"] == "hub-bert"
 
 
+@pytest.mark.slow
 def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
     corpus = tmp_path / "notes.txt"
     corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(80)) + "\n")
@@ -138,6 +140,7 @@ def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
     assert meta["model"] == "tiny-gpt2" and meta["source"]["hub_id"] == "tiny-gpt2" and meta["n_layers"] == 3
 
 
+@pytest.mark.slow
 def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
     p = isoflow(["encode", "--model", "bert-base-uncased", "--task", "reviews", "--quiet"], hub_cache, reviews)
     assert p.returncode == 2
@@ -146,6 +149,7 @@ def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
     assert f"not in the Hugging Face cache ({hub_cache})" in lines[0] and "`hf download bert-base-uncased`" in lines[0]
 
 
+@pytest.mark.slow
 def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
     """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
     config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())

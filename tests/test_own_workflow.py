@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, ROOT, checkout_copy, job_counts, sh
+from conftest import MAKE, ROOT, built_once, checkout_copy, job_counts, sh
 
 CONFIG = "examples/own/config.yaml"
 
@@ -32,6 +32,7 @@ def planned(repo) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def own_checkout(tmp_path_factory):
     """A checkout in which `make example-own` has run (its two commands, as the Makefile gives them)."""
+    built_once(tmp_path_factory, "own-workflow")
     repo = checkout_copy(tmp_path_factory.mktemp("own") / "isoflow")
     sh([sys.executable, "examples/own/make_inputs.py", "data/own-example"], repo)
     snakemake("--cores", "2", cwd=repo)

@@ -373,6 +373,7 @@ def test_ctrl_c_keeps_the_last_step_and_a_changed_setting_is_refused(tmp_path, c
         )
 
 
+@pytest.mark.slow
 def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     out = tmp_path / "plain-gpt2"
     options = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
@@ -407,6 +408,7 @@ def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     assert (encoder.n_states, encoder.dim, encoder.max_length) == (3, 32, 32)
 
 
+@pytest.mark.slow
 def test_cli_refuses_bad_settings_in_one_line(tmp_path, corpus):
     for args, message in (
         (["--heads", "3"], "heads (3) must divide hidden (256)"),

@@ -7,7 +7,16 @@ import re
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, OFFLINE_CONFIG, ROOT, assert_frames_agree_across_threads, checkout_copy, job_counts, sh
+from conftest import (
+    MAKE,
+    OFFLINE_CONFIG,
+    ROOT,
+    SUITE_OFFLINE,
+    assert_frames_agree_across_threads,
+    checkout_copy,
+    job_counts,
+    sh,
+)
 
 PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)
 
@@ -35,6 +44,7 @@ def documented_jobs(pattern: str) -> int:
     return int(found[0])
 
 
+@pytest.mark.slow
 def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     """config/posters.yaml (the posters' models from the hub, on GPUs): its dry run through the SLURM profile, the job
     count docs/workflow.md gives, and the authors' settings reaching the commands."""
@@ -56,6 +66,7 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     assert "--shrinkage-points 250000" in plain and "--lr 1e-05" in plain and "--layer-geometry" in plain
 
 
+@pytest.mark.slow
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake(
         "-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"
@@ -94,6 +105,7 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert ungrouped["optimize_run"] == 28 * 5 and ungrouped["istar_run"] == 49 * 5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "configfile, jobs",
     [
@@ -224,6 +236,7 @@ rule toy_report:
 """
 
 
+@pytest.mark.slow
 def test_a_new_section_is_its_rules_one_registry_entry_and_its_captions(tmp_path):
     """A section "toy" added as a section author would: its input functions and rules (rules/inputs/toy.smk,
     rules/toy.smk), one entry in isoflow.sections (and a publication), a caption per table and figure (report/). Nothing
@@ -280,6 +293,7 @@ def test_configs_that_share_a_pretrained_model_declare_it_alike():
                 assert first.get(key) == theirs.get(key), (names[0], other, key)
 
 
+@pytest.mark.slow
 def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_checkout):
     """config/nonlinear-head-2.yaml names only what it changes on top of config/nonlinear-head.yaml (`base:`): the
     merged config is the one-layer config with head_layers and results_dir changed, and the workflow plans it so; a
@@ -300,6 +314,7 @@ def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_
         assert bad.returncode != 0 and says in bad.stderr and len(lines) == 1, bad.stderr
 
 
+@pytest.mark.slow
 def test_named_targets(tmp_path):
     """Every section's target (its tables and figures) and runs target (its runs) by its registered name; the shared
     data's targets; `runs` and `all`."""
@@ -330,6 +345,7 @@ def test_named_targets(tmp_path):
     assert reports <= listed and listed - named - reports == {"pretrain_corpus"}  # the only run rule without wildcards
 
 
+@pytest.mark.slow
 def test_a_config_file_runs_what_it_names_and_nothing_of_config_yaml(tmp_path):
     """--configfile replaces config.yaml: a file naming only GLUE's WNLI x MiniLM plans that pair alone (a section it
     leaves out is off, never config.yaml's), every other key at its default; a GLUE task is spelled glue/<task>."""
@@ -416,6 +432,7 @@ def _walk(tree, path):
     return tree
 
 
+@pytest.mark.slow
 def test_invalid_config_is_refused(tmp_path):
     bad = snakemake("-n", "--config", "optimize={'seeds': []}", check=False)
     assert bad.returncode != 0 and "optimize.seeds" in bad.stdout + bad.stderr
@@ -443,13 +460,13 @@ def test_offline_config_runs_for_real(offline_checkout):
     """The README's quick start (`make run`) in a fresh checkout: real tables and figures, then nothing to do."""
     results = offline_checkout / "results/offline"  # each section under its own folder
     corr = pd.read_csv(results / "optimize/tables/correlations.csv")
-    assert set(corr["task"]) == {"polarity", "pos-wordnet", "supersense"}
+    assert set(corr["task"]) == {p["task"] for p in SUITE_OFFLINE["optimize"]["pairs"]}
     glue = pd.read_csv(results / "optimize/tables/correlations_glue.csv")
     assert (corr["pearson_r"].abs() <= 1).all() and set(glue["model"]) == {"minilm", "mpnet"}
     traj = pd.read_parquet(results / "optimize/runs/glue/wnli/minilm/seed0.parquet")
     assert traj["step"].max() == 10 and traj["isoscore"].iloc[-1] < traj["isoscore"].iloc[0]
     runs = pd.read_csv(results / "optimize/aggregate/runs.csv")
-    assert len(runs) == 5 and set(runs["steps"]) == {20, 10}
+    assert len(runs) == 2 + 2 and set(runs["steps"]) == {20, 10}  # the pairs, WNLI x 2 models
     # The I-STAR sweep (WNLI x MiniLM x lambda in {-5, 0, 5}) and the layer analysis (MiniLM, a plain GPT-2 of our own
     # and
     # GloVe x Brown).
@@ -532,19 +549,20 @@ def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     shutil.copytree(offline_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
     (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
     config = (repo / OFFLINE_CONFIG).read_text()
-    assert "\n  seeds: [0]\n" in config
-    (repo / OFFLINE_CONFIG).write_text(config.replace("\n  seeds: [0]\n", "\n  seeds: [0, 1]\n"))  # as a user would
+    assert config.index("\n  seeds: [0]\n") < config.index("\nistar:")  # the first seeds: optimize's
+    (repo / OFFLINE_CONFIG).write_text(config.replace("\n  seeds: [0]\n", "\n  seeds: [0, 1]\n", 1))  # as a user would
     two = ["--configfile", OFFLINE_CONFIG]
     counts = job_counts(snakemake("-n", *two, cwd=repo).stdout)
     steps = ("optimize_run", "optimize_aggregate", "optimize_report")
-    assert {k: counts.get(k) for k in steps} == {"optimize_run": 5, "optimize_aggregate": 1, "optimize_report": 1}
+    assert {k: counts.get(k) for k in steps} == {"optimize_run": 4, "optimize_aggregate": 1, "optimize_report": 1}
+    assert "finetune_run" not in counts  # fine-tuning has seeds of its own
     section = repo / "results/offline/optimize"
     before = (section / "figures/silhouette.pdf").stat().st_mtime_ns
     snakemake("--cores", "2", *two, cwd=repo)
     corr = pd.read_csv(section / "tables/correlations.csv")
     glue = pd.read_csv(section / "tables/correlations_glue.csv")
     assert set(corr["seeds"]) == set(glue["seeds"]) == {2}
-    assert len(pd.read_csv(section / "tables/correlations_per_run.csv")) == 10
+    assert len(pd.read_csv(section / "tables/correlations_per_run.csv")) == 4 * 2
     assert (section / "figures/silhouette.pdf").stat().st_mtime_ns > before
     assert "Nothing to be done" in snakemake("-n", *two, cwd=repo).stdout
     forced = job_counts(snakemake("-n", *two, "--forcerun", "optimize_aggregate", cwd=repo).stdout)
@@ -564,7 +582,7 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
         shutil.rmtree(repo / f"results/offline/{section}/runs")
     grouped = ["--configfile", OFFLINE_CONFIG, "--config", "optimize={'group_seeds': True}"]
     counts = job_counts(snakemake("-n", "runs", *grouped, cwd=repo).stdout)
-    assert counts["optimize_run"] == 5 and counts["istar_run"] == 2  # one job per task x model (x lambda), not per seed
+    assert counts["optimize_run"] == 4 and counts["istar_run"] == 2  # one job per task x model (x lambda), not per seed
     # Run two of them (a plain run and an I-STAR one) and compare with the per-seed jobs' records.
     results = offline_checkout / "results/offline"
     refs = [

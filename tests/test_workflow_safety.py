@@ -94,6 +94,7 @@ def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine
     assert sha256s(mine, "data/mine/tasks") == {k: v for k, v in before.items() if k.startswith("data/mine/tasks")}
 
 
+@pytest.mark.slow
 def test_config_mistakes_are_one_line_each_naming_the_file_and_field(mine):
     typo = write_config(
         mine, {"own.tasks.reviews": {"file": "mine/reviews.csv", "text": "sentence", "lable": "sentiment"}}, "typo.yaml"
