@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -600,8 +601,16 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
 @pytest.mark.slow
 def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_path):
     """`snakemake --profile slurm` through a single-node SLURM cluster on localhost: same results as locally."""
-    cluster = {"SLURM_TEST_DIR": str(tmp_path / "cluster")}
+    import shutil
+    import tempfile
+
+    # the cluster's state in a short path of its own: slurmd's step sockets live under it, and a Unix socket path is
+    # at most 108 bytes (a worker's tmp_path, .../popen-gw0/test_slurm_profile_on_a_real_c0/..., is too long)
+    short = Path(tempfile.mkdtemp(prefix="isoflow-slurm-"))
+    cluster = {"SLURM_TEST_DIR": str(short / "cluster")}
     start = sh(["bash", str(ROOT / "ci/slurm/start.sh")], ROOT, env=cluster, timeout=600, check=False)
+    if start.returncode != 0:
+        shutil.rmtree(short, ignore_errors=True)
     assert start.returncode == 0, f"the test cluster did not start (needs root and apt): {start.stdout}{start.stderr}"
     try:
         # Two of the quick start's pairs, a sentence encoder (a GPU-resourced job; WNLI's 925 sentences, encoded in
@@ -631,7 +640,7 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
             "1",
         ]
         p = snakemake(
-            "--profile", "slurm", *conf, env={"SLURM_CONF": str(tmp_path / "cluster/slurm.conf")}, timeout=3600
+            "--profile", "slurm", *conf, env={"SLURM_CONF": str(short / "cluster/slurm.conf")}, timeout=3600
         )
         out = p.stdout + p.stderr
         # Every job but the 2 local `prepare` jobs and `all`: 2 encode, 2 optimize runs, the aggregate and the report.
@@ -651,6 +660,7 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         assert all((tmp_path / "results" / f).is_file() for f in done)
     finally:
         sh(["bash", str(ROOT / "ci/slurm/stop.sh")], ROOT, env=cluster, timeout=60, check=False)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 def test_make_report_builds_what_make_run_made(tmp_path):
