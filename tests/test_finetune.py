@@ -984,3 +984,16 @@ def test_the_manipulation_check_pairs_each_weight_with_the_plain_run_of_its_seed
     assert (row["pull_before"], row["pull_after"]) == pytest.approx((0.6, 1.2))
     assert row["flips_vs_plain"] == pytest.approx((0 + 0.25 + 0.25) / 3)
     assert np.isnan(table.loc[0.0, "vs_plain_diff"]) and np.isnan(table.loc[0.0, "flips_vs_plain"])
+
+
+def test_every_table_and_figure_the_report_may_write_has_its_caption():
+    """The HTML report (snakemake --report) reads a caption for each declared output: report/<table>_table.rst and
+    report/<figure>.rst, for every output finetune-report may be declared to write."""
+    from conftest import ROOT
+
+    from isoflow.finetune.settings import report_outputs
+
+    tables, figures = report_outputs(layer_geometry=True, gradients=True, zeta=0.2)
+    wanted = [f"{t}_table.rst" for t in tables] + [f"{f}.rst" for f in figures]
+    assert "finetune_manipulation_table.rst" in wanted
+    assert not [w for w in wanted if not (ROOT / "report" / w).is_file()]
