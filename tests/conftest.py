@@ -187,12 +187,19 @@ def built_once(tmp_path_factory, group: str) -> None:
 # The README's quick start (config/offline.yaml) scaled down for the suite, by values only: every section, rule, model
 # kind and the mirror as shipped, on smaller samples (13 min -> about 6 on 2 cores). Left out: optimize's polarity x
 # MiniLM pair (its 10,662 sentences take 100 s to encode; MiniLM stays through WNLI and the other sections, polarity
-# through fine-tuning). The tests that read the workflow's results assert against these values; the shipped quick
+# through fine-tuning). The penalty's pull is read on one batch, not 5 (its gradients took a third of a penalised
+# run's time). The tests that read the workflow's results assert against these values; the shipped quick
 # start itself is planned by test_workflow.py::test_shipped_configs_plan and run by `make run`.
 SUITE_OFFLINE = {
     "optimize": {"pairs": [{"task": task, "model": "glove-50d"} for task in ("pos-wordnet", "supersense")]},
     "layers": {"max_tokens": 1000},
-    "finetune": {"max_train": 128, "max_heldout": 100, "max_validation": 100, "shrinkage_points": 1000},
+    "finetune": {
+        "max_train": 128,
+        "max_heldout": 100,
+        "max_validation": 100,
+        "shrinkage_points": 1000,
+        "pull_batches": 1,
+    },
 }
 
 

@@ -46,8 +46,24 @@ def suptitle(fig, text: str, fontsize: float = 10) -> None:
     fig.suptitle(textwrap.fill(text, max(chars, 30)), fontsize=fontsize)
 
 
+# A scatter of more points than this is drawn as an image inside the PDF (the axes, labels and lines stay vectors): as
+# vectors, the layer views' thousands of points made 10-12 MB files that took seconds to draw and to open.
+RASTER_POINTS = 500
+
+
+def rasterize_dense_scatters(fig) -> None:
+    """Mark every collection of more than RASTER_POINTS points (scatters, 2-D and 3-D) for rasterizing in vector
+    formats; raster formats draw the same pixels either way."""
+    for ax in fig.axes:
+        for coll in ax.collections:
+            if len(coll.get_offsets()) > RASTER_POINTS:
+                coll.set_rasterized(True)
+
+
 def save(fig, stem: Path) -> list[Path]:
-    """``stem``.png (150 dpi) and ``stem``.pdf, written atomically; the figure is closed."""
+    """``stem``.png (150 dpi) and ``stem``.pdf (dense scatters as 150-dpi images in it), written atomically; the figure
+    is closed."""
+    rasterize_dense_scatters(fig)
     paths = []
     for suffix in (".png", ".pdf"):
         path = Path(stem).with_suffix(suffix)
