@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import dataclasses
 import io
+import re
 
 import pytest
 import yaml
@@ -137,6 +138,27 @@ def _restated(own, under, schema, path=()):
         elif value == before and before is not None:
             out.append(".".join((*path, key)))
     return out
+
+
+def dvc_shared_configs() -> set[str]:
+    """The configs dvc-configs.yaml shares, and the one its comment offers to add (the quick start, which CI shares)."""
+    text = (ROOT / "dvc-configs.yaml").read_text()
+    listed = {entry["config"] for entry in yaml.safe_load(text)["configs"].values()}
+    offered = set(re.findall(r"^#\s+\w+: \{config: ([^,]+),", text, re.M))
+    return listed | offered
+
+
+def test_every_shipped_config_is_an_overlay_but_those_dvc_shares():
+    """Each shipped config names its base and writes what it changes (a default or a shared setting changed in one
+    place reaches every config built on it), except config.yaml and the configs DVC shares: DVC reads a config's
+    sections as params from the file itself, so a shared config is whole."""
+    shared = dvc_shared_configs()
+    assert shared == {"config.yaml", "config/offline.yaml"}, shared
+    for config in SHIPPED_CONFIGS:
+        own = yaml.safe_load((ROOT / config).read_text())
+        assert ("base" in own) == (config not in shared), (
+            f"{config}: {'a shared config has' if config in shared else 'no'} base:"
+        )
 
 
 @pytest.mark.parametrize("config", [*SHIPPED_CONFIGS, "examples/own/config.yaml"])
