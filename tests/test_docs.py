@@ -50,28 +50,47 @@ def test_sources_page_is_what_the_command_writes():
     )
 
 
-def test_every_public_metric_has_a_runnable_example():
+# The measures a user calls on points (the *_tensor variants, helpers and classes excepted): each documented as numpydoc
+# documents a function, in numpydoc's order, its example run by the doctests.
+MEASURES = [
+    "isoscore",
+    "isoscore_star",
+    "cosine_anisotropy",
+    "s_inter",
+    "s_intra",
+    "silhouette",
+    "silhouette_sqeuclidean",
+    "silhouettes",
+    "cluster_centered",
+    "lid_mle",
+    "twonn",
+    "distinct_points",
+    "linear_cka",
+    "geometry",
+    "mean_abs_activation",
+    "peak_ratio",
+    "outlier_dimensions",
+    "cosine_shares",
+    "drop_dimensions",
+]
+SECTIONS = ("Parameters", "Returns", "References", "Examples")
+
+
+@pytest.mark.parametrize("name", MEASURES)
+def test_every_public_measure_has_numpydoc_sections_and_a_runnable_example(name):
+    import inspect
+
     import isoflow.metrics as m
 
-    public = [
-        "isoscore",
-        "isoscore_star",
-        "silhouette",
-        "silhouette_sqeuclidean",
-        "cosine_anisotropy",
-        "s_inter",
-        "s_intra",
-        "cluster_centered",
-        "lid_mle",
-        "twonn",
-        "geometry",
-    ]
-    missing = [
-        name
-        for name in public
-        if "Examples" not in (getattr(m, name).__doc__ or "") or ">>>" not in getattr(m, name).__doc__
-    ]
-    assert not missing, f"no Examples doctest in {missing}"
+    doc = inspect.getdoc(getattr(m, name)) or ""
+    at = [doc.find(f"\n{section}\n{'-' * len(section)}\n") for section in SECTIONS]
+    assert all(i >= 0 for i in at), f"{name}: no {[s for s, i in zip(SECTIONS, at) if i < 0]} section"
+    assert at == sorted(at), f"{name}: sections out of numpydoc's order {SECTIONS}"
+    assert "\n>>> " in doc[at[-1] :], f"{name}: its Examples section has no doctest"
+    params = doc[at[0] : at[1]]
+    assert all(f"\n{p}" in params or f", {p}" in params for p in inspect.signature(getattr(m, name)).parameters), (
+        f"{name}: a parameter missing from its Parameters section"
+    )
 
 
 def test_readme_is_a_front_door():

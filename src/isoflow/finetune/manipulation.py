@@ -24,8 +24,8 @@ import pandas as pd
 from ..reporting import diverged, rows_where
 from ..reporting.significance import seed_interval
 from ..reporting.sweeps import finals
+from .settings import CONFIGURATION as KEY
 
-KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 COLUMNS = [
     "task",
     "model",

@@ -34,6 +34,7 @@ from .figures import (
 )
 from .manipulation import CAPTION as MANIPULATION_CAPTION
 from .manipulation import manipulation_table
+from .settings import CONFIGURATION as KEY
 
 FINAL = (
     "metric",
@@ -48,7 +49,6 @@ FINAL = (
     "lid_mle",
     "activation_peak_ratio",
 )
-KEY = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 PAIRED = ("metric", "isoscore_star", "twonn", "silhouette")  # the poster's claims: performance, isotropy, ID, clusters
 # Measured on the regulariser's points: a run is paired with the plain run only where both used the same points (CosReg
 # on the last layer's token states against λ = 0's every layer would compare two point sets)

@@ -12,6 +12,8 @@ from ..settings import check, setting
 # Each regulariser with its weight's one name: the setting, the run record's field, the command-line option
 # (`--istar-lambda`, `--cosreg-weight`) and, plural, the config's list (`istar_lambdas`, `cosreg_weights`).
 REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
+# What names one configuration of a sweep in its records (a row of the report's tables: its seeds are the repeats)
+CONFIGURATION = ("task", "model", "reg", *REGULARISERS.values())
 POINTS = tuple(POINT_RECIPES)
 POOLINGS = ("auto", "mean", "last")
 PRECISIONS = ("float32", "bf16")

@@ -486,8 +486,11 @@ def finetune(
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "reference": reg.reference if isinstance(reg, IStarLoss) else None,
-                    "pretrained": {"reference": pretrained.reference, "layers": pretrained.layers,
-                                   "past_first": pretrained.past_first},
+                    "pretrained": {
+                        "reference": pretrained.reference,
+                        "layers": pretrained.layers,
+                        "past_first": pretrained.past_first,
+                    },
                     "epochs": epochs,
                     "steps": steps,
                     "references": references,

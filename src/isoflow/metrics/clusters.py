@@ -173,6 +173,29 @@ def cluster_centered(
     :func:`cosine_anisotropy`). Cai et al. find embedding spaces nearly
     isotropic within clusters even when they are anisotropic globally.
 
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    metric : callable
+        ``(n, dim) -> float``, computed on the cluster-centred points.
+    k_values : iterable of int
+        The K tried for K-means.
+    min_silhouette : float
+        Below this best silhouette the points are one cluster (only the global mean is removed).
+    seed : int
+        K-means' seed.
+
+    Returns
+    -------
+    float
+        ``metric`` of the cluster-centred points.
+
+    References
+    ----------
+    X. Cai, J. Huang, Y. Bian, K. Church. *Isotropy in the Contextual Embedding
+    Space: Clusters and Manifolds*. ICLR 2021.
+
     Examples
     --------
     >>> import torch

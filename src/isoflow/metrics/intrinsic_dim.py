@@ -22,6 +22,25 @@ def distinct_points(X: ArrayLike, what: str = "intrinsic dimension", *, warn: bo
     layer) has neighbours at distance 0, for which they are undefined, and counting each copy would weight the
     repeated point by its frequency. So they are computed on the distinct points.
 
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    what : str
+        What the warning says the points are for.
+    warn : bool
+        Whether to warn when points repeat.
+
+    Returns
+    -------
+    torch.Tensor
+        The distinct rows, on ``X``'s device.
+
+    References
+    ----------
+    scikit-dimension (``skdim.id.TwoNN``, ``skdim.id.MLE``), whose handling of repeated points is compared in
+    :func:`twonn`.
+
     Examples
     --------
     >>> import torch, warnings
@@ -96,14 +115,29 @@ def lid_mle(X: ArrayLike, k: int = 20, *, reduce: str | None = "mean", block: in
 
     Parameters
     ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
     k : neighbours per point (2 <= k <= n − 1).
     reduce : ``"mean"`` (the average LID Cai et al. report) → float;
         ``"harmonic"`` (the MLE-consistent pooling, scikit-dimension's ``comb="mle"``) → float;
         ``None`` → the per-point estimates, a float64 tensor of shape (n,).
+    block : rows per block of the nearest-neighbour search (None: the device's size policy).
 
     Repeated points are merged first (:func:`distinct_points`, with a warning):
     the estimate is the distinct points' (per point: one value per distinct
     point, in :func:`distinct_points`' order).
+
+    Returns
+    -------
+    float, or a float64 tensor of shape (n_distinct,)
+        As ``reduce`` says.
+
+    References
+    ----------
+    E. Levina, P. Bickel. *Maximum likelihood estimation of intrinsic dimension*. NeurIPS 2004. L. Amsaleg et al.
+    *Estimating local intrinsic dimensionality*. KDD 2015.
+    X. Cai, J. Huang, Y. Bian, K. Church. *Isotropy in the Contextual Embedding
+    Space: Clusters and Manifolds*. ICLR 2021.
 
     Examples
     --------
@@ -159,6 +193,27 @@ def twonn(X: ArrayLike, *, discard_fraction: float = 0.1, method: str = "linear"
     points. Repeated points are merged first (:func:`distinct_points`, with a
     warning): scikit-dimension drops the copies (r₁ = 0) but keeps the ratio 1 of
     their neighbours, for which two copies are equally near.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    discard_fraction : float
+        The share of the largest ratios left out of the fit, in [0, 1).
+    method : {"linear", "mle"}
+        The fit (above).
+    block : int or None
+        Rows per block of the nearest-neighbour search (None: the device's size policy).
+
+    Returns
+    -------
+    float
+        The estimated intrinsic dimension.
+
+    References
+    ----------
+    E. Facco, M. d'Errico, A. Rodriguez, A. Laio. *Estimating the intrinsic dimension of datasets by a minimal
+    neighborhood information*. Scientific Reports 7, 2017.
 
     Examples
     --------

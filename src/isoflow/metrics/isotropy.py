@@ -309,6 +309,25 @@ def cosine_anisotropy(X: ArrayLike, n_pairs: int | None = None, seed: int = 0) -
 
     Raises ``ValueError`` for an all-zero row (cosine undefined).
 
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    n_pairs : int or None
+        None: the exact mean over every distinct pair; m: the mean over m pairs drawn uniformly.
+    seed : int
+        The draw's seed (``n_pairs`` given).
+
+    Returns
+    -------
+    float
+        The mean cosine, in [-1/(n-1), 1].
+
+    References
+    ----------
+    K. Ethayarajh. *How Contextual are Contextualized Word Representations? Comparing the Geometry of BERT, ELMo,
+    and GPT-2 Embeddings*. EMNLP 2019.
+
     Examples
     --------
     >>> import torch
@@ -350,6 +369,18 @@ def s_inter(X: ArrayLike, types: ArrayLike) -> float:
     unit vector of type *t*, computed as :math:`(\lVert\sum_t m_t\rVert^2-\sum_t\lVert m_t\rVert^2)/(T(T-1))`.
     Needs at least two types.
 
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    types : sequence of length n_points
+        The type of each row (any hashable values).
+
+    Returns
+    -------
+    float
+        The mean cosine between the mean unit vectors of different types.
+
     References
     ----------
     X. Cai, J. Huang, Y. Bian, K. Church. *Isotropy in the Contextual Embedding
@@ -380,7 +411,23 @@ def s_intra(X: ArrayLike, types: ArrayLike) -> float:
     For a type with unit rows :math:`u_1..u_m` (m >= 2) the mean pairwise cosine
     is :math:`(\lVert\sum u\rVert^2 - m)/(m(m-1))`; types with one instance have
     no pair and are skipped. Raises ``ValueError`` if no type has two instances.
-    Reference: Cai et al., ICLR 2021 (see :func:`s_inter`).
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    types : sequence of length n_points
+        The type of each row (any hashable values).
+
+    Returns
+    -------
+    float
+        The mean over types with at least two instances of their instances' mean pairwise cosine.
+
+    References
+    ----------
+    X. Cai, J. Huang, Y. Bian, K. Church. *Isotropy in the Contextual Embedding
+    Space: Clusters and Manifolds*. ICLR 2021.
 
     Examples
     --------

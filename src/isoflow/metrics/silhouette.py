@@ -330,6 +330,27 @@ def silhouettes(X: ArrayLike, labelings, *, block: int | None = None) -> list[fl
     pairwise distances (their sums into every cluster of every labelling at once): choosing K for K-means costs one
     distance pass, not one per K. Each value equals :func:`silhouette` of that labelling.
 
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    labelings : sequence of label sequences
+        Each a labelling of the n points, as :func:`silhouette` takes it.
+    block : int or None
+        As :func:`silhouette`.
+
+    Returns
+    -------
+    list of float
+        One mean silhouette per labelling, in their order.
+
+    References
+    ----------
+    P. J. Rousseeuw. *Silhouettes: a graphical aid to the interpretation and
+    validation of cluster analysis*. J. Comput. Appl. Math. 20, 1987.
+
+    Examples
+    --------
     >>> import torch
     >>> X = torch.tensor([[0., 0.], [0., 1.], [10., 0.], [10., 1.]])
     >>> [round(s, 4) for s in silhouettes(X, [[0, 0, 1, 1], [0, 1, 0, 1]])]
@@ -385,6 +406,11 @@ def silhouette(X: ArrayLike, labels: ArrayLike, *, block: int | None = None) -> 
     block : rows per block (memory ~ block² values of X's dtype on a CPU; on a GPU block × the rest of the row,
         within a quarter of its free memory); None: the device's size policy (1,024 on a CPU; on a GPU as few
         blocks as fit, see :mod:`isoflow.metrics.device_policy`).
+
+    Returns
+    -------
+    float
+        The mean silhouette, in [-1, 1].
 
     Raises
     ------
@@ -445,6 +471,16 @@ def silhouette_sqeuclidean(X: ArrayLike, labels: ArrayLike, *, block: int | None
     For the point's own cluster the sum excludes the zero self-distance and is
     divided by :math:`|C|-1`. Otherwise as :func:`silhouette`; equals
     ``sklearn.metrics.silhouette_score(X, labels, metric="sqeuclidean")``.
+
+    Parameters
+    ----------
+    X, labels, block
+        As :func:`silhouette`.
+
+    Returns
+    -------
+    float
+        The mean silhouette with squared Euclidean distances, in [-1, 1].
 
     References
     ----------

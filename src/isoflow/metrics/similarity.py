@@ -69,6 +69,11 @@ def linear_cka(X: ArrayLike, Y: ArrayLike, debiased: bool = False) -> float:
     -------
     float
 
+    References
+    ----------
+    S. Kornblith, M. Norouzi, H. Lee, G. Hinton. *Similarity of Neural Network Representations Revisited*. ICML 2019.
+    L. Song et al. *Feature Selection via Dependence Maximization*. JMLR 2012 (the unbiased HSIC).
+
     Examples
     --------
     >>> import torch

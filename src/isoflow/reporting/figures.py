@@ -52,11 +52,15 @@ RASTER_POINTS = 500
 
 
 def rasterize_dense_scatters(fig) -> None:
-    """Mark every collection of more than RASTER_POINTS points (scatters, 2-D and 3-D) for rasterizing in vector
-    formats; raster formats draw the same pixels either way."""
+    """Mark every scatter of more than RASTER_POINTS points for rasterizing in vector formats (raster formats draw the
+    same pixels either way): a 2-D one alone; a 3-D panel whole, labels too (matplotlib ignores the mark on a 3-D
+    collection)."""
     for ax in fig.axes:
-        for coll in ax.collections:
-            if len(coll.get_offsets()) > RASTER_POINTS:
+        dense = [coll for coll in ax.collections if len(coll.get_offsets()) > RASTER_POINTS]
+        if dense and ax.name == "3d":
+            ax.set_rasterized(True)
+        else:
+            for coll in dense:
                 coll.set_rasterized(True)
 
 
