@@ -54,7 +54,7 @@ def main() -> int:
         prepare("polarity", data_dir=args.data_dir, progress=False)
     ex = examples_of(read_task(task_dir("polarity", args.data_dir)))
     device = torch.device(args.device)
-    encoder = SentenceEncoder(
+    encoder = SentenceEncoder.from_sentence_transformer(
         load_sentence_model(SENTENCE_MODELS["minilm"], str(device), Path(args.data_dir) / "raw")
     ).to(device)
     head = torch.nn.Linear(encoder.dim, 2).to(device)

@@ -42,7 +42,7 @@ def budget(model: str, args) -> dict:
     resolved = resolve_model(model, cache=cache, mirror=args.mirror)
     seconds["resolve"] = time.perf_counter() - t
     t = time.perf_counter()
-    encoder = load_encoder(resolved.load, cache, args.mirror, args.device)
+    encoder = load_encoder(resolved, args.device)
     seconds["load"] = time.perf_counter() - t
     sentences = corpora.load(args.corpus, cache, args.mirror)
     t = time.perf_counter()

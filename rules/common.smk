@@ -23,7 +23,7 @@ from isoflow.layers import LAYER_FILES, LayerSettings
 from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
-from isoflow.models.local import weight_files
+from isoflow.models.resolve import input_files as model_input_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
 from isoflow.optimize.settings import head_dir, istar_report_outputs
 from isoflow.optimize.settings import report_outputs as optimize_report_outputs
@@ -154,11 +154,7 @@ def model_files(wildcards):
     entry = MODEL_FOLDERS.get(wildcards.model)
     if not entry:
         return []
-    folder = Path(entry["path"])
-    if folder.suffix.lower() == ".gguf":  # a GGUF file: the file itself (de-quantised by the job, once)
-        return [str(folder)]
-    found = weight_files(folder) if folder.is_dir() else []
-    return sorted(str(p) for p in found) or [str(folder / "config.json")]
+    return model_input_files(entry["path"])
 
 
 def model_option(wildcards):

@@ -67,7 +67,7 @@ def test_pooled_output_is_what_sentence_transformers_computes(st_minilm):
         "Dull.",
         "The plot never quite comes together, despite a strong cast and a fine score.",
     ]
-    enc = SentenceEncoder(st_minilm).eval()
+    enc = SentenceEncoder.from_sentence_transformer(st_minilm).eval()
     with torch.no_grad():
         pooled = enc(enc.tokenize(texts, None, "cpu"))[0]
     theirs = torch.as_tensor(st_minilm.encode(texts, convert_to_numpy=True))  # its pipeline ends with Normalize
@@ -76,7 +76,7 @@ def test_pooled_output_is_what_sentence_transformers_computes(st_minilm):
 
 
 def test_token_points_leave_padding_out(st_minilm):
-    enc = SentenceEncoder(st_minilm).eval()
+    enc = SentenceEncoder.from_sentence_transformer(st_minilm).eval()
     texts = ["short", "a much longer sentence with many more word pieces in it"]
     with torch.no_grad():
         pooled, states, mask = enc(enc.tokenize(texts, None, "cpu"), hidden_states=True)
@@ -141,7 +141,7 @@ def test_layer_geometry_is_every_layers_held_out_tokens(tiny_bert):
 
 
 def test_pairs_are_one_sequence(st_minilm):
-    enc = SentenceEncoder(st_minilm)
+    enc = SentenceEncoder.from_sentence_transformer(st_minilm)
     inputs = enc.tokenize(["a cat sat"], ["on the mat"], "cpu")
     tokens = enc.tokenizer.convert_ids_to_tokens(inputs["input_ids"][0])
     assert tokens == ["[CLS]", "a", "cat", "sat", "[SEP]", "on", "the", "mat", "[SEP]"]
@@ -285,9 +285,9 @@ def test_sigma_s_is_reestimated_from_the_current_model_every_epoch(polarity_smal
     assert estimates[0][2] != estimates[1][2] != estimates[2][2]  # three different models: pretrained, after epoch 1, 2
     per_epoch = len(used) // 2  # 100 training examples in batches of 50: 2 steps an epoch
     assert all(u is estimates[0][1] for u in used[:per_epoch]) and all(u is estimates[1][1] for u in used[per_epoch:])
-    assert [id(r) for r in evaluated] == [id(r) for r in pulled] == [
-        id(C) for _, C, _ in estimates
-    ]  # the final measurement: the final model's Σ_S
+    assert (
+        [id(r) for r in evaluated] == [id(r) for r in pulled] == [id(C) for _, C, _ in estimates]
+    )  # the final measurement: the final model's Σ_S
     assert pd.read_parquet(parquet)["pull"].tolist() == [0.5] * 3
     info = json.loads(record.read_text())
     assert_one_record_schema(info, "finetune")
@@ -299,7 +299,7 @@ def test_reference_covariance_is_the_covariance_of_the_points(polarity_small, st
     task = read_task(polarity_small / "tasks/polarity-120")
     ex = examples_of(task)
     s = train_module.FinetuneSettings("polarity-120", "minilm", 0, shrinkage_points=10**9, eval_batch_size=7)
-    enc = SentenceEncoder(st_minilm)
+    enc = SentenceEncoder.from_sentence_transformer(st_minilm)
     C, n = train_module.estimate_reference(enc, ex, s, "cpu", 0)
     with torch.no_grad():
         pooled, states, mask = enc.eval()(enc.tokenize(ex.a, None, "cpu"), hidden_states=True)

@@ -198,8 +198,7 @@ def test_words_of_pieces_by_character_offsets():
 
 
 def test_tokenizers_that_drop_the_space_before_split_words_get_the_joined_text(tiny, tiny_gpt2, tiny_bert, tmp_path):
-    folder = resolve_model(tiny[0], cache=tmp_path).load
-    llama = load_encoder(folder, tmp_path, device="cpu")
+    llama = load_encoder(resolve_model(tiny[0], cache=tmp_path), device="cpu")
     assert not llama.split_words and llama.specials_added == ()  # no BOS added: the first word is position 0
     assert llama.tokenizer.padding_side == "right"
     words = ["the", "good", "film", "was", "funny", "."]
@@ -210,7 +209,7 @@ def test_tokenizers_that_drop_the_space_before_split_words_get_the_joined_text(t
     assert "".join(pieces).replace("Ġ", " ") == " ".join(words)
     assert [w for w in word_ids[0]] == sorted(word_ids[0]) and set(word_ids[0]) == set(range(len(words)))
     for tokenizer_of in (tiny_gpt2, tiny_bert):  # GPT-2 with its prefix space, and WordPiece, split words as text
-        assert splits_like_text(load_encoder(str(tokenizer_of), tmp_path, device="cpu").tokenizer)
+        assert splits_like_text(load_encoder(resolve_model(tokenizer_of, "probe", cache=tmp_path)).tokenizer)
 
 
 @pytest.fixture(scope="module")

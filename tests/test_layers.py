@@ -22,6 +22,7 @@ from isoflow.layers.encoder import batches, count_points, hidden_state_shape, lo
 from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
 from isoflow.models import ModelUnavailableError
+from isoflow.models.resolve import resolve_model
 
 # ----- brute-force references -----------------------------------------------------------------------------------------
 
@@ -212,7 +213,7 @@ def test_outlier_dimensions_and_the_measures_without_them(small_layer):
 
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
-    return load_encoder("minilm", tmp_path_factory.mktemp("raw"), device="cpu")
+    return load_encoder(resolve_model("minilm", cache=tmp_path_factory.mktemp("raw")), device="cpu")
 
 
 SENTENCES = [

@@ -242,3 +242,43 @@ def test_encoded_words_are_each_word_encoded_alone(tmp_path):
     np.testing.assert_allclose(got, encode_sentences(st, ["cat", "harbour"], progress=False), atol=1e-5)
     with pytest.raises(DataFormatError, match="not in the vocabulary of minilm-words"):
         vectors.lookup(["notaglovewordxyz"])
+
+
+def test_each_kind_of_model_resolves_to_its_loader(tiny_bert, tiny_sentence_transformer, tmp_path):
+    """resolve_model decides a model's kind once (isoflow.models.loaders): built-in SBERT names and saved
+    sentence-transformers folders, built-in static vectors, plain Hugging Face folders; what is not a model says so
+    when asked anything, naming the known models; static vectors have no layers and nothing to train."""
+    from isoflow.models.loaders import HuggingFaceLoader, Loader, SentenceTransformersLoader, StaticLoader
+    from isoflow.models.resolve import resolve_model
+
+    kinds = {
+        "minilm": SentenceTransformersLoader,
+        "glove-50d": StaticLoader,
+        str(tiny_sentence_transformer): SentenceTransformersLoader,
+        str(tiny_bert): HuggingFaceLoader,
+    }
+    for model, kind in kinds.items():
+        loader = resolve_model(model, "own" if os.sep in model else None, cache=tmp_path)
+        assert type(loader) is kind, model
+    assert resolve_model("minilm", cache=tmp_path).origin == "sentence-transformers/all-MiniLM-L6-v2"
+    assert resolve_model(tiny_bert, "own", cache=tmp_path).origin["weights_sha256"]  # a folder: its weights' record
+    static = resolve_model("glove-50d", cache=tmp_path)
+    with pytest.raises(ValueError, match="glove-50d is a static word-vector model: it has no layers"):
+        static.transformer("cpu")
+    with pytest.raises(ValueError, match="there is no encoder to fine-tune"):
+        static.trainable("cpu")
+    unknown = resolve_model("No Such Model", cache=tmp_path)
+    assert type(unknown) is Loader
+    with pytest.raises(ValueError, match="unknown model 'No Such Model'; known: minilm"):
+        unknown.sentence_embeddings(["a"])
+    with pytest.raises(ValueError, match="mean pooling, not last"):
+        resolve_model("minilm", cache=tmp_path).trainable("cpu", "last")
+
+
+def test_a_job_reads_a_gguf_file_itself_a_folder_its_weights(tiny_bert, tmp_path):
+    """The workflow's input files of a model (rules/common.smk's model_files asks isoflow.models.resolve)."""
+    from isoflow.models.resolve import input_files
+
+    assert input_files(tmp_path / "model.Q4_0.GGUF") == [str(tmp_path / "model.Q4_0.GGUF")]  # there or not yet
+    assert input_files(tmp_path / "not-yet") == [str(tmp_path / "not-yet/config.json")]
+    assert input_files(tiny_bert) == [str(Path(tiny_bert) / "model.safetensors")]

@@ -403,8 +403,9 @@ def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     assert record["train_tokens"] + record["corpus"]["train"]["words"] > 0 and not record["diverged"]
     assert_one_record_schema(record, "pretrain")
     from isoflow.layers.encoder import load_encoder
+    from isoflow.models.resolve import resolve_model
 
-    encoder = load_encoder(str(out), cache=tmp_path)
+    encoder = load_encoder(resolve_model(out, "probe", cache=tmp_path))
     assert (encoder.n_states, encoder.dim, encoder.max_length) == (3, 32, 32)
 
 

@@ -26,7 +26,6 @@ import pandas as pd
 
 from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
-from .models import is_static, sentence_model, static_model
 from .models.sbert import ENCODE_BATCH_SIZE
 from .provenance import shown_path
 
@@ -128,15 +127,13 @@ def encode(
     """Embed the items of a prepared task with ``model`` (a short name, or a local model directory: see
     :mod:`isoflow.models.local`; its outputs go under ``model_name`` or the folder's name); returns the output
     directory."""
-    from .devices import resolve_device
     from .models.resolve import resolve_model
 
     progress = sys.stderr.isatty() if progress is None else progress
     cache = raw_cache(data_dir, raw_dir)
     resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
-    model, name, local = resolved.load, resolved.name, resolved.local
-    static = False if local else is_static(model)
-    expected_source = None if local else (static_model(model).source if static else sentence_model(model).hub_id)
+    name, local = resolved.name, resolved.local
+    expected_source = None if local else resolved.origin  # an unknown name: one line naming the known ones
     tdata = read_task(task_path or task_dir(task, data_dir))
     texts = tdata.items["text"].astype(str).tolist()
     digest = items_digest(texts)
@@ -154,24 +151,10 @@ def encode(
                 return out
 
     t0 = time.perf_counter()
-    if local:
-        from .models.local import encode_local
-
-        source = resolved.source
-        dev = str(resolve_device(device))
-        emb = encode_local(model, texts, device=dev, pooling=pooling, batch_size=batch_size, progress=progress)
-    elif static:
-        spec = static_model(model)
-        emb = spec.load(cache, mirror).lookup(texts)
-        source, dev = spec.source, "cpu" if spec.encoder is None else str(resolve_device(device))
-    else:
-        spec = sentence_model(model)
-        dev = str(resolve_device(device))
-        from .models.sbert import encode_sentences, load_sentence_model
-
-        st = load_sentence_model(spec, dev, cache, mirror)
-        emb = encode_sentences(st, texts, batch_size=batch_size, progress=progress)
-        source = spec.hub_id
+    emb, dev = resolved.sentence_embeddings(
+        texts, device=device, batch_size=batch_size, pooling=pooling, progress=progress
+    )
+    source = resolved.origin
     warn_repeated_rows(emb, f"{name} x {tdata.name}")
     meta = {
         "model": name,
@@ -181,7 +164,7 @@ def encode(
         "dim": int(emb.shape[1]),
         "dtype": "float32",
         "device": dev,
-        "batch_size": None if static else batch_size,
+        "batch_size": batch_size if resolved.batched else None,
         "seconds": round(time.perf_counter() - t0, 3),
         "items_sha256": digest,
     }

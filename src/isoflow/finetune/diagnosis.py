@@ -112,7 +112,7 @@ def model_gradients(
     ex = stratified_subset(examples_of(read_task(prepared_task(task, data_dir, task_path))), 32 * batches, seed)
     if len(ex) < 32 * batches:
         raise ValueError(f"{task}: {len(ex)} examples, fewer than {batches} batches of 32; give fewer --batches")
-    encoder = load_encoder(resolved, pooling, resolve_device("cpu"), data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    encoder = load_encoder(resolved, pooling, resolve_device("cpu"))
     gradients = gradient_ratios(encoder, list(ex.a), ex.y, batches, seed)
     return {
         "task": task,
@@ -153,7 +153,11 @@ def diagnose(
     sub = build_task("polarity-2100", ex.a, [ex.label_names[i] for i in ex.y])
     write_task(sub, data / "tasks/polarity-2100", force=True)
     st = load_sentence_model(SENTENCE_MODELS["minilm"], "cpu", raw_dir, mirror)
-    result = {"gradients_at_the_pretrained_model": gradient_ratios(SentenceEncoder(st), ex.a, ex.y, batches, 0)}
+    result = {
+        "gradients_at_the_pretrained_model": gradient_ratios(
+            SentenceEncoder.from_sentence_transformer(st), ex.a, ex.y, batches, 0
+        )
+    }
     runs = {}
     for lam in (-1.0, 0.0, 1.0):
         parquet, record = run_finetune(

@@ -23,24 +23,13 @@ from __future__ import annotations
 
 import torch
 
-from .settings import POOLINGS
-
-# Decoder-only families by model type, for folders saved from their base model (GPT2Model names no LM head).
-DECODER_TYPES = frozenset(
-    "gpt2 gpt_neo gpt_neox gptj llama mistral mixtral gemma gemma2 gemma3_text qwen2 qwen3 phi phi3 falcon opt bloom "
-    "olmo olmo2 stablelm starcoder2 smollm3".split()
+from ..models.loaders import (  # noqa: F401  (DECODER_TYPES, is_causal_lm: here before they moved)
+    DECODER_TYPES,
+    TrainableParts,
+    is_causal_lm,
+    sentence_transformer_parts,
+    transformer_parts,
 )
-
-
-def is_causal_lm(config) -> bool:
-    """Whether a model configuration is a causal (decoder-only) language model's: a decoder, an architecture ending in
-    ``ForCausalLM`` or ``LMHeadModel``, or a decoder-only family (:data:`DECODER_TYPES`)."""
-    names = getattr(config, "architectures", None) or []
-    return (
-        bool(getattr(config, "is_decoder", False))
-        or getattr(config, "model_type", None) in DECODER_TYPES
-        or any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in names)
-    )
 
 
 def last_token_index(mask: torch.Tensor) -> torch.Tensor:
@@ -53,42 +42,27 @@ def last_token_index(mask: torch.Tensor) -> torch.Tensor:
 
 
 class SentenceEncoder(torch.nn.Module):
-    """A transformer with a pooling (module docstring): from a sentence-transformers model (``SentenceEncoder(st)``,
-    mean pooling only), or from a Hugging Face model and tokenizer (:meth:`from_transformer`)."""
+    """A transformer with a pooling (module docstring), from the parts a model's loader gives
+    (:meth:`isoflow.models.loaders.Loader.trainable`); or from a SentenceTransformer (its mean pooling only) or a
+    Hugging Face model and tokenizer in hand."""
 
-    pooling = "mean"
     precision = "float32"  # or "bf16": the transformer under bfloat16 autocast, what comes out of it float32
 
-    def __init__(self, st_model=None, *, transformer=None, tokenizer=None, max_length: int | None = None):
+    def __init__(self, parts: TrainableParts):
         super().__init__()
-        if st_model is not None:
-            modules = list(st_model)
-            transformer, tokenizer, max_length = (
-                modules[0].auto_model,
-                modules[0].tokenizer,
-                int(st_model.max_seq_length),
-            )
-            pooling = [m for m in modules if type(m).__name__ == "Pooling"]
-            mode = pooling[0].get_config_dict().get("pooling_mode") if pooling else None
-            if mode != "mean":
-                raise ValueError(
-                    f"pooling {mode!r} is not supported for fine-tuning (mean pooling only: all-MiniLM-L6-v2, "
-                    f"all-mpnet-base-v2)"
-                )
-        self.transformer, self.tokenizer, self.max_length = transformer, tokenizer, int(max_length)
+        self.transformer, self.tokenizer = parts.model, parts.tokenizer
+        self.max_length, self.pooling = int(parts.max_length), parts.pooling
         self.dim = int(self.transformer.config.hidden_size)
+
+    @classmethod
+    def from_sentence_transformer(cls, st) -> SentenceEncoder:
+        """A SentenceTransformer's transformer with its mean pooling."""
+        return cls(sentence_transformer_parts(st))
 
     @classmethod
     def from_transformer(cls, model, tokenizer, pooling: str = "auto") -> SentenceEncoder:
         """A Hugging Face model with ``pooling`` (``auto``: ``last`` for a causal LM, else ``mean``)."""
-        from ..models.local import max_sequence_length
-
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
-        encoder = cls(transformer=model, tokenizer=tokenizer, max_length=max_sequence_length(model, tokenizer))
-        encoder.pooling = ("last" if is_causal_lm(model.config) else "mean") if pooling == "auto" else pooling
-        tokenizer.padding_side = "right"
-        return encoder
+        return cls(transformer_parts(model, tokenizer, pooling))
 
     def tokenize(self, a: list[str], b: list[str] | None, device) -> dict[str, torch.Tensor]:
         """One sequence per example (pairs: ``a`` and ``b`` in one sequence), padded to the batch's longest."""

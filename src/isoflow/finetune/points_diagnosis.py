@@ -185,9 +185,7 @@ def diagnose_points(
     for model in models:
         t0 = time.perf_counter()
         resolved = resolve_model(model, None, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
-        encoder = load_encoder(
-            resolved, "auto", resolve_device("cpu"), data_dir=data_dir, raw_dir=raw_dir, mirror=mirror
-        )
+        encoder = load_encoder(resolved, "auto", resolve_device("cpu"))
         measured = recipe_measurements(encoder, list(ex.a), ex.y, batches, seed, recipes)
         result["models"][resolved.name] = {
             "dim": encoder.dim,

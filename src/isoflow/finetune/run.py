@@ -70,30 +70,10 @@ def prepared_task(task: str, data_dir, task_path=None) -> Path:
     return tpath
 
 
-def load_encoder(resolved, pooling: str, device, *, data_dir, raw_dir, mirror) -> SentenceEncoder:
-    """The encoder to fine-tune for a resolved model (isoflow.models.resolve): a Hugging Face folder (GGUF files
-    de-quantised into one) with ``pooling`` added, or a sentence-transformers model with its own mean pooling."""
-    from ..models.local import is_sentence_transformers
-
-    model = resolved.load
-    if resolved.local and not is_sentence_transformers(model):  # a Hugging Face model: its pooling added
-        from ..models.local import load_hf
-
-        return SentenceEncoder.from_transformer(*load_hf(model, str(device)), pooling=pooling)
-    if pooling == "last":
-        raise ValueError(
-            f"{resolved.name}: a sentence-transformers model is fine-tuned with its mean pooling, not last"
-        )
-    from sentence_transformers import SentenceTransformer
-
-    from ..models.sbert import load_sentence_model
-
-    st = (
-        SentenceTransformer(str(model), device=str(device))
-        if resolved.local
-        else load_sentence_model(sentence_model(model), str(device), raw_cache(data_dir, raw_dir), mirror)
-    )
-    return SentenceEncoder(st)
+def load_encoder(resolved, pooling: str, device) -> SentenceEncoder:
+    """The encoder to fine-tune for a resolved model (isoflow.models.resolve): what its loader gives to train, with
+    ``pooling`` (a sentence-transformers model keeps its own mean pooling)."""
+    return SentenceEncoder(resolved.trainable(device, pooling))
 
 
 def run_finetune(
@@ -128,7 +108,7 @@ def run_finetune(
     tdata = read_task(prepared_task(task, data_dir, task_path))
     s = replace(s, task=tdata.name)
     data = splits(tdata, s, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
-    encoder = load_encoder(resolved, s.pooling, dev, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+    encoder = load_encoder(resolved, s.pooling, dev)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
     out = Path(

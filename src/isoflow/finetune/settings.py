@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..istar_settings import POINT_RECIPES, zeta_setting
+from ..models.loaders import TRAINING_POOLINGS as POOLINGS
 from ..settings import check, setting
 
 # Each regulariser with its weight's one name: the setting, the run record's field, the command-line option
@@ -15,7 +16,6 @@ REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
 # What names one configuration of a sweep in its records (a row of the report's tables: its seeds are the repeats)
 CONFIGURATION = ("task", "model", "reg", *REGULARISERS.values())
 POINTS = tuple(POINT_RECIPES)
-POOLINGS = ("auto", "mean", "last")
 PRECISIONS = ("float32", "bf16")
 LAYER_TWONN = ("every-epoch", "first-and-last")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}

@@ -27,14 +27,13 @@ Points and their types:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..models import SENTENCE_MODELS, ModelUnavailableError
+from ..models import ModelUnavailableError
 
 TYPE_MODES = ("tokens", "words")
 
@@ -101,34 +100,14 @@ def splits_like_text(tokenizer) -> bool:
     return added_by_second(True) == added_by_second(False)
 
 
-def _from_pretrained(where: str, device):
-    """(model, tokenizer) of a Hugging Face model (a hub id or a local folder); byte-level BPE tokenizers (GPT-2) need
-    a prefix space to take words that are already split."""
-    from transformers import AutoConfig, AutoModel, AutoTokenizer
-
-    config = AutoConfig.from_pretrained(where)
-    extra = {"add_prefix_space": True} if config.model_type in ("gpt2", "roberta", "gpt_neo", "gptj", "bart") else {}
-    return AutoModel.from_pretrained(where).to(device), AutoTokenizer.from_pretrained(where, **extra)
-
-
-def load_encoder(name: str, cache: str | os.PathLike, mirror=None, device: str | torch.device = "cpu") -> Encoder:
-    """The transformer of an SBERT model isoflow knows, a local model folder (no hub needed; encoders and decoder-only
-    models such as GPT-2), or a hub model id; checks that it returns hidden states."""
-    from ..models.local import check_local, is_local, max_sequence_length
+def load_encoder(model, device: str | torch.device = "cpu") -> Encoder:
+    """The transformer of ``model`` (a loader: :func:`isoflow.models.resolve.resolve_model`'s answer), its tokenizer
+    taking words already split; checks that it returns hidden states."""
+    from ..models.local import max_sequence_length
 
     device = torch.device(device)
-    if is_local(name):
-        model, tokenizer = _from_pretrained(str(check_local(name)), device)
-    elif name in SENTENCE_MODELS:
-        from ..models.sbert import load_sentence_model
-
-        st = load_sentence_model(SENTENCE_MODELS[name], str(device), cache, mirror)
-        module = st[0]
-        model, tokenizer = module.auto_model, module.tokenizer
-    else:
-        from ..models.hub import hub_folder
-
-        model, tokenizer = _from_pretrained(str(hub_folder(name)), device)
+    name = model.name
+    model, tokenizer = model.transformer(device, split_words=True)
     if tokenizer.pad_token is None:  # GPT-2: pad with end-of-text; padding is masked out anyway
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right"  # a causal LM's positions count from the left

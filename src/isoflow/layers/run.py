@@ -35,6 +35,7 @@ from ..datasets import raw_cache
 from ..devices import resolve_device
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
+from ..models.resolve import ResolvedModel
 from ..progress import progress_bar
 from ..records import run_record
 from . import LAYER_FILES
@@ -93,7 +94,7 @@ def run_layers(
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
     cache = raw_cache(data_dir, raw_dir)
     resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
-    model, name = resolved.load, resolved.name
+    name = resolved.name
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_dir(name, corpus_label, results))
     check_replaceable(out, expected=LAYER_FILES, force=force)
@@ -113,13 +114,13 @@ def run_layers(
         "device": str(dev),
     }
 
-    static = model in STATIC_MODELS
+    static = resolved.kind == "static"
     partial = None
     if stream and not static:
         what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types", "settings")}
         partial = PartialRun(out, {**what, "source": resolved.source, "batch_size": batch_size})
     job = _Job(
-        model,
+        resolved,
         name,
         sentences,
         settings,
@@ -168,7 +169,7 @@ def run_layers(
 class _Job:
     """What one analysis works with, past the checks of :func:`run_layers`."""
 
-    model: str
+    model: ResolvedModel  # its loader
     name: str  # the model's name in the outputs (the config's, or the folder's), also in progress and warnings
     sentences: list
     settings: LayerSettings
@@ -244,7 +245,7 @@ def _contextual(job: _Job):
     dev, stream, out = job.dev, job.stream, job.out
     timings, progress, max_tokens = job.timings, job.progress, job.settings.max_tokens
     t = time.perf_counter()
-    encoder = load_encoder(model, job.cache, job.mirror, dev)
+    encoder = load_encoder(model, dev)
     timings["load_model"] = time.perf_counter() - t
     n_layers = encoder.n_states
     view_layer = n_layers // 2 if job.view_layer is None else job.view_layer
@@ -407,14 +408,14 @@ def _measure_layer(job: _Job, store: LayerStore, layer: int, type_arr, position_
 def _static(job: _Job):
     settings = job.settings
     t = time.perf_counter()
-    vectors = STATIC_MODELS[job.model].load(job.cache, job.mirror)
+    vectors = STATIC_MODELS[job.model.load].load(job.cache, job.mirror)
     job.timings["load_model"] = time.perf_counter() - t
     known = set(vectors.words)
     chosen = corpora.sample(job.sentences, settings.max_tokens, settings.seed, len)
     counts = Counter(w.lower() for words in chosen for w in words)
     words = sorted(w for w in counts if w in known)
     if len(words) < 3:
-        raise ValueError(f"only {len(words)} of the corpus' words are in the vocabulary of {job.model}")
+        raise ValueError(f"only {len(words)} of the corpus' words are in the vocabulary of {job.name}")
     t = time.perf_counter()
     points = torch.from_numpy(vectors.lookup(words)).to(job.dev)
     word_arr = np.asarray(words, dtype=object)

@@ -144,23 +144,15 @@ def encode_local(
     batch_size: int = ENCODE_BATCH_SIZE,
     progress: bool = False,
 ):
-    """float32 (n, d) embeddings of ``texts`` by a local folder: a sentence-transformers model as it was saved, or a
-    Hugging Face model's last hidden states pooled over the non-padding tokens (``mean``, or the first token:
-    ``cls``)."""
+    """float32 (n, d) embeddings of ``texts`` by a Hugging Face model folder: its last hidden states pooled over the
+    non-padding tokens (``mean``, or the first token: ``cls``). (A sentence-transformers folder is encoded as it was
+    saved: :class:`isoflow.models.loaders.SentenceTransformersLoader`.)"""
     import numpy as np
     import torch
 
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
     folder = check_local(path)
-    if is_sentence_transformers(folder):
-        from sentence_transformers import SentenceTransformer
-
-        from .sbert import encode_sentences
-
-        st = SentenceTransformer(str(folder), device=device)
-        warn_unknown_tokens(st.tokenizer, texts, str(folder))
-        return encode_sentences(st, texts, batch_size=batch_size, progress=progress)
     model, tokenizer = load_hf(folder, device)
     warn_unknown_tokens(tokenizer, texts, str(folder))
     limit = max_sequence_length(model, tokenizer)

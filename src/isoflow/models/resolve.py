@@ -16,22 +16,12 @@ a hub id (``gpt2``, ``org/name``)           its snapshot folder              ``-
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from .loaders import HuggingFaceLoader, Loader, SentenceTransformersLoader, StaticLoader
 
-@dataclass(frozen=True)
-class ResolvedModel:
-    """``load``: a built-in name or a local Hugging Face / sentence-transformers folder; ``name``: what outputs go
-    under; ``source``: what a run record says of a folder (None for a built-in SBERT or static model)."""
-
-    load: str
-    name: str
-    source: dict | None
-
-    @property
-    def local(self) -> bool:
-        return self.source is not None
+# What resolve_model returns: the loader of the model's kind (isoflow.models.loaders)
+ResolvedModel = Loader
 
 
 def resolve_model(
@@ -44,21 +34,25 @@ def resolve_model(
 ) -> ResolvedModel:
     """See the module docstring. A GGUF file is de-quantised once into ``cache`` (``progress``: a function given a
     line before that minute-long step); its record names the file, its sha256 and its quantisation."""
-    from . import MODELS
     from .gguf import GGUF_MODELS, dequantised_folder, gguf_name, hub_gguf, hub_gguf_file, is_gguf_file
     from .hub import hub_folder, hub_name, is_hub_id
     from .local import check_not_built_in, describe, is_local, local_name
+    from .sbert import SENTENCE_MODELS
+    from .static import STATIC_MODELS
 
     model = str(model)
+    where = {"cache": cache, "mirror": mirror}
     if model in GGUF_MODELS:
         spec = GGUF_MODELS[model]
         folder = dequantised_folder(spec.locate(cache, mirror), cache, progress)
         if model_name is not None and model_name != model:
             check_not_built_in(local_name(folder, model_name), "--model-name")
         name = model_name or model
-        return ResolvedModel(str(folder), name, _with_gguf(describe(folder), folder, built_in=spec))
-    if model in MODELS:
-        return ResolvedModel(model, model, None)
+        return HuggingFaceLoader(str(folder), name, _with_gguf(describe(folder), folder, built_in=spec), **where)
+    if model in SENTENCE_MODELS:
+        return SentenceTransformersLoader(model, model, None, **where)
+    if model in STATIC_MODELS:
+        return StaticLoader(model, model, None, **where)
     gguf_file = None
     if is_gguf_file(model):
         gguf_file = Path(model).expanduser()
@@ -67,13 +61,22 @@ def resolve_model(
     if gguf_file is not None:
         folder = dequantised_folder(gguf_file, cache, progress)
         name = local_name(folder, model_name or gguf_name(gguf_file))
-        return ResolvedModel(str(folder), name, _with_gguf(describe(folder), folder))
+        return HuggingFaceLoader(str(folder), name, _with_gguf(describe(folder), folder), **where)
     if not is_local(model) and is_hub_id(model):
         folder = hub_folder(model)
-        return ResolvedModel(str(folder), local_name(folder, model_name or hub_name(model)), describe(folder))
+        return _folder_loader(folder)(
+            str(folder), local_name(folder, model_name or hub_name(model)), describe(folder), **where
+        )
     if is_local(model):
-        return ResolvedModel(model, local_name(model, model_name), describe(model))
-    return ResolvedModel(model, model, None)  # unknown: the command's own check says so, naming what is known
+        return _folder_loader(model)(model, local_name(model, model_name), describe(model), **where)
+    return Loader(model, model, None, **where)  # unknown: asked anything, it names the known models
+
+
+def _folder_loader(folder) -> type[Loader]:
+    """A folder's kind: sentence-transformers (``modules.json``: ``SentenceTransformer.save``) or Hugging Face."""
+    from .local import is_sentence_transformers
+
+    return SentenceTransformersLoader if is_sentence_transformers(folder) else HuggingFaceLoader
 
 
 def _with_gguf(source: dict, folder: Path, built_in=None) -> dict:
@@ -84,3 +87,15 @@ def _with_gguf(source: dict, folder: Path, built_in=None) -> dict:
     if built_in is not None:
         gguf = {**gguf, "built_in": built_in.name, "upstream": built_in.upstream, "license": built_in.license}
     return {**source, "gguf": gguf}
+
+
+def input_files(path: str | os.PathLike) -> list[str]:
+    """The files a workflow job that loads the model at ``path`` reads (its inputs, for the rules): a GGUF file itself
+    (the job de-quantises it, once); a folder's weight files; its config.json while the folder is not there yet."""
+    from .local import weight_files
+
+    path = Path(path)
+    if path.suffix.lower() == ".gguf":
+        return [str(path)]
+    found = weight_files(path) if path.is_dir() else []
+    return sorted(str(p) for p in found) or [str(path / "config.json")]
