@@ -1,0 +1,51 @@
+"""The verdict vocabulary (docs/verdicts.md): each word from its rule, and nothing outside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from isoflow.reporting.significance import detectable_effect, seed_interval
+from isoflow.reporting.verdicts import VERDICTS, agreement, verdict, word_of
+
+
+@pytest.mark.parametrize(
+    ("claimed", "low", "high", "detectable", "word"),
+    [
+        (0.5, 0.01, 0.9, None, "reproduced"),  # the claimed side, 0 excluded
+        (-0.5, -0.9, -0.01, None, "reproduced"),
+        (0.5, -0.9, -0.01, None, "contradicted"),  # 0 excluded on the other side
+        (-0.5, 0.01, 0.9, 0.1, "contradicted"),
+        (0.5, -0.1, 0.2, 0.3, "not seen (could have detected ≥ 0.3)"),  # 0 inside, the claimed size detectable
+        (0.5, -0.1, 0.2, 0.5, "not seen (could have detected ≥ 0.5)"),  # at the boundary: detectable
+        (0.5, -0.1, 0.2, 0.6, "inconclusive"),  # 0 inside, the claimed size below what the test sees
+        (0.5, -0.1, 0.2, None, "inconclusive"),
+        (0.5, 0.0, 0.2, None, "inconclusive"),  # an interval touching 0 does not exclude it
+    ],
+)
+def test_each_word_follows_its_rule(claimed, low, high, detectable, word):
+    assert verdict(claimed, low, high, detectable=detectable) == word
+    assert word_of(word) in VERDICTS
+
+
+def test_a_seed_level_test_gives_its_verdict():
+    """From per-seed paired differences, as a fine-tuning claim is judged: the interval and the detectable effect of
+    the same seeds."""
+    differences = [-0.021, -0.023, 0.004]  # three seeds' accuracy differences from the plain run
+    r = seed_interval(differences)
+    x = detectable_effect(r["std"], r["seeds"])
+    assert verdict(+0.02, r["low"], r["high"], detectable=x) == "inconclusive"  # 3 seeds cannot see +0.02
+    assert verdict(+0.2, r["low"], r["high"], detectable=x).startswith("not seen (could have detected ≥ 0.0")
+
+
+def test_untested_says_why_and_other_words_are_refused():
+    assert verdict(1.0, -1.0, 1.0, untested_because="SmolLM2's IsoScore* did not move") == (
+        "untested (SmolLM2's IsoScore* did not move)"
+    )
+    for phrase in ("confirms", "shows", "does not reach", "doubles", "reproduced-ish"):
+        with pytest.raises(ValueError, match="is not a verdict; the words are: reproduced, contradicted"):
+            word_of(phrase)
+    for bad in ((0.0, -1.0, 1.0), (1.0, 1.0, -1.0), (1.0, float("nan"), 1.0)):
+        with pytest.raises(ValueError):
+            verdict(*bad)
+    assert agreement(-0.808, -0.81, -0.79) == "the paper's -0.808 inside [-0.81, -0.79]"
+    assert agreement(-0.978, 0.95, 0.99) == "the paper's -0.978 outside [0.95, 0.99]"
