@@ -72,6 +72,12 @@ MEASURES = [
     "outlier_dimensions",
     "cosine_shares",
     "drop_dimensions",
+    "participation_ratio",
+    "effective_rank",
+    "stable_rank",
+    "alpha_req",
+    "uniformity",
+    "alignment",
 ]
 SECTIONS = ("Parameters", "Returns", "References", "Examples")
 

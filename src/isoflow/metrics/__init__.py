@@ -33,8 +33,15 @@ from .silhouette import (
     silhouettes,
 )
 from .similarity import linear_cka
+from .spectrum import alignment, alpha_req, effective_rank, participation_ratio, stable_rank, uniformity
 
 __all__ = [
+    "alignment",
+    "alpha_req",
+    "effective_rank",
+    "participation_ratio",
+    "stable_rank",
+    "uniformity",
     "Clusters",
     "ClusterChoice",
     "METRIC_NAMES",

@@ -1,0 +1,264 @@
+r"""Spectral and contrastive geometry of a point cloud: how many directions it uses, how fast its spectrum decays, how
+uniformly its directions cover the sphere.
+
+From the singular values :math:`\sigma_k` of the points (rows), or the eigenvalues :math:`\lambda_k` of their
+covariance (centred: :math:`\lambda_k = \sigma_k(X_c)^2/(n-1)`):
+
+* :func:`participation_ratio` — :math:`(\sum\lambda)^2/\sum\lambda^2` of the covariance; IsoScore is exactly
+  :math:`(\mathrm{PR} - 1)/(d - 1)` (:func:`isoflow.metrics.isoscore`);
+* :func:`effective_rank` — :math:`\exp(-\sum p_k\log p_k)`, :math:`p_k = \sigma_k/\sum\sigma` (Roy & Vetterli 2007;
+  RankMe, Garrido et al. 2023, on the embeddings as they are, not centred: our default);
+* :func:`stable_rank` — :math:`\sum\sigma^2/\max\sigma^2`;
+* :func:`alpha_req` — the decay :math:`\alpha` of the covariance's eigenspectrum, :math:`\lambda_k \propto k^{-\alpha}`,
+  a least-squares line through :math:`(\log k, \log\lambda_k)` over a stated range of k (Agrawal et al. 2022);
+* :func:`uniformity` and :func:`alignment` — Wang & Isola (2020) on L2-normalised points: the log of the mean
+  Gaussian potential over all pairs, and the mean distance of positive pairs.
+
+The spectra come from the smaller of XᵀX and XXᵀ (the same non-zero eigenvalues), float64, on the input's device; the
+pairwise sums of :func:`uniformity` in blocks (memory O(block²)), exactly.
+
+References: O. Roy, M. Vetterli. *The effective rank: a measure of effective dimensionality*. EUSIPCO 2007.
+Q. Garrido, R. Balestriero, L. Najman, Y. LeCun. *RankMe: Assessing the downstream performance of pretrained
+self-supervised representations by their rank*. ICML 2023. K. K. Agrawal, A. K. Mondal, A. Ghosh, B. Richards.
+*α-ReQ: Assessing representation quality in self-supervised learning by measuring eigenspectrum decay*. NeurIPS 2022.
+T. Wang, P. Isola. *Understanding contrastive representation learning through alignment and uniformity on the
+hypersphere*. ICML 2020.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._validate import ArrayLike, as_points, power_of_two_factor
+from .isotropy import _centred_rescaled, _gram_or_scatter, _participation_ratio, _unit_rows, covariance
+
+UNIFORMITY_BLOCK = 1024  # rows per block of the pairwise sums: at most 1,024² float64 values at once
+
+
+def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
+    """The eigenvalues of XᵀX (``centred``: of Xcᵀ·Xc), descending, float64, at least 0, up to a common power-of-two
+    factor (every measure here is scale-free)."""
+    x = as_points(X)
+    if centred:
+        xc, _ = _centred_rescaled(x)
+    else:
+        x = x if x.dtype == torch.float32 else x.to(torch.float64)
+        xc = x * power_of_two_factor(x)
+    G = _gram_or_scatter(xc).to(xc.device)
+    return torch.linalg.eigvalsh(G).flip(0).clamp(min=0.0)
+
+
+def participation_ratio(X: ArrayLike) -> float:
+    r"""Participation ratio of the covariance, :math:`(\sum\lambda)^2/\sum\lambda^2 = \mathrm{tr}(C)^2/\lVert
+    C\rVert_F^2`: about how many directions carry the variance (1 to d).
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+
+    Returns
+    -------
+    float
+        In [1, min(n − 1, dim)]; :func:`isoflow.metrics.isoscore` is (PR − 1)/(dim − 1).
+
+    References
+    ----------
+    P. Gao, E. Trautmann, B. Yu et al. *A theory of multineuronal dimensionality, dynamics and measurement*. bioRxiv
+    2017 (the participation ratio of a covariance).
+
+    Examples
+    --------
+    >>> import torch
+    >>> round(participation_ratio(torch.tensor([[1., 0.], [-1., 0.], [0., 2.], [0., -2.]])), 4)  # variances 1 and 4
+    1.4706
+    """
+    return float(_participation_ratio(covariance(X)))
+
+
+def effective_rank(X: ArrayLike, *, centred: bool = False) -> float:
+    r"""Effective rank (Roy & Vetterli 2007; RankMe, Garrido et al. 2023): :math:`\exp(-\sum_k p_k\log p_k)`,
+    :math:`p_k = \sigma_k/\sum_j\sigma_j` over the singular values of X (the entropy's exponential; 0·log 0 = 0).
+    RankMe adds 1e-7 to each :math:`p_k`; this is the exact value.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    centred : bool
+        Of the centred points (the covariance's directions) instead of the points as they are (RankMe's, the
+        default: a common offset counts as a direction).
+
+    Returns
+    -------
+    float
+        In [1, min(n, dim)]; r for a rank-r matrix whose non-zero singular values are equal.
+
+    References
+    ----------
+    O. Roy, M. Vetterli. *The effective rank*. EUSIPCO 2007. Q. Garrido et al. *RankMe*. ICML 2023.
+
+    Examples
+    --------
+    >>> import torch
+    >>> round(effective_rank(torch.eye(3)), 6), round(effective_rank(torch.tensor([[3., 0.], [0., 1.]])), 4)
+    (3.0, 1.7548)
+    """
+    s = _eigenvalues(X, centred).sqrt()
+    p = s / s.sum()
+    p = p[p > 0]
+    return float(torch.exp(-(p * p.log()).sum()))
+
+
+def stable_rank(X: ArrayLike, *, centred: bool = False) -> float:
+    r"""Stable rank :math:`\lVert X\rVert_F^2/\lVert X\rVert_2^2 = \sum_k\sigma_k^2/\sigma_1^2`: the rank, discounted
+    for directions much weaker than the strongest.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    centred : bool
+        Of the centred points instead of the points as they are (default).
+
+    Returns
+    -------
+    float
+        In [1, rank(X)].
+
+    References
+    ----------
+    M. Rudelson, R. Vershynin. *Sampling from large matrices: an approach through geometric functional analysis*.
+    J. ACM 54, 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> stable_rank(torch.tensor([[3., 0., 0.], [0., 1., 0.], [0., 0., 1.]]))  # (9 + 1 + 1) / 9
+    1.2222222222222223
+    """
+    ev = _eigenvalues(X, centred)
+    return float(ev.sum() / ev[0])
+
+
+def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float:
+    r"""α-ReQ (Agrawal et al. 2022): the decay :math:`\alpha` of the covariance's eigenspectrum,
+    :math:`\lambda_k \propto k^{-\alpha}`, fitted by least squares to :math:`(\log k, \log\lambda_k)` for
+    k = ``first`` .. ``last`` (1-based, descending eigenvalues).
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+    first, last : int
+        The fitted range of k; ``last`` None: the covariance's numerical rank (eigenvalues above 1e-12 of the
+        largest, at most min(n − 1, dim)), the whole spectrum the points have.
+
+    Returns
+    -------
+    float
+        α; larger: faster decay, fewer directions.
+
+    References
+    ----------
+    K. K. Agrawal et al. *α-ReQ: Assessing representation quality in self-supervised learning by measuring
+    eigenspectrum decay*. NeurIPS 2022.
+
+    Examples
+    --------
+    >>> import torch
+    >>> Q, _ = torch.linalg.qr(torch.randn(64, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64))
+    >>> Q = Q - Q.mean(0)
+    >>> Q, _ = torch.linalg.qr(Q)  # orthonormal, centred columns
+    >>> k = torch.arange(1, 9, dtype=torch.float64)
+    >>> round(alpha_req(Q * k ** -0.75), 6)  # variances k^-1.5: standard deviations k^-0.75
+    1.5
+    """
+    ev = _eigenvalues(X, centred=True)
+    rank = int((ev > ev[0] * 1e-12).sum())
+    last = rank if last is None else last
+    if not 1 <= first < last <= rank:
+        raise ValueError(f"alpha_req fits k = first..last within 1..{rank} (the numerical rank); got {first}..{last}")
+    k = torch.arange(first, last + 1, dtype=torch.float64, device=ev.device)
+    x, y = k.log(), ev[first - 1 : last].log()
+    x = x - x.mean()
+    return float(-(x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def uniformity(X: ArrayLike, t: float = 2.0) -> float:
+    r"""Uniformity (Wang & Isola 2020): :math:`\log \frac{1}{\binom n2}\sum_{i<j} e^{-t\lVert u_i-u_j\rVert^2}` of the
+    L2-normalised points :math:`u_i`, over every pair, exactly, in blocks (log-sum-exp).
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it); no zero rows.
+    t : float
+        The Gaussian potential's scale (> 0); 2, as Wang & Isola.
+
+    Returns
+    -------
+    float
+        In [−4t, 0]: lower is more uniform; 0 when every point has one direction.
+
+    References
+    ----------
+    T. Wang, P. Isola. *Understanding contrastive representation learning through alignment and uniformity on the
+    hypersphere*. ICML 2020.
+
+    Examples
+    --------
+    >>> import torch
+    >>> round(uniformity(torch.tensor([[1., 0.], [-1., 0.]])), 4)  # one pair, at distance 2: -2·4
+    -8.0
+    """
+    if not t > 0:
+        raise ValueError(f"t must be > 0; got {t}")
+    u = _unit_rows(as_points(X)).to(torch.float64)
+    n = u.shape[0]
+    logs = []
+    for i0 in range(0, n, UNIFORMITY_BLOCK):
+        a = u[i0 : i0 + UNIFORMITY_BLOCK]
+        for j0 in range(i0, n, UNIFORMITY_BLOCK):
+            b = u[j0 : j0 + UNIFORMITY_BLOCK]
+            sq = (2.0 - 2.0 * (a @ b.T)).clamp(min=0.0)  # ‖u_i − u_j‖² of unit rows
+            if j0 == i0:  # the pairs i < j only
+                sq = sq[torch.triu(torch.ones_like(sq, dtype=torch.bool), diagonal=1)]
+            logs.append(torch.logsumexp((-t * sq).reshape(-1), dim=0))
+    return float(torch.logsumexp(torch.stack(logs), dim=0) - math.log(n * (n - 1) / 2))
+
+
+def alignment(X: ArrayLike, Y: ArrayLike, alpha: float = 2.0) -> float:
+    r"""Alignment (Wang & Isola 2020): :math:`\frac1n\sum_i\lVert u_i - v_i\rVert^\alpha` of the L2-normalised rows
+    of ``X`` and ``Y``, row i of both a positive pair (a pair task's two sides, two views of one example).
+
+    Parameters
+    ----------
+    X, Y : (n_points, dim) tensors or arrays
+        The pairs' two sides, row by row (the same device).
+    alpha : float
+        The distance's power (> 0); 2, as Wang & Isola.
+
+    Returns
+    -------
+    float
+        In [0, 2^alpha]: lower, the pairs closer.
+
+    References
+    ----------
+    T. Wang, P. Isola. ICML 2020 (see :func:`uniformity`).
+
+    Examples
+    --------
+    >>> import torch
+    >>> alignment(torch.tensor([[1., 0.], [0., 1.]]), torch.tensor([[1., 0.], [0., -1.]]))  # distances 0 and 2
+    2.0
+    """
+    if not alpha > 0:
+        raise ValueError(f"alpha must be > 0; got {alpha}")
+    u, v = _unit_rows(as_points(X)).to(torch.float64), _unit_rows(as_points(Y, name="Y")).to(torch.float64)
+    if u.shape != v.shape:
+        raise ValueError(f"X and Y must be pairs row by row; got shapes {tuple(u.shape)} and {tuple(v.shape)}")
+    return float((u - v).norm(dim=1).pow(alpha).mean())
