@@ -1,11 +1,18 @@
-# The two commands of the README. Both install first (idempotent: fast when already installed).
+# The two commands of the README. Both install first: pip once per checkout, Python and pins (pyproject.toml,
+# constraints.txt), then a stamp under .make/ (ignored by git) says so, while isoflow imports from this checkout
+# (pip's resolver took 30 s on every `make test`). `rm -r .make` installs again.
 PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
+INSTALL_STAMP = .make/install-$(shell $(PYTHON) -c 'import hashlib, sys; h = hashlib.sha256(sys.executable.encode()); [h.update(open(f, "rb").read()) for f in ("pyproject.toml", "constraints.txt")]; print(h.hexdigest()[:16])')
 
 .PHONY: install wordnet run test test-fast lint benchmark pull reproduce report redraw diagnose-istar reproduce-finetune-diagnosis reproduce-istar-points example-own
 
 install: wordnet
-	$(PIP_INSTALL) -e '.[workflow,models,test]'
+	@if [ -f $(INSTALL_STAMP) ] && $(PYTHON) -c 'import isoflow, sys; sys.exit(not isoflow.__file__.startswith("$(CURDIR)/"))' 2>/dev/null; then \
+		echo "install: up to date ($(INSTALL_STAMP))"; \
+	else \
+		$(PIP_INSTALL) -e '.[workflow,models,test]' && rm -rf .make && mkdir -p .make && touch $(INSTALL_STAMP); \
+	fi
 
 # WordNet 3.0 from Debian/Ubuntu when we may use apt; otherwise isoflow falls back to NLTK's wordnet.zip
 # (through the mirror or NLTK's server) or to $$ISOFLOW_WORDNET.
