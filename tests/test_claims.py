@@ -11,6 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from isoflow.reporting.significance import detectable_effect, seed_interval
+from isoflow.reporting.verdicts import verdict
+
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs/results/claims.yaml"
 CLAIMS = yaml.safe_load(LEDGER.read_text(encoding="utf-8"))
@@ -41,7 +44,11 @@ def value_of(claim: dict) -> str:
     if claim.get("row") and len(t) != 1:
         raise AssertionError(f"{claim['row']} selects {len(t)} rows of {tables}, not one")
     if "expr" in claim:
-        helpers = {"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written}
+        helpers = {
+            **{"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written},
+            # a verdict is computed by its rule (docs/verdicts.md), never typed: the word written must be the rule's
+            **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval},
+        }
         out = eval(claim["expr"], {**helpers, "t": t})  # noqa: S307 - our own ledger; t global: comprehensions see it
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))
     return written(float(t[claim["column"]].iloc[0]) * claim.get("scale", 1), claim.get("digits", 4))
@@ -59,3 +66,17 @@ def test_the_check_fails_when_a_quoted_number_is_edited():
     claim = next(c for c in CLAIMS if "column" in c)
     edited = {**claim, "says": claim["says"][:-1] + ("1" if claim["says"][-1] != "1" else "2")}
     assert value_of(edited) != edited["says"]
+
+
+def test_a_verdict_is_its_rules_and_a_wrong_word_fails():
+    """A ledger entry may compute a verdict (`verdict(...)` over a table's seed-level interval and detectable effect):
+    the word the document writes must be the one the rule gives. Here on a publication's controls, as the claim "λ < 0
+    improves accuracy" reads them."""
+    table = "docs/results/finetune-smollm2/tables/finetune_controls.csv"
+    claim = {"where": "docs/verdicts.md", "table": table, "row": {"reg": "istar", "weight": -1.0}}
+    expr = "verdict(+0.01, t.diff_last_low.iloc[0], t.diff_last_high.iloc[0], detectable=t.detectable_last.iloc[0])"
+    row = pd.read_csv(ROOT / table).query("reg == 'istar' and weight == -1.0").iloc[0]
+    word = verdict(+0.01, row["diff_last_low"], row["diff_last_high"], detectable=row["detectable_last"])
+    assert value_of({**claim, "expr": expr, "says": word}) == word
+    for wrong in {"reproduced", "contradicted", "inconclusive", "not seen (could have detected ≥ 0.01)"} - {word}:
+        assert value_of({**claim, "expr": expr, "says": wrong}) != wrong
