@@ -86,3 +86,18 @@ def test_uniformity_and_alignment_as_wang_and_isola_define_them(device):
         uniformity(x, t=0)
     with pytest.raises(ValueError, match="pairs row by row"):
         alignment(x, y[:10])
+
+
+def test_geometry_reports_the_spectral_measures_as_their_functions_give_them():
+    from isoflow.metrics import geometry
+
+    x = torch.randn(300, 6, generator=torch.Generator().manual_seed(4), dtype=torch.float64) * torch.arange(1, 7)
+    out = geometry(x)
+    for name, fn in {
+        "participation_ratio": participation_ratio,
+        "effective_rank": effective_rank,
+        "stable_rank": stable_rank,
+        "uniformity": uniformity,
+    }.items():
+        assert out[name] == pytest.approx(fn(x), rel=1e-12), name
+    assert "alpha_req" not in out  # its fitted range is the caller's choice

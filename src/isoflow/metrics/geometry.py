@@ -12,6 +12,7 @@ from .clusters import select_clusters, subtract_cluster_means
 from .intrinsic_dim import lid_mle, twonn
 from .isotropy import cosine_anisotropy, isoscore, s_inter, s_intra
 from .silhouette import silhouette, silhouette_sqeuclidean
+from .spectrum import effective_rank, participation_ratio, stable_rank, uniformity
 
 
 def _cluster_centred_isoscore(x: torch.Tensor, **_: Any) -> dict[str, float]:
@@ -33,6 +34,10 @@ _METRICS: dict[str, tuple[str | None, Callable[..., Any]]] = {
     "lid_mle": (None, lambda x, k_lid, **_: lid_mle(x, k=k_lid)),
     "twonn": (None, lambda x, **_: twonn(x)),
     "cluster_centered_isoscore": (None, _cluster_centred_isoscore),
+    "participation_ratio": (None, lambda x, **_: participation_ratio(x)),
+    "effective_rank": (None, lambda x, **_: effective_rank(x)),
+    "stable_rank": (None, lambda x, **_: stable_rank(x)),
+    "uniformity": (None, lambda x, **_: uniformity(x)),
 }
 METRIC_NAMES: tuple[str, ...] = tuple(_METRICS)
 METRIC_NEEDS: dict[str, str | None] = {name: needs for name, (needs, _) in _METRICS.items()}
@@ -70,7 +75,9 @@ def geometry(
 
     Always: ``isoscore``, ``cosine_anisotropy`` (exact), ``lid_mle`` (mean, k = ``k_lid``),
     ``twonn`` (linear fit, 10 % discarded), ``cluster_centered_isoscore`` and
-    ``cluster_k`` (Cai et al.'s k-means with k in 2..10 chosen by silhouette).
+    ``cluster_k`` (Cai et al.'s k-means with k in 2..10 chosen by silhouette), ``participation_ratio``,
+    ``effective_rank`` and ``stable_rank`` (of the points as they are), ``uniformity`` (t = 2). (``alpha_req`` is not
+    among them: its fitted range is the caller's choice.)
     With ``labels``: ``silhouette`` and ``silhouette_sqeuclidean``.
     With ``types`` (a type id per row): ``s_inter`` and ``s_intra``.
     ``metrics`` restricts the list (names in :data:`METRIC_NAMES`).
@@ -105,8 +112,8 @@ def geometry(
     References
     ----------
     Each metric's own (:func:`isoscore`, :func:`cosine_anisotropy`, :func:`lid_mle`, :func:`twonn`,
-    :func:`cluster_centered`, :func:`silhouette`, :func:`s_inter`); the 20,000-point sample: T. Mickus,
-    S.-A. Grönroos, J. Attieh. *Isotropy, Clusters, and Classifiers*. ACL 2024.
+    :func:`cluster_centered`, :func:`silhouette`, :func:`s_inter`, :mod:`isoflow.metrics.spectrum`); the
+    20,000-point sample: T. Mickus, S.-A. Grönroos, J. Attieh. *Isotropy, Clusters, and Classifiers*. ACL 2024.
 
     Examples
     --------
