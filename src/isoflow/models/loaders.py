@@ -72,19 +72,20 @@ class Loader:
         """What an embeddings record names as the vectors' source: a folder's record, a built-in model's origin."""
         if self.local:
             return self.source
-        from . import sentence_model
-
-        sentence_model(self.load)  # raises: one line naming the known models
-        raise AssertionError("unreachable")
+        self._refuse()
 
     def sentence_embeddings(
         self, texts: list[str], *, device="auto", batch_size: int = ENCODE_BATCH_SIZE, pooling="mean", progress=False
     ):
         """(float32 (len(texts), d) array, the device it was computed on)."""
+        self._refuse()
+
+    def _refuse(self):
+        """A name no kind claims: one line naming the known models (a static name: that it is no sentence encoder)."""
         from . import sentence_model
 
-        sentence_model(self.load)  # raises: one line naming the known models
-        raise AssertionError("unreachable")
+        sentence_model(self.load)  # raises for every name that reaches here
+        raise AssertionError(f"{self.load!r} resolved to no kind of model")
 
     def transformer(self, device, *, split_words: bool = False):
         """(model, tokenizer) in evaluation mode on ``device``; ``split_words``: the tokenizer takes words already
@@ -94,10 +95,7 @@ class Loader:
         return _from_pretrained(str(hub_folder(self.load)), device, split_words)
 
     def trainable(self, device, pooling: str = "auto") -> TrainableParts:
-        from . import sentence_model
-
-        sentence_model(self.load)  # raises, as above
-        raise AssertionError("unreachable")
+        self._refuse()
 
 
 class StaticLoader(Loader):
