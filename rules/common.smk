@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from isoflow import layout
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.finetune.settings import report_outputs as finetune_report_outputs
@@ -25,13 +26,12 @@ from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.resolve import input_files as model_input_files
 from isoflow.optimize.settings import Settings as OptimizeSettings
-from isoflow.optimize.settings import head_dir, istar_report_outputs
+from isoflow.optimize.settings import istar_report_outputs
 from isoflow.optimize.settings import report_outputs as optimize_report_outputs
 from isoflow.pretrain.settings import REPORT_FIGURES as PRETRAIN_REPORT_FIGURES
 from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
 from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.pretrain.corpus import BUILT_IN_SOURCES
-from isoflow.records import lambda_dir, regulariser_dir
 from isoflow.sections import SECTIONS
 from isoflow.settings import command_line
 from isoflow.stability import REPORT_FIGURES as STABILITY_REPORT_FIGURES
@@ -46,19 +46,11 @@ MIRROR = f"--mirror {config['mirror']}" if config.get("mirror") else ""
 # Word vectors whose vocabulary (and frequency order, hence a word task's word list) is another model's.
 VOCABULARY = {name: m.vocabulary for name, m in STATIC_MODELS.items() if m.vocabulary}
 GROUP_SEEDS = config["optimize"]["group_seeds"]
-WEIGHT = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as a run folder writes it (isoflow.records.regulariser_dir: :g)
 
 
+# What a value may look like in a path: isoflow.layout's, with the paths it spells (a run's path reads back as its values).
 wildcard_constraints:
-    task=r"[a-z0-9-]+(/[a-z0-9]+)?",
-    model=r"(?!istar)[a-z0-9-]+",  # never the istar<lambda> directory of I-STAR runs
-    seed=r"\d+",
-    istar_lambda=WEIGHT,  # I-STAR's lambda (the istar section's runs; the name of settings and run records)
-    weight=WEIGHT,  # a fine-tuning run's regulariser weight: I-STAR's lambda or CosReg's
-    lr=r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
-    reg=r"istar|cosreg",
-    corpus=r"[a-z0-9-]+",
-    pretrained=r"[a-z0-9-]+",
+    **layout.WILDCARDS,
 
 
 # ----- Your own data, models (or vectors made elsewhere) and corpora: the `own` section -------------------------

@@ -22,13 +22,13 @@ rule finetune_run:
         model=model_files,
         lr=lr_choice,
     output:
-        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.parquet"),
-        steps=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.steps.parquet"),
-        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.json"),
+        parquet=kept(f"{FINETUNE_RUN}.parquet"),
+        steps=kept(f"{FINETUNE_RUN}.steps.parquet"),
+        record=kept(f"{FINETUNE_RUN}.json"),
     log:
-        "logs/finetune/{task}/{model}/{reg}{weight}/seed{seed}.log",
+        layout.log_path("finetune", FINETUNE_RUN_ID),
     benchmark:
-        f"{section_dir('finetune')}/benchmarks/{{task}}/{{model}}/{{reg}}{{weight}}/seed{{seed}}.tsv"
+        layout.benchmark_path(RESULTS, "finetune", FINETUNE_RUN_ID)
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -59,13 +59,11 @@ rule finetune_lr_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
     output:
-        parquet=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.parquet"),
-        steps=kept(
-            f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.steps.parquet"
-        ),
-        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/lr{{lr}}/seed{{seed}}.json"),
+        parquet=kept(f"{FINETUNE_LR_RUN}.parquet"),
+        steps=kept(f"{FINETUNE_LR_RUN}.steps.parquet"),
+        record=kept(f"{FINETUNE_LR_RUN}.json"),
     log:
-        "logs/finetune/{task}/{model}/lr-selection/lr{lr}/seed{seed}.log",
+        layout.log_path("finetune", FINETUNE_LR_ID),
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -91,9 +89,9 @@ rule finetune_lr_choice:
     input:
         lr_candidate_records,
     output:
-        choice=f"{section_dir('finetune')}/runs/{{task}}/{{model}}/lr-selection/chosen.json",
+        choice=FINETUNE_LR_CHOICE,
     log:
-        "logs/finetune/{task}/{model}/lr-selection/chosen.log",
+        layout.log_path("finetune", layout.finetune_lr_choice_id("{task}", "{model}")),
     conda:
         "../envs/isoflow.yaml"
     shell:
@@ -104,9 +102,9 @@ rule finetune_baseline:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
     output:
-        record=kept(f"{section_dir('finetune')}/runs/{{task}}/bag-of-words.json"),
+        record=kept(FINETUNE_BASELINE),
     log:
-        "logs/finetune/{task}/bag-of-words.log",
+        layout.log_path("finetune", layout.finetune_baseline_id("{task}")),
     conda:
         "../envs/isoflow.yaml"
     params:
@@ -125,9 +123,9 @@ rule finetune_gradients:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
     output:
-        record=kept(f"{section_dir('finetune')}/runs/{{task}}/{{model}}/{FINETUNE_GRADIENTS_FILE}"),
+        record=kept(FINETUNE_GRADIENTS),
     log:
-        "logs/finetune/{task}/{model}/gradients.log",
+        layout.log_path("finetune", layout.finetune_gradients_id("{task}", "{model}")),
     conda:
         "../envs/isoflow.yaml"
     threads: 2

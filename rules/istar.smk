@@ -20,14 +20,12 @@ rule istar_runs:
 
 use rule optimize_run as istar_run with:
     output:
-        parquet=kept(
-            run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{istar_lambda}}", ".parquet", ISTAR_SEEDS)
-        ),
-        record=kept(run_files(f"{run_dir('istar', '{task}', '{model}')}/istar{{istar_lambda}}", ".json", ISTAR_SEEDS)),
+        parquet=kept(run_files(".parquet", "{istar_lambda}", ISTAR_SEEDS)),
+        record=kept(run_files(".json", "{istar_lambda}", ISTAR_SEEDS)),
     log:
-        f"logs/istar/{{task}}/{{model}}/istar{{istar_lambda}}/{RUN_LOG}.log",
+        layout.log_path("istar", run_id("{istar_lambda}")),
     benchmark:
-        f"{section_dir('istar')}/benchmarks/{{task}}/{{model}}/istar{{istar_lambda}}/{RUN_LOG}.tsv"
+        layout.benchmark_path(RESULTS, "istar", run_id("{istar_lambda}"))
     params:
         **{**OPTIMIZE_PARAMS, "seeds": seed_option(ISTAR_SEEDS)},
         istar=lambda wildcards: f"--istar-lambda {wildcards.istar_lambda} --keep-diverged",

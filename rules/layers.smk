@@ -19,11 +19,11 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        kept(multiext(f"{section_dir('layers')}/runs/{{model}}/{{corpus}}/", *LAYER_FILES)),
+        kept(multiext(f"{layout.layers_run(RESULTS, '{model}', '{corpus}')}/", *LAYER_FILES)),
     log:
-        "logs/layers/{model}/{corpus}.log",
+        layout.log_path("layers", layout.layers_id("{model}", "{corpus}")),
     benchmark:
-        f"{section_dir('layers')}/benchmarks/{{model}}/{{corpus}}.tsv"
+        layout.benchmark_path(RESULTS, "layers", layout.layers_id("{model}", "{corpus}"))
     conda:
         "../envs/isoflow.yaml"
     threads: 2

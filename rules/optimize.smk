@@ -10,7 +10,7 @@
 
 
 # The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
-# one folder deeper (isoflow.optimize.settings.head_dir), so that they never replace the linear head's.
+# one folder deeper (isoflow.layout.head_dir), so that they never replace the linear head's.
 
 
 rule optimize:
@@ -28,12 +28,12 @@ rule optimize_run:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         embeddings=f"{DATA}/embeddings/{{model}}/{{task}}/embeddings.npy",
     output:
-        parquet=kept(run_files(run_dir("optimize", "{task}", "{model}"), ".parquet")),
-        record=kept(run_files(run_dir("optimize", "{task}", "{model}"), ".json")),
+        parquet=kept(run_files(".parquet")),
+        record=kept(run_files(".json")),
     log:
-        f"logs/optimize/{{task}}/{{model}}/{RUN_LOG}.log",
+        layout.log_path("optimize", run_id()),
     benchmark:
-        f"{section_dir('optimize')}/benchmarks/{{task}}/{{model}}/{RUN_LOG}.tsv"
+        layout.benchmark_path(RESULTS, "optimize", run_id())
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -55,8 +55,8 @@ rule optimize_run:
 # Aggregate exactly the runs of the config (passed on the command line), then the tables and figures.
 rule optimize_aggregate:
     input:
-        records=records_of(trajectories(all_pairs())),
-        trajectories=trajectories(all_pairs()),
+        records=records_of(trajectories()),
+        trajectories=trajectories(),
     output:
         kept(OPTIMIZE_AGGREGATE),
     log:

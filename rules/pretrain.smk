@@ -35,9 +35,9 @@ rule pretrain_model:
     output:
         kept(directory(f"{DATA}/pretrained/{{pretrained}}")),
     log:
-        "logs/pretrain/{pretrained}.log",
+        layout.log_path("pretrain", "{pretrained}"),
     benchmark:
-        f"{section_dir('pretrain')}/benchmarks/{{pretrained}}.tsv"
+        layout.benchmark_path(RESULTS, "pretrain", "{pretrained}")
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -58,7 +58,7 @@ rule pretrain_report:
     output:
         tables=kept(reported(PRETRAIN_TABLES, "pretrain")),
         figures=kept(reported(PRETRAIN_FIGURES, "pretrain")),
-        runs=kept(directory(f"{section_dir('pretrain')}/runs")),
+        runs=kept(directory(layout.runs_dir(RESULTS, "pretrain"))),
     log:
         "logs/pretrain_report.log",
     conda:

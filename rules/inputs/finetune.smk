@@ -1,7 +1,14 @@
 # Input functions and outputs of the finetune section (rules/finetune.smk): functions only, as Snakemake's linter wants them apart
 # from rules.
 
-from isoflow.finetune.controls import GRADIENTS_FILE as FINETUNE_GRADIENTS_FILE
+# A run's files as the rules' outputs name them (isoflow.layout: the library names them the same way).
+FINETUNE_RUN_ID = layout.finetune_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_RUN_ID)
+FINETUNE_LR_ID = layout.finetune_lr_id("{task}", "{model}", "{lr}", "{seed}")
+FINETUNE_LR_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_LR_ID)
+FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
+FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
+FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
 
 
 def finetune_options(wildcards):
@@ -12,42 +19,30 @@ def finetune_options(wildcards):
 
 
 def finetune_pairs():
-    return [(t, m) for t in FINETUNE.get("tasks", []) for m in FINETUNE.get("models", [])]
+    return layout.finetune_pairs(FINETUNE)
 
 
 def finetune_records():
     """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
-    runs = [lambda_dir(float(lam)) for lam in FINETUNE.get("istar_lambdas", [])]
-    runs += [regulariser_dir("cosreg", float(w)) for w in FINETUNE.get("cosreg_weights", []) if float(w) != 0]
-    return [
-        f"{section_dir('finetune')}/runs/{t}/{m}/{run}/seed{s}.json"
-        for t, m in finetune_pairs()
-        for run in runs
-        for s in FINETUNE.get("seeds", [])
-    ]
+    return [f"{stem}.json" for stem in layout.finetune_runs(FINETUNE, RESULTS)]
 
 
-LR_CANDIDATES = [float(lr) for lr in FINETUNE.get("lr_candidates") or []]
-
-
-def lr_selection_dir(task, model):
-    return f"{section_dir('finetune')}/runs/{task}/{model}/lr-selection"
+LR_CANDIDATES = FINETUNE.get("lr_candidates") or []
 
 
 def lr_candidate_records(wildcards):
     """The plain candidate runs (λ = 0, the first seed) of one task × model, one per candidate learning rate."""
-    seed = FINETUNE["seeds"][0]
-    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/lr{lr:g}/seed{seed}.json" for lr in LR_CANDIDATES]
+    return [f"{stem}.json" for stem in layout.finetune_lr_runs(FINETUNE, RESULTS, wildcards.task, wildcards.model)]
 
 
 def lr_choice(wildcards):
     """The learning-rate choice a run of the sweep reads, where the config has candidates."""
-    return [f"{lr_selection_dir(wildcards.task, wildcards.model)}/chosen.json"] if LR_CANDIDATES else []
+    return [layout.finetune_lr_choice(RESULTS, wildcards.task, wildcards.model)] if LR_CANDIDATES else []
 
 
 def finetune_baselines():
     """Each task's bag-of-words baseline on the runs' own splits."""
-    return [f"{section_dir('finetune')}/runs/{t}/bag-of-words.json" for t in FINETUNE.get("tasks", [])]
+    return [layout.finetune_baseline(RESULTS, t) for t in FINETUNE.get("tasks", [])]
 
 
 GRADIENT_BATCHES = FINETUNE.get("gradient_batches") or 0
@@ -57,7 +52,7 @@ def finetune_gradients():
     """Each task x model's gradients at its pretrained model, where the config asks for them (gradient_batches)."""
     if not GRADIENT_BATCHES:
         return []
-    return [f"{section_dir('finetune')}/runs/{t}/{m}/{FINETUNE_GRADIENTS_FILE}" for t, m in finetune_pairs()]
+    return [layout.finetune_gradients(RESULTS, t, m) for t, m in finetune_pairs()]
 
 
 def finetune_run_files():

@@ -2,27 +2,16 @@
 # from rules.
 
 
-ISTAR_SEEDS = ISTAR.get("seeds") or OPTIMIZE["seeds"]
+ISTAR_SEEDS = layout.istar_seeds(ISTAR, OPTIMIZE)
 
 
 def istar_pairs():
     return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
 
 
-def istar_lambdas(task):
-    """The sweep's weights for one task: istar.task_istar_lambdas[task] where given, else istar.istar_lambdas."""
-    return (ISTAR.get("task_istar_lambdas") or {}).get(task, ISTAR.get("istar_lambdas", []))
-
-
 def istar_trajectories():
-    """Every run of the sweep: lambda 0 is the plain run (shared with the paper's runs), others under istar<lambda>/."""
-    out = []
-    for t, m in istar_pairs():
-        for lam in istar_lambdas(t):
-            sub = "" if float(lam) == 0 else f"{lambda_dir(float(lam))}/"
-            where = f"{run_dir('istar', t, m)}/{sub}" if sub else f"{run_dir('optimize', t, m)}/"
-            out += [f"{where}seed{s}.parquet" for s in ISTAR_SEEDS]
-    return out
+    """Every run of the sweep (.parquet): lambda 0 is the plain run (shared with the paper's runs)."""
+    return [f"{stem}.parquet" for stem in layout.istar_runs(ISTAR, OPTIMIZE, RESULTS)]
 
 
 ISTAR_AGGREGATE = [f"{section_dir('istar')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]

@@ -4,8 +4,7 @@
 
 def layer_runs():
     """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
-    models = LAYERS.get("models", []) + LAYERS.get("static", [])
-    return [f"{section_dir('layers')}/runs/{m}/{c}/layers.parquet" for m in models for c in LAYERS.get("corpora", [])]
+    return [f"{folder}/layers.parquet" for folder in layout.layers_runs(LAYERS, RESULTS)]
 
 
 def layer_run_files():

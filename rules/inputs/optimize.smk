@@ -2,12 +2,8 @@
 # from rules.
 
 
-HEAD_DIR = head_dir(OPTIMIZE["head"], OPTIMIZE["head_layers"])
-
-
-def under_model(model_dir):
-    """Where a run of this config's head goes below its model's folder."""
-    return f"{model_dir}/{HEAD_DIR}" if HEAD_DIR else model_dir
+HEAD_DIR = layout.head_dir(OPTIMIZE["head"], OPTIMIZE["head_layers"])
+RUN_SEED = None if GROUP_SEEDS else "{seed}"  # a job per seed, or one job for every seed (isoflow.layout.seed_stem)
 
 
 def paper_pairs():
@@ -19,16 +15,12 @@ def glue_pairs():
 
 
 def all_pairs():
-    return paper_pairs() + glue_pairs()
+    return layout.optimize_pairs(OPTIMIZE)
 
 
-def run_dir(section, task, model):
-    """A task x model's runs of the optimize or istar section, below the model's folder for this config's head."""
-    return under_model(f"{section_dir(section)}/runs/{task}/{model}")
-
-
-def trajectories(pairs):
-    return [f"{run_dir('optimize', t, m)}/seed{s}.parquet" for t, m in pairs for s in OPTIMIZE["seeds"]]
+def trajectories():
+    """Every run the config's optimize section asks for (.parquet)."""
+    return [f"{stem}.parquet" for stem in layout.optimize_runs(OPTIMIZE, RESULTS)]
 
 
 LABEL_CENTRED_EVERY = OPTIMIZE["label_centred_every"]
@@ -54,11 +46,20 @@ def optimize_files():
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
 
 
-def run_files(stem_dir, suffix, seeds=None):
+def run_id(istar_lambda=0.0):
+    """A job's identity below its section's runs/, benchmarks/ and logs/ (isoflow.layout, as the library names it)."""
+    return layout.optimisation_id("{task}", "{model}", RUN_SEED, istar_lambda=istar_lambda, head=HEAD_DIR)
+
+
+def run_files(suffix, istar_lambda=0.0, seeds=None):
     """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
+
+    def stem(seed):
+        return layout.optimisation_run(RESULTS, "{task}", "{model}", seed, istar_lambda=istar_lambda, head=HEAD_DIR)
+
     if GROUP_SEEDS:
-        return [f"{stem_dir}/seed{s}{suffix}" for s in seeds or OPTIMIZE["seeds"]]
-    return f"{stem_dir}/seed{{seed}}{suffix}"
+        return [stem(s) + suffix for s in seeds or OPTIMIZE["seeds"]]
+    return stem("{seed}") + suffix
 
 
 def seed_option(seeds=None):
@@ -69,13 +70,12 @@ def seed_option(seeds=None):
         first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
         if GROUP_SEEDS:
             planned = ",".join(str(s) for s in seeds or OPTIMIZE["seeds"])
-            return f"--seeds {planned} --out '{os.path.dirname(first)}/seed{{seed}}'"
+            return f"--seeds {planned} --out '{os.path.dirname(first)}/{layout.seed_stem('{seed}')}'"
         return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
 
     return option
 
 
-RUN_LOG = "seeds" if GROUP_SEEDS else "seed{seed}"
 OPTIMIZE_PARAMS = dict(
     task_dir=lambda wildcards, input: os.path.dirname(input.task),
     embeddings=lambda wildcards, input: os.path.dirname(input.embeddings),
@@ -89,4 +89,4 @@ OPTIMIZE_PARAMS = dict(
 
 def runs_of_optimize():
     """The section's runs (its target `optimize_runs`; the workflow's `runs` gathers every section's)."""
-    return trajectories(all_pairs())
+    return trajectories()

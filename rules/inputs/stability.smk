@@ -4,7 +4,7 @@
 
 STABILITY_TABLES = tables_of("stability", STABILITY_REPORT_TABLES)
 STABILITY_FIGURES = figures_of("stability", STABILITY_REPORT_FIGURES)
-STABILITY_RUNS = [f"{section_dir('stability')}/runs/{name}" for name in ("runs.parquet", "meta.json")]
+STABILITY_RUNS = layout.stability_runs(RESULTS)
 
 
 def stability_files():

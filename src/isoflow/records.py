@@ -1,5 +1,5 @@
 """Run records on disk, for every section: one schema for what a run records of itself (:func:`run_record`), where
-λ runs go (:func:`lambda_dir`), reading exactly the runs asked for, checking they belong together, and the aggregate.
+λ runs go (:mod:`isoflow.layout`), reading exactly the runs asked for, checking they belong together, and the aggregate.
 
 Every section's run record (a run's ``<stem>.json``; the layer analysis' ``meta.json``; a pretrained model's
 ``pretrain.json``) has the same frame: ``section`` (the section it belongs to: where it lives is
@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from .atomic import atomic_file
+from .layout import OPTIMISATION_SECTIONS, RUNS, lambda_dir, regulariser_dir  # noqa: F401 (re-exported)
 
 # Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
 # them; the seed is what rows average over. istar_lambda always; the others where some run records them.
@@ -46,17 +47,6 @@ INFO_FIELDS = (
 )
 # The schema's divergence fields under their earlier, per-section names (records written before one schema).
 LEGACY_DIVERGED_AT = {"diverged_at_step": "step", "diverged_at_epoch": "epoch"}
-
-
-def regulariser_dir(reg: str, weight: float) -> str:
-    """The directory of runs with a regulariser at a weight: its name and the weight as Python's ``:g`` writes it
-    (``istar-5``, ``istar0.5``, ``cosreg1``)."""
-    return f"{reg}{weight:g}"
-
-
-def lambda_dir(istar_lambda: float) -> str:
-    """The directory of runs with I-STAR weight λ: ``istar<λ>`` (:func:`regulariser_dir`)."""
-    return regulariser_dir("istar", istar_lambda)
 
 
 def run_provenance() -> dict:
@@ -126,10 +116,7 @@ def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
     return stem.with_suffix(".parquet"), stem.with_suffix(".json")
 
 
-RUN_FOLDERS = (
-    "optimize/runs",
-    "istar/runs",
-)  # where optimisation runs are (isoflow.sections: the optimize and istar sections)
+RUN_FOLDERS = tuple(f"{s}/{RUNS}" for s in OPTIMISATION_SECTIONS)  # where optimisation runs are (isoflow.layout)
 
 
 def discover(results: str | os.PathLike) -> list[Path]:

@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .layout import RUNS
+
 Commands = list[list[str]]
 
 
@@ -100,31 +102,29 @@ def _redraw_istar(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
-    return [
-        ["layers-report", *sorted(str(p.parent) for p in (folder / "runs").glob("*/*/meta.json")), *_outputs(folder)]
-    ]
+    return [["layers-report", *sorted(str(p.parent) for p in (folder / RUNS).glob("*/*/meta.json")), *_outputs(folder)]]
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .finetune.controls import BASELINE_FILE, GRADIENTS_FILE
+    from .layout import BASELINE_FILE, GRADIENTS_FILE, LR_SELECTION
 
     # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
-    sweep = [p for p in (folder / "runs").rglob("seed*.json") if "lr-selection" not in p.parts]
-    runs = [*sweep, *(folder / "runs").rglob(BASELINE_FILE)]
-    runs += (folder / "runs").rglob(GRADIENTS_FILE)
+    sweep = [p for p in (folder / RUNS).rglob("seed*.json") if LR_SELECTION not in p.parts]
+    runs = [*sweep, *(folder / RUNS).rglob(BASELINE_FILE)]
+    runs += (folder / RUNS).rglob(GRADIENTS_FILE)
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
 def _redraw_stability(folder: Path, tmp: Path) -> Commands:
     """From its committed estimates (recomputing them, seeded, agrees only to rounding: BLAS and threads differ)."""
-    return [["stability", "--from-runs", "--runs", str(folder / "runs"), *_outputs(folder)]]
+    return [["stability", "--from-runs", "--runs", str(folder / RUNS), *_outputs(folder)]]
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
     return [
         [
             "pretrain-report",
-            *sorted(str(p.parent) for p in (folder / "runs").glob("*/pretrain.json")),
+            *sorted(str(p.parent) for p in (folder / RUNS).glob("*/pretrain.json")),
             *_outputs(folder),
         ]
     ]

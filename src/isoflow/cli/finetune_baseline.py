@@ -6,10 +6,10 @@ import argparse
 import json
 
 from .. import settings as declared
+from ..layout import BASELINE_FILE
 from . import options
 
 HELP = "TF-IDF + logistic regression on a fine-tuning sweep's training examples, scored on its held-out examples"
-FILE = "bag-of-words.json"
 
 
 def add_parser(sub) -> None:
@@ -19,7 +19,7 @@ def add_parser(sub) -> None:
     b.add_argument("--task", required=True, help="a prepared single-label task, e.g. polarity, glue/sst2, glue/mrpc")
     declared.add_arguments(b, FinetuneSettings)  # the runs' settings: those of their splits are what count here
     options.task_dir(b)
-    options.results(b, f"; output results/finetune/runs/<task>/{FILE}")
+    options.results(b, f"; output results/finetune/runs/<task>/{BASELINE_FILE}")
     options.data(b)
     b.set_defaults(func=run)
 
@@ -32,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from ..finetune.baseline import bag_of_words
     from ..finetune.data import splits
     from ..finetune.settings import FinetuneSettings
+    from ..layout import finetune_baseline
     from ..records import run_record
 
     s = declared.from_namespace(FinetuneSettings, args, task=resolve_name(args.task), model="bag-of-words")
@@ -42,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     record = run_record(
         "finetune-baseline", {**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result}
     )
-    out = Path(args.out or Path(args.results) / "finetune" / "runs" / task.name / FILE)
+    out = Path(args.out or finetune_baseline(args.results, task.name))
     with atomic_file(out) as tmp:
         tmp.write_text(json.dumps(record, indent=2, default=float) + "\n")
     print(

@@ -37,8 +37,8 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..finetune.controls import GRADIENTS_FILE
     from ..finetune.diagnosis import diagnose, model_gradients  # the module itself: DVC's stage deps follow imports
+    from ..layout import GRADIENTS_FILE
 
     if args.model:
         if not (args.task and args.out):

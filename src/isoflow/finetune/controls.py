@@ -26,10 +26,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..layout import BASELINE_FILE, GRADIENTS_FILE
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
 
-BASELINE_FILE = "bag-of-words.json"
-GRADIENTS_FILE = "gradients.json"  # a task × model's gradients at its pretrained model (isoflow.finetune.diagnosis)
 GRADIENTS_CAPTION = (
     "The I-STAR penalty's pull against the task's at the pretrained model (isoflow finetune-diagnosis): per setup, the "
     "median over batches of 32 training sentences of the gradient norm (w.r.t. the encoder's weights) of the task "

@@ -20,8 +20,9 @@ from .. import interrupt
 from ..atomic import atomic_file, in_progress_path
 from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
 from ..devices import resolve_device
+from ..layout import finetune_run
 from ..models import sentence_model
-from ..records import lambda_dir, regulariser_dir, run_record
+from ..records import run_record
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import SentenceEncoder
@@ -38,8 +39,8 @@ def finetune_path(
     cosreg_weight: float | None = None,
 ) -> Path:
     """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
-    sub = lambda_dir(istar_lambda) if cosreg_weight is None else regulariser_dir("cosreg", cosreg_weight)
-    return Path(results) / "finetune" / "runs" / resolve_name(task) / model / sub / f"seed{seed}"
+    reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
+    return Path(finetune_run(results, resolve_name(task), model, seed, reg=reg, weight=weight))
 
 
 # Settings that do not change the pretrained encoder's pass over the held-out and validation examples at epoch 0: runs

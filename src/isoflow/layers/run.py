@@ -33,6 +33,7 @@ from .. import corpora, interrupt
 from ..atomic import atomic_dir, check_replaceable
 from ..datasets import raw_cache
 from ..devices import resolve_device
+from ..layout import layers_run
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..models.resolve import ResolvedModel
@@ -51,7 +52,7 @@ logger = logging.getLogger(__name__)
 
 def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") -> Path:
     """``results/layers/runs/<model>/<corpus>`` (the layers section's runs; ``corpus``: its name)."""
-    return Path(results) / "layers" / "runs" / model / corpus
+    return Path(layers_run(results, model, corpus))
 
 
 def _warn_unmeasured(model: str, corpus: str, layer: int, row: dict) -> None:

@@ -21,8 +21,9 @@ from ..atomic import atomic_file
 from ..datasets import DATASETS, read_task, resolve_name, task_dir
 from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
+from ..layout import optimisation_run
 from ..models import MODELS
-from ..records import lambda_dir, run_record
+from ..records import run_record
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 from .settings import STEPS
 
@@ -46,8 +47,7 @@ def trajectory_path(
     ``results/istar/runs/<task>/<model>/istar<λ>/seed<S>`` for I-STAR runs with λ ≠ 0 (the istar section's; its λ = 0
     rows are the optimize runs); a non-linear head's runs one folder deeper, ``<model>/<head_dir>/`` (``mlp1``); add
     .parquet / .json."""
-    where = Path(results) / ("istar" if istar_lambda else "optimize") / "runs" / resolve_name(task) / model / head_dir
-    return where / (lambda_dir(istar_lambda) if istar_lambda else "") / f"seed{seed}"
+    return Path(optimisation_run(results, resolve_name(task), model, seed, istar_lambda=istar_lambda, head=head_dir))
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:

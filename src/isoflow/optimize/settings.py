@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..istar_settings import zeta_setting
+from ..layout import head_dir  # noqa: F401 (the settings, the rules and the I-STAR report name a head by it)
 from ..settings import check, setting
 from .paper import MAIN_SEEDS, PAPER_STEPS
 
@@ -18,12 +19,6 @@ SHRINKAGE_KINDS = ("pretrained", "isotropic")
 STEPS = {"default": PAPER_STEPS["main"], "glue": PAPER_STEPS["glue"]}
 SEEDS = tuple(range(MAIN_SEEDS))  # the workflow's seeds by default (`optimize.seeds`): as many as the paper ran
 HEADS = ("linear", "mlp")
-
-
-def head_dir(head: str, head_layers: int = 1) -> str:
-    """Where a run with a non-linear head goes below its model (``mlp1``, ``mlp2``); nothing for the paper's linear
-    one. The settings, the workflow's rules and the I-STAR report all name a head by it."""
-    return "" if head == "linear" else f"{head}{head_layers}"
 
 
 @dataclass

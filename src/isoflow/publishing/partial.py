@@ -34,6 +34,7 @@ from pathlib import Path
 
 from ..atomic import IN_PROGRESS, atomic_dir
 from ..config_files import load
+from ..layout import RUNS
 from ..provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -97,10 +98,10 @@ def save(publication: str, root: Path = ROOT) -> Path:
     folder."""
     pub = PUBLICATIONS[publication]
     results = results_of(publication, root)
-    found = {name: _run_files(results / name / "runs") for name in _sections(publication)}
+    found = {name: _run_files(results / name / RUNS) for name in _sections(publication)}
     if not found[pub.section]:
         raise PartialError(
-            f"{results / pub.section / 'runs'}: no finished runs to save; run `make resume-{publication}` first"
+            f"{results / pub.section / RUNS}: no finished runs to save; run `make resume-{publication}` first"
         )
     data = _data_of(publication, root)
     inputs = [rel for rel in carried_inputs(publication, root) if (data / rel).is_dir()]
@@ -109,8 +110,8 @@ def save(publication: str, root: Path = ROOT) -> Path:
     with atomic_dir(dest, expected=expected, kind=f"saved runs of {publication}") as staging:
         for name, files in found.items():
             for rel in files:
-                (staging / name / "runs" / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(results / name / "runs" / rel, staging / name / "runs" / rel)
+                (staging / name / RUNS / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(results / name / RUNS / rel, staging / name / RUNS / rel)
         for rel in inputs:
             shutil.copytree(data / rel, staging / "inputs" / rel)
         every = [rel for files in found.values() for rel in files]
@@ -121,7 +122,7 @@ def save(publication: str, root: Path = ROOT) -> Path:
                     "config": pub.config,
                     "files": len(every),
                     "records": sum(1 for rel in every if rel.suffix == ".json"),
-                    "from": [str((results / name / "runs").relative_to(root)) for name in found],
+                    "from": [str((results / name / RUNS).relative_to(root)) for name in found],
                     "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -137,9 +138,9 @@ def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
     """(runs folder, section it goes to) a resume restores from: the saved runs, then the published ones (only if
     they are all the section's own: istar's publication holds optimize's runs among its own, at their paths)."""
     section = SECTIONS[PUBLICATIONS[publication].section]
-    found = [(root / PARTIAL_RESULTS / publication / name / "runs", name) for name in _sections(publication)]
+    found = [(root / PARTIAL_RESULTS / publication / name / RUNS, name) for name in _sections(publication)]
     if section.shares_runs_with is None:
-        found.append((root / PUBLISHED_RESULTS / publication / "runs", section.name))
+        found.append((root / PUBLISHED_RESULTS / publication / RUNS, section.name))
     return [(folder, name) for folder, name in found if folder.is_dir()]
 
 
@@ -150,7 +151,7 @@ def restore(publication: str, root: Path = ROOT) -> int:
     copied = []
     for source, name in sources(publication, root):
         for rel in _run_files(source):
-            target = results / name / "runs" / rel
+            target = results / name / RUNS / rel
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)

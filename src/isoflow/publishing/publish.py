@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 from ..atomic import MARKER, OutputExistsError, atomic_dir
+from ..layout import RUNS
 from ..provenance import PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -54,7 +55,7 @@ def _copy(src: Path, dst: Path) -> None:
 def _inside_runs(record: Path, results: Path) -> Path:
     """A run's path inside its section's runs/ folder (``<results>/<section>/runs/<path>``)."""
     rel = record.relative_to(results.resolve())
-    if len(rel.parts) < 3 or rel.parts[1] != "runs":
+    if len(rel.parts) < 3 or rel.parts[1] != RUNS:
         raise ValueError(f"{record} is not in a section's runs/ folder under {results}")
     return Path(*rel.parts[2:])
 
@@ -89,8 +90,8 @@ def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, 
             src = record.with_suffix(suffix)
             if not src.is_file():
                 raise PublishError(f"{runs_csv}: listed run {src} is missing; rerun the workflow")
-            _copy(src, staging / "runs" / inside.with_suffix(suffix))
-        row["record"] = str(_from_root(published / "runs" / inside, root))
+            _copy(src, staging / RUNS / inside.with_suffix(suffix))
+        row["record"] = str(_from_root(published / RUNS / inside, root))
     with open(staging / "runs.csv", "w", newline="", encoding="utf-8") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
@@ -101,12 +102,12 @@ def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
     if not runs.is_dir():
         raise PublishError(f"{runs}: no runs; run the section's workflow target first")
     if not patterns:
-        shutil.copytree(runs, staging / "runs", ignore=shutil.ignore_patterns(".*"))
+        shutil.copytree(runs, staging / RUNS, ignore=shutil.ignore_patterns(".*"))
         return
     for pattern in patterns:
         for path in sorted(runs.glob(pattern)):
             if path.is_file():
-                _copy(path, staging / "runs" / path.relative_to(runs))
+                _copy(path, staging / RUNS / path.relative_to(runs))
 
 
 def check_one_commit(runs: Path) -> None:
@@ -151,7 +152,7 @@ def publish(
     if not tables or not figures:
         raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
     if PUBLICATIONS[publication].one_commit:
-        check_one_commit(where / "runs")
+        check_one_commit(where / RUNS)
     try:
         with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
             (staging / "PUBLISHED.json").write_text(
@@ -164,7 +165,7 @@ def publish(
             if section.published_runs == "listed":
                 _copy_listed(results, where / "aggregate" / "runs.csv", staging, dest, root)
             else:
-                _copy_tree(where / "runs", staging, section.run_files)
+                _copy_tree(where / RUNS, staging, section.run_files)
     except OutputExistsError as err:
         raise PublishError(str(err).replace("--out", "another destination")) from None
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)

@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from ..atomic import MARKER
+from ..layout import RUNS
 from ..provenance import PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -59,7 +60,7 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    published = sorted(n for n in PUBLICATIONS if (ROOT / PUBLISHED / n / "runs").is_dir())
+    published = sorted(n for n in PUBLICATIONS if (ROOT / PUBLISHED / n / RUNS).is_dir())
     parser.add_argument(
         "publications", nargs="*", default=published, help=f"default: every one there is ({', '.join(published)})"
     )

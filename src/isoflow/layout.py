@@ -1,0 +1,262 @@
+"""Where every run lives: the one spelling of the results layout, read by the library (where a run writes its
+record) and by the workflow's rules (the outputs a rule declares, the runs a config asks for) alike.
+
+A section writes under ``<results>/<section>/``; its runs under ``runs/``:
+
+========= ===================================================== ============================================
+section   a run                                                 its files
+========= ===================================================== ============================================
+optimize  ``runs/<task>/<model>[/<head>]/seed<S>``              ``.parquet``, ``.json``
+istar     ``runs/<task>/<model>[/<head>]/istar<λ>/seed<S>``     the same (λ ≠ 0: a λ = 0 row is optimize's run)
+finetune  ``runs/<task>/<model>/<reg><w>/seed<S>``              ``.parquet``, ``.steps.parquet``, ``.json``
+finetune  ``runs/<task>/<model>/lr-selection/lr<r>/seed<S>``    a candidate learning rate's run (the same files)
+finetune  ``runs/<task>/<model>/lr-selection/chosen.json``      the choice every run of the sweep reads
+finetune  ``runs/<task>/bag-of-words.json``                     the task's bag-of-words baseline
+finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
+layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
+stability ``runs/``                                             ``runs.parquet``, ``meta.json``
+pretrain  ``runs/``                                             the models' records (the report copies them)
+========= ===================================================== ============================================
+
+``<head>`` is a non-linear head's folder (``mlp1``, ``mlp2``; nothing for the paper's linear one), ``<reg><w>`` a
+regulariser and its weight (``istar-1``, ``istar0.0016``, ``cosreg1``): numbers as Python's ``:g`` writes them.
+Every function also takes a wildcard for a value (``"{seed}"``, ``"{weight}"``): a string is written as given, so that
+a rule declares its outputs with the function that names the run in the library. The ``*_runs`` functions read a
+config's (validated, defaults filled) section and say every run it asks for: what the rules' targets list.
+"""
+
+from __future__ import annotations
+
+RUNS = "runs"  # a section's runs folder
+BENCHMARKS = "benchmarks"  # a section's job timings (Snakemake's benchmark files), one per run
+LOGS = "logs"  # the workflow's job logs, one per run
+GROUPED = "seeds"  # the stem of one job's log and timings when it runs every seed of a task × model
+BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline
+GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
+LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
+LR_CHOICE = "chosen"
+BASELINE_FILE, GRADIENTS_FILE, LR_CHOICE_FILE = (f"{stem}.json" for stem in (BASELINE, GRADIENTS, LR_CHOICE))
+STABILITY_FILES = ("runs.parquet", "meta.json")
+OPTIMISATION_SECTIONS = ("optimize", "istar")  # the sections whose runs are optimisation runs (one schema)
+
+NUMBER = r"-?[0-9]+(\.[0-9]+)?(e-?[0-9]+)?"  # a number as :func:`number` writes it
+# What each value may look like in a path: the workflow's wildcard constraints (rules/common.smk), so that a path
+# reads back as the values that named it.
+WILDCARDS = {
+    "task": r"[a-z0-9-]+(/[a-z0-9]+)?",  # a task, or a collection's task (glue/sst2)
+    "model": r"(?!istar)[a-z0-9-]+",  # never the istar<λ> folder of I-STAR runs
+    "seed": r"\d+",
+    "istar_lambda": NUMBER,  # I-STAR's λ (the istar section's runs)
+    "weight": NUMBER,  # a fine-tuning run's regulariser weight: I-STAR's λ or CosReg's
+    "lr": r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
+    "reg": r"istar|cosreg",
+    "corpus": r"[a-z0-9-]+",
+    "pretrained": r"[a-z0-9-]+",
+}
+
+
+def number(value) -> str:
+    """A number as a run folder writes it (Python's ``:g``), or a wildcard (a string) as given."""
+    return value if isinstance(value, str) else f"{value:g}"
+
+
+def _join(*parts) -> str:
+    return "/".join(str(p) for p in parts if p != "")
+
+
+# ----- A run's identity: its path below the section's runs/, benchmarks/ and logs/ folders ------------------------
+
+
+def runs_dir(results, section: str) -> str:
+    """``<results>/<section>/runs``."""
+    return f"{results}/{section}/{RUNS}"
+
+
+def run_path(results, section: str, identity: str) -> str:
+    """A run's stem (add its suffixes) or folder: ``<results>/<section>/runs/<identity>``."""
+    return f"{runs_dir(results, section)}/{identity}"
+
+
+def benchmark_path(results, section: str, identity: str) -> str:
+    """The timings of the job that made a run: ``<results>/<section>/benchmarks/<identity>.tsv``."""
+    return f"{results}/{section}/{BENCHMARKS}/{identity}.tsv"
+
+
+def log_path(section: str, identity: str) -> str:
+    """The log of the job that made a run: ``logs/<section>/<identity>.log``."""
+    return f"{LOGS}/{section}/{identity}.log"
+
+
+def seed_stem(seed) -> str:
+    """``seed<S>``; ``seeds`` for ``None``: the job that runs every seed of a task × model (its log, its timings)."""
+    return GROUPED if seed is None else f"seed{seed}"
+
+
+def regulariser_dir(reg: str, weight) -> str:
+    """The folder of runs with a regulariser at a weight: its name and the weight (``istar-5``, ``cosreg1``)."""
+    return f"{reg}{number(weight)}"
+
+
+def lambda_dir(istar_lambda) -> str:
+    """The folder of runs with I-STAR weight λ: ``istar<λ>``."""
+    return regulariser_dir("istar", istar_lambda)
+
+
+def head_dir(head: str, head_layers: int = 1) -> str:
+    """Where a run with a non-linear head goes below its model (``mlp1``, ``mlp2``); nothing for the paper's linear
+    one. The settings, the workflow's rules and the I-STAR report all name a head by it."""
+    return "" if head == "linear" else f"{head}{head_layers}"
+
+
+# ----- optimize and istar ---------------------------------------------------------------------------------------
+
+
+def is_istar(istar_lambda) -> bool:
+    """Whether a run with this λ is the istar section's (λ ≠ 0, or a wildcard) rather than optimize's."""
+    return isinstance(istar_lambda, str) or float(istar_lambda) != 0
+
+
+def optimisation_section(istar_lambda) -> str:
+    return "istar" if is_istar(istar_lambda) else "optimize"
+
+
+def optimisation_id(task: str, model: str, seed, *, istar_lambda=0.0, head: str = "") -> str:
+    """``<task>/<model>[/<head>][/istar<λ>]/seed<S>`` (``seeds``: every seed's job)."""
+    weight = lambda_dir(istar_lambda) if is_istar(istar_lambda) else ""
+    return _join(task, model, head, weight, seed_stem(seed))
+
+
+def optimisation_run(results, task: str, model: str, seed, *, istar_lambda=0.0, head: str = "") -> str:
+    """An optimisation run's stem (add ``.parquet`` / ``.json``), in the istar section for λ ≠ 0."""
+    identity = optimisation_id(task, model, seed, istar_lambda=istar_lambda, head=head)
+    return run_path(results, optimisation_section(istar_lambda), identity)
+
+
+def optimize_pairs(optimize: dict) -> list[tuple[str, str]]:
+    """The optimize section's task × model pairs: the paper's (``pairs``), then GLUE's (``glue``)."""
+    paper = [(e["task"], e["model"]) for e in optimize.get("pairs", [])]
+    glue = optimize.get("glue") or {}
+    return paper + [(t, m) for t in glue.get("tasks", []) for m in glue.get("models", [])]
+
+
+def optimize_runs(optimize: dict, results) -> list[str]:
+    """Every run the optimize section of a config asks for (stems), at its head."""
+    head = head_dir(optimize.get("head", "linear"), optimize.get("head_layers", 1))
+    return [
+        optimisation_run(results, t, m, s, head=head) for t, m in optimize_pairs(optimize) for s in optimize["seeds"]
+    ]
+
+
+def istar_seeds(istar: dict, optimize: dict) -> list:
+    """The I-STAR sweep's seeds: its own (a subset: its λ = 0 rows are optimize's runs), else the config's."""
+    return istar.get("seeds") or optimize["seeds"]
+
+
+def istar_lambdas(istar: dict, task: str) -> list:
+    """The sweep's weights for one task: ``task_istar_lambdas[task]`` where given, else ``istar_lambdas``."""
+    return (istar.get("task_istar_lambdas") or {}).get(task, istar.get("istar_lambdas", []))
+
+
+def istar_runs(istar: dict, optimize: dict, results) -> list[str]:
+    """Every run the istar section of a config asks for (stems): λ = 0 is the plain run (optimize's)."""
+    head = head_dir(optimize.get("head", "linear"), optimize.get("head_layers", 1))
+    return [
+        optimisation_run(results, t, m, s, istar_lambda=float(lam), head=head)
+        for t in istar.get("tasks", [])
+        for m in istar.get("models", [])
+        for lam in istar_lambdas(istar, t)
+        for s in istar_seeds(istar, optimize)
+    ]
+
+
+# ----- finetune -------------------------------------------------------------------------------------------------
+
+
+def finetune_id(task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
+    """``<task>/<model>/<reg><w>/seed<S>``."""
+    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{seed_stem(seed)}"
+
+
+def finetune_lr_id(task: str, model: str, lr, seed) -> str:
+    """``<task>/<model>/lr-selection/lr<r>/seed<S>``: a candidate learning rate's plain run."""
+    return f"{task}/{model}/{LR_SELECTION}/lr{number(lr)}/{seed_stem(seed)}"
+
+
+def finetune_lr_choice_id(task: str, model: str) -> str:
+    return f"{task}/{model}/{LR_SELECTION}/{LR_CHOICE}"
+
+
+def finetune_baseline_id(task: str) -> str:
+    return f"{task}/{BASELINE}"
+
+
+def finetune_gradients_id(task: str, model: str) -> str:
+    return f"{task}/{model}/{GRADIENTS}"
+
+
+def finetune_run(results, task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
+    """A fine-tuning run's stem (add ``.parquet``, ``.steps.parquet``, ``.json``)."""
+    return run_path(results, "finetune", finetune_id(task, model, seed, reg=reg, weight=weight))
+
+
+def finetune_lr_run(results, task: str, model: str, lr, seed) -> str:
+    """A candidate learning rate's plain run (stem)."""
+    return run_path(results, "finetune", finetune_lr_id(task, model, lr, seed))
+
+
+def finetune_lr_choice(results, task: str, model: str) -> str:
+    return run_path(results, "finetune", finetune_lr_choice_id(task, model)) + ".json"
+
+
+def finetune_baseline(results, task: str) -> str:
+    return run_path(results, "finetune", finetune_baseline_id(task)) + ".json"
+
+
+def finetune_gradients(results, task: str, model: str) -> str:
+    return run_path(results, "finetune", finetune_gradients_id(task, model)) + ".json"
+
+
+def finetune_pairs(finetune: dict) -> list[tuple[str, str]]:
+    return [(t, m) for t in finetune.get("tasks", []) for m in finetune.get("models", [])]
+
+
+def finetune_runs(finetune: dict, results) -> list[str]:
+    """Every sweep run a config's finetune section asks for (stems): I-STAR at each λ (0: the plain run), CosReg at
+    each non-zero weight, every seed."""
+    regs = [("istar", float(lam)) for lam in finetune.get("istar_lambdas", [])]
+    regs += [("cosreg", float(w)) for w in finetune.get("cosreg_weights", []) if float(w) != 0]
+    return [
+        finetune_run(results, t, m, s, reg=reg, weight=w)
+        for t, m in finetune_pairs(finetune)
+        for reg, w in regs
+        for s in finetune.get("seeds", [])
+    ]
+
+
+def finetune_lr_runs(finetune: dict, results, task: str, model: str) -> list[str]:
+    """A task × model's candidate runs (stems): λ = 0, the first seed, one per candidate learning rate."""
+    seed = finetune["seeds"][0]
+    return [finetune_lr_run(results, task, model, float(lr), seed) for lr in finetune.get("lr_candidates") or []]
+
+
+# ----- layers, stability --------------------------------------------------------------------------------------
+
+
+def layers_id(model: str, corpus: str) -> str:
+    return f"{model}/{corpus}"
+
+
+def layers_run(results, model: str, corpus: str) -> str:
+    """The folder of one model × corpus analysis."""
+    return run_path(results, "layers", layers_id(model, corpus))
+
+
+def layers_runs(layers: dict, results) -> list[str]:
+    """Every analysis a config's layers section asks for (folders): each model, then each static table, × corpus."""
+    models = layers.get("models", []) + layers.get("static", [])
+    return [layers_run(results, m, c) for m in models for c in layers.get("corpora", [])]
+
+
+def stability_runs(results) -> list[str]:
+    """The stability section's one job's run files."""
+    return [run_path(results, "stability", name) for name in STABILITY_FILES]

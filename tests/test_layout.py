@@ -1,0 +1,120 @@
+"""A run's identity in one place (isoflow.layout): the library names a run's files with it, the workflow's rules declare
+their outputs and list a config's runs with it, and a path it spells reads back as the values that named it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from snakemake.io import glob_wildcards
+
+from isoflow import layout
+from isoflow.finetune.run import finetune_path
+from isoflow.layers.run import layers_dir
+from isoflow.optimize import trajectory_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def constrained(pattern: str) -> str:
+    """A pattern with the workflow's constraint on each wildcard (rules/common.smk reads them from layout.WILDCARDS)."""
+    return re.sub(r"\{(\w+)\}", lambda m: f"{{{m.group(1)},{layout.WILDCARDS[m.group(1)]}}}", pattern)
+
+
+def read_back(pattern: str, path: str) -> dict:
+    found = glob_wildcards(constrained(pattern), files=[path])
+    return {name: values[0] for name, values in found._asdict().items() if values}
+
+
+@pytest.mark.parametrize(
+    "lam, head", [(0.0, ""), (-5.0, ""), (0.5, "mlp1"), (1e-3, "mlp2")], ids=["plain", "istar", "head", "small"]
+)
+def test_an_optimisation_run_reads_back_as_the_values_that_named_it(lam, head):
+    path = layout.optimisation_run("res", "glue/sst2", "glove-6b-300", 3, istar_lambda=lam, head=head)
+    pattern = layout.optimisation_run(
+        "res", "{task}", "{model}", "{seed}", istar_lambda="{istar_lambda}" if lam else 0.0, head=head
+    )
+    values = read_back(pattern, path)
+    assert values["task"] == "glue/sst2" and values["model"] == "glove-6b-300" and values["seed"] == "3"
+    if lam:
+        assert float(values["istar_lambda"]) == lam and "/istar/runs/" in path
+    else:
+        assert "istar_lambda" not in values and "/optimize/runs/" in path
+
+
+@pytest.mark.parametrize("reg, weight", [("istar", -1.0), ("istar", 0.0016), ("istar", 0.0), ("cosreg", 1.0)])
+def test_a_finetuning_run_reads_back_as_the_values_that_named_it(reg, weight):
+    path = layout.finetune_run("res", "polarity", "smollm2-135m", 12, reg=reg, weight=weight)
+    pattern = layout.finetune_run("res", "{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+    values = read_back(pattern, path + ".json")
+    assert read_back(pattern + ".json", path + ".json") == {
+        "task": "polarity",
+        "model": "smollm2-135m",
+        "seed": "12",
+        "reg": reg,
+        "weight": values.get("weight", f"{weight:g}"),
+    }
+    assert float(read_back(pattern + ".json", path + ".json")["weight"]) == weight
+
+
+def test_a_model_named_like_a_weight_folder_is_not_read_as_a_model():
+    """An I-STAR run's λ folder must never be taken for a model (the optimize rule would claim the istar run)."""
+    istar_run = layout.optimisation_run("res", "polarity", "minilm", 0, istar_lambda=-1.0)
+    plain = layout.optimisation_run("res", "{task}", "{model}", "{seed}").replace("/optimize/", "/istar/")
+    assert read_back(plain + ".parquet", istar_run + ".parquet") == {}
+
+
+def test_the_library_names_a_run_as_the_layout_does(tmp_path):
+    assert trajectory_path("glue/sst2", "minilm", 2, tmp_path, -1.0, "mlp1") == Path(
+        layout.optimisation_run(tmp_path, "glue/sst2", "minilm", 2, istar_lambda=-1.0, head="mlp1")
+    )
+    assert trajectory_path("glue/sst2", "minilm", 2, tmp_path) == tmp_path / "optimize/runs/glue/sst2/minilm/seed2"
+    assert finetune_path("polarity", "minilm", 1, 0.0, tmp_path, cosreg_weight=2.0) == Path(
+        layout.finetune_run(tmp_path, "polarity", "minilm", 1, reg="cosreg", weight=2.0)
+    )
+    plain = tmp_path / "finetune/runs/polarity/minilm/istar-1/seed1"
+    assert finetune_path("polarity", "minilm", 1, -1.0, tmp_path) == plain
+    assert layers_dir("gpt2", "brown", tmp_path) == tmp_path / "layers/runs/gpt2/brown"
+
+
+def test_a_config_s_runs_are_every_combination_it_names():
+    finetune = {
+        "tasks": ["polarity"],
+        "models": ["a", "b"],
+        "istar_lambdas": [0, -1],
+        "cosreg_weights": [0, 1],
+        "seeds": [0, 1],
+        "lr_candidates": [1e-5, 3e-5],
+    }
+    runs = layout.finetune_runs(finetune, "r")
+    assert len(runs) == 2 * (2 + 1) * 2 and len(set(runs)) == len(runs)  # CosReg at 0 is the plain run: not twice
+    assert "r/finetune/runs/polarity/b/cosreg1/seed1" in runs and "r/finetune/runs/polarity/a/istar0/seed0" in runs
+    assert not any("cosreg0" in r for r in runs)
+    assert layout.finetune_lr_runs(finetune, "r", "polarity", "a") == [
+        "r/finetune/runs/polarity/a/lr-selection/lr1e-05/seed0",
+        "r/finetune/runs/polarity/a/lr-selection/lr3e-05/seed0",
+    ]
+    optimize = {"pairs": [{"task": "polarity", "model": "glove"}], "glue": {"tasks": [], "models": []}, "seeds": [4]}
+    istar = {"tasks": ["polarity"], "models": ["glove"], "istar_lambdas": [0, 1], "seeds": None}
+    assert layout.istar_runs(istar, optimize, "r") == [
+        "r/optimize/runs/polarity/glove/seed4",  # λ = 0: the optimize section's run, not a second one
+        "r/istar/runs/polarity/glove/istar1/seed4",
+    ]
+    assert layout.optimize_runs({**optimize, "head": "mlp", "head_layers": 2}, "r") == [
+        "r/optimize/runs/polarity/glove/mlp2/seed4"
+    ]
+
+
+def test_the_rules_spell_no_run_folder_of_their_own():
+    """Every run path the rules declare comes from isoflow.layout: no rule file writes a runs/ folder itself."""
+    spelled = []
+    own_spelling = re.compile(
+        r"""["'/{]runs["'/]|/benchmarks/|logs/(optimize|istar|finetune|layers|pretrain)/\{|lr-selection|bag-of-words\.|seed\{"""
+    )
+    for smk in sorted((ROOT / "rules").rglob("*.smk")):
+        for number, line in enumerate(smk.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if own_spelling.search(code):
+                spelled.append(f"{smk.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert spelled == []
