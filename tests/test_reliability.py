@@ -497,3 +497,27 @@ def test_outputs_honour_the_umask(tiny, tmp_path, umask, file_mode, dir_mode):
     for f in (parquet, record, out / "meta.json"):
         assert stat.S_IMODE(f.stat().st_mode) == file_mode, f
     assert stat.S_IMODE(out.stat().st_mode) == dir_mode
+
+
+def test_a_run_whose_write_fails_half_way_leaves_no_record_vouching_for_it(tmp_path):
+    """Every section writes a run with records.write_run: tables first, the record last; the earlier run's record is
+    gone before the first table is replaced, so a failure between them leaves no record at all, never an old one
+    beside new tables."""
+    from isoflow.records import write_run
+
+    stem = tmp_path / "seed0"
+    frame = pd.DataFrame({"step": [0, 1], "loss": [0.7, 0.6]})
+    record = write_run(
+        stem.with_suffix(".json"), {"complete": True, "n": np.float32(2.5)}, [(stem.with_suffix(".parquet"), frame)]
+    )
+    assert record.read_text().startswith("{") and pd.read_parquet(stem.with_suffix(".parquet")).equals(frame)
+
+    class Unwritable(pd.DataFrame):
+        def to_parquet(self, *args, **kwargs):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    steps = stem.with_name("seed0.steps.parquet")
+    with pytest.raises(OSError, match="No space"):
+        write_run(record, {"complete": True}, [(stem.with_suffix(".parquet"), frame), (steps, Unwritable(frame))])
+    assert not record.exists()  # the old record does not vouch for the new parquet beside it
+    assert not steps.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["seed0.parquet"]  # no temp file left

@@ -96,6 +96,24 @@ def run_record(
     }
 
 
+def write_run(record_path: str | os.PathLike, record: dict, tables=()) -> Path:
+    """A run's files written as one, every section's way: its tables (``(path, DataFrame)`` pairs, parquet), then its
+    record (``record_path``, JSON) last, each through a temp file and a rename. The record an earlier run left there
+    is removed first, so that a write interrupted or failed half-way leaves no record vouching for new tables; an
+    interrupted run writes nothing. Returns the record's path."""
+    from . import interrupt
+
+    interrupt.check()
+    record_path = Path(record_path)
+    record_path.unlink(missing_ok=True)
+    for path, frame in tables:
+        with atomic_file(path) as tmp:
+            frame.to_parquet(tmp, index=False)
+    with atomic_file(record_path) as tmp:
+        tmp.write_text(json.dumps(record, indent=2, default=float) + "\n")
+    return record_path
+
+
 def normalised(info: dict) -> dict:
     """A record in the one schema, whatever schema it was written in (earlier records: ``diverged_at_step`` /
     ``diverged_at_epoch``, ``diverged`` only when true)."""

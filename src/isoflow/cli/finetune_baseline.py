@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .. import settings as declared
 from ..layout import BASELINE_FILE
@@ -27,13 +26,12 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..atomic import atomic_file
     from ..datasets import read_task, resolve_name, task_dir
     from ..finetune.baseline import bag_of_words
     from ..finetune.data import splits
     from ..finetune.settings import FinetuneSettings
     from ..layout import finetune_baseline
-    from ..records import run_record
+    from ..records import run_record, write_run
 
     s = declared.from_namespace(FinetuneSettings, args, task=resolve_name(args.task), model="bag-of-words")
     task = read_task(args.task_dir or task_dir(args.task, args.data_dir))
@@ -44,8 +42,7 @@ def run(args: argparse.Namespace) -> int:
         "finetune-baseline", {**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result}
     )
     out = Path(args.out or finetune_baseline(args.results, task.name))
-    with atomic_file(out) as tmp:
-        tmp.write_text(json.dumps(record, indent=2, default=float) + "\n")
+    write_run(out, record)
     print(
         f"{task.name}: bag of words (C = {result['C']:g}, by {result['selection']}) held-out {result['metric_name']} "
         f"{result['metric']:.4f}, accuracy {result['accuracy']:.4f} on {result['n_heldout']} examples -> {out}"

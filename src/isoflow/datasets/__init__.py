@@ -115,6 +115,15 @@ def task_dir(name: str, data_dir: str | os.PathLike = "data") -> Path:
     return Path(data_dir) / "tasks" / resolve_name(name)
 
 
+def prepared_task(task: str, data_dir: str | os.PathLike = "data", task_path=None) -> Path:
+    """The folder of a prepared task a run reads (``task_path``, else ``<data_dir>/tasks/<task>``); a name that is
+    neither prepared there nor in the registry is refused, naming the known tasks."""
+    tpath = Path(task_path or task_dir(task, data_dir))
+    if task_path is None and not tpath.is_dir() and resolve_name(task) not in DATASETS:
+        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
+    return tpath
+
+
 def raw_cache(data_dir: str | os.PathLike = "data", raw_dir: str | os.PathLike | None = None) -> Path:
     """Where downloaded or mirrored raw files (datasets, static vectors, models) are cached: ``raw_dir``, else
     ``<data_dir>/raw``."""
@@ -263,6 +272,7 @@ __all__ = [
     "from_file",
     "has_dev_split",
     "prepare",
+    "prepared_task",
     "raw_cache",
     "read_task",
     "resolve_name",

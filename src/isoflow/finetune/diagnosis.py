@@ -100,12 +100,12 @@ def model_gradients(
     prepared single-label task: the task loss's and 1 − IsoScore*'s gradient norms at the pretrained model, per setup
     (:func:`gradient_ratios`), over ``batches`` batches of 32 of the task's sentences (a seeded stratified subset; the
     first text of a pair). On the CPU, in float32. Returns the numbers with what was measured and the provenance."""
-    from ..datasets import raw_cache, read_task
+    from ..datasets import prepared_task, raw_cache, read_task
     from ..devices import resolve_device
     from ..models.resolve import resolve_model
     from ..records import run_provenance
     from .data import examples_of, stratified_subset
-    from .run import load_encoder, prepared_task
+    from .run import load_encoder
 
     t0 = time.perf_counter()
     resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)

@@ -167,13 +167,13 @@ def diagnose_points(
     """The diagnosis for each model (a built-in name, folder, hub id or GGUF file) on a prepared single-label task:
     writes ``out/points_diagnosis.json`` (the measurements, the recipe the rule picks per model, the provenance) and
     returns it. Tables and the figure: :func:`isoflow.finetune.points_report.write_report`."""
-    from ..datasets import raw_cache, read_task
+    from ..datasets import prepared_task, raw_cache, read_task
     from ..devices import resolve_device
     from ..istar_settings import POINT_RECIPES
     from ..models.resolve import resolve_model
     from ..records import run_provenance
     from .data import examples_of, stratified_subset
-    from .run import load_encoder, prepared_task
+    from .run import load_encoder
 
     recipes = list(recipes or POINT_RECIPES)
     ex = stratified_subset(

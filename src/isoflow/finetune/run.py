@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import interrupt
-from ..atomic import atomic_file, in_progress_path
-from ..datasets import DATASETS, raw_cache, read_task, resolve_name, task_dir
+from ..atomic import in_progress_path
+from ..datasets import prepared_task, raw_cache, read_task, resolve_name
 from ..devices import resolve_device
 from ..layout import finetune_run
 from ..models import sentence_model
-from ..records import run_record
+from ..records import run_record, write_run
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import SentenceEncoder
@@ -61,14 +60,6 @@ def shared_pass_path(out: Path, identity: dict) -> Path:
     kept = {**identity, "settings": {k: v for k, v in identity["settings"].items() if k not in NOT_IN_THE_PASS}}
     digest = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return Path(out).parent.parent / f".pass-{digest}{IN_PROGRESS}"
-
-
-def prepared_task(task: str, data_dir, task_path=None) -> Path:
-    """The folder of a prepared task (``task_path``, else ``<data_dir>/tasks/<task>``); an unknown name is refused."""
-    tpath = Path(task_path or task_dir(task, data_dir))
-    if task_path is None and not tpath.is_dir() and resolve_name(task) not in DATASETS:
-        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
-    return tpath
 
 
 def load_encoder(resolved, pooling: str, device) -> SentenceEncoder:
@@ -144,13 +135,6 @@ def run_finetune(
         validation=data.validation,
         checkpoint=checkpoint,
     )
-    interrupt.check()
-    parquet, steps, record = (
-        out.with_suffix(".parquet"),
-        out.with_name(out.name + ".steps.parquet"),
-        out.with_suffix(".json"),
-    )
-    record.unlink(missing_ok=True)  # a stale record must not vouch for new tables
     frame = pd.DataFrame(result.epochs)
     for col, value in (
         ("cosreg_weight", s.cosreg_weight),
@@ -161,10 +145,8 @@ def run_finetune(
         ("task", tdata.name),
     ):
         frame.insert(0, col, value)
-    with atomic_file(parquet) as tmp:
-        frame.to_parquet(tmp, index=False)
-    with atomic_file(steps) as tmp:
-        pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"]).to_parquet(tmp, index=False)
+    steps = pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"])
+    parquet = out.with_suffix(".parquet")
     measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
     if lr_choice is not None:
         measured["lr_selection"] = lr_choice
@@ -173,7 +155,7 @@ def run_finetune(
     meta = run_record(
         "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
     )
-    with atomic_file(record) as tmp:
-        tmp.write_text(json.dumps(meta, indent=2, default=float) + "\n")
+    tables = [(parquet, frame), (out.with_name(out.name + ".steps.parquet"), steps)]
+    record = write_run(out.with_suffix(".json"), meta, tables)
     checkpoint.remove()
     return parquet, record

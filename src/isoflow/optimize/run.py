@@ -10,20 +10,17 @@ leaves no record that looks complete.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from dataclasses import replace
 from pathlib import Path
 
-from .. import interrupt
-from ..atomic import atomic_file
-from ..datasets import DATASETS, read_task, resolve_name, task_dir
+from ..datasets import prepared_task, read_task, resolve_name
 from ..devices import resolve_device
 from ..embed import embeddings_dir, items_digest, load_embeddings
-from ..layout import optimisation_run
+from ..layout import optimisation_run, optimisation_section
 from ..models import MODELS
-from ..records import run_record
+from ..records import run_record, write_run
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 from .settings import STEPS
 
@@ -51,18 +48,11 @@ def trajectory_path(
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
-    interrupt.check()  # an interrupted run writes nothing
-    out = Path(out)
-    parquet, meta = out.with_suffix(".parquet"), out.with_suffix(".json")
-    meta.unlink(missing_ok=True)  # a stale JSON must not vouch for a new parquet
-    with atomic_file(parquet) as tmp:
-        traj.frame().to_parquet(tmp, index=False)
+    parquet, meta = Path(out).with_suffix(".parquet"), Path(out).with_suffix(".json")
     # A run that stopped (diverged_at) is recorded as such: the analysis counts it, never averages it.
-    section = "istar" if traj.settings.istar_lambda else "optimize"
+    section = optimisation_section(traj.settings.istar_lambda)
     record = run_record(section, settings_dict(traj.settings), traj.info, diverged_at=diverged_at, unit="step")
-    with atomic_file(meta) as tmp:
-        tmp.write_text(json.dumps(record, indent=2) + "\n")
-    return parquet, meta
+    return parquet, write_run(meta, record, [(parquet, traj.frame())])
 
 
 def run_optimize(
@@ -107,9 +97,7 @@ def run_seeds(
         for seed in seeds
     ]
     dev = resolve_device(device)
-    tpath = Path(task_path or task_dir(task, data_dir))
-    if task_path is None and not tpath.is_dir() and name not in DATASETS:
-        raise ValueError(f"unknown task {task!r} (no prepared task at {tpath}); known: {', '.join(DATASETS)}")
+    tpath = prepared_task(task, data_dir, task_path)
     tdata = read_task(tpath)
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
     if not (emb_dir / "embeddings.npy").is_file():
