@@ -116,6 +116,20 @@ def test_extra_metrics_every_k(small):
     assert np.isfinite(col[[0, 3, 6]]).all() and np.isnan(col[[1, 2, 4, 5]]).all()
 
 
+def test_the_table_s_spectrum_and_uniformity_along_the_trajectory(small):
+    """By default the extra metrics include effective rank (RankMe) and uniformity: at update 0 they are the
+    pretrained table's own, as isoflow.metrics computes them; later they move with the table."""
+    from isoflow.metrics import effective_rank, uniformity
+
+    task, emb = load(small, "supersense", "glove-50d")
+    traj = optimize(task, emb, Settings("s", "g", seed=0, steps=4, extra_every=2), progress=False)
+    rank, unif = traj.records["effective_rank"], traj.records["uniformity"]
+    assert len(rank) == 5  # updates 0..4
+    assert rank[0] == pytest.approx(effective_rank(emb), rel=1e-9)
+    assert unif[0] == pytest.approx(uniformity(emb), rel=1e-9)
+    assert rank[4] != rank[0] and np.isfinite(unif[[0, 2, 4]]).all() and np.isnan(unif[[1, 3]]).all()
+
+
 def test_a_non_linear_head_is_trained_and_recorded_apart(small, tmp_path):
     """--head mlp: hidden layers as wide as the input (GELU) before the output layer; the run goes one folder deeper
     than the paper's linear head, which it never replaces."""

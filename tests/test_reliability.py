@@ -160,6 +160,17 @@ def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path
     assert not (results / "optimize/aggregate").exists()
 
 
+def test_runs_differing_only_in_their_extra_measurements_are_seeds_of_one_row(tiny, tmp_path, capsys):
+    """The list of extra metrics (a default that grew) changes what a run adds, not what it trained: a sweep made
+    before the list grew still takes a seed made after."""
+    results = tmp_path / "results"
+    for seed, extra in ((0, ("cosine_anisotropy",)), (1, ("cosine_anisotropy", "effective_rank"))):
+        run_optimize("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, extra_metrics=extra)
+    rc, err = cli(capsys, "optimize-aggregate", "--results", results)
+    assert rc == 0, err
+    assert len(pd.read_csv(results / "optimize/aggregate/runs.csv")) == 2
+
+
 def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     """Stale runs of another config in the same results directory change no table."""
     results = tmp_path / "results"

@@ -31,6 +31,9 @@ from .layout import OPTIMISATION_SECTIONS, RUNS, lambda_dir, regulariser_dir  # 
 # them; the seed is what rows average over. istar_lambda always; the others where some run records them.
 ROW_DEFAULTS = {"istar_lambda": 0.0, "reg": "istar", "cosreg_weight": 0.0}
 ROW_SETTINGS = tuple(ROW_DEFAULTS)
+# Settings that say which measurements a run adds beside its trajectory, never what it trained or its columns' values:
+# runs that differ only in these are still seeds of one row (extra_every, when measurements are taken, is compared).
+NOT_COMPARED = ("extra_metrics",)
 # Run information carried into runs.csv.
 INFO_FIELDS = (
     "n_items",
@@ -234,7 +237,7 @@ def check_consistent(info: pd.DataFrame, settings: list[str] | None = None) -> N
         if settings is not None
         else [c for c in info.columns if c not in (*INFO_FIELDS, "git_commit", "git_dirty", "record")]
     )
-    compared = [c for c in candidates if c in info.columns and c not in (*key, "seed")]
+    compared = [c for c in candidates if c in info.columns and c not in (*key, *NOT_COMPARED, "seed")]
     for values, group in info.groupby(key, dropna=False):
         dup = group[group.duplicated("seed", keep=False)]
         if len(dup):

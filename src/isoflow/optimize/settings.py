@@ -38,12 +38,15 @@ class Settings:
     )
     extra_every: int = setting(
         0,
-        "also record cosine anisotropy, LID and TwoNN of the table every K updates (0: never)",
+        "also record cosine anisotropy, LID, TwoNN, effective rank and uniformity of the table every K updates "
+        "(0: never)",
         minimum=0,
         schema=False,
         metavar="K",
     )
-    extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn")
+    # Beside Mickus et al.'s silhouette-IsoScore link: the table's spectrum (effective rank, RankMe) and its geometry
+    # on the sphere (uniformity), isoflow.metrics.spectrum.
+    extra_metrics: tuple[str, ...] = ("cosine_anisotropy", "lid_mle", "twonn", "effective_rank", "uniformity")
     block: int = setting(
         0,
         "rows per block of the silhouette (0: the device's size policy, isoflow.metrics.device_policy)",
