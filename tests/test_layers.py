@@ -207,6 +207,20 @@ def test_outlier_dimensions_and_the_measures_without_them(small_layer):
     assert row["isoscore_removed"] == pytest.approx(float(IsoScore(rest)), abs=1e-6)
     assert row["removed_cosine_share"] == pytest.approx(sum(np.array(brute)[np.argsort(-a)[:2]]) / sum(brute))
 
+    def numpy_spectrum(points):  # from NumPy's SVD and eigenvalues, not isoflow's d x d route
+        sigma = np.linalg.svd(points, compute_uv=False)
+        p = sigma / sigma.sum()
+        lam = np.linalg.eigvalsh(np.cov(points, rowvar=False))
+        return {
+            "effective_rank": np.exp(-(p[p > 0] * np.log(p[p > 0])).sum()),
+            "participation_ratio": lam.sum() ** 2 / (lam**2).sum(),
+            "stable_rank": (sigma**2).sum() / sigma[0] ** 2,
+        }
+
+    for suffix, points in (("", X), ("_removed", rest)):
+        for name, value in numpy_spectrum(points).items():
+            assert row[name + suffix] == pytest.approx(value, rel=1e-9), name + suffix
+
 
 # ----- the encoder: special tokens, words, streaming ------------------------------------------------------------------
 

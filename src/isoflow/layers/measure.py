@@ -11,6 +11,9 @@ On all points (they are O(n·d)):
   carried by the dimension that carries most (``top_cosine_share``) and by the ``outlier_remove`` largest dimensions
   (``removed_cosine_share``), and ``cosine_anisotropy_removed``, ``s_inter_removed``, ``isoscore_removed`` without
   those dimensions;
+* the spectrum (:mod:`isoflow.metrics.spectrum`): ``effective_rank`` (RankMe, of the points as they are),
+  ``participation_ratio`` (of the covariance: IsoScore is (PR − 1)/(d − 1)) and ``stable_rank``, each also without
+  the ``outlier_remove`` largest dimensions (``*_removed``), so that a reader sees whose number it is;
 
 on seeded samples of ≤ ``sample_cap`` (20,000) points:
 
@@ -46,6 +49,7 @@ from ..metrics import (
     cosine_shares,
     distinct_points,
     drop_dimensions,
+    effective_rank,
     encode_labels,
     isoscore,
     knn_distances,
@@ -53,10 +57,12 @@ from ..metrics import (
     lid_mle,
     mean_abs_activation,
     outlier_dimensions,
+    participation_ratio,
     peak_ratio,
     s_inter,
     s_intra,
     sample_rows,
+    stable_rank,
     subtract_cluster_means,
     twonn_from_distances,
 )
@@ -127,17 +133,32 @@ def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[d
         "top_cosine_share": float(shares.max()) / total if total else float("nan"),
         "removed_cosine_share": float(shares[removed].sum()) / total if total and removed else float("nan"),
     }
+    row.update(_spectrum(x))
     if removed and len(removed) < x.shape[1]:
         rest = drop_dimensions(x, removed)
         row.update(
             cosine_anisotropy_removed=cosine_anisotropy(rest),
             s_inter_removed=s_inter(rest, codes) if int(torch.unique(codes).numel()) >= 2 else float("nan"),
             isoscore_removed=isoscore(rest),
+            **_spectrum(rest, "_removed"),
         )
     else:
-        row.update(cosine_anisotropy_removed=float("nan"), s_inter_removed=float("nan"), isoscore_removed=float("nan"))
+        nan = ("cosine_anisotropy", "s_inter", "isoscore", *SPECTRUM)
+        row.update({f"{name}_removed": float("nan") for name in nan})
     profile = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
     return row, profile
+
+
+SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank")
+
+
+def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
+    """The layer's spectrum (module docstring): O(n·d²) from the d × d product, on all points."""
+    return {
+        f"effective_rank{suffix}": effective_rank(x),
+        f"participation_ratio{suffix}": participation_ratio(x),
+        f"stable_rank{suffix}": stable_rank(x),
+    }
 
 
 def _decision_row(decision: KDecision, prefix: str = "") -> dict:
