@@ -18,6 +18,8 @@ stability ``runs/``                                             ``runs.parquet``
 pretrain  ``runs/``                                             the models' records (the report copies them)
 ========= ===================================================== ============================================
 
+A run's *identity* is its path below ``runs/`` (the ``*_id`` functions); the job that made it keeps its timings at the
+same path below ``<results>/<section>/benchmarks/`` and its log below ``logs/<section>/``.
 ``<head>`` is a non-linear head's folder (``mlp1``, ``mlp2``; nothing for the paper's linear one), ``<reg><w>`` a
 regulariser and its weight (``istar-1``, ``istar0.0016``, ``cosreg1``): numbers as Python's ``:g`` writes them.
 Every function also takes a wildcard for a value (``"{seed}"``, ``"{weight}"``): a string is written as given, so that
