@@ -6,6 +6,7 @@ import argparse
 import json
 
 from .. import settings as declared
+from ..layout import runs_dir
 from . import options
 
 HELP = "IsoScore and IsoScore* on mini-batches of Gaussian clouds of known isotropy: table, figure and every estimate"
@@ -18,7 +19,9 @@ def add_parser(sub) -> None:
     declared.add_arguments(s, StabilitySettings)
     options.device(s)
     s.add_argument(
-        "--runs", default="results/stability/runs", help="where every batch's estimate goes (runs.parquet, meta.json)"
+        "--runs",
+        default=runs_dir("results", "stability"),
+        help="where every batch's estimate goes (runs.parquet, meta.json)",
     )
     s.add_argument(
         "--from-runs",
