@@ -101,3 +101,15 @@ def test_geometry_reports_the_spectral_measures_as_their_functions_give_them():
     }.items():
         assert out[name] == pytest.approx(fn(x), rel=1e-12), name
     assert "alpha_req" not in out  # its fitted range is the caller's choice
+
+
+def test_spectrum_sizes_are_the_three_measures_each_computes():
+    """One eigendecomposition for both ranks: the same numbers as the functions one by one."""
+    from isoflow.metrics import spectrum_sizes
+
+    X = torch.as_tensor(np.random.default_rng(3).normal(size=(200, 12)) * np.linspace(0.1, 3.0, 12))
+    assert spectrum_sizes(X) == {
+        "effective_rank": effective_rank(X),
+        "participation_ratio": participation_ratio(X),
+        "stable_rank": stable_rank(X),
+    }

@@ -37,7 +37,7 @@ BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline
 GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
 LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
 LR_CHOICE = "chosen"
-BASELINE_FILE, GRADIENTS_FILE, LR_CHOICE_FILE = (f"{stem}.json" for stem in (BASELINE, GRADIENTS, LR_CHOICE))
+BASELINE_FILE, GRADIENTS_FILE = (f"{stem}.json" for stem in (BASELINE, GRADIENTS))
 STABILITY_FILES = ("runs.parquet", "meta.json")
 OPTIMISATION_SECTIONS = ("optimize", "istar")  # the sections whose runs are optimisation runs (one schema)
 

@@ -49,7 +49,6 @@ from ..metrics import (
     cosine_shares,
     distinct_points,
     drop_dimensions,
-    effective_rank,
     encode_labels,
     isoscore,
     knn_distances,
@@ -57,12 +56,11 @@ from ..metrics import (
     lid_mle,
     mean_abs_activation,
     outlier_dimensions,
-    participation_ratio,
     peak_ratio,
     s_inter,
     s_intra,
     sample_rows,
-    stable_rank,
+    spectrum_sizes,
     subtract_cluster_means,
     twonn_from_distances,
 )
@@ -153,12 +151,8 @@ SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank")
 
 
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
-    """The layer's spectrum (module docstring): O(n·d²) from the d × d product, on all points."""
-    return {
-        f"effective_rank{suffix}": effective_rank(x),
-        f"participation_ratio{suffix}": participation_ratio(x),
-        f"stable_rank{suffix}": stable_rank(x),
-    }
+    """The layer's spectrum (module docstring): O(n·d²) from d × d products, on all points."""
+    return {f"{name}{suffix}": value for name, value in spectrum_sizes(x).items()}
 
 
 def _decision_row(decision: KDecision, prefix: str = "") -> dict:

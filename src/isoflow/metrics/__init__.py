@@ -33,13 +33,22 @@ from .silhouette import (
     silhouettes,
 )
 from .similarity import linear_cka
-from .spectrum import alignment, alpha_req, effective_rank, participation_ratio, stable_rank, uniformity
+from .spectrum import (
+    alignment,
+    alpha_req,
+    effective_rank,
+    participation_ratio,
+    spectrum_sizes,
+    stable_rank,
+    uniformity,
+)
 
 __all__ = [
     "alignment",
     "alpha_req",
     "effective_rank",
     "participation_ratio",
+    "spectrum_sizes",
     "stable_rank",
     "uniformity",
     "Clusters",

@@ -106,7 +106,11 @@ def effective_rank(X: ArrayLike, *, centred: bool = False) -> float:
     >>> round(effective_rank(torch.eye(3)), 6), round(effective_rank(torch.tensor([[3., 0.], [0., 1.]])), 4)
     (3.0, 1.7548)
     """
-    s = _eigenvalues(X, centred).sqrt()
+    return _effective_rank_of(_eigenvalues(X, centred))
+
+
+def _effective_rank_of(ev: torch.Tensor) -> float:
+    s = ev.sqrt()
     p = s / s.sum()
     p = p[p > 0]
     return float(torch.exp(-(p * p.log()).sum()))
@@ -139,8 +143,40 @@ def stable_rank(X: ArrayLike, *, centred: bool = False) -> float:
     >>> stable_rank(torch.tensor([[3., 0., 0.], [0., 1., 0.], [0., 0., 1.]]))  # (9 + 1 + 1) / 9
     1.2222222222222223
     """
-    ev = _eigenvalues(X, centred)
+    return _stable_rank_of(_eigenvalues(X, centred))
+
+
+def _stable_rank_of(ev: torch.Tensor) -> float:
     return float(ev.sum() / ev[0])
+
+
+def spectrum_sizes(X: ArrayLike) -> dict[str, float]:
+    """:func:`effective_rank`, :func:`participation_ratio` and :func:`stable_rank` of the same points (the ranks of
+    the points as they are, the ratio of their covariance), the two ranks from one eigendecomposition: what a
+    per-layer table records.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+
+    Returns
+    -------
+    dict
+        ``effective_rank``, ``participation_ratio``, ``stable_rank``: each what its own function returns.
+
+    Examples
+    --------
+    >>> import torch
+    >>> {k: round(v, 4) for k, v in spectrum_sizes(torch.tensor([[3., 0.], [0., 1.]])).items()}
+    {'effective_rank': 1.7548, 'participation_ratio': 1.0, 'stable_rank': 1.1111}
+    """
+    ev = _eigenvalues(X, centred=False)
+    return {
+        "effective_rank": _effective_rank_of(ev),
+        "participation_ratio": participation_ratio(X),
+        "stable_rank": _stable_rank_of(ev),
+    }
 
 
 def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float:
