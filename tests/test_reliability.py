@@ -532,3 +532,62 @@ def test_a_run_whose_write_fails_half_way_leaves_no_record_vouching_for_it(tmp_p
         write_run(record, {"complete": True}, [(stem.with_suffix(".parquet"), frame), (steps, Unwritable(frame))])
     assert not record.exists()  # the old record does not vouch for the new parquet beside it
     assert not steps.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["seed0.parquet"]  # no temp file left
+
+
+def test_a_run_that_is_a_folder_appears_whole_or_not_at_all(tmp_path, monkeypatch):
+    """records.write_run_folder (a layer analysis, a pretrained model): the files, then the record, in a temporary
+    folder that takes the output's place at the end; a failure while writing leaves the earlier run as it was and no
+    temporary folder; a folder isoflow did not write is refused; an interrupted run writes nothing."""
+    import json
+    import signal
+
+    from isoflow import interrupt
+    from isoflow.records import write_run_folder
+
+    out = tmp_path / "minilm" / "brown"
+
+    def files(tmp: Path) -> None:
+        pd.DataFrame({"layer": [0, 1]}).to_parquet(tmp / "layers.parquet", index=False)
+
+    kw = {"expected": ("layers.parquet", "meta.json"), "kind": "layers"}
+    assert write_run_folder(out, "meta.json", {"complete": True, "n": np.float32(2.5)}, files, **kw) == out
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "layers.parquet", "meta.json"]
+    assert json.loads((out / "meta.json").read_text()) == {"complete": True, "n": 2.5}
+    before = tree(out)
+
+    def failing(tmp: Path) -> None:
+        files(tmp)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError, match="No space"):
+        write_run_folder(out, "meta.json", {"complete": True, "n": 3}, failing, force=True, **kw)
+    assert tree(out) == before and no_temp_leftovers(out.parent)
+    foreign = tmp_path / "mine"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError):  # a folder isoflow did not write is never replaced
+        write_run_folder(foreign, "meta.json", {"complete": True}, files, **kw)
+    assert [p.name for p in foreign.iterdir()] == ["notes.txt"]
+    monkeypatch.setattr(interrupt, "_pending", signal.SIGTERM)  # a SIGTERM swallowed on the way
+    with pytest.raises(interrupt.Terminated):
+        write_run_folder(tmp_path / "other", "meta.json", {"complete": True}, files, **kw)
+    assert not (tmp_path / "other").exists()
+
+
+def test_a_runs_inputs_are_resolved_one_way_and_refused_in_one_line(tiny, tmp_path):
+    """run_inputs: the task read from its prepared folder, a model's loader, the device; an unknown task or device is
+    refused before any work, naming what is known."""
+    from isoflow.run_inputs import run_inputs
+
+    inputs = run_inputs(device="cpu", task="tiny", data_dir=tiny, model="glove-50d")
+    assert str(inputs.device) == "cpu" and inputs.task_path == tiny / "tasks/tiny"
+    assert inputs.task.name == read_task(tiny / "tasks/tiny").name and inputs.model.name == "glove-50d"
+    assert (
+        inputs.cache == tiny / "raw"
+        and run_inputs(raw_dir=tmp_path).cache == tmp_path
+        and inputs.model.kind == "static"
+    )
+    with pytest.raises(ValueError, match="unknown task 'nonesuch' .*known: .*polarity"):
+        run_inputs(task="nonesuch", data_dir=tiny)
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        run_inputs(device="tpu")

@@ -16,6 +16,17 @@ def test_nothing_imports_from_a_tier_above_it():
     assert p.returncode == 0 and "1 kept, 0 broken" in p.stdout, p.stdout[-3000:] + p.stderr[-2000:]
 
 
+def test_every_module_has_a_tier():
+    """A top-level module or package the contract does not name would import anything unchecked: each is in a tier."""
+    import tomllib
+
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]
+    named = {m.strip() for layer in contract["layers"] for m in layer.replace("|", ":").split(":")}
+    present = {p.stem for p in SRC.glob("*.py") if p.stem not in ("__init__", "__main__")}
+    present |= {p.parent.name for p in SRC.glob("*/__init__.py")}
+    assert present - named == set() and named - present == set()
+
+
 def _load_time_statements(body):
     """The statements a module runs when it is imported: its top level, into if/try/with blocks, not into functions
     or classes (a class body runs too, but sets its own names)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .atomic import atomic_file
+from .atomic import atomic_dir, atomic_file
 from .layout import OPTIMISATION_SECTIONS, RUNS, lambda_dir, regulariser_dir  # noqa: F401 (re-exported)
 
 # Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
@@ -115,6 +115,23 @@ def write_run(record_path: str | os.PathLike, record: dict, tables=()) -> Path:
     with atomic_file(record_path) as tmp:
         tmp.write_text(json.dumps(record, indent=2, default=float) + "\n")
     return record_path
+
+
+def write_run_folder(
+    out: str | os.PathLike, record_name: str, record: dict, write_files, *, expected, force=False, kind
+):
+    """A run that is one folder (a layer analysis, a pretrained model) written as one, the way :func:`write_run` writes
+    a run's files: ``write_files(tmp)`` writes its files into a temporary folder beside ``out``, the record
+    (``record_name``, JSON) is written last, and the folder takes ``out``'s place only then
+    (:func:`isoflow.atomic.atomic_dir`, which refuses to replace what ``expected`` and ``force`` do not allow). An
+    interrupted run writes nothing. Returns ``out``."""
+    from . import interrupt
+
+    interrupt.check()
+    with atomic_dir(out, expected=expected, force=force, kind=kind) as tmp:
+        write_files(tmp)
+        (tmp / record_name).write_text(json.dumps(record, indent=2, default=float) + "\n")
+    return Path(out)
 
 
 def normalised(info: dict) -> dict:

@@ -100,19 +100,27 @@ def model_gradients(
     prepared single-label task: the task loss's and 1 − IsoScore*'s gradient norms at the pretrained model, per setup
     (:func:`gradient_ratios`), over ``batches`` batches of 32 of the task's sentences (a seeded stratified subset; the
     first text of a pair). On the CPU, in float32. Returns the numbers with what was measured and the provenance."""
-    from ..datasets import prepared_task, raw_cache, read_task
-    from ..devices import resolve_device
-    from ..models.resolve import resolve_model
     from ..records import run_provenance
+    from ..run_inputs import run_inputs
     from .data import examples_of, stratified_subset
     from .run import load_encoder
 
     t0 = time.perf_counter()
-    resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
-    ex = stratified_subset(examples_of(read_task(prepared_task(task, data_dir, task_path))), 32 * batches, seed)
+    inputs = run_inputs(
+        device="cpu",
+        task=task,
+        task_path=task_path,
+        model=model,
+        model_name=model_name,
+        data_dir=data_dir,
+        raw_dir=raw_dir,
+        mirror=mirror,
+    )
+    resolved = inputs.model
+    ex = stratified_subset(examples_of(inputs.task), 32 * batches, seed)
     if len(ex) < 32 * batches:
         raise ValueError(f"{task}: {len(ex)} examples, fewer than {batches} batches of 32; give fewer --batches")
-    encoder = load_encoder(resolved, pooling, resolve_device("cpu"))
+    encoder = load_encoder(resolved, pooling, inputs.device)
     gradients = gradient_ratios(encoder, list(ex.a), ex.y, batches, seed)
     return {
         "task": task,

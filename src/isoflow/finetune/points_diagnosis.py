@@ -167,25 +167,27 @@ def diagnose_points(
     """The diagnosis for each model (a built-in name, folder, hub id or GGUF file) on a prepared single-label task:
     writes ``out/points_diagnosis.json`` (the measurements, the recipe the rule picks per model, the provenance) and
     returns it. Tables and the figure: :func:`isoflow.finetune.points_report.write_report`."""
-    from ..datasets import prepared_task, raw_cache, read_task
-    from ..devices import resolve_device
     from ..istar_settings import POINT_RECIPES
-    from ..models.resolve import resolve_model
     from ..records import run_provenance
+    from ..run_inputs import run_inputs
     from .data import examples_of, stratified_subset
     from .run import load_encoder
 
     recipes = list(recipes or POINT_RECIPES)
+    where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
     ex = stratified_subset(
-        examples_of(read_task(prepared_task(task, data_dir, task_path))), SENTENCES_PER_BATCH * batches, seed
+        examples_of(run_inputs(device="cpu", task=task, task_path=task_path, **where).task),
+        SENTENCES_PER_BATCH * batches,
+        seed,
     )
     if len(ex) < SENTENCES_PER_BATCH * batches:
         raise ValueError(f"{task}: {len(ex)} examples, fewer than {batches} batches of 32; give fewer --batches")
     result: dict = {"task": task, "batches_of_32": batches, "seed": seed, "zeta": 0.2, "rule": RULE, "models": {}}
     for model in models:
         t0 = time.perf_counter()
-        resolved = resolve_model(model, None, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
-        encoder = load_encoder(resolved, "auto", resolve_device("cpu"))
+        inputs = run_inputs(device="cpu", model=model, **where)
+        resolved = inputs.model
+        encoder = load_encoder(resolved, "auto", inputs.device)
         measured = recipe_measurements(encoder, list(ex.a), ex.y, batches, seed, recipes)
         result["models"][resolved.name] = {
             "dim": encoder.dim,

@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 
 from ..atomic import in_progress_path
-from ..datasets import prepared_task, raw_cache, read_task, resolve_name
-from ..devices import resolve_device
+from ..datasets import resolve_name
 from ..layout import finetune_run
 from ..models import sentence_model
 from ..records import run_record, write_run
+from ..run_inputs import run_inputs
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import SentenceEncoder
@@ -90,15 +90,20 @@ def run_finetune(
     ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
-    from ..models.resolve import resolve_model
-
-    resolved = resolve_model(model, model_name, cache=raw_cache(data_dir, raw_dir), mirror=mirror)
+    inputs = run_inputs(
+        device=device,
+        task=task,
+        task_path=task_path,
+        model=model,
+        model_name=model_name,
+        data_dir=data_dir,
+        raw_dir=raw_dir,
+        mirror=mirror,
+    )
+    resolved, dev, tdata = inputs.model, inputs.device, inputs.task
     if not resolved.local:
-        sentence_model(resolved.load)  # unknown or static models: a clear error before any work
-    s = replace(s, model=resolved.name)
-    dev = resolve_device(device)
-    tdata = read_task(prepared_task(task, data_dir, task_path))
-    s = replace(s, task=tdata.name)
+        sentence_model(resolved.load)  # unknown or static models: a clear error before any training
+    s = replace(s, model=resolved.name, task=tdata.name)
     data = splits(tdata, s, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
     encoder = load_encoder(resolved, s.pooling, dev)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran

@@ -15,7 +15,6 @@ Static vectors (``glove-50d``, ``word2vec-222``): one "layer", one point per dis
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import resource
@@ -30,15 +29,14 @@ import pandas as pd
 import torch
 
 from .. import corpora, interrupt
-from ..atomic import atomic_dir, check_replaceable
-from ..datasets import raw_cache
-from ..devices import resolve_device
+from ..atomic import check_replaceable
 from ..layout import layers_run
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..models.resolve import ResolvedModel
 from ..progress import progress_bar
-from ..records import run_record
+from ..records import run_record, write_run_folder
+from ..run_inputs import run_inputs
 from . import LAYER_FILES
 from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
@@ -86,20 +84,19 @@ def run_layers(
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
     local model folder (outputs then go under ``model_name`` or the folder's name)."""
-    from ..models.resolve import resolve_model
-
     max_tokens = settings.max_tokens
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
-    cache = raw_cache(data_dir, raw_dir)
-    resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
+    inputs = run_inputs(
+        device=device, model=model, model_name=model_name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror
+    )
+    resolved, cache, dev = inputs.model, inputs.cache, inputs.device
     name = resolved.name
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_dir(name, corpus_label, results))
     check_replaceable(out, expected=LAYER_FILES, force=force)
-    dev = resolve_device(device)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     sentences = corpora.load(corpus, cache, mirror)
@@ -143,7 +140,6 @@ def run_layers(
     meta.update(info)
     meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
     meta = run_record("layers", meta.pop("settings"), meta)
-    interrupt.check()
 
     def labelled(frame: pd.DataFrame) -> pd.DataFrame:
         frame.insert(0, "corpus", meta["corpus"])
@@ -151,7 +147,8 @@ def run_layers(
         return frame
 
     table = labelled(pd.DataFrame(rows))
-    with atomic_dir(out, expected=LAYER_FILES, force=force, kind="layers") as tmp:
+
+    def write_files(tmp: Path) -> None:
         table.to_parquet(tmp / "layers.parquet", index=False)
         table.to_csv(tmp / "layers.csv", index=False)
         views.to_parquet(tmp / "pca.parquet", index=False)
@@ -160,7 +157,8 @@ def run_layers(
             tmp / "kmeans.parquet", index=False
         )
         labelled(dims).to_parquet(tmp / "dims.parquet", index=False)
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2, default=float) + "\n")
+
+    write_run_folder(out, "meta.json", meta, write_files, expected=LAYER_FILES, force=force, kind="layers")
     if partial is not None:
         partial.remove()
     return out

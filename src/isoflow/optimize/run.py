@@ -15,12 +15,12 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from ..datasets import prepared_task, read_task, resolve_name
-from ..devices import resolve_device
+from ..datasets import resolve_name
 from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..layout import optimisation_run, optimisation_section
 from ..models import MODELS
 from ..records import run_record, write_run
+from ..run_inputs import run_inputs
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 from .settings import STEPS
 
@@ -96,9 +96,8 @@ def run_seeds(
         Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
         for seed in seeds
     ]
-    dev = resolve_device(device)
-    tpath = prepared_task(task, data_dir, task_path)
-    tdata = read_task(tpath)
+    inputs = run_inputs(device=device, task=task, task_path=task_path, data_dir=data_dir)
+    dev, tpath, tdata = inputs.device, inputs.task_path, inputs.task
     emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
     if not (emb_dir / "embeddings.npy").is_file():
         if model not in MODELS:

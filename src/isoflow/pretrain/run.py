@@ -71,12 +71,12 @@ def run_pretrain(
     write the model folder ``out``. Returns ``out``, or None when ``stop_after`` left the run unfinished."""
     import torch
 
-    from ..atomic import atomic_dir, check_replaceable
-    from ..devices import resolve_device
+    from ..atomic import check_replaceable
     from ..fetch import sha256_of
-    from ..records import run_record
+    from ..records import run_record, write_run_folder
+    from ..run_inputs import run_inputs
     from .corpus import read_documents
-    from .train import Checkpoint, HeldOut, dump, pack, parameter_count, remove_checkpoint, train, write_curve
+    from .train import Checkpoint, HeldOut, pack, parameter_count, remove_checkpoint, train, write_curve
 
     check(settings)
     corpus, out = Path(corpus), Path(out)
@@ -86,7 +86,7 @@ def run_pretrain(
                 f"{corpus}: no {name}; make the corpus first with `isoflow pretrain-corpus --out {corpus}`"
             )
     check_replaceable(out, expected=OUTPUT_FILES, force=force)
-    dev = resolve_device(device)
+    dev = run_inputs(device=device).device
     checkpoint = Checkpoint(checkpoint_folder(out))
     checkpoint.folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(settings, corpus, checkpoint, log)
@@ -139,11 +139,15 @@ def run_pretrain(
         "device": str(dev),
     }
     record = run_record("pretrain", as_dict(settings), measured)
-    with atomic_dir(out, expected=OUTPUT_FILES, force=force, kind="pretrained model") as tmp:
+
+    def write_files(tmp: Path) -> None:
         model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
-        dump(record, tmp / "pretrain.json")
         write_curve(curve, tmp / "curve.csv")
+
+    write_run_folder(
+        out, "pretrain.json", record, write_files, expected=OUTPUT_FILES, force=force, kind="pretrained model"
+    )
     remove_checkpoint(checkpoint)
     log(
         f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; unigram "

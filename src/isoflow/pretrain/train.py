@@ -18,7 +18,6 @@ unigram model of the training tokens (add-one smoothed), the baseline any langua
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -392,7 +391,3 @@ def write_curve(curve: list[dict], path: str | os.PathLike) -> None:
     import pandas as pd
 
     pd.DataFrame(curve).sort_values("step", kind="stable").to_csv(path, index=False)
-
-
-def dump(record: dict, path: str | os.PathLike) -> None:
-    Path(path).write_text(json.dumps(record, indent=2) + "\n")
