@@ -159,6 +159,10 @@ def model_option(wildcards):
     return f"--model {shlex.quote(entry['path'])} --model-name {wildcards.model}"
 
 
+# What every job that loads a model is given: where raw files are cached and mirrored, and the model's option.
+MODEL_PARAMS = dict(raw=RAW, mirror=MIRROR, model=model_option)
+
+
 def pooling_option(wildcards):
     entry = MODEL_FOLDERS.get(wildcards.model)
     return f"--pooling {entry['pooling']}" if entry and entry.get("pooling") else ""

@@ -20,13 +20,11 @@ rule encode:
         mem_mb=8000,
         runtime=120,
     params:
+        **MODEL_PARAMS,
         task_dir=lambda wildcards, input: os.path.dirname(input[0]),
         out=lambda wildcards, output: os.path.dirname(output[0]),
-        raw=RAW,
-        mirror=MIRROR,
         device=DEVICE,
         batch_size=config["batch_size"],
-        model=model_option,
         pooling=pooling_option,
     shell:
         "isoflow encode {params.model} {params.pooling} --task {wildcards.task} --task-dir {params.task_dir} "

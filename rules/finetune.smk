@@ -16,44 +16,9 @@ rule finetune_runs:
         runs_of_finetune(),
 
 
-rule finetune_run:
-    input:
-        task=f"{DATA}/tasks/{{task}}/meta.json",
-        model=model_files,
-        lr=lr_choice,
-    output:
-        parquet=kept(f"{FINETUNE_RUN}.parquet"),
-        steps=kept(f"{FINETUNE_RUN}.steps.parquet"),
-        record=kept(f"{FINETUNE_RUN}.json"),
-    log:
-        layout.log_path("finetune", FINETUNE_RUN_ID),
-    benchmark:
-        layout.benchmark_path(RESULTS, "finetune", FINETUNE_RUN_ID)
-    conda:
-        "../envs/isoflow.yaml"
-    threads: 2
-    resources:
-        gpu=1,
-        mem_mb=16000,
-        runtime=720,
-    params:
-        task_dir=lambda wildcards, input: os.path.dirname(input.task),
-        out=lambda wildcards, output: output.record[: -len(".json")],
-        raw=RAW,
-        mirror=MIRROR,
-        device=DEVICE,
-        weight=lambda wildcards: weight_option(wildcards.reg, wildcards.weight),
-        settings=finetune_options,
-        model=model_option,
-        lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
-    shell:
-        "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
-        "{params.lr_from} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
-        "--device {params.device} > {log} 2>&1"
-
-
 # The learning rate chosen on the validation split before the sweep (finetune.lr_candidates): a plain run per
-# candidate, then the choice every run of the sweep reads.
+# candidate, then the choice every run of the sweep reads. (No timing file: the published choices were made without
+# one, and Snakemake would take a missing one for a missing output and run them again.)
 rule finetune_lr_run:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
@@ -72,17 +37,36 @@ rule finetune_lr_run:
         mem_mb=16000,
         runtime=720,
     params:
-        task_dir=lambda wildcards, input: os.path.dirname(input.task),
-        out=lambda wildcards, output: output.record[: -len(".json")],
-        raw=RAW,
-        mirror=MIRROR,
-        device=DEVICE,
+        **FINETUNE_PARAMS,
+        weight="--istar-lambda 0",
         settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
-        model=model_option,
+        lr_from=lambda wildcards: f"--lr {wildcards.lr}",
     shell:
-        "isoflow finetune --task {wildcards.task} {params.model} --istar-lambda 0 --seed {wildcards.seed} {params.settings} "
-        "--lr {wildcards.lr} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
+        "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
+        "{params.lr_from} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
         "--device {params.device} > {log} 2>&1"
+
+
+# A run of the sweep: the same command, its regulariser and weight, and the learning rate chosen above (where the
+# config has candidates).
+use rule finetune_lr_run as finetune_run with:
+    input:
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+        model=model_files,
+        lr=lr_choice,
+    output:
+        parquet=kept(f"{FINETUNE_RUN}.parquet"),
+        steps=kept(f"{FINETUNE_RUN}.steps.parquet"),
+        record=kept(f"{FINETUNE_RUN}.json"),
+    log:
+        layout.log_path("finetune", FINETUNE_RUN_ID),
+    benchmark:
+        layout.benchmark_path(RESULTS, "finetune", FINETUNE_RUN_ID)
+    params:
+        **FINETUNE_PARAMS,
+        weight=lambda wildcards: weight_option(wildcards.reg, wildcards.weight),
+        settings=finetune_options,
+        lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
 
 
 rule finetune_lr_choice:
@@ -133,10 +117,8 @@ rule finetune_gradients:
         mem_mb=16000,
         runtime=120,
     params:
+        **MODEL_PARAMS,
         out=lambda wildcards, output: os.path.dirname(output.record),
-        raw=RAW,
-        mirror=MIRROR,
-        model=model_option,
         pooling=lambda wildcards: f"--pooling {FINETUNE['pooling']}",
         batches=GRADIENT_BATCHES,
         task_dir=lambda wildcards, input: os.path.dirname(input.task),

@@ -31,7 +31,7 @@ use rule optimize_run as istar_run with:
         istar=lambda wildcards: f"--istar-lambda {wildcards.istar_lambda} --keep-diverged",
 
 
-rule istar_aggregate:
+use rule optimize_aggregate as istar_aggregate with:
     input:
         records=records_of(istar_trajectories()),
         trajectories=istar_trajectories(),
@@ -39,12 +39,6 @@ rule istar_aggregate:
         kept(ISTAR_AGGREGATE),
     log:
         "logs/istar_aggregate.log",
-    conda:
-        "../envs/isoflow.yaml"
-    params:
-        out=lambda wildcards, output: os.path.dirname(output[0]),
-    shell:
-        "isoflow optimize-aggregate --out {params.out} {input.records} > {log} 2>&1"
 
 
 rule istar_baseline_aggregate:

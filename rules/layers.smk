@@ -32,12 +32,10 @@ rule layers_run:
         mem_mb=8000,
         runtime=240,
     params:
+        **MODEL_PARAMS,
         out=lambda wildcards, output: os.path.dirname(output[0]),
-        raw=RAW,
-        mirror=MIRROR,
         device=DEVICE,
         settings=command_line(LayerSettings, LAYERS),
-        model=model_option,
         corpus=corpus_option,
     shell:
         "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "

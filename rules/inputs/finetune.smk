@@ -40,6 +40,15 @@ def lr_choice(wildcards):
     return [layout.finetune_lr_choice(RESULTS, wildcards.task, wildcards.model)] if LR_CANDIDATES else []
 
 
+# What every fine-tuning run's command is given, the sweep's runs and the learning-rate candidates' alike.
+FINETUNE_PARAMS = dict(
+    task_dir=lambda wildcards, input: os.path.dirname(input.task),
+    out=lambda wildcards, output: output.record[: -len(".json")],
+    **MODEL_PARAMS,
+    device=DEVICE,
+)
+
+
 def finetune_baselines():
     """Each task's bag-of-words baseline on the runs' own splits."""
     return [layout.finetune_baseline(RESULTS, t) for t in FINETUNE.get("tasks", [])]

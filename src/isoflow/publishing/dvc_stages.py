@@ -33,18 +33,20 @@ HEADER = """\
 ITEM = {"data": "${item.data}", "results": "${item.results}"}
 
 
-def rule_files(rules: list[str]) -> list[str]:
-    """The rule files that define these rules (``rule X:`` or ``use rule ... as X``), after common.smk and the input
-    functions (rules/inputs/: they cross sections)."""
+def rule_files(rules: list[str], _seen: frozenset = frozenset()) -> list[str]:
+    """The rule files that define these rules (``rule X:`` or ``use rule ... as X``), each followed by those of the
+    rules it copies (``use rule Y as X``: Y's file, this one or another), after common.smk and the input functions
+    (rules/inputs/: they cross sections)."""
     found = ["rules/common.smk", "rules/inputs"]
+    seen = _seen | set(rules)  # a rule copied from its own file is not looked for again
     for path in sorted((ROOT / "rules").glob("*.smk")):
         text = path.read_text()
         if any(re.search(rf"^(rule {r}:|use rule \w+ as {r} )", text, re.M) for r in rules):
             name = f"rules/{path.name}"
             if name not in found:
                 found.append(name)
-            used = re.findall(r"^use rule (\w+) as", text, re.M)  # the rule it copies lives elsewhere
-            found += [f for f in rule_files(used)[2:] if f not in found] if used else []
+            used = [u for u in re.findall(r"^use rule (\w+) as", text, re.M) if u not in seen]
+            found += [f for f in rule_files(used, seen)[2:] if f not in found] if used else []
     return found
 
 
