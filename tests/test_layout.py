@@ -104,6 +104,14 @@ def test_a_config_s_runs_are_every_combination_it_names():
     assert layout.optimize_runs({**optimize, "head": "mlp", "head_layers": 2}, "r") == [
         "r/optimize/runs/polarity/glove/mlp2/seed4"
     ]
+    both = {**optimize, "glue": {"tasks": ["glue/rte", "glue/wnli"], "models": ["minilm"]}}
+    assert layout.optimize_pairs(both) == [("polarity", "glove"), ("glue/rte", "minilm"), ("glue/wnli", "minilm")]
+    assert layout.optimize_pairs(both) == layout.paper_pairs(both) + layout.glue_pairs(both)
+    assert layout.istar_pairs({**istar, "models": ["a", "b"]}) == [("polarity", "a"), ("polarity", "b")]
+    assert (layout.optimize_head(optimize), layout.optimize_head({**optimize, "head": "mlp", "head_layers": 1})) == (
+        "",
+        "mlp1",
+    )
 
 
 def test_the_rules_spell_no_run_folder_of_their_own():

@@ -6,7 +6,7 @@ ISTAR_SEEDS = layout.istar_seeds(ISTAR, OPTIMIZE)
 
 
 def istar_pairs():
-    return [(t, m) for t in ISTAR.get("tasks", []) for m in ISTAR.get("models", [])]
+    return layout.istar_pairs(ISTAR)
 
 
 def istar_trajectories():

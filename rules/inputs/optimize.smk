@@ -2,16 +2,16 @@
 # from rules.
 
 
-HEAD_DIR = layout.head_dir(OPTIMIZE["head"], OPTIMIZE["head_layers"])
+HEAD_DIR = layout.optimize_head(OPTIMIZE)
 RUN_SEED = None if GROUP_SEEDS else "{seed}"  # a job per seed, or one job for every seed (isoflow.layout.seed_stem)
 
 
 def paper_pairs():
-    return [(e["task"], e["model"]) for e in OPTIMIZE["pairs"]]
+    return layout.paper_pairs(OPTIMIZE)
 
 
 def glue_pairs():
-    return [(t, m) for t in OPTIMIZE["glue"]["tasks"] for m in OPTIMIZE["glue"]["models"]]
+    return layout.glue_pairs(OPTIMIZE)
 
 
 def all_pairs():

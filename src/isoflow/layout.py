@@ -134,19 +134,38 @@ def optimisation_run(results, task: str, model: str, seed, *, istar_lambda=0.0, 
     return run_path(results, optimisation_section(istar_lambda), identity)
 
 
+def optimize_head(optimize: dict) -> str:
+    """The head folder (:func:`head_dir`) of an optimize section's runs, and of its I-STAR sweep's."""
+    return head_dir(optimize.get("head", "linear"), optimize.get("head_layers", 1))
+
+
+def paper_pairs(optimize: dict) -> list[tuple[str, str]]:
+    """The optimize section's task × model pairs of the paper's kind (``pairs``)."""
+    return [(e["task"], e["model"]) for e in optimize.get("pairs", [])]
+
+
+def glue_pairs(optimize: dict) -> list[tuple[str, str]]:
+    """The optimize section's GLUE pairs: every task of ``glue.tasks`` × every model of ``glue.models``."""
+    glue = optimize.get("glue") or {}
+    return [(t, m) for t in glue.get("tasks", []) for m in glue.get("models", [])]
+
+
 def optimize_pairs(optimize: dict) -> list[tuple[str, str]]:
     """The optimize section's task × model pairs: the paper's (``pairs``), then GLUE's (``glue``)."""
-    paper = [(e["task"], e["model"]) for e in optimize.get("pairs", [])]
-    glue = optimize.get("glue") or {}
-    return paper + [(t, m) for t in glue.get("tasks", []) for m in glue.get("models", [])]
+    return paper_pairs(optimize) + glue_pairs(optimize)
 
 
 def optimize_runs(optimize: dict, results) -> list[str]:
     """Every run the optimize section of a config asks for (stems), at its head."""
-    head = head_dir(optimize.get("head", "linear"), optimize.get("head_layers", 1))
+    head = optimize_head(optimize)
     return [
         optimisation_run(results, t, m, s, head=head) for t, m in optimize_pairs(optimize) for s in optimize["seeds"]
     ]
+
+
+def istar_pairs(istar: dict) -> list[tuple[str, str]]:
+    """The I-STAR sweep's task × model pairs."""
+    return [(t, m) for t in istar.get("tasks", []) for m in istar.get("models", [])]
 
 
 def istar_seeds(istar: dict, optimize: dict) -> list:
@@ -161,11 +180,10 @@ def istar_lambdas(istar: dict, task: str) -> list:
 
 def istar_runs(istar: dict, optimize: dict, results) -> list[str]:
     """Every run the istar section of a config asks for (stems): λ = 0 is the plain run (optimize's)."""
-    head = head_dir(optimize.get("head", "linear"), optimize.get("head_layers", 1))
+    head = optimize_head(optimize)
     return [
         optimisation_run(results, t, m, s, istar_lambda=float(lam), head=head)
-        for t in istar.get("tasks", [])
-        for m in istar.get("models", [])
+        for t, m in istar_pairs(istar)
         for lam in istar_lambdas(istar, t)
         for s in istar_seeds(istar, optimize)
     ]
