@@ -39,7 +39,8 @@ def verdict(
     untested_because: str | None = None,
 ) -> str:
     """The word (module docstring) for a claimed effect ``claimed`` (its sign the claim's direction; its size, where the
-    paper gives one, else ±1 for a direction alone) and our 95 % interval [``low``, ``high``] over the unit of
+    paper gives one, else ±inf for a direction alone: ±1 is a size of 1 in the measure's units, all that accuracy can
+    move, but small for an intrinsic dimension) and our 95 % interval [``low``, ``high``] over the unit of
     replication; ``detectable``: the smallest effect the test detects with 80 % power; ``untested_because``: why no
     test was made (then nothing else is read).
 
@@ -49,6 +50,8 @@ def verdict(
     'not seen (could have detected ≥ 0.012)'
     >>> verdict(0.01, -0.05, 0.02, detectable=0.04)   # the claimed size is below what the test can see
     'inconclusive'
+    >>> verdict(-math.inf, -3.5, 0.9, detectable=5.6)   # a direction alone: the test's reach is stated, not judged
+    'not seen (could have detected ≥ 5.6)'
     >>> verdict(1.0, 0.0, 0.0, untested_because="the penalty did not move IsoScore*")
     'untested (the penalty did not move IsoScore*)'"""
     if untested_because:
