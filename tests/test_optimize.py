@@ -279,6 +279,9 @@ import importlib, signal, sys
 run_module = importlib.import_module("isoflow.optimize.run")  # the module (the package exports a function `run`)
 
 MODE, STEP = sys.argv[1], int(sys.argv[2])
+# Python's own SIGINT handler, as an interactive shell starts it: a process started from a background job inherits
+# SIGINT ignored (POSIX shells ignore it in asynchronous commands), and Python then installs no handler at all.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def swallowed_interrupt():
