@@ -192,6 +192,7 @@ def test_the_metric_path_benchmarks_run_end_to_end_on_a_tiny_case(script, count,
     "script,args",
     [
         ("launches.py", ["--tiny"]),
+        ("spectral.py", ["--tiny"]),
         ("section_budgets.py", []),
     ],
 )
@@ -210,6 +211,8 @@ def test_the_remaining_benchmarks_run_end_to_end(script, args, tmp_path):
     else:
         (row,) = written["results"]
         assert row["name"] == "tiny" and written["provenance"]["code"]
+    if script == "spectral.py":  # ours against the Gram-matrix definition and NumPy's singular values
+        assert row["abs_diff_cka"] < 1e-6 and row["abs_diff_rankme"] < 1e-5 and row["cka"]["ratio_to_gemm"] > 0
 
 
 @pytest.mark.slow
