@@ -19,10 +19,11 @@ from conftest import (
     sh,
 )
 
-# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models.
-SUITE_OPTIMIZE_RUNS = len(SUITE_OFFLINE["optimize"]["pairs"]) + len(SUITE_OFFLINE["optimize"]["glue"]["tasks"]) * len(
-    SUITE_OFFLINE["optimize"]["glue"]["models"]
-)
+from isoflow import layout
+
+# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models (isoflow.layout).
+SUITE_OPTIMIZE_RUNS = len(layout.optimize_pairs(SUITE_OFFLINE["optimize"]))
+
 PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)
 
 
