@@ -19,7 +19,11 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
 # The built workflows the slow tests read (session fixtures): the tests that read one run in one xdist worker, so it is
 # built once and no two processes change it at once (`--dist loadgroup`).
-WORKFLOW_GROUPS = {"offline_checkout": "offline-workflow", "own_checkout": "own-workflow"}
+WORKFLOW_GROUPS = {
+    "offline_checkout": "offline-workflow",
+    "own_checkout": "own-workflow",
+    "mine_built": "mine-workflow",  # tests/test_workflow_safety.py
+}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -142,11 +146,13 @@ def _checkout_template() -> Path:
     return template
 
 
-def checkout_copy(dest: Path) -> Path:
-    """The working tree as a fresh git repository at ``dest`` (a copy of :func:`_checkout_template`, its files' times
-    kept), with ``../shared`` beside it, as in a real checkout, so the offline config's relative mirror resolves."""
+def checkout_copy(dest: Path, source: Path | None = None) -> Path:
+    """The working tree as a fresh git repository at ``dest`` (a copy of :func:`_checkout_template`, or of ``source``,
+    a checkout a session fixture built a workflow in: its files' times and Snakemake's records kept, so the copy is as
+    up to date as it), with ``../shared`` beside it, as in a real checkout, so the offline config's relative mirror
+    resolves."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    sh(["cp", "-a", str(_checkout_template()), str(dest)], dest.parent)
+    sh(["cp", "-a", str(source or _checkout_template()), str(dest)], dest.parent)
     shared = dest.parent / "shared"
     if not shared.exists():
         shared.symlink_to(SHARED_DATA.parent, target_is_directory=True)

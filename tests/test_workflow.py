@@ -549,11 +549,7 @@ def test_html_report_holds_every_figure_and_table(offline_checkout):
 def test_adding_a_seed_reruns_everything_downstream(offline_checkout, tmp_path):
     """The README's "extend a config": one more seed runs the new runs and then the aggregate, tables and figures
     (which show both seeds); `--forcerun aggregate` re-makes the tables and figures too."""
-    import shutil
-
-    repo = tmp_path / "isoflow"
-    shutil.copytree(offline_checkout, repo, symlinks=True)  # keeps mtimes and .snakemake metadata
-    (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
+    repo = checkout_copy(tmp_path / "isoflow", offline_checkout)
     config = (repo / OFFLINE_CONFIG).read_text()
     assert config.index("\n  seeds: [0]\n") < config.index("\nistar:")  # the first seeds: optimize's
     (repo / OFFLINE_CONFIG).write_text(config.replace("\n  seeds: [0]\n", "\n  seeds: [0, 1]\n", 1))  # as a user would
@@ -582,9 +578,7 @@ def test_grouped_seeds_write_the_same_records(offline_checkout, tmp_path):
     import json
     import shutil
 
-    repo = tmp_path / "isoflow"
-    shutil.copytree(offline_checkout, repo, symlinks=True)
-    (tmp_path / "shared").symlink_to(offline_checkout.parent / "shared")
+    repo = checkout_copy(tmp_path / "isoflow", offline_checkout)
     for section in ("optimize", "istar"):
         shutil.rmtree(repo / f"results/offline/{section}/runs")
     grouped = ["--configfile", OFFLINE_CONFIG, "--config", "optimize={'group_seeds': True}"]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, ROOT, checkout_copy, job_counts, sh
+from conftest import MAKE, ROOT, built_once, checkout_copy, job_counts, sh
 
 from isoflow.cli import main
 
@@ -48,10 +48,8 @@ def write_config(repo, changes: dict | None = None, name: str = "config.yaml") -
     return f"mine/{name}"
 
 
-@pytest.fixture
-def mine(tmp_path):
-    """A checkout with a user's own CSV and vectors (one row per sentence) beside a config that uses them."""
-    repo = checkout_copy(tmp_path / "isoflow")
+def with_own_files(repo):
+    """``repo`` given a user's own CSV and vectors (one row per sentence) beside a config that uses them."""
     (repo / "mine").mkdir()
     (repo / "mine/reviews.csv").write_bytes((ROOT / "examples/own/reviews.csv").read_bytes())
     n = len(pd.read_csv(repo / "mine/reviews.csv"))
@@ -60,8 +58,30 @@ def mine(tmp_path):
     return repo
 
 
+@pytest.fixture
+def mine(tmp_path):
+    """A checkout with a user's own files and config, nothing run yet."""
+    return with_own_files(checkout_copy(tmp_path / "isoflow"))
+
+
 def snakemake(repo, *args, config="mine/config.yaml", check=True):
     return sh(["snakemake", "--cores", "2", *args, "--configfile", config], repo, check=check, timeout=900)
+
+
+@pytest.fixture(scope="session")
+def mine_built(tmp_path_factory):
+    """`mine` after one whole run of its config, built once (tests/conftest.py: WORKFLOW_GROUPS) for the tests that
+    start from a finished run; each changes a copy of it (`mine_ran`)."""
+    built_once(tmp_path_factory, "mine-workflow")
+    repo = with_own_files(checkout_copy(tmp_path_factory.mktemp("mine") / "isoflow"))
+    snakemake(repo)
+    return repo
+
+
+@pytest.fixture
+def mine_ran(mine_built, tmp_path):
+    """A copy of `mine_built`, as up to date as it (file times and Snakemake's records kept)."""
+    return checkout_copy(tmp_path / "isoflow", mine_built)
 
 
 def sha256s(repo, folder: str) -> dict[str, str]:
@@ -73,25 +93,24 @@ def sha256s(repo, folder: str) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine):
-    snakemake(mine)
-    before = {**sha256s(mine, "data/mine"), **sha256s(mine, "results/mine")}
-    csv = mine / "mine/reviews.csv"
+def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine_ran):
+    before = {**sha256s(mine_ran, "data/mine"), **sha256s(mine_ran, "results/mine")}
+    csv = mine_ran / "mine/reviews.csv"
     good = csv.read_bytes()
     csv.write_bytes(good.replace(b"sentiment", b"sentimnt", 1))  # a column typo in the header
-    failed = snakemake(mine, check=False)
+    failed = snakemake(mine_ran, check=False)
     assert failed.returncode != 0
     said = (failed.stdout + failed.stderr).splitlines()
     line = "prepare failed (logs/prepare/reviews.log): isoflow prepare: error: mine/reviews.csv: no column 'sentiment'"
     assert any(s.startswith(line) for s in said[-6:]), said[-6:]  # where the user looks: at the end
-    after = {**sha256s(mine, "data/mine"), **sha256s(mine, "results/mine")}
+    after = {**sha256s(mine_ran, "data/mine"), **sha256s(mine_ran, "results/mine")}
     assert {k: v for k, v in after.items() if k in before} == before and set(before) <= set(after)
     # no stale success: the next run tries the failed job again (and everything after it), rather than nothing
-    jobs = job_counts(snakemake(mine, "-n", "--quiet", "rules").stdout)
+    jobs = job_counts(snakemake(mine_ran, "-n", "--quiet", "rules").stdout)
     assert jobs["prepare"] == 1 and jobs["optimize_run"] == 1
     csv.write_bytes(good)
-    snakemake(mine)
-    assert sha256s(mine, "data/mine/tasks") == {k: v for k, v in before.items() if k.startswith("data/mine/tasks")}
+    snakemake(mine_ran)
+    assert sha256s(mine_ran, "data/mine/tasks") == {k: v for k, v in before.items() if k.startswith("data/mine/tasks")}
 
 
 @pytest.mark.slow
@@ -114,17 +133,16 @@ def test_config_mistakes_are_one_line_each_naming_the_file_and_field(mine):
 
 
 @pytest.mark.slow
-def test_a_declared_file_that_is_gone_is_named_on_every_run(mine):
-    snakemake(mine)
-    results = sha256s(mine, "results/mine")
-    (mine / "mine/reviews.npy").unlink()
+def test_a_declared_file_that_is_gone_is_named_on_every_run(mine_ran):
+    results = sha256s(mine_ran, "results/mine")
+    (mine_ran / "mine/reviews.npy").unlink()
     for _ in range(2):  # not only the first time: the old results must not pass for current ones
-        p = snakemake(mine, check=False)
+        p = snakemake(mine_ran, check=False)
         assert p.returncode != 0 and p.stderr.strip() == (
             "mine/config.yaml: own.models.bag-of-words.embeddings.reviews: mine/reviews.npy does not exist; fix the "
-            f"path (relative to {mine})"
+            f"path (relative to {mine_ran})"
         )
-    assert sha256s(mine, "results/mine") == results
+    assert sha256s(mine_ran, "results/mine") == results
 
 
 @pytest.mark.slow
@@ -266,10 +284,9 @@ def test_silent_garbage_in_the_workflow_is_named_on_the_terminal(mine):
 
 
 @pytest.mark.slow
-def test_make_report_reports_the_config_that_last_ran(mine):
-    snakemake(mine)
+def test_make_report_reports_the_config_that_last_ran(mine_ran):
     assert (
-        sh([*MAKE, "-n", "report"], mine)
+        sh([*MAKE, "-n", "report"], mine_ran)
         .stdout.strip()
         .endswith("--configfile mine/config.yaml --report results/mine/report.html")
     )
