@@ -18,10 +18,6 @@ def finetune_options(wildcards):
     return command_line(FinetuneSettings, values)
 
 
-def finetune_pairs():
-    return layout.finetune_pairs(FINETUNE)
-
-
 def finetune_records():
     """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
     return [f"{stem}.json" for stem in layout.finetune_runs(FINETUNE, RESULTS)]
@@ -61,7 +57,7 @@ def finetune_gradients():
     """Each task x model's gradients at its pretrained model, where the config asks for them (gradient_batches)."""
     if not GRADIENT_BATCHES:
         return []
-    return [layout.finetune_gradients(RESULTS, t, m) for t, m in finetune_pairs()]
+    return [layout.finetune_gradients(RESULTS, t, m) for t, m in layout.finetune_pairs(FINETUNE)]
 
 
 def finetune_run_files():

@@ -5,10 +5,6 @@
 ISTAR_SEEDS = layout.istar_seeds(ISTAR, OPTIMIZE)
 
 
-def istar_pairs():
-    return layout.istar_pairs(ISTAR)
-
-
 def istar_trajectories():
     """Every run of the sweep (.parquet): lambda 0 is the plain run (shared with the paper's runs)."""
     return [f"{stem}.parquet" for stem in layout.istar_runs(ISTAR, OPTIMIZE, RESULTS)]
@@ -39,7 +35,7 @@ def baseline_records():
 
 
 def istar_files():
-    return ISTAR_REPORT if istar_pairs() and ISTAR.get("istar_lambdas") else []
+    return ISTAR_REPORT if layout.istar_pairs(ISTAR) and ISTAR.get("istar_lambdas") else []
 
 
 def runs_of_istar():

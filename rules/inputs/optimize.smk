@@ -6,18 +6,6 @@ HEAD_DIR = layout.optimize_head(OPTIMIZE)
 RUN_SEED = None if GROUP_SEEDS else "{seed}"  # a job per seed, or one job for every seed (isoflow.layout.seed_stem)
 
 
-def paper_pairs():
-    return layout.paper_pairs(OPTIMIZE)
-
-
-def glue_pairs():
-    return layout.glue_pairs(OPTIMIZE)
-
-
-def all_pairs():
-    return layout.optimize_pairs(OPTIMIZE)
-
-
 def trajectories():
     """Every run the config's optimize section asks for (.parquet)."""
     return [f"{stem}.parquet" for stem in layout.optimize_runs(OPTIMIZE, RESULTS)]
@@ -26,8 +14,8 @@ def trajectories():
 LABEL_CENTRED_EVERY = OPTIMIZE["label_centred_every"]
 OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
 _OPTIMIZE_TABLES, _OPTIMIZE_FIGURES = optimize_report_outputs(
-    main=bool(paper_pairs()),
-    glue=bool(glue_pairs()),
+    main=bool(layout.paper_pairs(OPTIMIZE)),
+    glue=bool(layout.glue_pairs(OPTIMIZE)),
     seeds=len(OPTIMIZE["seeds"]),
     label_centred=bool(LABEL_CENTRED_EVERY),
 )
@@ -40,7 +28,7 @@ def optimize_tables():
 
 
 def optimize_files():
-    return optimize_tables() + OPTIMIZE_FIGURES if all_pairs() else []
+    return optimize_tables() + OPTIMIZE_FIGURES if layout.optimize_pairs(OPTIMIZE) else []
 
 
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------

@@ -3,7 +3,8 @@
 
 
 def all_task_model_pairs():
-    return sorted(set(all_pairs() + istar_pairs()))
+    """Every (task, model) whose embeddings the config's optimisation runs read (isoflow.layout)."""
+    return sorted(set(layout.optimize_pairs(OPTIMIZE) + layout.istar_pairs(ISTAR)))
 
 
 def check_vectors_cover_their_tasks():
@@ -21,7 +22,7 @@ check_own_files(config)  # config.smk: last, once every name is known to be righ
 
 def all_tasks():
     """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
-    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_pairs()})
+    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in layout.finetune_pairs(FINETUNE)})
 
 
 def report_files():
