@@ -5,7 +5,7 @@ that did not diverge (which are counted): the held-out metric (MCC for CoLA, F1 
 accuracy; IsoScore*, IsoScore and mean cosine of the regulariser's points; IsoScore, mean cosine, silhouette, TwoNN,
 LID and the activation peak ratio (:func:`isoflow.metrics.peak_ratio`) of the pooled outputs. ``finetune_paired`` —
 every weight against the plain run (λ = 0) of the same seed: the mean paired difference of the held-out metric,
-IsoScore*, TwoNN and the silhouette, with a 95 % t-interval over seeds.
+IsoScore*, TwoNN, the silhouette and the pooled outputs' IsoScore, with a 95 % t-interval over seeds.
 
 Figures: :mod:`isoflow.finetune.figures`.
 """
@@ -49,7 +49,9 @@ FINAL = (
     "lid_mle",
     "activation_peak_ratio",
 )
-PAIRED = ("metric", "isoscore_star", "twonn", "silhouette")  # the poster's claims: performance, isotropy, ID, clusters
+# The poster's claims (performance, isotropy, ID, clusters), then the pooled outputs' IsoScore: Mickus et al.'s link
+# (lower IsoScore, higher silhouette) is read on the outputs the silhouette is measured on, not on the penalty's points
+PAIRED = ("metric", "isoscore_star", "twonn", "silhouette", "isoscore")
 # Measured on the regulariser's points: a run is paired with the plain run only where both used the same points (CosReg
 # on the last layer's token states against λ = 0's every layer would compare two point sets)
 ON_POINTS = ("isoscore_star",)
@@ -133,7 +135,7 @@ CAPTION = (
 PAIRED_CAPTION = (
     "Paired differences against the plain run (λ = 0) of the same seed, after the last epoch: mean, std over seeds "
     "and a 95 % t-interval, of the metric, IsoScore* (the regulariser's points; empty where they differ from the plain "
-    "run's), and TwoNN and the silhouette (pooled outputs). "
+    "run's), and TwoNN, the silhouette and IsoScore (pooled outputs). "
     "A positive metric_diff means the regulariser helped on the held-out data."
 )
 
