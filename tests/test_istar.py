@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import sh
 from scipy.stats import pearsonr, spearmanr
+from scipy.stats import t as student
 
 from isoflow.cli import main
 from isoflow.datasets import read_task
@@ -334,6 +335,17 @@ def test_sweep_table_and_figures(clusters_task, tmp_path, monkeypatch):
     runs = traj[(traj.istar_lambda == 5.0) & (traj.step == 30)]
     assert table.loc[2, "isoscore_mean"] == pytest.approx(runs["isoscore"].mean(), abs=1e-12)
     assert table.loc[2, "accuracy_std"] == pytest.approx(runs["accuracy"].std(), abs=1e-12)
+    # paired with the plain run of the same seed at the last update: the difference per seed, a t-interval over seeds
+    plain = traj[(traj.istar_lambda == 0.0) & (traj.step == 30)].set_index("seed")
+    for column in ("isoscore", "silhouette"):
+        d = (runs.set_index("seed")[column] - plain[column]).to_numpy()
+        half = student.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        row = table.loc[2]
+        assert row["paired_seeds"] == 2 and row[f"{column}_diff"] == pytest.approx(d.mean(), abs=1e-12)
+        assert (row[f"{column}_diff_ci_low"], row[f"{column}_diff_ci_high"]) == pytest.approx(
+            (d.mean() - half, d.mean() + half), abs=1e-12
+        )
+    assert table.loc[1, ["paired_seeds", "isoscore_diff"]].isna().all()  # λ = 0 is the plain run itself
     for name in ("istar_performance", "istar_curves", "istar_silhouette_vs_isoscore"):
         assert (tmp_path / f"f/{name}.png").stat().st_size > 5000 and (tmp_path / f"f/{name}.pdf").is_file()
     assert drawn == {"istar_silhouette_vs_isoscore": True}

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting import diverged, lambda_summary, write_table
+from ..reporting import diverged, lambda_summary, paired_with_plain, write_table
 from ..reporting.figures import (
     grid,
     lambda_colours,
@@ -39,6 +39,8 @@ from .report import correlation
 
 FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
 HIDDEN = ("silhouette_hidden", "isoscore_hidden")  # a non-linear head's last hidden output (runs that measured it)
+# Paired with the plain run of the same seed (λ = 0), at the last update: Mickus et al.'s link, read over seeds
+PAIRED = ("isoscore", "silhouette")
 
 
 def measured_hidden(traj: pd.DataFrame) -> bool:
@@ -67,13 +69,15 @@ def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
             r.append(a)
             rho.append(b)
         table[f"pearson_r{suffix}"], table[f"spearman_rho{suffix}"] = r, rho
-    return table
+    paired = paired_with_plain(traj, info, order="step", columns=PAIRED)
+    return table.merge(paired, on=["task", "model", "istar_lambda"], how="left")
 
 
 CAPTION = (
     "I-STAR sweep in the optimisation experiment: final values after training with loss + λ·(1 − IsoScore*) "
     "(mean and std over seeds; diverged runs counted, not averaged). Accuracy is training accuracy. "
-    "r, ρ: IsoScore vs silhouette over training (seed-mean curve)."
+    "r, ρ: IsoScore vs silhouette over training (seed-mean curve). *_diff: the final IsoScore and silhouette paired "
+    "with the plain run (λ = 0) of the same seed: mean over paired_seeds, std and a 95 % t-interval."
 )
 
 

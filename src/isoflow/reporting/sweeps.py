@@ -48,3 +48,37 @@ def lambda_summary(
             row[f"{col}_std"] = f[col].std() if len(f) > 1 else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def paired_with_plain(
+    states: pd.DataFrame, info: pd.DataFrame, *, order: str, columns, key=KEY, plain: str = "istar_lambda"
+) -> pd.DataFrame:
+    """Per ``key`` whose ``plain`` weight is not 0: each column's last state paired with the plain run (weight 0) of the
+    same task, model and seed — ``<column>_diff`` (mean over seeds), ``_diff_std`` and the 95 % t-interval
+    ``_diff_ci_low``/``_diff_ci_high`` (:func:`isoflow.reporting.significance.seed_interval`; NaN with one seed) —
+    and ``paired_seeds``. The seed is the unit: a claim about the training procedure is read on these."""
+    from .significance import seed_interval
+
+    key = list(key)
+    final = finals(states, info, order, key)
+    base = final[final[plain] == 0]
+    rows = []
+    for values, runs in final[final[plain] != 0].groupby(key, sort=True):
+        row = dict(zip(key, values))
+        group = [k for k in key if k != plain]
+        same = base.loc[(base[group] == runs.iloc[0][group]).all(axis=1)].set_index("seed")
+        both = runs.set_index("seed").join(same[list(columns)], rsuffix="_plain", how="inner")
+        row["paired_seeds"] = len(both)
+        for col in columns:
+            r = seed_interval((both[col] - both[f"{col}_plain"]).to_numpy())
+            row.update(
+                {
+                    f"{col}_diff": r["mean"],
+                    f"{col}_diff_std": r["std"],
+                    f"{col}_diff_ci_low": r["low"],
+                    f"{col}_diff_ci_high": r["high"],
+                }
+            )
+        rows.append(row)
+    suffixes = ("diff", "diff_std", "diff_ci_low", "diff_ci_high")
+    return pd.DataFrame(rows, columns=[*key, "paired_seeds", *(f"{c}_{s}" for c in columns for s in suffixes)])
