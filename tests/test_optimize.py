@@ -12,6 +12,7 @@ import pytest
 import torch
 from conftest import assert_one_record_schema
 from IsoScore.IsoScore import IsoScore
+from scipy.stats import t as student
 from sklearn.metrics import silhouette_score
 
 from isoflow.cli import main
@@ -379,6 +380,12 @@ def test_analysis_outputs(small, tmp_path, capsys):
     per_run = runs[runs.task == "polarity-300"].iloc[0]
     first = traj[(traj.task == "polarity-300") & (traj.seed == per_run.seed)]
     assert per_run["pearson_r_from_0"] == pytest.approx(np.corrcoef(first["isoscore"], first["silhouette"])[0, 1])
+    # the seeds' interval of the per-run r: mean ± t(0.975, n − 1) · s / √n over the runs
+    r = runs[runs.task == "polarity-300"]["pearson_r_from_0"].to_numpy()
+    half = student.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
+    assert (row["pearson_r_runs_ci_low_from_0"], row["pearson_r_runs_ci_high_from_0"]) == pytest.approx(
+        (r.mean() - half, r.mean() + half), abs=1e-12
+    )
     ln = log_normalised_isoscore(traj)
     assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
     written = {p.name for p in analyze(tmp_path)}

@@ -2,7 +2,8 @@
 
 * **Correlations** between IsoScore and silhouette over training: Pearson r and Spearman ρ per run and on the
   seed-mean curve, per task × model (the paper's main table; its GLUE Table 3), counted over updates 1..N (after every
-  update) and over 0..N (the pretrained state too, as the paper's numbers imply: the ``_from_0`` columns).
+  update) and over 0..N (the pretrained state too, as the paper's numbers imply: the ``_from_0`` columns); the
+  per-run r's mean, std and 95 % t-interval over the seeds (the unit of replication of a claim about training).
 * **Sizes** (Tables 1–2): N items (distinct embeddings) and N params
   (items × d + classifier weights and bias) per task × model.
 * **Figures**: :mod:`isoflow.optimize.figures`.
@@ -22,6 +23,7 @@ import pandas as pd
 
 from ..records import aggregate, discover, load_aggregate, load_runs
 from ..reporting import write_table
+from ..reporting.significance import seed_interval
 from . import paper
 from .figures import figures
 
@@ -72,6 +74,10 @@ def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[
             row[f"pearson_r{suffix}"], row[f"spearman_rho{suffix}"] = r, rho
             row[f"pearson_r_runs_mean{suffix}"] = per[f"pearson_r{suffix}"].mean()
             row[f"pearson_r_runs_std{suffix}"] = per[f"pearson_r{suffix}"].std() if len(per) > 1 else float("nan")
+            # the seed is the unit of the paper's claim (r < 0 for this training): a 95 % t-interval over the runs
+            interval = seed_interval(per[f"pearson_r{suffix}"].to_numpy())
+            row[f"pearson_r_runs_ci_low{suffix}"] = interval["low"]
+            row[f"pearson_r_runs_ci_high{suffix}"] = interval["high"]
             row[f"spearman_rho_runs_mean{suffix}"] = per[f"spearman_rho{suffix}"].mean()
         row["max_std_over_seeds"] = std_over_seeds(g[g["step"] >= 1]).max().max() if len(per) > 1 else float("nan")
         paper_row = paper_columns(task, model, row["pearson_r"], row["spearman_rho"], steps)
@@ -247,8 +253,9 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             summary[~glue].reset_index(drop=True),
             out_dir / "correlations",
             caption=(
-                "IsoScore vs silhouette over training, seed-mean curves, and per run (mean and std over the seeds), "
-                "over updates 1..N and over 0..N (the pretrained state counted too: _from_0; delta_r_from_0), beside "
+                "IsoScore vs silhouette over training, seed-mean curves, and per run (mean, std and 95 % t-interval "
+                "over the seeds: runs_ci_low/high), over updates 1..N and over 0..N (the pretrained state counted too: "
+                "_from_0; delta_r_from_0), beside "
                 f"the paper's value for the same row ({paper.SOURCE}: Sec. 3.2; Spearman ρ there: "
                 f"always below {paper.MAIN_SPEARMAN_BELOW}); setup: how the row departs from the paper's; commits: the "
                 "code the runs came from."
@@ -260,10 +267,9 @@ def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -
             summary[glue].reset_index(drop=True),
             out_dir / "correlations_glue",
             caption=(
-                "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, and per run (mean and std "
-                "over the seeds), over updates 1..N and 0..N (_from_0), beside the paper's Table 3 value for the same "
-                "task and model, with the differences; "
-                "commits: the code the runs came from."
+                "GLUE (Appendix A): IsoScore vs silhouette over training, seed-mean curves, and per run (mean, std and "
+                "95 % t-interval over the seeds), over updates 1..N and 0..N (_from_0), beside the paper's Table 3 "
+                "value for the same task and model, with the differences; commits: the code the runs came from."
             ),
             floatfmt=CORRELATION_FORMAT,
         )
