@@ -676,13 +676,16 @@ def test_isoscore_star_paired_only_on_the_same_points():
             key = dict(task="t", model="m", reg=reg, istar_lambda=lam, cosreg_weight=w, seed=seed)
             info.append({**key, "points": points, "epochs": 1})
             measured = {"metric": 0.5 + 0.1 * i + 0.01 * seed, "isoscore_star": 0.2 * i + 0.1 * seed}
-            epochs.append({**key, "epoch": 1, **measured, "twonn": 10.0 + i, "silhouette": 0.1 * i})
+            pooled = {"twonn": 10.0 + i, "silhouette": 0.1 * i, "isoscore": 0.05 * i}
+            epochs.append({**key, "epoch": 1, **measured, **pooled})
     table = paired(pd.DataFrame(epochs), pd.DataFrame(info)).set_index("reg")
     assert table.loc["istar", "isoscore_star_diff"] == pytest.approx(0.2)
     assert table.loc["istar", "metric_diff"] == pytest.approx(0.1) and table.loc["istar", "twonn_diff"] == 1.0
+    assert table.loc["istar", "isoscore_diff"] == pytest.approx(0.05)  # the pooled outputs': paired on any points
     cosreg = table.loc["cosreg"]
     assert np.isnan(cosreg["isoscore_star_diff"]) and np.isnan(cosreg["isoscore_star_diff_ci_low"])
     assert cosreg["metric_diff"] == pytest.approx(0.2) and cosreg["seeds"] == 2
+    assert cosreg["isoscore_diff"] == pytest.approx(0.1)
 
 
 @pytest.mark.slow
