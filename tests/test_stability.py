@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import assert_one_record_schema
+from scipy.stats import t as student
 
 from isoflow.cli import main
 from isoflow.stability import StabilitySettings, population_isoscore, simulate, spectrum, summary
@@ -41,6 +42,14 @@ def test_estimates_converge_to_the_truth_and_shrinkage_pulls_small_batches_up():
     for t in (0.3, 1.0):  # 8 points span 7 dimensions: IsoScore <= 6/63; shrinkage towards Σ_S lifts it
         assert table.loc[(t, 8, 0.0), "mean"] <= 6 / 63 + 1e-9 < table.loc[(t, 8, 0.5), "mean"]
     assert set(table["batches"]) == {3}
+    # ζ = 0.5 paired with ζ = 0 on the same 3 batches: mean paired difference of |estimate − true|, a t-interval
+    plain, shrunk = (runs[(runs.true_isoscore == 1.0) & (runs.batch == 8) & (runs.zeta == z)] for z in (0.0, 0.5))
+    d = (shrunk.estimate - 1.0).abs().to_numpy() - (plain.estimate - 1.0).abs().to_numpy()
+    half = student.ppf(0.975, 2) * d.std(ddof=1) / np.sqrt(3)
+    row = table.loc[(1.0, 8, 0.5)]
+    assert row["abs_error_diff"] == pytest.approx(d.mean(), abs=1e-12) and d.mean() < 0  # towards Σ_S: closer here
+    assert row["abs_error_diff_ci_high"] == pytest.approx(d.mean() + half, abs=1e-12)
+    assert np.isnan(table.loc[(1.0, 8, 0.0), "spread_diff"])  # plain IsoScore is the reference itself
 
 
 def test_zeta_zero_is_isoscore_of_the_batch():
