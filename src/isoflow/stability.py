@@ -124,7 +124,7 @@ def paired_with_plain(runs):
     95 % t-interval. Negative: shrinkage made the estimate steadier, or closer to the truth."""
     import pandas as pd
 
-    from .reporting.significance import seed_interval
+    from .reporting.significance import paired_columns
 
     level = runs.groupby([*SETTING, "zeta"])["estimate"].transform("mean")
     runs = runs.assign(
@@ -136,15 +136,7 @@ def paired_with_plain(runs):
         g = g.set_index([*SETTING, "repeat"])
         row = dict(zip([*SETTING, "zeta"], values))
         for measure in ("spread", "abs_error"):
-            r = seed_interval((g[measure] - plain[measure].reindex(g.index)).to_numpy())
-            row.update(
-                {
-                    f"{measure}_diff": r["mean"],
-                    f"{measure}_diff_std": r["std"],
-                    f"{measure}_diff_ci_low": r["low"],
-                    f"{measure}_diff_ci_high": r["high"],
-                }
-            )
+            row.update(paired_columns(measure, (g[measure] - plain[measure].reindex(g.index)).to_numpy()))
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -57,7 +57,7 @@ def paired_with_plain(
     same task, model and seed — ``<column>_diff`` (mean over seeds), ``_diff_std`` and the 95 % t-interval
     ``_diff_ci_low``/``_diff_ci_high`` (:func:`isoflow.reporting.significance.seed_interval`; NaN with one seed) —
     and ``paired_seeds``. The seed is the unit: a claim about the training procedure is read on these."""
-    from .significance import seed_interval
+    from .significance import paired_columns
 
     key = list(key)
     final = finals(states, info, order, key)
@@ -70,15 +70,7 @@ def paired_with_plain(
         both = runs.set_index("seed").join(same[list(columns)], rsuffix="_plain", how="inner")
         row["paired_seeds"] = len(both)
         for col in columns:
-            r = seed_interval((both[col] - both[f"{col}_plain"]).to_numpy())
-            row.update(
-                {
-                    f"{col}_diff": r["mean"],
-                    f"{col}_diff_std": r["std"],
-                    f"{col}_diff_ci_low": r["low"],
-                    f"{col}_diff_ci_high": r["high"],
-                }
-            )
+            row.update(paired_columns(col, (both[col] - both[f"{col}_plain"]).to_numpy()))
         rows.append(row)
     suffixes = ("diff", "diff_std", "diff_ci_low", "diff_ci_high")
     return pd.DataFrame(rows, columns=[*key, "paired_seeds", *(f"{c}_{s}" for c in columns for s in suffixes)])
