@@ -117,7 +117,7 @@ def simulate(settings: StabilitySettings = StabilitySettings(), device="cpu", pr
 SETTING = ["dim", "true_isoscore", "batch"]
 
 
-def paired_with_plain(runs):
+def paired_with_isoscore(runs):
     """Per dim × true IsoScore × batch × ζ > 0, against plain IsoScore (ζ = 0) of the same batches (the batch is the
     unit): the mean paired difference of each batch's spread (|estimate − its setting's mean|: the poster's "stable")
     and of its absolute error (|estimate − true|: how close to the truth), each with its std over the batches and a
@@ -143,12 +143,12 @@ def paired_with_plain(runs):
 
 def summary(runs):
     """Mean, std and mean error (estimate − true) per dim × true IsoScore × batch × ζ, and for ζ > 0 the paired
-    comparison with plain IsoScore on the same batches (:func:`paired_with_plain`)."""
+    comparison with plain IsoScore on the same batches (:func:`paired_with_isoscore`)."""
     g = runs.groupby([*SETTING, "zeta"], sort=True)["estimate"]
     table = g.agg(["mean", "std", "count"]).reset_index()
     table["error"] = table["mean"] - table["true_isoscore"]
     table = table.rename(columns={"count": "batches"})
-    return table.merge(paired_with_plain(runs), on=[*SETTING, "zeta"], how="left")
+    return table.merge(paired_with_isoscore(runs), on=[*SETTING, "zeta"], how="left")
 
 
 CAPTION = (

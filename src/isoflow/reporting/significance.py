@@ -99,6 +99,9 @@ def seed_interval(differences, confidence: float = 0.95) -> dict:
     return {"mean": mean, "std": sd, "seeds": n, "low": mean - half, "high": mean + half, "p": p}
 
 
+PAIRED_SUFFIXES = ("diff", "diff_std", "diff_ci_low", "diff_ci_high")  # the columns paired_columns names, in order
+
+
 def paired_columns(name: str, differences) -> dict:
     """A report table's columns for paired differences (one per seed, or per batch): ``<name>_diff`` (their mean),
     ``<name>_diff_std`` and the 95 % t-interval ``<name>_diff_ci_low``/``_ci_high`` (:func:`seed_interval`).
@@ -106,12 +109,7 @@ def paired_columns(name: str, differences) -> dict:
     >>> {k: round(v, 3) for k, v in paired_columns("acc", [0.01, 0.03]).items()}
     {'acc_diff': 0.02, 'acc_diff_std': 0.014, 'acc_diff_ci_low': -0.107, 'acc_diff_ci_high': 0.147}"""
     r = seed_interval(differences)
-    return {
-        f"{name}_diff": r["mean"],
-        f"{name}_diff_std": r["std"],
-        f"{name}_diff_ci_low": r["low"],
-        f"{name}_diff_ci_high": r["high"],
-    }
+    return {f"{name}_{suffix}": r[k] for suffix, k in zip(PAIRED_SUFFIXES, ("mean", "std", "low", "high"))}
 
 
 def detectable_effect(sd: float, seeds: int, alpha: float = 0.05, power: float = 0.8) -> float:

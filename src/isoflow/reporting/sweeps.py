@@ -57,7 +57,7 @@ def paired_with_plain(
     same task, model and seed — ``<column>_diff`` (mean over seeds), ``_diff_std`` and the 95 % t-interval
     ``_diff_ci_low``/``_diff_ci_high`` (:func:`isoflow.reporting.significance.seed_interval`; NaN with one seed) —
     and ``paired_seeds``. The seed is the unit: a claim about the training procedure is read on these."""
-    from .significance import paired_columns
+    from .significance import PAIRED_SUFFIXES, paired_columns
 
     key = list(key)
     final = finals(states, info, order, key)
@@ -72,5 +72,4 @@ def paired_with_plain(
         for col in columns:
             row.update(paired_columns(col, (both[col] - both[f"{col}_plain"]).to_numpy()))
         rows.append(row)
-    suffixes = ("diff", "diff_std", "diff_ci_low", "diff_ci_high")
-    return pd.DataFrame(rows, columns=[*key, "paired_seeds", *(f"{c}_{s}" for c in columns for s in suffixes)])
+    return pd.DataFrame(rows, columns=[*key, "paired_seeds", *(f"{c}_{s}" for c in columns for s in PAIRED_SUFFIXES)])
