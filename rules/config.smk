@@ -8,10 +8,11 @@ import sys
 from isoflow.config_schema import RENAMED_KEYS, fill_defaults
 from isoflow.config_schema import load as load_schema
 from isoflow.pretrain.corpus import BUILT_IN_SOURCES
-from isoflow.sections import SECTIONS
+from isoflow.sections import SECTIONS, settings_classes
 
 SCHEMA = os.path.join(workflow.basedir, "schemas", "config.schema.yaml")
-_SCHEMA = load_schema(SCHEMA)  # with the settings classes' declarations where the file names them
+# with the settings classes' declarations where the file names them, and the config keys of sections that declare theirs
+_SCHEMA = load_schema(SCHEMA, settings_classes())
 BOOLEAN_KEYS = {  # (section or None for the top level, key) of every boolean the schema declares
     (section, k)
     for section, props in [(None, _SCHEMA["properties"])]

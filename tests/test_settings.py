@@ -122,6 +122,18 @@ def test_the_schema_file_names_the_classes_and_copies_none_of_their_settings(tmp
         load_schema(tmp_path / "constant.yaml")
 
 
+def test_a_section_that_declares_its_settings_class_gets_its_config_key_from_it(tmp_path):
+    """A section of one's own names its settings class (isoflow.sections: ``settings``) instead of writing the schema
+    file: its key is exactly the class's fields with their defaults, filled in when a config leaves it out; a key the
+    file already writes is refused (one place per key)."""
+    schema = load_schema(ROOT / "schemas/config.schema.yaml", {"mine": "isoflow.layers.settings.LayerSettings"})
+    mine = schema["properties"]["mine"]
+    assert mine["properties"] == declared.schema_properties(LayerSettings) and mine["additionalProperties"] is False
+    assert fill_defaults({}, schema)["mine"]["k_lid"] == LayerSettings().k_lid
+    with pytest.raises(SchemaError, match="layers is written there and also declared by its section"):
+        load_schema(ROOT / "schemas/config.schema.yaml", {"layers": "isoflow.layers.settings.LayerSettings"})
+
+
 # Written although equal to their defaults: dvc-configs.yaml repeats the paper config's folders for DVC.
 RESTATED_ON_PURPOSE = {("config.yaml", "data_dir"), ("config.yaml", "results_dir")}
 

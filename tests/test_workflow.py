@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -206,71 +210,50 @@ def test_nonlinear_head_configs_plan_the_linear_sweeps_runs_one_folder_deeper(la
     assert out.count("--hidden-updates 50") == 36 and f"{tmp_path}/results/istar/figures/istar_hidden.png" in out
 
 
-TOY_INPUTS = """
-def runs_of_toy():
-    return [f"{section_dir('toy')}/runs/seed{s}.json" for s in config["optimize"]["seeds"]]
-
-
-def toy_files():
-    return reported([f"{section_dir('toy')}/tables/toy.csv", f"{section_dir('toy')}/figures/toy.png"], "toy")
-"""
-TOY_RULES = """
-rule toy_runs:
-    input:
-        runs_of_toy(),
-
-
-rule toy:
-    input:
-        toy_files(),
-
-
-rule toy_run:
-    output:
-        f"{section_dir('toy')}/runs/seed{{seed}}.json",
-    shell:
-        "isoflow toy --seed {wildcards.seed} --out {output}"
-
-
-rule toy_report:
-    input:
-        runs_of_toy(),
-    output:
-        toy_files(),
-    shell:
-        "isoflow toy-report {input}"
-"""
+TOY_SECTION = ROOT / "tests/toy_section"
 
 
 @pytest.mark.slow
-def test_a_new_section_is_its_rules_one_registry_entry_and_its_captions(tmp_path):
-    """A section "toy" added as a section author would: its input functions and rules (rules/inputs/toy.smk,
-    rules/toy.smk), one entry in isoflow.sections (and a publication), a caption per table and figure (report/). Nothing
-    else is edited, and the workflow plans its runs under `runs`, its report under the default target, and the Makefile
-    offers its reproduce target."""
+def test_a_section_of_your_own_is_its_package_one_entry_its_rules_and_its_overlay(tmp_path):
+    """A section "toy" added as its author would (tests/toy_section): its package (science, settings class, commands),
+    one entry in isoflow.sections (and a publication), its input functions and rules, a caption per table and figure,
+    and its config, an overlay. Nothing else is edited: `isoflow` offers its commands, the config schema takes its
+    settings class's keys (and refuses others), `runs` and the default target include it, the Makefile offers its
+    reproduce target, its DVC stage depends on its package, and `snakemake toy` runs it, writing what its library
+    computes."""
     repo = checkout_copy(tmp_path / "isoflow")
-    (repo / "rules/inputs/toy.smk").write_text(TOY_INPUTS)
-    (repo / "rules/toy.smk").write_text(TOY_RULES)
-    (repo / "report/toy_table.rst").write_text("The toy table.\n")
-    (repo / "report/toy.rst").write_text("The toy figure.\n")
+    added = [p for p in TOY_SECTION.rglob("*") if p.is_file() and p.name not in ("README.md", "registry.py")]
+    for path in added:
+        (repo / path.relative_to(TOY_SECTION)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, repo / path.relative_to(TOY_SECTION))
     with open(repo / "src/isoflow/sections.py", "a") as fh:
-        fh.write(
-            '\nSECTIONS["toy"] = Section("toy", "A toy section", ("toy",), ("toy-report",), run_rules=("toy_run",), '
-            'report_rules=("toy_report",))\n'
-            'PUBLICATIONS["toy"] = Publication("toy", "toy", "config/offline.yaml")\n'
-        )
+        fh.write((TOY_SECTION / "registry.py").read_text().split("Section\n", 1)[1])  # below its import
     env = {"PYTHONPATH": str(repo / "src")}
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
-    where.append("optimize={'seeds': [0, 1]}")
-    plan = lambda *target: job_counts(  # noqa: E731
-        sh(["snakemake", "-n", *target, "--configfile", OFFLINE_CONFIG, "--config", *where], repo, env=env).stdout
-    )
+    toy = ["--configfile", "config/toy.yaml", "--config", *where]
+    plan = lambda *target: job_counts(sh(["snakemake", "-n", *target, *toy], repo, env=env).stdout)  # noqa: E731
     runs, everything = plan("runs"), plan()
     assert runs["toy_run"] == 2 and "toy_report" not in runs and runs["optimize_run"] > 0
     assert (everything["toy_run"], everything["toy_report"]) == (2, 1) and everything["optimize_report"] == 1
-    assert plan("toy_runs")["total"] == 3  # its two runs and the target
-    made = sh([*MAKE, "-n", "reproduce", "PYTHON=python"], repo, env=env).stdout
-    assert "scripts/publish_results.py toy --reproduce" in made
+    assert (
+        "scripts/publish_results.py toy --reproduce"
+        in sh([*MAKE, "-n", "reproduce", "PYTHON=python"], repo, env=env).stdout
+    )
+    assert "toy-report" in sh([sys.executable, "-m", "isoflow.cli", "--help"], repo, env=env).stdout
+    stages = sh([sys.executable, "-m", "isoflow.publishing.stage_modules"], repo, env=env).stdout
+    assert "src/isoflow/toy" in stages.split("toy:")[1].split("report:")[0]
+    (repo / "config/bad.yaml").write_text("base: config/toy.yaml\ntoy: {points: 1, colour: red}\n")
+    bad = sh(["snakemake", "-n", "--configfile", "config/bad.yaml"], repo, env=env, check=False)
+    assert bad.returncode != 0 and "'colour' is not a key here; allowed: dim, points, seeds" in bad.stderr, bad.stderr
+    assert "toy.points" in bad.stderr and "minimum" in bad.stderr.replace("at least", "minimum"), bad.stderr
+    sh(["snakemake", "toy", "--cores", "1", *toy], repo, env=env)
+    table = pd.read_csv(tmp_path / "results/toy/tables/toy.csv")
+    library = "import json; from isoflow.toy import ToySettings, measure; "
+    library += "print(json.dumps([measure(s, ToySettings(points=64)) for s in (0, 1)]))"
+    expected = [r["isoscore"] for r in json.loads(sh([sys.executable, "-c", library], repo, env=env).stdout)]
+    assert table["seed"].tolist() == [0, 1] and np.allclose(table["isoscore"], expected, rtol=1e-12)
+    assert 0.05 < min(expected) < max(expected) < 0.5  # scales 1/(i + 1) in 8 dimensions: far from both ends
+    assert (tmp_path / "results/toy/figures/toy.png").stat().st_size > 0
 
 
 def test_configs_that_share_a_pretrained_model_declare_it_alike():

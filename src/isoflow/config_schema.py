@@ -46,10 +46,24 @@ class SchemaError(ValueError):
     """The schema file names a class or field that does not exist, or repeats a setting its class declares."""
 
 
-def load(path: str | os.PathLike) -> dict:
-    """The schema at ``path`` (YAML) with every ``x-settings`` marker replaced by its class's properties."""
+def load(path: str | os.PathLike, sections: dict[str, str] | None = None) -> dict:
+    """The schema at ``path`` (YAML) with every ``x-settings`` marker replaced by its class's properties.
+    ``sections``: config key -> settings class, for sections the file has no entry for (a section of your own,
+    isoflow.sections: ``settings``); each becomes a mapping of exactly that class's settings, empty by default."""
     with open(path, encoding="utf-8") as fh:
-        return _expand(yaml.safe_load(fh), str(path))
+        schema = yaml.safe_load(fh)
+    properties = schema.setdefault("properties", {})
+    for key, settings in (sections or {}).items():
+        if key in properties:
+            raise SchemaError(f"{path}: {key} is written there and also declared by its section ({settings}); keep one")
+        properties[key] = {
+            "type": "object",
+            "default": {},
+            "description": f"the {key} section's settings ({settings})",
+            MARKER: {"class": settings},
+            "additionalProperties": False,
+        }
+    return _expand(schema, str(path))
 
 
 def _named(name: str, where: str, marker: str, what: str):

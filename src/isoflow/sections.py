@@ -40,6 +40,14 @@ class Section:
     title: str  # the HTML report's category
     run_commands: tuple[str, ...]  # the `isoflow` commands that make its runs (its DVC runs stage)
     report_commands: tuple[str, ...]  # those that make its tables and figures from the runs
+    # The package holding a module per command above, named after it (`toy-report`: <package>.toy_report), each with
+    # ``add_parser(subparsers)``. The built-in sections' are the CLI's own (listed in isoflow.cli.COMMANDS, in
+    # --help's order); a section of your own keeps its commands in its package (``isoflow.<name>.cli``), and
+    # ``isoflow`` offers them from here.
+    commands_package: str = "isoflow.cli"
+    # The settings class (dotted path) of its config key when schemas/config.schema.yaml has no entry for it: the key's
+    # schema is then the class's fields (type, range, default, description; no other key), as an `x-settings` marker.
+    settings: str | None = None
     run_rules: tuple[str, ...] = ()  # the Snakemake rules of its runs (their target: <name>_runs)
     report_rules: tuple[str, ...] = ()  # the Snakemake rules of its report (the target <name> needs them all)
     published_runs: str = "tree"  # "listed": the runs its aggregate's runs.csv lists; "tree": the whole runs/ folder
@@ -67,6 +75,14 @@ class Section:
     @property
     def runs_target(self) -> str:
         return f"{self.name}_runs"
+
+    @property
+    def commands(self) -> tuple[str, ...]:
+        return self.run_commands + self.report_commands
+
+    def command_module(self, command: str) -> str:
+        """The module of one of its commands: ``<commands_package>.<command with _ for ->``."""
+        return f"{self.commands_package}.{command.replace('-', '_')}"
 
 
 def _listed(folder: Path) -> list[str]:
@@ -309,10 +325,21 @@ def glossary_table(root: Path | str = ".") -> str:
         targets = [s.name] + ([s.runs_target] if s.run_rules else [])
         manual = f"[{s.manual.split('#')[0]}]({s.manual})"
         lines.append(
-            f"| `{s.name}` | {s.summary} | {code(s.library)} | {code(s.run_commands + s.report_commands)} | "
+            f"| `{s.name}` | {s.summary} | {code(s.library)} | {code(s.commands)} | "
             f"`rules/{s.name}.smk`: {code(targets)} | {s.config_doc} | {manual} | {', '.join(published) or '–'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def own_command_modules() -> list[str]:
+    """The command modules of sections that keep their commands in their own package (not the CLI's), in the
+    registry's order."""
+    return [s.command_module(c) for s in SECTIONS.values() if s.commands_package != "isoflow.cli" for c in s.commands]
+
+
+def settings_classes() -> dict[str, str]:
+    """Config key -> the settings class that is its schema, for the sections that declare one."""
+    return {s.name: s.settings for s in SECTIONS.values() if s.settings}
 
 
 def section(name: str) -> Section:

@@ -70,9 +70,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"isoflow {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
+    for command in (*COMMANDS, *_own_section_commands()):
         command.add_parser(sub)
     return parser
+
+
+def _own_section_commands() -> list:
+    """The command modules of sections that keep them in their own package (isoflow.sections: commands_package)."""
+    import importlib
+
+    from ..sections import own_command_modules
+
+    return [importlib.import_module(name) for name in own_command_modules()]
 
 
 def _os_message(exc: OSError) -> str:

@@ -82,8 +82,10 @@ def closure(start: set[str], shallow: frozenset[str] = frozenset({"isoflow.cli"}
 
 
 def command_module(command: str) -> str:
-    """The module of ``isoflow <command>``: ``isoflow.cli.<command with _ for ->``."""
-    name = f"isoflow.cli.{command.replace('-', '_')}"
+    """The module of ``isoflow <command>``: ``isoflow.cli.<command with _ for ->``, or its section's own package's
+    (isoflow.sections: ``commands_package``)."""
+    owners = [s for s in SECTIONS.values() if command in s.commands]
+    name = owners[0].command_module(command) if owners else f"isoflow.cli.{command.replace('-', '_')}"
     if _module_file(name) is None:
         raise KeyError(f"no module {name} for the command {command!r}")
     return name
