@@ -408,6 +408,15 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
         spearmanr(curve.isoscore_hidden, curve.silhouette_hidden)[0], abs=1e-9
     )
     assert not np.isclose(row["pearson_r_hidden"], row["pearson_r"])  # not the table's correlation under another name
+    # the sweep's own table pairs the hidden output too: λ = 1's last hidden silhouette minus λ = 0's, seed by seed
+    own = pd.read_csv(tmp_path / "t/istar.csv").set_index("istar_lambda")
+    last = traj[traj.step == 8].set_index(["istar_lambda", "seed"])["silhouette_hidden"]
+    d = (last[1.0] - last[0.0]).to_numpy()
+    assert own.loc[1.0, "silhouette_hidden_diff"] == pytest.approx(d.mean(), abs=1e-12) and len(d) == 2
+    assert own.loc[1.0, "silhouette_hidden_diff_ci_high"] - d.mean() == pytest.approx(
+        student.ppf(0.975, 1) * d.std(ddof=1) / np.sqrt(2), abs=1e-12
+    )
+    assert "*_hidden: a non-linear head's last hidden output" in (tmp_path / "t/istar.md").read_text()
     # its figure, drawn only for a sweep that measured it
     assert (tmp_path / "f/istar_hidden.png").stat().st_size > 5000
     assert (

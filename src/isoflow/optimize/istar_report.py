@@ -39,7 +39,8 @@ from .report import correlation
 
 FINAL = ("isoscore", "isoscore_star", "silhouette", "loss", "accuracy")
 HIDDEN = ("silhouette_hidden", "isoscore_hidden")  # a non-linear head's last hidden output (runs that measured it)
-# Paired with the plain run of the same seed (λ = 0), at the last update: Mickus et al.'s link, read over seeds
+# Paired with the plain run of the same seed (λ = 0), at the last update: Mickus et al.'s link, read over seeds (and,
+# where a non-linear head's hidden output was measured, the same for it: whether the penalty on the table reaches it)
 PAIRED = ("isoscore", "silhouette")
 
 
@@ -69,7 +70,7 @@ def summary(traj: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
             r.append(a)
             rho.append(b)
         table[f"pearson_r{suffix}"], table[f"spearman_rho{suffix}"] = r, rho
-    paired = paired_with_plain(traj, info, order="step", columns=PAIRED)
+    paired = paired_with_plain(traj, info, order="step", columns=PAIRED + (HIDDEN if hidden else ()))
     return table.merge(paired, on=["task", "model", "istar_lambda"], how="left")
 
 
@@ -186,7 +187,9 @@ def heads(traj, info, base_traj, base_info, tables_dir, figures_dir) -> list[Pat
 
 
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
-    return write_table(summary(traj, info), Path(out_dir) / "istar", caption=CAPTION, floatfmt="%.4f")
+    table = summary(traj, info)
+    hidden = " *_hidden: a non-linear head's last hidden output, paired alike." if "silhouette_hidden_diff" in table else ""
+    return write_table(table, Path(out_dir) / "istar", caption=CAPTION + hidden, floatfmt="%.4f")
 
 
 def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
