@@ -12,6 +12,11 @@ import torch
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
+# A section's files, not tests: tests/test_workflow.py copies them into a copy of the checkout. Never imported here
+# (pytest's --doctest-modules would import every module under tests/, and its registry entry would register the toy
+# section in this process's isoflow.sections).
+collect_ignore = ["toy_section"]
+
 # Under pytest-xdist (make test: TEST_WORKERS processes) each worker computes on one thread, so that the workers share
 # the cores instead of each taking them all; the commands tests run as subprocesses choose their own.
 if os.environ.get("PYTEST_XDIST_WORKER"):
