@@ -188,8 +188,9 @@ def heads(traj, info, base_traj, base_info, tables_dir, figures_dir) -> list[Pat
 
 def tables(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
     table = summary(traj, info)
-    hidden = " *_hidden: a non-linear head's last hidden output, paired alike." if "silhouette_hidden_diff" in table else ""
-    return write_table(table, Path(out_dir) / "istar", caption=CAPTION + hidden, floatfmt="%.4f")
+    hidden = "silhouette_hidden_diff" in table
+    caption = CAPTION + (" *_hidden: a non-linear head's last hidden output, paired alike." if hidden else "")
+    return write_table(table, Path(out_dir) / "istar", caption=caption, floatfmt="%.4f")
 
 
 def figures(traj: pd.DataFrame, info: pd.DataFrame, out_dir: str | os.PathLike) -> list[Path]:
