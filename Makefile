@@ -111,8 +111,8 @@ reproduce-istar-points: install
 redraw: install
 	$(PYTHON) scripts/redraw_published.py
 
-# Your own data, model folder, vectors and corpus through every section (examples/own/config.yaml, about 75 s on
-# 2 CPU cores): make_inputs.py stands in for what you bring (a tiny BERT folder, vectors made elsewhere).
+# Your own data, model folder, vectors and corpus through every section (examples/own/config.yaml: 27 jobs, about
+# 280 CPU seconds): make_inputs.py stands in for what you bring (a tiny BERT folder, vectors made elsewhere).
 example-own: install
 	$(PYTHON) examples/own/make_inputs.py data/own-example
 	snakemake --cores 2 --configfile examples/own/config.yaml

@@ -275,6 +275,39 @@ def test_each_kind_of_model_resolves_to_its_loader(tiny_bert, tiny_sentence_tran
         resolve_model("minilm", cache=tmp_path).trainable("cpu", "last")
 
 
+def test_a_new_kind_of_model_is_one_subclass_of_loader(tmp_path):
+    """A kind of model added as its author would: one subclass of Loader that claims its models (here: a file of
+    letter-count vectors, `*.letters`) and answers what commands ask; nothing else is edited or registered.
+    resolve_model returns it before any built-in kind, and encoding a task writes its vectors and names its source."""
+    import json
+
+    from isoflow.datasets.table import build_task, write_task
+    from isoflow.embed import encode
+    from isoflow.models.loaders import Loader
+    from isoflow.models.resolve import resolve_model
+
+    class LetterCounts(Loader):
+        kind = "letter-counts"
+
+        @classmethod
+        def claims(cls, model):
+            return model.endswith(".letters")
+
+        def sentence_embeddings(self, texts, *, device="auto", batch_size=32, pooling="mean", progress=False):
+            counts = [[t.count(c) for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+            return np.asarray(counts, dtype=np.float32), "cpu"
+
+    model = str(tmp_path / "mine.letters")
+    loader = resolve_model(model, cache=tmp_path)
+    assert type(loader) is LetterCounts and loader.name == "mine" and loader.origin["kind"] == "letter-counts"
+    write_task(build_task("toy", ["a cab", "bad", "a cab"], ["x", "y", "x"]), tmp_path / "data/tasks/toy")
+    out = encode(model, "toy", data_dir=tmp_path / "data", progress=False)
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["model"] == "mine" and meta["source"]["path"] == model and meta["dim"] == 26
+    assert np.load(out / "embeddings.npy")[:, 0].tolist() == [2, 1]  # 'a cab', 'bad' (the unique items): their a's
+    assert type(resolve_model(str(tmp_path / "mine.other"), cache=tmp_path)) is Loader  # not its kind
+
+
 def test_a_job_reads_a_gguf_file_itself_a_folder_its_weights(tiny_bert, tmp_path):
     """The workflow's input files of a model (rules/common.smk's model_files asks isoflow.models.resolve)."""
     from isoflow.models.resolve import input_files

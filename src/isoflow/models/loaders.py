@@ -20,8 +20,10 @@ kind                                     what it is                  its loader
                                          file de-quantised           fine-tuned)
 =======================================  ==========================  ===================================================
 
-A new kind of model (ONNX, a checkpoint series, a model split over devices) is one more subclass and one more branch
-in :func:`~isoflow.models.resolve.resolve_model`.
+A new kind of model (ONNX, a checkpoint series, a model split over devices) is one more subclass, and nothing else:
+it says which ``--model`` values are its own (:meth:`Loader.claims`), and
+:func:`~isoflow.models.resolve.resolve_model` asks every subclass that says so before the built-in kinds (found when
+asked, among the subclasses defined: none is registered anywhere).
 """
 
 from __future__ import annotations
@@ -62,6 +64,21 @@ class Loader:
     mirror: object = None
     kind: ClassVar[str] = "unknown"
     batched: ClassVar[bool] = True  # whether it encodes texts in batches (a record's batch_size)
+
+    @classmethod
+    def claims(cls, model: str) -> bool:
+        """Whether ``model`` (what ``--model`` says) is of this kind. The built-in kinds are decided by
+        :func:`~isoflow.models.resolve.resolve_model`'s own order; a new kind says it here, and is asked first."""
+        return False
+
+    @classmethod
+    def resolved(cls, model: str, model_name: str | None, *, cache=None, mirror=None) -> Loader:
+        """The loader of a ``model`` this kind claims: named ``model_name``, else the path's last part without its
+        suffix; its ``source`` (what a run record says of it) the path."""
+        from pathlib import Path
+
+        path = Path(model).expanduser()
+        return cls(model, model_name or path.stem, {"path": str(path), "kind": cls.kind}, cache=cache, mirror=mirror)
 
     @property
     def local(self) -> bool:
@@ -259,3 +276,15 @@ def _from_pretrained(where: str, device, split_words: bool):
     config = AutoConfig.from_pretrained(where)
     extra = {"add_prefix_space": True} if split_words and config.model_type in PREFIX_SPACE_MODELS else {}
     return AutoModel.from_pretrained(where).to(device), AutoTokenizer.from_pretrained(where, **extra)
+
+
+def claiming_kinds() -> list[type[Loader]]:
+    """The subclasses of :class:`Loader` (at any depth) that claim models of their own (override :meth:`Loader.claims`),
+    in the order they were defined."""
+    found, todo = [], list(Loader.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        todo += cls.__subclasses__()
+        if cls.claims.__func__ is not Loader.claims.__func__:
+            found.append(cls)
+    return found

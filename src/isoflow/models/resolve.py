@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .loaders import HuggingFaceLoader, Loader, SentenceTransformersLoader, StaticLoader
+from .loaders import HuggingFaceLoader, Loader, SentenceTransformersLoader, StaticLoader, claiming_kinds
 
 # What resolve_model returns: the loader of the model's kind (isoflow.models.loaders)
 ResolvedModel = Loader
@@ -42,6 +42,9 @@ def resolve_model(
 
     model = str(model)
     where = {"cache": cache, "mirror": mirror}
+    for kind in claiming_kinds():  # a kind added as one subclass of Loader: asked first
+        if kind.claims(model):
+            return kind.resolved(model, model_name, **where)
     if model in GGUF_MODELS:
         spec = GGUF_MODELS[model]
         folder = dequantised_folder(spec.locate(cache, mirror), cache, progress)
