@@ -61,18 +61,18 @@ def _fix(meta: dict, d: Path) -> str:
 def verify_embeddings(path: str | os.PathLike) -> dict:
     """Check ``embeddings.npy`` against the sha256 recorded in ``meta.json``; returns the meta. Hashes each file
     state (path, size, mtime) once per process."""
+    from .errors import read_json
     from .fetch import sha256_of
 
     d = Path(path)
     meta_path, npy = d / "meta.json", d / "embeddings.npy"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise FileNotFoundError(
+    meta = read_json(
+        meta_path,
+        missing=lambda: FileNotFoundError(
             f"{meta_path} is missing: {d} is not an isoflow embedding table; run `isoflow encode` first"
-        ) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise EmbeddingsError(f"{meta_path} is not valid JSON ({exc}); {_fix({}, d)}") from exc
+        ),
+        invalid=lambda exc: EmbeddingsError(f"{meta_path} is not valid JSON ({exc}); {_fix({}, d)}"),
+    )
     if not npy.is_file():
         raise FileNotFoundError(f"{npy} is missing; {_fix(meta, d)}")
     expected = meta.get("embeddings_sha256")

@@ -177,16 +177,17 @@ def discover(results: str | os.PathLike) -> list[Path]:
 
 
 def read_record(meta: Path) -> dict:
-    try:
-        info = json.loads(meta.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RecordError(
+    from .errors import read_json
+
+    info = read_json(
+        meta,
+        missing=lambda: RecordError(
             f"{meta} is missing: that run did not complete (or was removed); run it again or leave it out"
-        ) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise RecordError(
+        ),
+        invalid=lambda exc: RecordError(
             f"{meta} is not a valid run record ({exc}); delete the run's .json and .parquet and run it again"
-        ) from exc
+        ),
+    )
     if not isinstance(info, dict) or not info.get("complete") or "settings" not in info:
         raise RecordError(f"{meta} does not record a complete run; run it again or leave it out")
     return normalised(info)
