@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from isoflow.metrics import linear_cka
+from isoflow.metrics import linear_cka, linear_cka_matrix
 
 
 def gram_cka(X: np.ndarray, Y: np.ndarray, debiased: bool = False) -> float:
@@ -74,3 +74,25 @@ def test_float32_points_are_summed_in_float64_and_bad_input_is_refused():
         linear_cka(np.ones((10, 3)), Y[:10])
     with pytest.raises(ValueError, match="at least 4"):
         linear_cka(X[:3], Y[:3], debiased=True)
+
+
+@pytest.mark.parametrize("n", [150, 9])  # the d × d products, and the n × n Gram matrices kept once per layer
+@pytest.mark.parametrize("debiased", [False, True])
+def test_the_cka_matrix_of_layers_is_every_pair_computed_independently(n, debiased):
+    """linear_cka_matrix: entry (i, j) is the Gram-matrix CKA of layers i and j (a model's block structure), the
+    diagonal 1, symmetric; layers of different widths; an all-equal layer refused by its index."""
+    rng = np.random.default_rng(3)
+    first = rng.normal(size=(n, 12)) * np.logspace(0, -1, 12) + 2.0
+    layers = [first]
+    for width in (7, 20, 12):  # each layer a noisy non-linear map of the one before
+        layers.append(
+            np.tanh(layers[-1] @ rng.normal(size=(layers[-1].shape[1], width))) + 0.2 * rng.normal(size=(n, width))
+        )
+    got = linear_cka_matrix(layers, debiased=debiased).numpy()
+    expected = np.array([[gram_cka(a, b, debiased) for b in layers] for a in layers])
+    assert got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    assert np.allclose(np.diag(got), 1.0) and np.array_equal(got, got.T)
+    with pytest.raises(ValueError, match="representation 1 are all equal"):
+        linear_cka_matrix([first, np.ones((n, 3))])
+    with pytest.raises(ValueError, match="same points"):
+        linear_cka_matrix([first, first[:-1]])

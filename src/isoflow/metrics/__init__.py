@@ -32,7 +32,7 @@ from .silhouette import (
     silhouette_tensor,
     silhouettes,
 )
-from .similarity import linear_cka
+from .similarity import linear_cka, linear_cka_matrix
 from .spectrum import (
     alignment,
     alpha_req,
@@ -75,6 +75,7 @@ __all__ = [
     "isoscore_tensor",
     "kmeans",
     "linear_cka",
+    "linear_cka_matrix",
     "knn_distances",
     "lid_from_distances",
     "lid_mle",

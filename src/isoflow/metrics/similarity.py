@@ -103,3 +103,71 @@ def linear_cka(X: ArrayLike, Y: ArrayLike, debiased: bool = False) -> float:
     if not denominator > 0:
         raise ValueError("linear CKA is undefined for a representation whose points are all equal")
     return float(hxy / denominator)
+
+
+def linear_cka_matrix(representations, debiased: bool = False) -> torch.Tensor:
+    """Linear CKA between every pair of L representations of the same n points (a model's layers: its block
+    structure), as an L × L float64 tensor, each representation centred once and each one's own HSIC computed once.
+
+    Entry (i, j) is :func:`linear_cka` of representations i and j: from their d × d cross product when the points
+    outnumber both's dimensions, else from the two n × n Gram matrices (each made once and kept: memory L·n², so pass
+    a subsample of the points when n is large). The diagonal is 1 and the matrix symmetric.
+
+    Parameters
+    ----------
+    representations : sequence of L (n_points, d_l) tensors or arrays, row i of each the same point (L ≥ 1).
+    debiased : the unbiased HSIC estimator (Song et al. 2012) instead of the biased one (needs n ≥ 4).
+
+    Returns
+    -------
+    torch.Tensor
+        (L, L), float64, on the first representation's device.
+
+    References
+    ----------
+    S. Kornblith, M. Norouzi, H. Lee, G. Hinton. *Similarity of Neural Network Representations Revisited*. ICML 2019
+    (its Figure 5: CKA between every pair of a network's layers).
+
+    Examples
+    --------
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X = torch.randn(300, 6, generator=g, dtype=torch.float64)
+    >>> layers = [X, 2 * X, torch.randn(300, 6, generator=g, dtype=torch.float64)]
+    >>> linear_cka_matrix(layers).round(decimals=3)
+    tensor([[1.0000, 1.0000, 0.0140],
+            [1.0000, 1.0000, 0.0140],
+            [0.0140, 0.0140, 1.0000]], dtype=torch.float64)
+    """
+    reps = list(representations)
+    if not reps:
+        raise ValueError("linear_cka_matrix needs at least one representation")
+    first = as_points(reps[0], name="representations[0]")
+    xs = [first] + [_paired(first, r)[1] for r in reps[1:]]
+    n = first.shape[0]
+    if n < (4 if debiased else 2):
+        raise ValueError(f"linear CKA needs at least {4 if debiased else 2} points; got {n}")
+    xs = [_centred(x) for x in xs]
+    grams = None if n > max(x.shape[1] for x in xs) else [_cross(x.T, x.T) for x in xs]
+
+    def hsic(i: int, j: int) -> torch.Tensor:
+        if grams is not None:
+            return (grams[i] * grams[j]).sum()
+        return _cross(xs[j], xs[i]).pow(2).sum()
+
+    rows = [x.to(torch.float64).pow(2).sum(dim=1) for x in xs] if debiased else None
+    L = len(xs)
+    out = torch.eye(L, dtype=torch.float64, device=first.device)
+    own = []
+    for i in range(L):
+        h = hsic(i, i)
+        own.append(_debiased(h, rows[i], rows[i], n) if debiased else h)
+        if not own[i] > 0:
+            raise ValueError(f"linear CKA is undefined: the points of representation {i} are all equal")
+    for i in range(L):
+        for j in range(i + 1, L):
+            h = hsic(i, j)
+            if debiased:
+                h = _debiased(h, rows[i], rows[j], n)
+            out[i, j] = out[j, i] = h / torch.sqrt(own[i] * own[j])
+    return out
