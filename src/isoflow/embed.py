@@ -26,6 +26,7 @@ import pandas as pd
 
 from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
+from .errors import read_json
 from .models.sbert import ENCODE_BATCH_SIZE
 from .provenance import shown_path
 
@@ -61,7 +62,6 @@ def _fix(meta: dict, d: Path) -> str:
 def verify_embeddings(path: str | os.PathLike) -> dict:
     """Check ``embeddings.npy`` against the sha256 recorded in ``meta.json``; returns the meta. Hashes each file
     state (path, size, mtime) once per process."""
-    from .errors import read_json
     from .fetch import sha256_of
 
     d = Path(path)

@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from .atomic import atomic_dir, atomic_file
+from .errors import read_json
 from .layout import OPTIMISATION_SECTIONS, RUNS, lambda_dir, regulariser_dir  # noqa: F401 (re-exported)
 
 # Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
@@ -177,8 +178,6 @@ def discover(results: str | os.PathLike) -> list[Path]:
 
 
 def read_record(meta: Path) -> dict:
-    from .errors import read_json
-
     info = read_json(
         meta,
         missing=lambda: RecordError(

@@ -32,6 +32,12 @@ from pathlib import Path
 from .layout import RUNS
 
 Commands = list[list[str]]
+CLI_PACKAGE = "isoflow.cli"  # where the built-in commands' modules live
+
+
+def command_module(command: str, package: str = CLI_PACKAGE) -> str:
+    """The module of ``isoflow <command>`` in ``package``: ``<package>.<command with _ for ->``."""
+    return f"{package}.{command.replace('-', '_')}"
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class Section:
     # ``add_parser(subparsers)``. The built-in sections' are the CLI's own (listed in isoflow.cli.COMMANDS, in
     # --help's order); a section of your own keeps its commands in its package (``isoflow.<name>.cli``), and
     # ``isoflow`` offers them from here.
-    commands_package: str = "isoflow.cli"
+    commands_package: str = CLI_PACKAGE
     # The settings class (dotted path) of its config key when schemas/config.schema.yaml has no entry for it: the key's
     # schema is then the class's fields (type, range, default, description; no other key), as an `x-settings` marker.
     settings: str | None = None
@@ -81,8 +87,8 @@ class Section:
         return self.run_commands + self.report_commands
 
     def command_module(self, command: str) -> str:
-        """The module of one of its commands: ``<commands_package>.<command with _ for ->``."""
-        return f"{self.commands_package}.{command.replace('-', '_')}"
+        """The module of one of its commands, in its ``commands_package``."""
+        return command_module(command, self.commands_package)
 
 
 def _listed(folder: Path) -> list[str]:
@@ -334,7 +340,7 @@ def glossary_table(root: Path | str = ".") -> str:
 def own_command_modules() -> list[str]:
     """The command modules of sections that keep their commands in their own package (not the CLI's), in the
     registry's order."""
-    return [s.command_module(c) for s in SECTIONS.values() if s.commands_package != "isoflow.cli" for c in s.commands]
+    return [s.command_module(c) for s in SECTIONS.values() if s.commands_package != CLI_PACKAGE for c in s.commands]
 
 
 def settings_classes() -> dict[str, str]:

@@ -86,23 +86,7 @@ def linear_cka(X: ArrayLike, Y: ArrayLike, debiased: bool = False) -> float:
     (0.016, 0.0)
     """
     x, y = _paired(X, Y)
-    n = x.shape[0]
-    if n < (4 if debiased else 2):
-        raise ValueError(f"linear CKA needs at least {4 if debiased else 2} points; got {n}")
-    xc, yc = _centred(x), _centred(y)
-    if n > max(x.shape[1], y.shape[1]):  # the d × d products: O(n·d²)
-        hxy = _cross(yc, xc).pow(2).sum()
-        hxx, hyy = _cross(xc, xc).pow(2).sum(), _cross(yc, yc).pow(2).sum()
-    else:  # fewer points than dimensions: the n × n Gram matrices
-        K, L = _cross(xc.T, xc.T), _cross(yc.T, yc.T)
-        hxy, hxx, hyy = (K * L).sum(), (K * K).sum(), (L * L).sum()
-    if debiased:
-        rx, ry = xc.to(torch.float64).pow(2).sum(dim=1), yc.to(torch.float64).pow(2).sum(dim=1)
-        hxy, hxx, hyy = _debiased(hxy, rx, ry, n), _debiased(hxx, rx, rx, n), _debiased(hyy, ry, ry, n)
-    denominator = torch.sqrt(hxx * hyy)
-    if not denominator > 0:
-        raise ValueError("linear CKA is undefined for a representation whose points are all equal")
-    return float(hxy / denominator)
+    return float(_cka_matrix([x, y], debiased)[0, 1])
 
 
 def linear_cka_matrix(representations, debiased: bool = False) -> torch.Tensor:
@@ -143,31 +127,33 @@ def linear_cka_matrix(representations, debiased: bool = False) -> torch.Tensor:
     if not reps:
         raise ValueError("linear_cka_matrix needs at least one representation")
     first = as_points(reps[0], name="representations[0]")
-    xs = [first] + [_paired(first, r)[1] for r in reps[1:]]
-    n = first.shape[0]
+    return _cka_matrix([first] + [_paired(first, r)[1] for r in reps[1:]], debiased)
+
+
+def _cka_matrix(points: list[torch.Tensor], debiased: bool) -> torch.Tensor:
+    """CKA between every pair of validated representations of the same n points (module docstring): each centred
+    once and its own HSIC computed once; the d × d cross products when the points outnumber every representation's
+    dimensions, else each one's n × n Gram matrix, made once."""
+    n = points[0].shape[0]
     if n < (4 if debiased else 2):
         raise ValueError(f"linear CKA needs at least {4 if debiased else 2} points; got {n}")
-    xs = [_centred(x) for x in xs]
+    xs = [_centred(x) for x in points]
     grams = None if n > max(x.shape[1] for x in xs) else [_cross(x.T, x.T) for x in xs]
+    rows = [x.to(torch.float64).pow(2).sum(dim=1) for x in xs] if debiased else None
 
     def hsic(i: int, j: int) -> torch.Tensor:
-        if grams is not None:
-            return (grams[i] * grams[j]).sum()
-        return _cross(xs[j], xs[i]).pow(2).sum()
+        h = (grams[i] * grams[j]).sum() if grams is not None else _cross(xs[j], xs[i]).pow(2).sum()
+        return _debiased(h, rows[i], rows[j], n) if debiased else h
 
-    rows = [x.to(torch.float64).pow(2).sum(dim=1) for x in xs] if debiased else None
     L = len(xs)
-    out = torch.eye(L, dtype=torch.float64, device=first.device)
-    own = []
-    for i in range(L):
-        h = hsic(i, i)
-        own.append(_debiased(h, rows[i], rows[i], n) if debiased else h)
-        if not own[i] > 0:
-            raise ValueError(f"linear CKA is undefined: the points of representation {i} are all equal")
+    own = [hsic(i, i) for i in range(L)]
+    for i, h in enumerate(own):
+        if not h > 0:
+            raise ValueError(
+                f"linear CKA is undefined for a representation whose points are all equal (representation {i})"
+            )
+    out = torch.eye(L, dtype=torch.float64, device=points[0].device)
     for i in range(L):
         for j in range(i + 1, L):
-            h = hsic(i, j)
-            if debiased:
-                h = _debiased(h, rows[i], rows[j], n)
-            out[i, j] = out[j, i] = h / torch.sqrt(own[i] * own[j])
+            out[i, j] = out[j, i] = hsic(i, j) / torch.sqrt(own[i] * own[j])
     return out

@@ -17,6 +17,7 @@ PACKAGE = SRC / "isoflow"
 
 # DVC stage -> the `isoflow` subcommands its rules run: the shared data stages, one per section that makes runs (its
 # run commands) and the report (every section's report commands); isoflow.sections is the registry.
+from .. import sections  # noqa: E402
 from ..sections import SECTIONS  # noqa: E402
 
 
@@ -85,7 +86,7 @@ def command_module(command: str) -> str:
     """The module of ``isoflow <command>``: ``isoflow.cli.<command with _ for ->``, or its section's own package's
     (isoflow.sections: ``commands_package``)."""
     owners = [s for s in SECTIONS.values() if command in s.commands]
-    name = owners[0].command_module(command) if owners else f"isoflow.cli.{command.replace('-', '_')}"
+    name = owners[0].command_module(command) if owners else sections.command_module(command)
     if _module_file(name) is None:
         raise KeyError(f"no module {name} for the command {command!r}")
     return name
