@@ -47,7 +47,9 @@ lint:
 	$(PYTHON) -m ruff check src tests benchmarks scripts examples
 	lint-imports   # the package's tiers (pyproject.toml, docs/architecture.md)
 	snakefmt --check Snakefile rules/
-	snakemake --lint --configfile $(RUN_CONFIG)
+	# Snakemake writes a log under .snakemake/ even when it only lints: removed again unless it was there before
+	kept=$$(test -e .snakemake && echo yes); snakemake --lint --configfile $(RUN_CONFIG); rc=$$?; \
+		test -n "$$kept" || rm -rf .snakemake; exit $$rc
 
 # The metric step with the BLAS `auto` picks on this host, then with each one forced (about 25 minutes on 2 cores).
 benchmark: install
