@@ -9,7 +9,15 @@ from conftest import CLOUD_KINDS, make_cloud
 from IsoScore.IsoScore import IsoScore as ref_isoscore
 from IsoScore.IsoScore import IsoScore_star as ref_isoscore_star
 
-from isoflow.metrics import cosine_anisotropy, covariance, isoscore, isoscore_star, s_inter, s_intra
+from isoflow.metrics import (
+    cosine_anisotropy,
+    covariance,
+    isoscore,
+    isoscore_star,
+    s_inter,
+    s_inter_by_type_count,
+    s_intra,
+)
 
 
 def isoscore_by_steps(X: np.ndarray) -> float:
@@ -222,6 +230,33 @@ def test_s_inter_intra_against_brute_force():
     inter, intra = brute_inter_intra(X, types)
     assert s_inter(X, types) == pytest.approx(inter, abs=1e-12)
     assert s_intra(X, types) == pytest.approx(intra, abs=1e-12)
+
+
+def test_s_inter_over_the_most_frequent_types_is_s_inter_of_their_points():
+    """Each size's value is the brute-force S_inter of the points of the n most frequent types (ties: sorted types);
+    a given frequency (one point per type, as static vectors) ranks instead of the instance counts."""
+    rng = np.random.default_rng(3)
+    names = np.array([f"t{i:02d}" for i in range(12)])
+    types = names[np.minimum(rng.zipf(1.6, size=400) - 1, 11)]  # skewed counts, some tied
+    X = rng.normal(size=(400, 6)) + rng.normal(size=6)
+    counts = {t: int((types == t).sum()) for t in set(types)}
+    ranked = sorted(counts, key=lambda t: (-counts[t], t))
+    sizes = [len(ranked), 2, 5]
+    got = s_inter_by_type_count(X, types, sizes)
+    for n, value in zip(sizes, got):
+        keep = np.isin(types, ranked[:n])
+        assert value == pytest.approx(brute_inter_intra(X[keep], types[keep])[0], abs=1e-12)
+    assert got[0] == pytest.approx(s_inter(X, types), abs=1e-12)
+    # one point per type, ranked by a corpus frequency: the 3 with the largest
+    one = X[:12]
+    frequency = rng.permutation(12) + 1
+    top = np.argsort(-frequency)[:3]
+    expected = brute_inter_intra(one[top], names[top])[0]
+    assert s_inter_by_type_count(one, names, [3], frequency=frequency)[0] == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError, match="in 2..12"):
+        s_inter_by_type_count(one, names, [13])
+    with pytest.raises(ValueError, match="one number per row"):
+        s_inter_by_type_count(one, names, [3], frequency=frequency[:5])
 
 
 def test_s_intra_skips_singletons_and_errors():

@@ -17,7 +17,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from isoflow import corpora
 from isoflow.cli import main
-from isoflow.layers import LayerSettings, layer_metrics, run_layers
+from isoflow.layers import LayerSettings, compare, layer_metrics, report, run_layers
 from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder
 from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
@@ -105,6 +105,38 @@ def test_every_metric_against_brute_force(small_layer):
     assert row["cosine_anisotropy_centred"] == pytest.approx(brute_mean_cos(centred), abs=1e-10)
     # The clusters reduce the anisotropy, as Cai et al. find.
     assert abs(row["cosine_anisotropy_centred"]) < abs(row["cosine_anisotropy"])
+
+
+def test_the_spectrum_uniformity_and_s_inter_curve_of_a_layer(small_layer):
+    """alpha-ReQ and uniformity are their metrics' values on the layer's points (uniformity on the pair sample), also
+    past the first positions; the S_inter curve is S_inter over the most frequent types at each rung, the last rung
+    all of them (so the row's S_inter), raw and cluster-centred."""
+    from isoflow.layers.measure import pair_sample, type_rungs
+    from isoflow.metrics import alpha_req, s_inter_by_type_count, uniformity
+
+    X, types = small_layer
+    positions = np.arange(len(X)) % 7
+    s = LayerSettings(sample_cap=10_000, k_max=5, k_lid=10, pair_points=100, seed=0)
+    row, extra = layer_metrics(X, types, s, positions)
+    pick = pair_sample(len(X), s)
+    assert len(pick) == 100 and row["uniformity"] == pytest.approx(uniformity(X[pick]), abs=1e-12)
+    assert row["alpha_req"] == pytest.approx(alpha_req(X), abs=1e-10)
+    later = X[positions > 0]
+    assert row["alpha_req_nofirst"] == pytest.approx(alpha_req(later), abs=1e-10)
+    assert row["uniformity_nofirst"] == pytest.approx(uniformity(later[pair_sample(len(later), s)]), abs=1e-12)
+    curve = pd.DataFrame(extra["types"])
+    n_types = len(set(types))
+    assert list(curve["n_types"]) == type_rungs(n_types) == [n_types]  # 25 types: below the first rung of 125
+    assert curve["s_inter"].iloc[-1] == pytest.approx(row["s_inter"], abs=1e-12)
+    assert curve["s_inter_centred"].iloc[-1] == pytest.approx(row["s_inter_centred"], abs=1e-12)
+    assert type_rungs(600) == [125, 250, 500, 600] and type_rungs(250) == [125, 250] and type_rungs(1) == []
+    many = np.array([f"w{i}" for i in np.random.default_rng(1).zipf(1.3, size=4000) % 700], dtype=object)
+    Y = np.random.default_rng(2).normal(size=(4000, 5)) + 1.0
+    _, extra = layer_metrics(Y, many, LayerSettings(sample_cap=500, k_max=3, k_lid=10, kmeans_samples=1), None)
+    curve = pd.DataFrame(extra["types"])
+    rungs = type_rungs(len(set(many)))
+    assert list(curve["n_types"]) == rungs and len(rungs) > 3
+    assert np.allclose(curve["s_inter"], s_inter_by_type_count(Y, many, rungs), atol=1e-12)
 
 
 def test_lid_and_twonn_of_a_layer_whose_states_repeat_are_the_distinct_states(small_layer):
@@ -285,6 +317,26 @@ def test_streaming_gives_the_same_result_as_all_in_memory(tmp_path, shared_mirro
         and meta["special_tokens_excluded"] == 2 * meta["sentences_used"]
     )
     assert list(a["layer"]) == list(range(7)) and not list(tmp_path.glob(".layer-states.*"))  # the states are gone
+    for name in ("types.parquet", "cka.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(streamed / name), pd.read_parquet(in_memory / name))
+        (in_memory / name).unlink()  # as a run made before these files
+    _, _, _, _, extra = report.load([streamed, in_memory])
+    assert set(extra["types"]["model"]) == set(extra["cka"]["model"]) == {"minilm"}
+    assert len(extra["cka"]) == 2 * 7 * 7  # the streamed run's only
+    _, _, _, _, extra = report.load([in_memory])
+    assert extra["types"].empty and extra["cka"].empty and "n_types" in extra["types"]
+    assert compare.matched_table(extra["types"]).empty
+    cka = pd.read_parquet(streamed / "cka.parquet")
+    assert set(cka["subset"]) == {"all", "no first token"} and len(cka) == 2 * 7 * 7
+    for _, g in cka.groupby("subset"):
+        for column in ("cka", "cka_debiased"):
+            grid = g.pivot(index="layer_a", columns="layer_b", values=column).to_numpy()
+            assert np.allclose(np.diag(grid), 1.0) and np.allclose(grid, grid.T, atol=1e-12)
+    everything = cka[cka.subset == "all"]
+    assert (everything["n_points"] == meta["n_points"]).all()  # fewer points than pair_points: all of them
+    # neighbouring layers are more alike than the first and the last
+    grid = everything.pivot(index="layer_a", columns="layer_b", values="cka").to_numpy()
+    assert grid[5, 6] > grid[0, 6]
 
 
 def test_identical_points_tie_in_the_principal_component_orderings():
@@ -347,7 +399,8 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     said = capsys.readouterr().err  # where its progress goes, the run says what it took up again
     assert f"minilm: encoding: done before, resumed from {kept}" in said
     assert "minilm: measuring (3 measured before, resumed): started, 7 layer" in said
-    for name in ("layers.parquet", "kmeans.parquet", "clusters.parquet", "dims.parquet", "pca.parquet"):
+    for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
+        name = f"{name}.parquet"
         assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name))
     meta = json.loads((out / "meta.json").read_text())
     earlier = {stage: threads + 1 for stage in ("encode", "layer0", "layer1", "layer2")}
@@ -549,6 +602,10 @@ def test_static_row_uses_the_corpus_words(tmp_path, shared_mirror):
         len(table) == 1 and meta["static"] and table["n_points"].iloc[0] == table["n_types"].iloc[0] == meta["n_points"]
     )
     assert np.isnan(table["s_intra"].iloc[0])  # one instance per type: no intra-type pairs
+    # one word, one point: its S_inter curve ranks the words by their corpus counts, ending at all of them
+    curve = pd.read_parquet(out / "types.parquet")
+    assert list(curve["n_types"])[-1] == meta["n_points"] and curve["s_inter"].iloc[-1] == table["s_inter"].iloc[0]
+    assert pd.read_parquet(out / "cka.parquet").empty  # one "layer": no pair of layers
 
 
 # ----- the workflow section -------------------------------------------------------------------------------------------
@@ -665,3 +722,54 @@ def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
     assert (largest["position"].to_numpy() == positions[40:]).all()  # each point keeps its own position
     written = roll_figure(views[views["view"] == "roll"], tmp_path, largest)
     assert {p.name for p in written} == {"layers_roll.png", "layers_roll.pdf"}
+
+
+def test_models_are_compared_at_the_largest_number_of_types_every_one_reaches(tmp_path):
+    """matched_types: per corpus, the largest rung (125 x 2^k) that every model's curve reaches; matched_table reads
+    each model's S_inter there beside its value over all its types; both figures draw."""
+    from isoflow.layers.compare import cka_figure, matched_table, matched_types, types_figure
+    from isoflow.layers.measure import type_rungs
+
+    rows = []
+    for model, n_types in (("a", 1100), ("b", 700), ("c", 5000)):
+        for layer in (0, 1):
+            for n in type_rungs(n_types):
+                rows.append(
+                    {
+                        "model": model,
+                        "corpus": "brown",
+                        "layer": layer,
+                        "n_types": n,
+                        "s_inter": n / 1e4 + layer,
+                        "s_inter_centred": -n / 1e4,
+                    }
+                )
+    curve = pd.DataFrame(rows)
+    assert matched_types(curve) == {"brown": 500}  # b has 700 types: rungs 125, 250, 500, then its 700
+    table = matched_table(curve)
+    assert len(table) == 6 and (table["matched_types"] == 500).all()
+    a1 = table[(table.model == "a") & (table.layer == 1)].iloc[0]
+    assert (a1["n_types"], a1["s_inter"], a1["s_inter_matched"]) == (1100, 1100 / 1e4 + 1, 500 / 1e4 + 1)
+    assert a1["s_inter_centred_matched"] == -500 / 1e4
+    assert matched_types(curve[curve.model != "b"].assign(n_types=lambda d: d.n_types.clip(upper=100))) == {}
+
+    cka = pd.DataFrame(
+        [
+            {
+                "model": m,
+                "corpus": "brown",
+                "subset": sub,
+                "layer_a": i,
+                "layer_b": j,
+                "n_points": 50,
+                "cka": 1.0 - abs(i - j) / 4,
+                "cka_debiased": 1.0 - abs(i - j) / 3,
+            }
+            for m in ("a", "b")
+            for sub in ("all", "no first token")
+            for i in range(3)
+            for j in range(3)
+        ]
+    )
+    assert [p.name for p in types_figure(curve, tmp_path)] == ["layers_types.png", "layers_types.pdf"]
+    assert [p.name for p in cka_figure(cka, tmp_path)] == ["layers_cka.png", "layers_cka.pdf"]

@@ -20,7 +20,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layers import figures, report
 
     layers, views, metas, clusters, extra = report.load(args.runs)
-    written = report.tables(layers, metas, args.tables, clusters)
+    written = report.tables(layers, metas, args.tables, clusters, extra)
     written += figures.figures(layers, views, args.figures, extra, metas)
     print(f"wrote {len(written)} files: layer tables under {args.tables}, figures under {args.figures}")
     return 0

@@ -18,8 +18,16 @@ LAYER_FILES = (
     "clusters.parquet",
     "kmeans.parquet",
     "dims.parquet",
+    "types.parquet",
+    "cka.parquet",
     "meta.json",
 )
+
+# The columns of types.parquet and cka.parquet (isoflow.layers.run), and the first number of types S_inter is measured
+# over (then doubling; isoflow.layers.measure.type_rungs): read by the report without loading torch.
+TYPES_COLUMNS = ("layer", "n_types", "s_inter", "s_inter_centred")
+CKA_COLUMNS = ("subset", "layer_a", "layer_b", "n_points", "cka", "cka_debiased")
+TYPE_RUNGS_FROM = 125
 
 # What `isoflow layers-report` writes (isoflow.layers.report, isoflow.layers.figures), whatever the runs: the workflow
 # declares them from here.
@@ -31,6 +39,9 @@ REPORT_TABLES = (
     "layers_clusters",
     "layers_orderings",
     "layers_outliers",
+    "layers_types",
+    "layers_matched",
+    "layers_cka",
 )
 REPORT_FIGURES = (
     "layers_similarity",
@@ -41,6 +52,8 @@ REPORT_FIGURES = (
     "layers_pca",
     "layers_roll",
     "layers_outliers",
+    "layers_types",
+    "layers_cka",
 )
 
 __all__ = ["LAYER_FILES", "REPORT_FIGURES", "REPORT_TABLES", "LayerSettings", "layer_metrics", "run_layers"]

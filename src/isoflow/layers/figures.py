@@ -6,8 +6,9 @@ Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and after 
 baselines), ``layers_kmeans`` (the best silhouette per layer with its spread, with and without first tokens, and the
 symbol/word split), ``layers_orderings`` (|ρ| of the components with position and frequency per layer),
 ``layers_pca`` (2-D and 3-D views of the middle layer by cluster, position and frequency), ``layers_roll`` (the views
-at the depth of Cai et al.'s GPT-2 "Swiss roll", by position) and ``layers_outliers`` (mean |activation| per
-dimension and layer, one colour scale per model).
+at the depth of Cai et al.'s GPT-2 "Swiss roll", by position), ``layers_outliers`` (mean |activation| per
+dimension and layer, one colour scale per model), ``layers_types`` (S_inter against the number of types) and
+``layers_cka`` (CKA between every pair of layers): the last two from :mod:`.compare`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting.figures import legend_below, model_colour, plain_log_axis, pyplot, save, suptitle
+from .compare import cka_figure, types_figure
 from .pca import PCS, ROLL_LARGEST
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
@@ -114,6 +116,9 @@ def figures(
     written += roll_figure(roll, out_dir, largest) if len(roll) else _empty(out_dir, "layers_roll", NO_RUNS)
     dims = extra.get("dims", pd.DataFrame())
     written += outliers_figure(dims, out_dir) if len(dims) else _empty(out_dir, "layers_outliers", NO_RUNS)
+    curve, cka = extra.get("types", pd.DataFrame()), extra.get("cka", pd.DataFrame())
+    written += types_figure(curve, out_dir) if len(curve) else _empty(out_dir, "layers_types", NO_RUNS)
+    written += cka_figure(cka, out_dir) if len(cka) else _empty(out_dir, "layers_cka", NO_RUNS)
     return written
 
 

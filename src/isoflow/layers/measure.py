@@ -12,8 +12,15 @@ On all points (they are O(n·d)):
   (``removed_cosine_share``), and ``cosine_anisotropy_removed``, ``s_inter_removed``, ``isoscore_removed`` without
   those dimensions;
 * the spectrum (:mod:`isoflow.metrics.spectrum`): ``effective_rank`` (RankMe, of the points as they are),
-  ``participation_ratio`` (of the covariance: IsoScore is (PR − 1)/(d − 1)) and ``stable_rank``, each also without
-  the ``outlier_remove`` largest dimensions (``*_removed``), so that a reader sees whose number it is;
+  ``participation_ratio`` (of the covariance: IsoScore is (PR − 1)/(d − 1)), ``stable_rank`` and ``alpha_req`` (the
+  covariance spectrum's power-law decay, fitted over its whole numerical rank), each also without the
+  ``outlier_remove`` largest dimensions (``*_removed``) and without the sentences' first positions (``*_nofirst``),
+  so that a reader sees whose number it is;
+* ``uniformity`` (Wang & Isola's, t = 2) over every pair of a seeded sample of ``pair_points`` points (the rows the
+  run's layer-by-layer CKA uses), also ``uniformity_nofirst``;
+* the S_inter curve (``extra["types"]``): S_inter and centred S_inter over the n most frequent types, n = 125, 250,
+  500, ... and all of them (:func:`type_rungs`), since S_inter rises with the rarer types a sample takes in: models
+  are compared at one n (:func:`isoflow.metrics.s_inter_by_type_count`);
 
 on seeded samples of ≤ ``sample_cap`` (20,000) points:
 
@@ -44,6 +51,7 @@ import numpy as np
 import torch
 
 from ..metrics import (
+    alpha_req,
     as_points,
     cosine_anisotropy,
     cosine_shares,
@@ -58,12 +66,15 @@ from ..metrics import (
     outlier_dimensions,
     peak_ratio,
     s_inter,
+    s_inter_by_type_count,
     s_intra,
     sample_rows,
     spectrum_sizes,
     subtract_cluster_means,
     twonn_from_distances,
+    uniformity,
 )
+from . import TYPE_RUNGS_FROM
 from .composition import is_symbol
 from .kmeans import KDecision, decide_k
 from .pca import orderings
@@ -147,12 +158,66 @@ def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[d
     return row, profile
 
 
-SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank")
+SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank", "alpha_req")
 
 
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
     """The layer's spectrum (module docstring): O(n·d²) from d × d products, on all points."""
-    return {f"{name}{suffix}": value for name, value in spectrum_sizes(x).items()}
+    sizes = spectrum_sizes(x)
+    try:
+        sizes["alpha_req"] = alpha_req(x)
+    except ValueError:  # a covariance of numerical rank < 2 has no decay to fit
+        sizes["alpha_req"] = float("nan")
+    return {f"{name}{suffix}": value for name, value in sizes.items()}
+
+
+def _uniformity(x: torch.Tensor, s: LayerSettings, suffix: str = "") -> dict[str, float]:
+    """Uniformity (t = 2) of a seeded sample of ``pair_points`` rows: O(m²·d) over every pair of the sample; the rows
+    :func:`pair_sample` gives, so the same as the layer-by-layer CKA's."""
+    pick = pair_sample(x.shape[0], s)
+    try:
+        value = uniformity(x if pick is None else x[torch.as_tensor(pick, device=x.device)])
+    except ValueError:  # a zero state has no direction
+        value = float("nan")
+    return {f"uniformity{suffix}": value}
+
+
+def pair_sample(n: int, s: LayerSettings) -> np.ndarray | None:
+    """The sorted indices of at most ``pair_points`` of ``n`` points (seeded: the same rows in every layer of a run),
+    None for all of them: where uniformity and the layer-by-layer CKA are measured."""
+    idx = sample_rows(n, s.pair_points, s.seed, "cpu")
+    return None if idx is None else np.sort(idx.numpy())
+
+
+
+
+def type_rungs(n_types: int) -> list[int]:
+    """The numbers of types S_inter is measured over (:data:`TYPE_RUNGS_FROM` doubling, below ``n_types``, then
+    ``n_types``); none below two types."""
+    rungs, n = [], TYPE_RUNGS_FROM
+    while n < n_types:
+        rungs.append(n)
+        n *= 2
+    return rungs + [n_types] if n_types >= 2 else []
+
+
+def _types_curve(x: torch.Tensor, centred: torch.Tensor, codes: torch.Tensor, frequency) -> list[dict]:
+    """S_inter and centred S_inter over the n most frequent types for each rung (module docstring); the centred
+    points' ranking is the points' own (a point equal to its cluster's mean is left out, as in ``s_inter_centred``)."""
+    counts = torch.bincount(codes)[codes].cpu().numpy() if frequency is None else np.asarray(frequency)
+    rungs = type_rungs(int(torch.unique(codes).numel()))
+    if not rungs:
+        return []
+    raw = s_inter_by_type_count(x, codes, rungs, frequency=counts)
+    keep = torch.linalg.vector_norm(centred, dim=1) > 0
+    present = int(torch.unique(codes[keep]).numel())
+    inside = [n for n in rungs if n <= present and n >= 2]
+    kept = keep.cpu().numpy()
+    centred_values = dict(zip(inside, s_inter_by_type_count(centred[keep], codes[keep], inside, counts[kept])))
+    return [
+        {"n_types": n, "s_inter": v, "s_inter_centred": centred_values.get(n, float("nan"))}
+        for n, v in zip(rungs, raw)
+    ]
 
 
 def _decision_row(decision: KDecision, prefix: str = "") -> dict:
@@ -181,7 +246,11 @@ def _decide(x: torch.Tensor, s: LayerSettings, extra=()) -> KDecision:
 
 
 def layer_metrics(
-    points, types, settings: LayerSettings = LayerSettings(), positions: np.ndarray | None = None
+    points,
+    types,
+    settings: LayerSettings = LayerSettings(),
+    positions: np.ndarray | None = None,
+    frequency: np.ndarray | None = None,
 ) -> tuple[dict, dict]:
     """The measurements of one layer (see the module docstring) and what the figures and the cluster tables need:
     ``(row, extra)``, ``extra`` holding the first sample's indices and cluster labels (``sample``, ``clusters``), the
@@ -190,7 +259,9 @@ def layer_metrics(
     allow (too few for K-means or LID, all neighbours at distance 0 for TwoNN) is NaN, and ``row["notes"]`` says why.
 
     ``points``: (n, d) tensor or array; ``types``: a type per point (strings, or ints); ``positions``: each point's
-    position in its sentence (None for static vectors)."""
+    position in its sentence (None for static vectors); ``frequency``: each point's type frequency, which ranks the
+    types for the S_inter curve (``extra["types"]``: rows of n_types, s_inter, s_inter_centred; default the type's
+    points here; static vectors, one point per word, give the corpus' counts)."""
     x = as_points(points)
     types = np.asarray(types)
     codes = encode_labels(types, x.shape[0], device=x.device).codes
@@ -204,6 +275,12 @@ def layer_metrics(
     row.update(_similarities(x, codes, intra))
     outlier_row, dims = _outliers(x, codes, s)
     row.update(outlier_row)
+    row.update(_uniformity(x, s))
+    shape_names = [f"{name}_nofirst" for name in (*SPECTRUM, "uniformity")]
+    row.update(dict.fromkeys(shape_names, float("nan")))
+    if positions is not None and int((np.asarray(positions) > 0).sum()) >= 2:
+        past_first = x[torch.as_tensor(np.flatnonzero(np.asarray(positions) > 0), device=x.device)]
+        row.update(_spectrum(past_first, "_nofirst"), **_uniformity(past_first, s, "_nofirst"))
     extra: dict = {"sample": idx, "clusters": torch.zeros(m, dtype=torch.int64, device=x.device), "nofirst": None}
     extra.update(kmeans=[], dims=dims)
 
@@ -239,7 +316,9 @@ def layer_metrics(
                 extra["kmeans"] += [{"subset": "no first token", **r} for r in other.scores]
                 chosen = later if other.sample is None else later[other.sample]
                 extra["nofirst"] = (chosen, other.labels)
-    row.update(_similarities(subtract_cluster_means(x, labels), codes, intra, "_centred"))
+    centred = subtract_cluster_means(x, labels)
+    row.update(_similarities(centred, codes, intra, "_centred"))
+    extra["types"] = _types_curve(x, centred, codes, frequency)
 
     xs = x if idx is None else x[idx]
     chosen = np.arange(n) if idx is None else idx.cpu().numpy()

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import write_table
+from . import CKA_COLUMNS, TYPE_RUNGS_FROM, TYPES_COLUMNS
+from .compare import matched_table
 from .pca import PCS
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
@@ -38,8 +40,9 @@ CAI_TABLE3 = {
 
 def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame, dict[str, pd.DataFrame]]:
     """(per-layer table, PCA view points, meta by "model/corpus", what each layer's clusters hold, and the K-means
-    silhouettes ``kmeans`` and per-dimension profiles ``dims`` where the runs have them) of the given directories."""
-    tables, views, metas, clusters, kmeans, dims = [], [], {}, [], [], []
+    silhouettes ``kmeans``, per-dimension profiles ``dims``, S_inter curves ``types`` and layer-by-layer CKA ``cka``
+    where the runs have them) of the given directories."""
+    tables, views, metas, clusters, kmeans, dims, types, cka = [], [], {}, [], [], [], [], []
     for d in map(Path, dirs):
         files = [d / f for f in ("layers.parquet", "pca.parquet", "meta.json")]
         missing = [str(f) for f in files if not f.is_file()]
@@ -57,7 +60,7 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
             view["view"] = "middle"
         views.append(view)
         metas[f"{meta['model']}/{meta['corpus']}"] = meta
-        for name, into in (("clusters", clusters), ("kmeans", kmeans), ("dims", dims)):
+        for name, into in (("clusters", clusters), ("kmeans", kmeans), ("dims", dims), ("types", types), ("cka", cka)):
             if (d / f"{name}.parquet").is_file():
                 into.append(pd.read_parquet(d / f"{name}.parquet"))
     if not tables:
@@ -72,8 +75,15 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
     extra = {
         "kmeans": pd.concat(kmeans, ignore_index=True) if kmeans else pd.DataFrame(),
         "dims": pd.concat(dims, ignore_index=True) if dims else pd.DataFrame(),
+        "types": _concat(types, ["model", "corpus", *TYPES_COLUMNS]),
+        "cka": _concat(cka, ["model", "corpus", *CKA_COLUMNS]),
     }
     return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition, extra
+
+
+def _concat(frames: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    found = [f for f in frames if len(f)]
+    return pd.concat(found, ignore_index=True) if found else pd.DataFrame(columns=columns)
 
 
 def lid_table(layers: pd.DataFrame, metas: dict[str, dict]) -> pd.DataFrame:
@@ -225,8 +235,12 @@ def tables(
     metas: dict[str, dict],
     out_dir: str | os.PathLike,
     clusters: pd.DataFrame | None = None,
+    extra: dict[str, pd.DataFrame] | None = None,
 ) -> list[Path]:
     out_dir = Path(out_dir)
+    extra = extra or {}
+    curve = extra.get("types", pd.DataFrame(columns=["model", "corpus", *TYPES_COLUMNS]))
+    cka = extra.get("cka", pd.DataFrame(columns=["model", "corpus", *CKA_COLUMNS]))
     cols = [c for c in layers.columns if c != "static"]
     written = write_table(
         layers[cols],
@@ -309,6 +323,36 @@ def tables(
             "dimension's (the five largest by index), max/median of the mean |activation| (peak ratio), the share "
             "of the mean cosine carried by the dimension that carries most and by the 3 largest dimensions, and "
             "the mean cosine, S_inter and IsoScore with and without those 3."
+        ),
+        floatfmt="%.4f",
+    )
+    written += write_table(
+        curve.sort_values(["model", "corpus", "layer", "n_types"], ignore_index=True),
+        out_dir / "layers_types",
+        caption=(
+            "S_inter, and S_inter after subtracting each K-means cluster's mean, over each model's n most frequent "
+            f"types of the analysed sample, n = {TYPE_RUNGS_FROM}, {2 * TYPE_RUNGS_FROM}, {4 * TYPE_RUNGS_FROM}, "
+            "... (doubling) and all its types, per layer: S_inter rises with the rarer types a sample takes in."
+        ),
+        floatfmt="%.4f",
+    )
+    written += write_table(
+        matched_table(curve),
+        out_dir / "layers_matched",
+        caption=(
+            "S_inter and centred S_inter per layer over all of a model's types (n_types) and over its matched_types "
+            "most frequent ones: the largest of n = 125 x 2^k that every model of the corpus reaches, so that models "
+            "compare on equal terms (isoflow.layers.compare)."
+        ),
+        floatfmt="%.4f",
+    )
+    written += write_table(
+        cka.sort_values(["model", "corpus", "subset", "layer_a", "layer_b"], ignore_index=True),
+        out_dir / "layers_cka",
+        caption=(
+            "Linear CKA (Kornblith et al. 2019), biased and debiased (Song et al. 2012's unbiased HSIC), between every "
+            "pair of a model's layers, on one seeded sample of n_points points (the same in every layer), and on such "
+            "a sample of the points past each sentence's first position (subset)."
         ),
         floatfmt="%.4f",
     )

@@ -3,7 +3,10 @@ half-written output; what it had done is kept beside it and resumed by the same 
 ``<out>/layers.parquet`` (+ ``layers.csv``: a row of measurements per layer, :mod:`isoflow.layers.measure`),
 ``pca.parquet`` (the PCA views' points at the middle layer and at the depth of Cai et al.'s GPT-2 roll, there also of
 its largest K-means cluster alone),
-``clusters.parquet`` (what each layer's K-means clusters hold, with and without first tokens), ``kmeans.parquet``
+``clusters.parquet`` (what each layer's K-means clusters hold, with and without first tokens), ``types.parquet``
+(S_inter over the n most frequent types, per layer: its curve against the number of types), ``cka.parquet`` (linear
+CKA, biased and debiased, between every pair of layers on one seeded sample of points, also without the sentences'
+first positions: the model's block structure), ``kmeans.parquet``
 (the silhouette of every K on every sample: the K decision's spread), ``dims.parquet`` (every layer's mean |activation|
 and share of the mean cosine per dimension: outlier dimensions) and ``meta.json`` (the run record; for a contextual
 model also its input-embedding table's LID, the static baseline of the same model).
@@ -37,10 +40,10 @@ from ..models.resolve import ResolvedModel
 from ..progress import progress_bar
 from ..records import run_record, write_run_folder
 from ..run_inputs import run_inputs
-from . import LAYER_FILES
+from . import CKA_COLUMNS, LAYER_FILES, TYPES_COLUMNS
 from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
-from .measure import LayerSettings, layer_metrics
+from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import ROLL_LARGEST, pca_view
 from .store import LayerStore
@@ -134,7 +137,7 @@ def run_layers(
         progress,
         partial,
     )
-    rows, views, clusters, kmeans, dims, info = _static(job) if static else _contextual(job)
+    rows, views, clusters, kmeans, dims, types_curve, cka, info = _static(job) if static else _contextual(job)
     for row in rows:
         _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(info)
@@ -157,6 +160,8 @@ def run_layers(
             tmp / "kmeans.parquet", index=False
         )
         labelled(dims).to_parquet(tmp / "dims.parquet", index=False)
+        labelled(pd.DataFrame(types_curve, columns=list(TYPES_COLUMNS))).to_parquet(tmp / "types.parquet", index=False)
+        labelled(pd.DataFrame(cka, columns=list(CKA_COLUMNS))).to_parquet(tmp / "cka.parquet", index=False)
 
     write_run_folder(out, "meta.json", meta, write_files, expected=LAYER_FILES, force=force, kind="layers")
     if partial is not None:
@@ -279,7 +284,7 @@ def _contextual(job: _Job):
         timings["encode"] = float(tokens["seconds"])
         type_arr, position_arr = tokens["types"], tokens["positions"]
         freq = Counter(type_arr.tolist())
-        rows, views, clusters, kmeans, dims, resumed = [], [], [], [], [], []
+        rows, views, clusters, kmeans, dims, types_curve, resumed = [], [], [], [], [], [], []
         before = partial.measured_layers() if partial is not None else []
         resuming = f" ({len(before)} measured before, resumed)" if before else ""
         bar = progress_bar(progress, n_layers, f"{job.name}: measuring{resuming}", "layer")
@@ -299,6 +304,7 @@ def _contextual(job: _Job):
             clusters += done["clusters"]
             kmeans += done["kmeans"]
             dims.append(done["dims"])
+            types_curve += done["types"]
             views += done["views"]
             timings[f"layer{layer}"] = done["seconds"]
             interrupt.check()
@@ -306,6 +312,9 @@ def _contextual(job: _Job):
                 bar.update(1)
         if bar is not None:
             bar.close()
+        t = time.perf_counter()
+        cka = layer_cka(store, position_arr, settings, dev)
+        timings["cka"] = time.perf_counter() - t
         streamed = store.on_disk
     t = time.perf_counter()
     input_table = _input_table(encoder, tokens["token_ids"], settings, dev) if types == "tokens" else {}
@@ -332,7 +341,45 @@ def _contextual(job: _Job):
             else {}
         ),
     }
-    return rows, pd.concat(views, ignore_index=True), clusters, kmeans, pd.concat(dims, ignore_index=True), info
+    views, dims = pd.concat(views, ignore_index=True), pd.concat(dims, ignore_index=True)
+    return rows, views, clusters, kmeans, dims, types_curve, cka, info
+
+
+def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings, dev) -> list[dict]:
+    """Linear CKA (biased and debiased) between every pair of the store's layers on the seeded sample of
+    ``pair_points`` points that uniformity is measured on (:func:`isoflow.layers.measure.pair_sample`), and on the
+    same kind of sample of the points past each sentence's first position (a pre-norm LM's first position carries
+    most of the centred variance in the middle layers, so the two can differ): rows of :data:`CKA_COLUMNS`, both
+    triangles and the diagonal. A layer whose sampled points are all equal has no CKA: its cells are NaN."""
+    from ..metrics import linear_cka_matrix
+
+    n = store.filled
+    out = []
+    for subset, where in (("all", np.arange(n)), ("no first token", np.flatnonzero(np.asarray(positions) > 0))):
+        if len(where) < 4:  # the debiased estimator needs 4 points
+            continue
+        pick = pair_sample(len(where), settings)
+        chosen = where if pick is None else where[pick]
+        reps = [torch.from_numpy(store.rows(layer, chosen)).to(dev) for layer in range(store.n_layers)]
+        try:
+            matrices = [linear_cka_matrix(reps), linear_cka_matrix(reps, debiased=True)]
+        except ValueError as exc:  # all points equal in a layer
+            logger.warning("layer-by-layer CKA (%s): %s; left empty", subset, exc)
+            matrices = [torch.full((store.n_layers, store.n_layers), float("nan"))] * 2
+        biased, debiased = (m.cpu().numpy() for m in matrices)
+        for a in range(store.n_layers):
+            for b in range(store.n_layers):
+                out.append(
+                    {
+                        "subset": subset,
+                        "layer_a": a,
+                        "layer_b": b,
+                        "n_points": len(chosen),
+                        "cka": float(biased[a, b]),
+                        "cka_debiased": float(debiased[a, b]),
+                    }
+                )
+    return out
 
 
 def _threads(saved: dict) -> int | None:
@@ -397,6 +444,7 @@ def _measure_layer(job: _Job, store: LayerStore, layer: int, type_arr, position_
             views.append(pd.DataFrame({"layer": layer, "view": name, **view}))
     return {
         "row": {"layer": layer, **row},
+        "types": [{"layer": layer, **r} for r in extra["types"]],
         "clusters": layer_clusters,
         "kmeans": layer_kmeans,
         "dims": layer_dims,
@@ -418,7 +466,7 @@ def _static(job: _Job):
     t = time.perf_counter()
     points = torch.from_numpy(vectors.lookup(words)).to(job.dev)
     word_arr = np.asarray(words, dtype=object)
-    row, extra = layer_metrics(points, word_arr, settings)
+    row, extra = layer_metrics(points, word_arr, settings, frequency=np.array([counts[w] for w in words]))
     job.timings["layer0"] = time.perf_counter() - t
     idx = extra["sample"]
     sample_words = word_arr if idx is None else word_arr[idx.cpu().numpy()]
@@ -440,4 +488,5 @@ def _static(job: _Job):
         "static": True,
     }
     views = pd.DataFrame({"layer": 0, "view": "middle", **view})
-    return [{"layer": 0, **row}], views, clusters, kmeans, dims, info
+    types_curve = [{"layer": 0, **r} for r in extra["types"]]
+    return [{"layer": 0, **row}], views, clusters, kmeans, dims, types_curve, [], info

@@ -33,6 +33,12 @@ class LayerSettings:
     outlier_remove: int = setting(
         3, "dimensions (largest mean |activation|) removed to measure without them", minimum=0
     )
+    pair_points: int = setting(
+        5000,
+        "points (a seeded sample, the same rows in every layer) for the measures over all pairs of points: uniformity "
+        "and the layer-by-layer CKA",
+        minimum=4,
+    )
     seed: int = setting(0, "seed of the sentence order, the samples and K-means", minimum=0)
 
     def __post_init__(self):

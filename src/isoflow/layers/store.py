@@ -62,6 +62,12 @@ class LayerStore:
         points = self._layers[index][: self.filled]
         return np.array(points) if self.on_disk else points
 
+    def rows(self, index: int, rows: np.ndarray) -> np.ndarray:
+        """Some of one layer's points (``rows``: sorted indices), read without the rest of the layer."""
+        if not 0 <= index < self.n_layers:
+            raise IndexError(f"layer {index} out of range 0..{self.n_layers - 1}")
+        return np.array(self._layers[index][: self.filled][rows])
+
     def close(self) -> None:
         for layer in self._layers:
             if isinstance(layer, np.memmap):

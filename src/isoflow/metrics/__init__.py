@@ -22,6 +22,7 @@ from .isotropy import (
     isoscore_star_tensor,
     isoscore_tensor,
     s_inter,
+    s_inter_by_type_count,
     s_intra,
 )
 from .outliers import cosine_shares, drop_dimensions, mean_abs_activation, outlier_dimensions, peak_ratio
@@ -83,6 +84,7 @@ __all__ = [
     "outlier_dimensions",
     "peak_ratio",
     "s_inter",
+    "s_inter_by_type_count",
     "s_intra",
     "sample_rows",
     "select_clusters",

@@ -1,0 +1,137 @@
+"""Comparisons on equal terms across a layer analysis' models: S_inter at a matched number of types, and each model's
+layer-by-layer CKA (its block structure), as tables and figures (what :func:`isoflow.layers.report.tables` and
+:func:`isoflow.layers.figures.figures` add from ``types.parquet`` and ``cka.parquet``).
+
+S_inter rises with the rarer types a sample takes in, and the models' tokenisers cut one corpus sample into 6.7k–15k
+types, so S_inter over each model's own types does not compare across models. The rule here: each model's S_inter
+over its n most frequent types (:func:`isoflow.metrics.s_inter_by_type_count`), n the largest rung of
+:func:`isoflow.layers.measure.type_rungs` (125, 250, 500, ... doubling) that every model of the corpus reaches.
+Runs made before these files existed have neither: the tables are then empty and the figures say so.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..reporting.figures import pyplot, save, suptitle
+from . import TYPE_RUNGS_FROM
+
+MATCHED_COLUMNS = [
+    "model",
+    "corpus",
+    "layer",
+    "n_types",
+    "s_inter",
+    "s_inter_centred",
+    "matched_types",
+    "s_inter_matched",
+    "s_inter_centred_matched",
+]
+
+
+def matched_types(curve: pd.DataFrame) -> dict[str, int]:
+    """Per corpus, the largest rung (125·2^k) that every model's S_inter curve reaches: its fewest types, rounded down
+    to a rung (none when a model has fewer than 125 types)."""
+    out = {}
+    for corpus, g in curve.groupby("corpus"):
+        fewest = int(g.groupby("model")["n_types"].max().min())
+        if fewest >= TYPE_RUNGS_FROM:
+            out[corpus] = TYPE_RUNGS_FROM * 2 ** int(np.floor(np.log2(fewest / TYPE_RUNGS_FROM)))
+    return out
+
+
+def matched_table(curve: pd.DataFrame) -> pd.DataFrame:
+    """Per model, corpus and layer: S_inter and centred S_inter over all its types (how many) and over the corpus'
+    matched number of types (:func:`matched_types`)."""
+    if curve.empty:
+        return pd.DataFrame(columns=MATCHED_COLUMNS)
+    matched = matched_types(curve)
+    keys = ["model", "corpus", "layer"]
+    every = curve.loc[curve.groupby(keys)["n_types"].idxmax(), [*keys, "n_types", "s_inter", "s_inter_centred"]]
+    at = curve[curve["n_types"] == curve["corpus"].map(matched)]
+    at = at.rename(
+        columns={"n_types": "matched_types", "s_inter": "s_inter_matched", "s_inter_centred": "s_inter_centred_matched"}
+    )
+    table = every.merge(at, on=keys, how="left")
+    return table[MATCHED_COLUMNS].sort_values(keys, ignore_index=True)
+
+
+def types_figure(curve: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """One row per model (× corpus), S_inter and centred S_inter against the number of most frequent types (log axis),
+    one line per layer coloured by depth, the first and last layers labelled; one y scale for every panel, the
+    matched number of types marked."""
+    import matplotlib
+
+    plt = pyplot()
+    keys = sorted({(m, c) for m, c in zip(curve["model"], curve["corpus"])})
+    matched = matched_types(curve)
+    fig, axes = plt.subplots(
+        len(keys), 2, figsize=(9.5, 1.0 + 2.4 * len(keys)), squeeze=False, sharey=True, constrained_layout=True
+    )
+    cmap = matplotlib.colormaps["viridis"]
+    for row, (model, corpus) in zip(axes, keys):
+        g = curve[(curve.model == model) & (curve.corpus == corpus)]
+        last = max(int(g["layer"].max()), 1)
+        for ax, column, what in zip(row, ("s_inter", "s_inter_centred"), ("S_inter", "S_inter, cluster-centred")):
+            for layer, h in g.groupby("layer"):
+                h = h.sort_values("n_types")
+                edge = layer in (0, int(g["layer"].max()))
+                label = f"layer {layer}" + (" (first)" if layer == 0 else " (last)") if edge else None
+                ax.plot(
+                    h["n_types"],
+                    h[column],
+                    "-o" if edge else "-",
+                    ms=3,
+                    lw=1.6 if edge else 0.8,
+                    color=cmap(layer / last),
+                    label=label,
+                )
+            if corpus in matched:
+                ax.axvline(matched[corpus], color="0.4", ls=":", lw=1, label=f"matched: {matched[corpus]} types")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"{what} — {model} ({corpus})", fontsize=8)
+            ax.set_xlabel("the n most frequent types", fontsize=7)
+            ax.tick_params(labelsize=6)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=6, loc="best")
+        row[0].set_ylabel("mean cosine between types", fontsize=7)
+    suptitle(fig, "S_inter against the number of types it is measured over (one line per layer, colour: depth)")
+    return save(fig, out_dir / "layers_types")
+
+
+def cka_figure(cka: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per model (× corpus), debiased linear CKA between every pair of layers, on all sampled points and without the
+    sentences' first positions; one colour scale, 0 to 1, for every panel (a debiased value below 0 takes 0's
+    colour)."""
+    plt = pyplot()
+    keys = sorted({(m, c) for m, c in zip(cka["model"], cka["corpus"])})
+    subsets = [s for s in ("all", "no first token") if s in set(cka["subset"])]
+    fig, axes = plt.subplots(
+        len(keys),
+        len(subsets),
+        figsize=(4.2 * len(subsets) + 0.8, 0.6 + 3.6 * len(keys)),
+        squeeze=False,
+        constrained_layout=True,
+    )
+    image = None
+    for row, (model, corpus) in zip(axes, keys):
+        for ax, subset in zip(row, subsets):
+            d = cka[(cka.model == model) & (cka.corpus == corpus) & (cka.subset == subset)]
+            if d.empty:
+                ax.axis("off")
+                continue
+            grid = d.pivot(index="layer_a", columns="layer_b", values="cka_debiased").sort_index()
+            image = ax.imshow(
+                grid.to_numpy(dtype=float), origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
+            )
+            ax.set_title(f"{model} ({corpus}): {subset}, {int(d['n_points'].iloc[0])} points", fontsize=8)
+            ax.set_xlabel("layer", fontsize=7)
+            ax.set_ylabel("layer", fontsize=7)
+            ax.tick_params(labelsize=6)
+    if image is not None:
+        fig.colorbar(image, ax=axes, label="linear CKA (debiased)", shrink=0.8)
+    suptitle(fig, "Linear CKA between every pair of a model's layers (debiased; one colour scale, 0 to 1)")
+    return save(fig, out_dir / "layers_cka")
