@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, ROOT, built_once, checkout_copy, job_counts, sh
+from conftest import MAKE, ONE_THREAD_PER_JOB, ROOT, built_once, checkout_copy, job_counts, sh
 
 CONFIG = "examples/own/config.yaml"
 
 
 def snakemake(*args, cwd, check=True):
-    return sh(["snakemake", *args, "--configfile", CONFIG], cwd, check=check, timeout=1800)
+    return sh(["snakemake", *ONE_THREAD_PER_JOB, *args, "--configfile", CONFIG], cwd, check=check, timeout=1800)
 
 
 def planned(repo) -> dict[str, int]:

@@ -15,6 +15,7 @@ import yaml
 from conftest import (
     MAKE,
     OFFLINE_CONFIG,
+    ONE_THREAD_PER_JOB,
     ROOT,
     SUITE_OFFLINE,
     assert_frames_agree_across_threads,
@@ -38,7 +39,7 @@ def _runs_in_a_copy(plan_checkout):
 
 def snakemake(*args, cwd=None, check=True, env=None, timeout=1800):
     """Snakemake in ``cwd``, by default a copy of the working tree: the repository gets no workflow state."""
-    return sh(["snakemake", *args], cwd or PLAN["repo"], check=check, env=env, timeout=timeout)
+    return sh(["snakemake", *ONE_THREAD_PER_JOB, *args], cwd or PLAN["repo"], check=check, env=env, timeout=timeout)
 
 
 def test_lint():

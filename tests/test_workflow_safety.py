@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from conftest import MAKE, ROOT, built_once, checkout_copy, job_counts, sh
+from conftest import MAKE, ONE_THREAD_PER_JOB, ROOT, built_once, checkout_copy, job_counts, sh
 
 from isoflow.cli import main
 
@@ -65,7 +65,8 @@ def mine(tmp_path):
 
 
 def snakemake(repo, *args, config="mine/config.yaml", check=True):
-    return sh(["snakemake", "--cores", "2", *args, "--configfile", config], repo, check=check, timeout=900)
+    command = ["snakemake", "--cores", "2", *ONE_THREAD_PER_JOB, *args, "--configfile", config]
+    return sh(command, repo, check=check, timeout=900)
 
 
 @pytest.fixture(scope="session")
