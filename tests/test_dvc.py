@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import GIT, MAKE, OFFLINE_CONFIG, ROOT, sh
+from conftest import GIT, MAKE, OFFLINE_CONFIG, ONE_THREAD_PER_JOB, ROOT, sh
 
 OFFLINE_STAGES = [
     f"{stage}@offline"
@@ -242,7 +242,9 @@ def test_repro_reruns_only_the_changed_stage(committed):
     analysis = clone / "src/isoflow/optimize/report.py"
     analysis.write_text(analysis.read_text() + "\n# a change to the analysis code only\n")
     assert stages_out_of_date(clone) == ["report@offline"]
-    p = sh(["dvc", "repro"], clone)
+    # one thread per job, as the build it re-makes (conftest.ONE_THREAD_PER_JOB), or the stability run it remakes
+    # differs in its last bits; dvc.yaml's stages take extra Snakemake options from $ISOFLOW_SNAKEMAKE
+    p = sh(["dvc", "repro"], clone, env={"ISOFLOW_SNAKEMAKE": " ".join(ONE_THREAD_PER_JOB)})
     ran = re.findall(r"Running stage '([^']+)'", p.stdout)
     assert ran == ["report@offline"], p.stdout
     # Re-made from the same trajectories: byte-identical aggregate, tables and figures.
