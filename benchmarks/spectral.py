@@ -12,6 +12,11 @@ matrix and its eigenvalues (isoflow.metrics.spectrum.spectrum_sizes). Each is ti
 - **the reference stack**, where it fits in memory (the paper's case): CKA from the n × n Gram matrices as Kornblith
   et al. define it (NumPy, float64: HSIC = tr(KHLH)), and RankMe from NumPy's singular values; the values must agree.
 
+And **the layer analysis' CKA matrix** (isoflow.layers.run.layer_cka): linear CKA between every pair of SmolLM2's 31
+hidden states on the run's sample of 5,000 points (``linear_cka_matrix``: each layer centred once, L(L+1)/2 d × d
+cross products), biased and debiased, against the same 496 pairs computed one by one with ``linear_cka`` (what a
+loop over pairs costs) and against its own products' GEMM time.
+
 Writes ``benchmarks/results/spectral.json``. Run: ``python benchmarks/spectral.py`` (a few minutes on 2 cores;
 ``--tiny``: a 300-point case in seconds, what the test suite runs).
 """
@@ -27,7 +32,7 @@ import numpy as np
 import torch
 
 from isoflow.atomic import atomic_file
-from isoflow.metrics import linear_cka
+from isoflow.metrics import linear_cka, linear_cka_matrix
 from isoflow.metrics.spectrum import effective_rank, spectrum_sizes
 from isoflow.records import run_provenance
 
@@ -36,6 +41,8 @@ CASES = [
     {"name": "SmolLM2 layer (100k x 576)", "n": 100_000, "d": 576},
 ]
 TINY_CASE = {"name": "tiny", "n": 300, "d": 16}
+LAYERS_CASE = {"name": "CKA matrix, SmolLM2's layers", "layers": 31, "n": 5_000, "d": 576}
+TINY_LAYERS_CASE = {"name": "tiny CKA matrix", "layers": 4, "n": 300, "d": 16}
 REFERENCE_MAX_N = 12_000  # the Gram reference holds two n × n float64 matrices: 2.3 GB at the paper's size
 OUT = Path(__file__).parent / "results" / "spectral.json"
 
@@ -118,6 +125,40 @@ def case_result(case: dict, reps: int) -> dict:
     return {**case, "dtype": "float32", **rows}
 
 
+def layers_result(case: dict, reps: int) -> dict:
+    """The CKA matrix of ``layers`` representations (each a noisy linear map of the one before, as a residual
+    stream's layers), biased and debiased, against the pairs one by one and the GEMM time of its products."""
+    g = torch.Generator().manual_seed(1)
+    reps_ = [make_pair(case["n"], case["d"])[0]]
+    for _ in range(case["layers"] - 1):
+        step = torch.randn(case["d"], case["d"], generator=g) / case["d"] ** 0.5
+        reps_.append(reps_[-1] + 0.3 * reps_[-1] @ step)
+    x = reps_[0]
+    gemm, _ = best_seconds(lambda: x.T @ x, reps)
+    pairs = case["layers"] * (case["layers"] + 1) // 2
+    rows = {"gemm_float32_seconds": gemm, "gemm_gflops": 2 * case["n"] * case["d"] ** 2 / gemm / 1e9, "pairs": pairs}
+    for name, debiased in (("cka_matrix", False), ("cka_matrix_debiased", True)):
+        seconds, matrix = best_seconds(lambda d=debiased: linear_cka_matrix(reps_, debiased=d), reps)
+        loop_seconds, loop = best_seconds(
+            lambda d=debiased: [
+                [linear_cka(a, b, debiased=d) if i <= j else None for j, b in enumerate(reps_)]
+                for i, a in enumerate(reps_)
+            ],
+            1,
+        )
+        upper = [(i, j) for i in range(case["layers"]) for j in range(i, case["layers"])]
+        rows[name] = {
+            "seconds": seconds,
+            "products": pairs,
+            "ratio_to_its_products": seconds / (pairs * gemm),
+            "pairs_one_by_one_seconds": loop_seconds,
+            "speedup_over_pairs": loop_seconds / seconds,
+            "max_abs_diff_from_pairs": max(abs(float(matrix[i, j]) - loop[i][j]) for i, j in upper),
+            "first_to_last": float(matrix[0, -1]),
+        }
+    return {**case, "dtype": "float32", **rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="JSON output")
@@ -133,12 +174,21 @@ def main() -> int:
             f"CKA {row['cka']['seconds']:.3f} s ({row['cka']['ratio_to_gemm']:.1f}x one product), spectrum "
             f"{row['spectrum_sizes']['seconds']:.3f} s ({row['spectrum_sizes']['ratio_to_gemm']:.1f}x){agree}"
         )
+    layers = layers_result(TINY_LAYERS_CASE if args.tiny else LAYERS_CASE, reps=1 if args.tiny else 2)
+    for name in ("cka_matrix", "cka_matrix_debiased"):
+        row = layers[name]
+        print(
+            f"{layers['name']:<28} {name}: {row['seconds']:.2f} s for {layers['pairs']} pairs "
+            f"({row['ratio_to_its_products']:.1f}x their products' GEMM time; pairs one by one "
+            f"{row['pairs_one_by_one_seconds']:.2f} s, |diff| {row['max_abs_diff_from_pairs']:.1e})"
+        )
     with atomic_file(args.out) as tmp:
         record = {
             "provenance": run_provenance(),
             "torch": torch.__version__,
             "threads": torch.get_num_threads(),
             "results": results,
+            "layers": layers,
         }
         tmp.write_text(json.dumps(record, indent=2) + "\n")
     print(f"wrote {args.out}")
