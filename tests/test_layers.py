@@ -773,3 +773,36 @@ def test_models_are_compared_at_the_largest_number_of_types_every_one_reaches(tm
     )
     assert [p.name for p in types_figure(curve, tmp_path)] == ["layers_types.png", "layers_types.pdf"]
     assert [p.name for p in cka_figure(cka, tmp_path)] == ["layers_cka.png", "layers_cka.pdf"]
+
+
+def test_two_models_are_compared_layer_by_layer_on_the_same_words(tiny_bert, tiny_gpt2, tmp_path):
+    """cross_model_cka: a word is one row in both models (the mean of its pieces), whatever the tokenisers and the
+    batches; a model against itself gives 1 on the diagonal; every layer pair is there, with and without first words."""
+    from isoflow.layers.cross import CROSS_COLUMNS, cross_model_cka, word_states, words_sample
+    from isoflow.metrics import linear_cka
+
+    bert, gpt2 = (load_encoder(resolve_model(str(m), cache=tmp_path), device="cpu") for m in (tiny_bert, tiny_gpt2))
+    rng = np.random.default_rng(0)
+    vocabulary = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it"]
+    corpus = [list(rng.choice(vocabulary, size=rng.integers(1, 9))) for _ in range(60)]
+    sentences = words_sample(corpus, 150, seed=0)
+    assert 150 <= sum(map(len, sentences)) < 150 + 9 and words_sample(corpus, 150, seed=0) == sentences
+    keys, states = word_states(gpt2, sentences, batch_size=7)
+    assert sorted(keys) == [(i, w) for i, s in enumerate(sentences) for w in range(len(s))]  # every word, once
+    one_by_one = [word_states(gpt2, [s], batch_size=1)[1] for s in sentences]
+    for layer, points in enumerate(states):
+        expected = np.concatenate([parts[layer] for parts in one_by_one])
+        assert np.allclose(points[[keys[k] for k in sorted(keys)]], expected, atol=1e-5)
+
+    rows = pd.DataFrame(cross_model_cka(bert, gpt2, sentences, batch_size=5), columns=list(CROSS_COLUMNS))
+    assert len(rows) == 2 * bert.n_states * gpt2.n_states and set(rows["subset"]) == {"all", "no first word"}
+    assert (rows[rows.subset == "all"]["n_words"] == len(keys)).all()
+    cell = rows[(rows.subset == "all") & (rows.layer_a == 1) & (rows.layer_b == 2)].iloc[0]
+    bert_keys, bert_states = word_states(bert, sentences)
+    order = sorted(keys)
+    x = bert_states[1][[bert_keys[k] for k in order]]
+    y = states[2][[keys[k] for k in order]]
+    assert cell["cka"] == pytest.approx(linear_cka(x, y), abs=1e-6)
+    itself = pd.DataFrame(cross_model_cka(gpt2, gpt2, sentences), columns=list(CROSS_COLUMNS))
+    diagonal = itself[(itself.subset == "all") & (itself.layer_a == itself.layer_b)]
+    assert np.allclose(diagonal["cka"], 1.0, atol=1e-6)
