@@ -425,6 +425,7 @@ def assert_one_record_schema(record: dict, section: str) -> None:
         "versions",
         "code",
         "threads",
+        "machine",
         "complete",
     }
     assert frame <= set(record) and frame == set(run_record(section, {}, {})), sorted(frame - set(record))

@@ -4,9 +4,9 @@
 Every section's run record (a run's ``<stem>.json``; the layer analysis' ``meta.json``; a pretrained model's
 ``pretrain.json``) has the same frame: ``section`` (the section it belongs to: where it lives is
 ``<results>/<section>/runs/``), ``settings``, what the run measured of itself, ``diverged`` / ``diverged_at`` /
-``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``) and ``"complete":
-true``, written last. An optimisation run is two files with one stem: ``<stem>.parquet`` (one row per recorded state)
-and ``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
+``diverged_unit`` (``step`` or ``epoch``), the provenance (``versions``, ``code``, ``threads``, ``machine``: the
+CPU) and ``"complete": true``, written last. An optimisation run is two files with one stem: ``<stem>.parquet``
+(one row per recorded state) and ``<stem>.json``. :func:`load_runs` reads the runs it is given and nothing
 else (the workflow passes the runs its rule declares); :func:`discover` lists the complete runs under a results
 directory, for interactive use.
 
@@ -53,9 +53,27 @@ INFO_FIELDS = (
 LEGACY_DIVERGED_AT = {"diverged_at_step": "step", "diverged_at_epoch": "epoch"}
 
 
+def machine() -> dict:
+    """The CPU a run ran on: its model name (Linux's /proc/cpuinfo; the platform's word elsewhere), the instruction set
+    torch's CPU kernels use and the cores. Float results depend on it as on the thread count (the kernels' blocking
+    and vector width set the order of their sums): two runs that must agree bit for bit ran on the same kind."""
+    import os
+    import platform
+
+    import torch
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"cpu": model, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cores": os.cpu_count()}
+
+
 def run_provenance() -> dict:
     """What every run's record says about what made it: package versions, the code's git commit (and whether its
-    tree was dirty), and torch's thread count."""
+    tree was dirty), torch's thread count and the machine's CPU (:func:`machine`)."""
     import platform
 
     import numpy
@@ -74,6 +92,7 @@ def run_provenance() -> dict:
         },
         "code": code_version(),
         "threads": torch.get_num_threads(),
+        "machine": machine(),
     }
 
 
