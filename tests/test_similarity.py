@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from isoflow.metrics import linear_cka, linear_cka_matrix
+from isoflow.metrics import linear_cka, linear_cka_matrices, linear_cka_matrix
 
 
 def gram_cka(X: np.ndarray, Y: np.ndarray, debiased: bool = False) -> float:
@@ -96,3 +96,25 @@ def test_the_cka_matrix_of_layers_is_every_pair_computed_independently(n, debias
         linear_cka_matrix([first, np.ones((n, 3))])
     with pytest.raises(ValueError, match="same points"):
         linear_cka_matrix([first, first[:-1]])
+
+
+@pytest.mark.parametrize("n", [150, 9])  # the d × d products, and the n × n Gram matrices
+def test_two_models_layers_against_each_other_and_both_estimators_at_once(n):
+    """linear_cka_matrix(left, others=right): entry (i, j) is the Gram-matrix CKA of left[i] and right[j] (two models'
+    layers on the same points); linear_cka_matrices gives the biased and debiased matrices of the same pairs, as two
+    calls would; an all-equal representation on the right is refused by its index there."""
+    rng = np.random.default_rng(4)
+    base = rng.normal(size=(n, 10)) * np.logspace(0, -1, 10) + 1.5
+    left = [base, np.tanh(base @ rng.normal(size=(10, 6)))]
+    right = [np.tanh(base @ rng.normal(size=(10, w))) + 0.3 * rng.normal(size=(n, w)) for w in (5, 14, 10)]
+    for debiased in (False, True):
+        got = linear_cka_matrix(left, others=right, debiased=debiased).numpy()
+        expected = np.array([[gram_cka(a, b, debiased) for b in right] for a in left])
+        assert got.shape == (2, 3) and got == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    biased, debiased = linear_cka_matrices(left + right)
+    assert torch.equal(biased, linear_cka_matrix(left + right))
+    assert torch.allclose(debiased, linear_cka_matrix(left + right, debiased=True), rtol=1e-12, atol=0)
+    with pytest.raises(ValueError, match=r"all equal \(others\[1\]\)"):
+        linear_cka_matrix(left, others=[right[0], np.ones((n, 3))])
+    with pytest.raises(ValueError, match="at least one representation on each side"):
+        linear_cka_matrix(left, others=[])

@@ -50,7 +50,7 @@ def cross_model_cka(a: Encoder, b: Encoder, sentences: list[list[str]], batch_si
     """Linear CKA (biased and debiased) between every layer of ``a`` and every layer of ``b`` on the words both read
     of ``sentences``, and on those past each sentence's first word (a causal LM's first position is an attention sink):
     rows of :data:`CROSS_COLUMNS`."""
-    from ..metrics import linear_cka
+    from ..metrics import linear_cka_matrices
 
     keys_a, states_a = word_states(a, sentences, batch_size)
     keys_b, states_b = word_states(b, sentences, batch_size)
@@ -63,16 +63,17 @@ def cross_model_cka(a: Encoder, b: Encoder, sentences: list[list[str]], batch_si
         ib = np.array([keys_b[k] for k in words])
         xs = [torch.from_numpy(s[ia]) for s in states_a]
         ys = [torch.from_numpy(s[ib]) for s in states_b]
-        for i, x in enumerate(xs):
-            for j, y in enumerate(ys):
+        biased, debiased = (m.numpy() for m in linear_cka_matrices(xs, others=ys))
+        for i in range(len(xs)):
+            for j in range(len(ys)):
                 rows.append(
                     {
                         "subset": subset,
                         "layer_a": i,
                         "layer_b": j,
                         "n_words": len(words),
-                        "cka": linear_cka(x, y),
-                        "cka_debiased": linear_cka(x, y, debiased=True),
+                        "cka": float(biased[i, j]),
+                        "cka_debiased": float(debiased[i, j]),
                     }
                 )
     return rows

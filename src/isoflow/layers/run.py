@@ -351,7 +351,7 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
     same kind of sample of the points past each sentence's first position (a pre-norm LM's first position carries
     most of the centred variance in the middle layers, so the two can differ): rows of :data:`CKA_COLUMNS`, both
     triangles and the diagonal. A layer whose sampled points are all equal has no CKA: its cells are NaN."""
-    from ..metrics import linear_cka_matrix
+    from ..metrics import linear_cka_matrices
 
     n = store.filled
     out = []
@@ -362,7 +362,7 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
         chosen = where if pick is None else where[pick]
         reps = [torch.from_numpy(store.rows(layer, chosen)).to(dev) for layer in range(store.n_layers)]
         try:
-            matrices = [linear_cka_matrix(reps), linear_cka_matrix(reps, debiased=True)]
+            matrices = linear_cka_matrices(reps)
         except ValueError as exc:  # all points equal in a layer
             logger.warning("layer-by-layer CKA (%s): %s; left empty", subset, exc)
             matrices = [torch.full((store.n_layers, store.n_layers), float("nan"))] * 2

@@ -33,7 +33,7 @@ from .silhouette import (
     silhouette_tensor,
     silhouettes,
 )
-from .similarity import linear_cka, linear_cka_matrix
+from .similarity import linear_cka, linear_cka_matrices, linear_cka_matrix
 from .spectrum import (
     alignment,
     alpha_req,
@@ -76,6 +76,7 @@ __all__ = [
     "isoscore_tensor",
     "kmeans",
     "linear_cka",
+    "linear_cka_matrices",
     "linear_cka_matrix",
     "knn_distances",
     "lid_from_distances",

@@ -86,26 +86,30 @@ def linear_cka(X: ArrayLike, Y: ArrayLike, debiased: bool = False) -> float:
     (0.016, 0.0)
     """
     x, y = _paired(X, Y)
-    return float(_cka_matrix([x, y], debiased)[0, 1])
+    return float(_cka_matrices([x], [y], (debiased,))[0][0, 0])
 
 
-def linear_cka_matrix(representations, debiased: bool = False) -> torch.Tensor:
+def linear_cka_matrix(representations, others=None, debiased: bool = False) -> torch.Tensor:
     """Linear CKA between every pair of L representations of the same n points (a model's layers: its block
-    structure), as an L × L float64 tensor, each representation centred once and each one's own HSIC computed once.
+    structure), as an L × L float64 tensor; or, given ``others`` (M more representations of the same points: another
+    model's layers), between each of the L and each of the M, as an L × M tensor. Each representation is centred once
+    and its own HSIC computed once.
 
     Entry (i, j) is :func:`linear_cka` of representations i and j: from their d × d cross product when the points
-    outnumber both's dimensions, else from the two n × n Gram matrices (each made once and kept: memory L·n², so pass
-    a subsample of the points when n is large). The diagonal is 1 and the matrix symmetric.
+    outnumber every representation's dimensions, else from the n × n Gram matrices (each made once and kept: memory
+    (L + M)·n², so pass a subsample of the points when n is large). Without ``others`` the diagonal is 1 and the matrix
+    symmetric.
 
     Parameters
     ----------
     representations : sequence of L (n_points, d_l) tensors or arrays, row i of each the same point (L ≥ 1).
+    others : optional sequence of M (n_points, d_m) tensors or arrays of the same points (M ≥ 1).
     debiased : the unbiased HSIC estimator (Song et al. 2012) instead of the biased one (needs n ≥ 4).
 
     Returns
     -------
     torch.Tensor
-        (L, L), float64, on the first representation's device.
+        (L, L) or (L, M), float64, on the first representation's device.
 
     References
     ----------
@@ -122,38 +126,66 @@ def linear_cka_matrix(representations, debiased: bool = False) -> torch.Tensor:
     tensor([[1.0000, 1.0000, 0.0140],
             [1.0000, 1.0000, 0.0140],
             [0.0140, 0.0140, 1.0000]], dtype=torch.float64)
+    >>> linear_cka_matrix(layers[:1], others=layers[1:]).round(decimals=3)
+    tensor([[1.0000, 0.0140]], dtype=torch.float64)
     """
+    left, right = _validated(representations, others)
+    return _cka_matrices(left, right, (debiased,))[0]
+
+
+def linear_cka_matrices(representations, others=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`linear_cka_matrix` biased and debiased at once: ``(biased, debiased)``, from one set of cross products
+    (they are the costly part, and both estimators are made of them)."""
+    left, right = _validated(representations, others)
+    biased, debiased = _cka_matrices(left, right, (False, True))
+    return biased, debiased
+
+
+def _validated(representations, others) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
     reps = list(representations)
-    if not reps:
-        raise ValueError("linear_cka_matrix needs at least one representation")
+    more = None if others is None else list(others)
+    if not reps or (more is not None and not more):
+        raise ValueError("linear_cka_matrix needs at least one representation on each side")
     first = as_points(reps[0], name="representations[0]")
-    return _cka_matrix([first] + [_paired(first, r)[1] for r in reps[1:]], debiased)
+    left = [first] + [_paired(first, r)[1] for r in reps[1:]]
+    return left, None if more is None else [_paired(first, r)[1] for r in more]
 
 
-def _cka_matrix(points: list[torch.Tensor], debiased: bool) -> torch.Tensor:
-    """CKA between every pair of validated representations of the same n points (module docstring): each centred
-    once and its own HSIC computed once; the d × d cross products when the points outnumber every representation's
-    dimensions, else each one's n × n Gram matrix, made once."""
-    n = points[0].shape[0]
-    if n < (4 if debiased else 2):
-        raise ValueError(f"linear CKA needs at least {4 if debiased else 2} points; got {n}")
-    xs = [_centred(x) for x in points]
+def _cka_matrices(left: list[torch.Tensor], right: list[torch.Tensor] | None, estimators: tuple[bool, ...]):
+    """CKA between validated representations of the same n points (module docstring), one matrix per estimator
+    (``True``: debiased): every pair of ``left`` when ``right`` is None, else each of ``left`` against each of
+    ``right``. Each representation is centred once and its own HSIC computed once; the d × d cross products when the
+    points outnumber every representation's dimensions, else each one's n × n Gram matrix, made once."""
+    n = left[0].shape[0]
+    need = 4 if any(estimators) else 2
+    if n < need:
+        raise ValueError(f"linear CKA needs at least {need} points; got {n}")
+    symmetric = right is None
+    xs = [_centred(x) for x in (left if symmetric else left + right)]
     grams = None if n > max(x.shape[1] for x in xs) else [_cross(x.T, x.T) for x in xs]
-    rows = [x.to(torch.float64).pow(2).sum(dim=1) for x in xs] if debiased else None
+    rows = [x.to(torch.float64).pow(2).sum(dim=1) for x in xs] if any(estimators) else None
 
-    def hsic(i: int, j: int) -> torch.Tensor:
-        h = (grams[i] * grams[j]).sum() if grams is not None else _cross(xs[j], xs[i]).pow(2).sum()
+    def products(i: int, j: int) -> torch.Tensor:  # ‖XⱼᵀXᵢ‖²_F: the biased HSIC, times (n − 1)²
+        return (grams[i] * grams[j]).sum() if grams is not None else _cross(xs[j], xs[i]).pow(2).sum()
+
+    def hsic(h: torch.Tensor, i: int, j: int, debiased: bool) -> torch.Tensor:
         return _debiased(h, rows[i], rows[j], n) if debiased else h
 
-    L = len(xs)
-    own = [hsic(i, i) for i in range(L)]
-    for i, h in enumerate(own):
+    own = [products(k, k) for k in range(len(xs))]
+    owns = [[hsic(h, k, k, d) for k, h in enumerate(own)] for d in estimators]
+    for k, h in enumerate(owns[0]):
         if not h > 0:
-            raise ValueError(
-                f"linear CKA is undefined for a representation whose points are all equal (representation {i})"
-            )
-    out = torch.eye(L, dtype=torch.float64, device=points[0].device)
-    for i in range(L):
-        for j in range(i + 1, L):
-            out[i, j] = out[j, i] = hsic(i, j) / torch.sqrt(own[i] * own[j])
-    return out
+            which = f"representation {k}" if k < len(left) else f"others[{k - len(left)}]"
+            raise ValueError(f"linear CKA is undefined for a representation whose points are all equal ({which})")
+    columns = range(len(left)) if symmetric else range(len(left), len(xs))
+    outs = [torch.empty(len(left), len(columns), dtype=torch.float64, device=left[0].device) for _ in estimators]
+    for i in range(len(left)):
+        for b, j in enumerate(columns):
+            if symmetric and j <= i:
+                for out in outs:
+                    out[i, b] = 1.0 if i == j else out[j, i]
+                continue
+            h = products(i, j)
+            for out, d, o in zip(outs, estimators, owns):
+                out[i, b] = hsic(h, i, j, d) / torch.sqrt(o[i] * o[j])
+    return outs
