@@ -20,7 +20,7 @@ from isoflow.datasets import WORD_TASKS
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.finetune.settings import report_outputs as finetune_report_outputs
 from isoflow.finetune.settings import weight_option
-from isoflow.layers import LAYER_FILES, LayerSettings
+from isoflow.layers import CROSS_FILES, LAYER_FILES, LayerSettings
 from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
@@ -140,23 +140,32 @@ def own_task_file(wildcards):
 
 
 def model_files(wildcards):
+    return files_of_model(wildcards.model)
+
+
+def files_of_model(model):
     """An own model folder's weight files (its config.json while the folder is not there yet), or a GGUF file."""
-    if wildcards.model in PRETRAINED:  # the pretraining job's output folder
-        return [pretrained_folder(wildcards.model)]
-    entry = MODEL_FOLDERS.get(wildcards.model)
+    if model in PRETRAINED:  # the pretraining job's output folder
+        return [pretrained_folder(model)]
+    entry = MODEL_FOLDERS.get(model)
     if not entry:
         return []
     return model_input_files(entry["path"])
 
 
 def model_option(wildcards):
-    """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path)."""
-    if wildcards.model in HUB_MODELS:
-        return f"--model {HUB_MODELS[wildcards.model]} --model-name {wildcards.model}"
-    entry = MODEL_FOLDERS.get(wildcards.model)
+    return option_of_model(wildcards.model)
+
+
+def option_of_model(model, flag="model"):
+    """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path);
+    ``flag``: the option's name (`--other`, `--other-name` for a command's second model)."""
+    if model in HUB_MODELS:
+        return f"--{flag} {HUB_MODELS[model]} --{flag}-name {model}"
+    entry = MODEL_FOLDERS.get(model)
     if not entry:
-        return f"--model {wildcards.model}"
-    return f"--model {shlex.quote(entry['path'])} --model-name {wildcards.model}"
+        return f"--{flag} {model}"
+    return f"--{flag} {shlex.quote(entry['path'])} --{flag}-name {model}"
 
 
 # What every job that loads a model is given: where raw files are cached and mirrored, and the model's option.

@@ -177,6 +177,10 @@ def check_own_names(config):
         "a sentence encoder, a built-in GGUF model or an own model folder",
     )
     check("layers.corpora", layers.get("corpora", []), [*CORPORA, *corpora], "a built-in corpus")
+    for pair in layers.get("cross", []):
+        if pair[0] == pair[1]:
+            refuse(f"layers.cross pairs {pair[0]!r} with itself; pair two different models of layers.models")
+        check("layers.cross", pair, layers.get("models", []), "a model of layers.models")
     excluded = ((config.get("pretrain") or {}).get("corpus") or {}).get("exclude_tasks", [])
     check("pretrain.corpus.exclude_tasks", excluded, [*sentence_tasks, *tasks], "a built-in sentence task")
 

@@ -43,9 +43,41 @@ rule layers_run:
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 
+rule layers_cross:
+    input:
+        lambda wildcards: files_of_model(wildcards.model_a),
+        lambda wildcards: files_of_model(wildcards.model_b),
+        corpus_files,
+    output:
+        kept(multiext(f"{layout.layers_cross_run(RESULTS, '{model_a}', '{model_b}', '{corpus}')}/", *CROSS_FILES)),
+    log:
+        layout.log_path("layers", layout.layers_cross_id("{model_a}", "{model_b}", "{corpus}")),
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=60,
+    params:
+        raw=RAW,
+        mirror=MIRROR,
+        model=lambda wildcards: option_of_model(wildcards.model_a),
+        other=lambda wildcards: option_of_model(wildcards.model_b, flag="other"),
+        corpus=corpus_option,
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+        device=DEVICE,
+        words=LAYERS.get("cross_words"),
+    shell:
+        "isoflow layers-cross {params.model} {params.other} --corpus {params.corpus} --corpus-name {wildcards.corpus} "
+        "--words {params.words} --device {params.device} --out {params.out} "
+        "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
+
+
 rule layers_report:
     input:
         layer_run_files(),
+        cross_run_files(),
     output:
         tables=kept(reported(LAYERS_TABLES, "layers")),
         figures=kept(reported(LAYERS_FIGURES, "layers")),

@@ -625,6 +625,12 @@ def test_workflow_layers_section_plans(tmp_path, plan_checkout):
         check=False,
     )
     assert bad.returncode != 0 and "'penn'" in bad.stdout + bad.stderr
+    cross = "layers={'models': ['minilm', 'mpnet'], 'corpora': ['brown'], 'cross': [['minilm', 'gpt2']]}"
+    bad = sh(["snakemake", "-n", *where, "--config", cross], plan_checkout, check=False)
+    assert bad.returncode != 0 and "layers.cross names 'gpt2', which is neither a model of layers.models" in bad.stderr
+    good = cross.replace("'gpt2'", "'mpnet'")
+    out = sh(["snakemake", "-n", "layers", *where, "--config", good], plan_checkout).stdout
+    assert re.search(r"^layers_cross\s+1$", out, re.M) and "runs/cross/minilm/mpnet/brown/cross.json" in out
 
 
 def test_models_of_any_depth_share_a_panel_over_relative_depth():
@@ -806,3 +812,55 @@ def test_two_models_are_compared_layer_by_layer_on_the_same_words(tiny_bert, tin
     itself = pd.DataFrame(cross_model_cka(gpt2, gpt2, sentences), columns=list(CROSS_COLUMNS))
     diagonal = itself[(itself.subset == "all") & (itself.layer_a == itself.layer_b)]
     assert np.allclose(diagonal["cka"], 1.0, atol=1e-6)
+
+
+def test_layers_cross_writes_a_run_the_layers_report_tables_and_draws(tiny_bert, tiny_gpt2, tmp_path, capsys):
+    """`isoflow layers-cross`: every layer pair of two models on the same words, as one run folder (cross.parquet,
+    cross.json: the record) under results/layers/runs/cross/<a>/<b>/<corpus>; `isoflow layers-report` given it beside
+    a layer analysis writes the table layers_cross (the run's rows) and its figure; a static table or too few words
+    are refused in one line, nothing written."""
+    from isoflow.layers import CROSS_COLUMNS, REPORT_FIGURES, REPORT_TABLES
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(1)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=rng.integers(2, 9))) for _ in range(40)) + "\n")
+    common = ["--corpus", str(corpus), "--data-dir", str(tmp_path), "--results", str(tmp_path / "r"), "--device", "cpu"]
+    argv = ["layers-cross", "--model", str(tiny_bert), "--model-name", "bert", "--other", str(tiny_gpt2)]
+    assert main([*argv, "--other-name", "gpt", "--words", "100", *common]) == 0, capsys.readouterr().err
+    run = tmp_path / "r/layers/runs/cross/bert/gpt/notes"
+    assert sorted(p.name for p in run.iterdir() if not p.name.startswith(".")) == ["cross.json", "cross.parquet"]
+    record = json.loads((run / "cross.json").read_text())
+    assert record["section"] == "layers" and record["layers"] == [3, 3] and record["settings"]["n_words"] == 100
+    assert 100 <= record["words_sampled"] < 109 and record["complete"] and "code" in record and "threads" in record
+    rows = pd.read_parquet(run / "cross.parquet")
+    assert list(rows.columns) == ["model_a", "model_b", "corpus", *CROSS_COLUMNS] and len(rows) == 2 * 3 * 3
+    assert (rows[rows.subset == "all"]["n_words"] == record["words_sampled"]).all()
+    assert rows["cka"].between(0, 1 + 1e-9).all()
+
+    analysis = run_layers(
+        str(tiny_gpt2),
+        str(corpus),
+        settings=LayerSettings(max_tokens=200, k_lid=5, k_max=3, kmeans_samples=1, kmeans_starts=1),
+        corpus_name="notes",
+        model_name="gpt",
+        data_dir=tmp_path,
+        results=tmp_path / "r",
+        device="cpu",
+        progress=False,
+    )
+    out = ["--tables", str(tmp_path / "tables"), "--figures", str(tmp_path / "figures")]
+    assert main(["layers-report", str(analysis), str(run), *out]) == 0, capsys.readouterr().err
+    assert {f.stem for f in (tmp_path / "tables").glob("*.csv")} == set(REPORT_TABLES)
+    assert {f.stem for f in (tmp_path / "figures").glob("*.png")} == set(REPORT_FIGURES)
+    table = pd.read_csv(tmp_path / "tables/layers_cross.csv")
+    assert len(table) == len(rows) and table["cka_debiased"].to_numpy() == pytest.approx(
+        rows.sort_values(["subset", "layer_a", "layer_b"])["cka_debiased"].to_numpy(), abs=1e-4
+    )
+    capsys.readouterr()
+    assert main(["layers-cross", "--model", "glove-50d", "--other", str(tiny_gpt2), *common, "--out", "x"]) == 2
+    assert "glove-50d is a static table" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main([*argv, "--words", "3", *common, "--out", str(tmp_path / "x")])
+    assert refused.value.code == 2 and "--words: must be at least 4" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()

@@ -51,7 +51,7 @@ IN_SCHEMA = [
             "gradient_batches",
         },
     ),
-    (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora"}),
+    (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora", "cross", "cross_words"}),
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),
     (
         OptimizeSettings,

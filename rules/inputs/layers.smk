@@ -17,9 +17,18 @@ LAYERS_FIGURES = figures_of("layers", LAYERS_REPORT_FIGURES)
 LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 
 
+def cross_runs():
+    """The record of every comparison of two models' layers (layers.cross × corpus)."""
+    return [f"{folder}/cross.json" for folder in layout.layers_cross_runs(LAYERS, RESULTS)]
+
+
+def cross_run_files():
+    return [p.replace("cross.json", name) for p in cross_runs() for name in CROSS_FILES]
+
+
 def layers_files():
     return LAYERS_REPORT if layer_runs() else []
 
 
 def runs_of_layers():
-    return layer_runs()
+    return layer_runs() + cross_runs()

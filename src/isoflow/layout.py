@@ -14,6 +14,7 @@ finetune  ``runs/<task>/<model>/lr-selection/chosen.json``      the choice every
 finetune  ``runs/<task>/bag-of-words.json``                     the task's bag-of-words baseline
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
 layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
+layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
 stability ``runs/``                                             ``runs.parquet``, ``meta.json``
 pretrain  ``runs/``                                             the models' records (the report copies them)
 ========= ===================================================== ============================================
@@ -53,6 +54,8 @@ WILDCARDS = {
     "lr": r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
     "reg": r"istar|cosreg",
     "corpus": r"[a-z0-9-]+",
+    "model_a": r"[a-z0-9-]+",  # the two models whose layers are compared (layers.cross)
+    "model_b": r"[a-z0-9-]+",
     "pretrained": r"[a-z0-9-]+",
 }
 
@@ -269,6 +272,20 @@ def layers_id(model: str, corpus: str) -> str:
 def layers_run(results, model: str, corpus: str) -> str:
     """The folder of one model × corpus analysis."""
     return run_path(results, "layers", layers_id(model, corpus))
+
+
+def layers_cross_id(model_a: str, model_b: str, corpus: str) -> str:
+    return f"cross/{model_a}/{model_b}/{corpus}"
+
+
+def layers_cross_run(results, model_a: str, model_b: str, corpus: str) -> str:
+    """The folder of one comparison of two models' layers on the same words of a corpus."""
+    return run_path(results, "layers", layers_cross_id(model_a, model_b, corpus))
+
+
+def layers_cross_runs(layers: dict, results) -> list[str]:
+    """Every comparison a config's layers section asks for (folders): each pair of ``layers.cross`` × corpus."""
+    return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
 
 
 def layers_runs(layers: dict, results) -> list[str]:

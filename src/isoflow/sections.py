@@ -124,7 +124,9 @@ def _redraw_istar(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
-    return [["layers-report", *sorted(str(p.parent) for p in (folder / RUNS).glob("*/*/meta.json")), *_outputs(folder)]]
+    runs = [p.parent for p in (folder / RUNS).glob("*/*/meta.json")]
+    runs += [p.parent for p in (folder / RUNS).glob("cross/*/*/*/cross.json")]  # two models' layers compared
+    return [["layers-report", *sorted(map(str, runs)), *_outputs(folder)]]
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
@@ -197,15 +199,16 @@ SECTIONS: dict[str, Section] = {
         Section(
             "layers",
             "Clusters and manifolds across layers (Cai et al. 2021)",
-            ("layers",),
+            ("layers", "layers-cross"),
             ("layers-report",),
-            run_rules=("layers_run",),
+            run_rules=("layers_run", "layers_cross"),
             report_rules=("layers_report",),
             redraw=_redraw_layers,
             config_keys=("layers",),
             run_inputs=("{data}/pretrained",),
             summary=(
-                "Cai et al. (2021): S_inter, S_intra, clusters, cluster-centred isotropy, LID and TwoNN in every layer"
+                "Cai et al. (2021): S_inter, S_intra, clusters, cluster-centred isotropy, LID and TwoNN in every "
+                "layer; CKA within a model and between two"
             ),
             library=("isoflow.layers",),
             manual="layers.md",

@@ -16,15 +16,7 @@ def add_parser(sub) -> None:
 
     y = sub.add_parser("layers", help=HELP)
     options.model(y, extra="; encoders and decoder-only models such as GPT-2")
-    y.add_argument(
-        "--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)"
-    )
-    y.add_argument(
-        "--corpus-name",
-        default=None,
-        help="the corpus' name in the outputs (default: a built-in corpus' name, or the text file's stem); the "
-        "workflow passes the config's name",
-    )
+    options.corpus(y)
     y.add_argument(
         "--types",
         choices=("tokens", "words"),

@@ -80,6 +80,19 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
     )
 
 
+def corpus(p: argparse.ArgumentParser) -> None:
+    """--corpus (a built-in corpus or a text file) and --corpus-name."""
+    p.add_argument(
+        "--corpus", required=True, help="brown, wikitext-2, or a plain UTF-8 text file (one sentence per line)"
+    )
+    p.add_argument(
+        "--corpus-name",
+        default=None,
+        help="the corpus' name in the outputs (default: a built-in corpus' name, or the text file's stem); the "
+        "workflow passes the config's name",
+    )
+
+
 def say(quiet: bool):
     """A function writing one line of progress to stderr, or nothing under --quiet."""
     import sys

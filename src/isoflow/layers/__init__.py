@@ -5,7 +5,8 @@ cluster's mean, LID (Euclidean and cosine) and TwoNN.
 Modules: :mod:`.encoder` (hidden states of every layer, special tokens excluded), :mod:`.store` (layer-by-layer
 storage: memory or disk), :mod:`.settings` (what an analysis is), :mod:`.measure` (the metrics of one layer, with
 :mod:`.kmeans` for the K decision and its spread, :mod:`.pca` for the principal components, :mod:`.composition` for
-what clusters hold), :mod:`.run` (corpus in, files out), :mod:`.report` (tables and figures over runs).
+what clusters hold), :mod:`.run` (corpus in, files out), :mod:`.cross` (two models' layers compared on the same
+words), :mod:`.report` (tables and figures over runs).
 """
 
 from .settings import LayerSettings
@@ -27,6 +28,12 @@ LAYER_FILES = (
 # over (then doubling; isoflow.layers.measure.type_rungs): read by the report without loading torch.
 TYPES_COLUMNS = ("layer", "n_types", "s_inter", "s_inter_centred")
 CKA_COLUMNS = ("subset", "layer_a", "layer_b", "n_points", "cka", "cka_debiased")
+
+# The files of one comparison of two models' layers on the same words (isoflow.layers.cross), and its columns past
+# model_a, model_b and corpus.
+CROSS_FILES = ("cross.parquet", "cross.json")
+CROSS_COLUMNS = ("subset", "layer_a", "layer_b", "n_words", "cka", "cka_debiased")
+CROSS_WORDS = 5000  # the words two models are compared on by default: exact CKA takes seconds to minutes on a CPU
 TYPE_RUNGS_FROM = 125
 
 # What `isoflow layers-report` writes (isoflow.layers.report, isoflow.layers.figures), whatever the runs: the workflow
@@ -42,6 +49,7 @@ REPORT_TABLES = (
     "layers_types",
     "layers_matched",
     "layers_cka",
+    "layers_cross",
 )
 REPORT_FIGURES = (
     "layers_similarity",
@@ -54,6 +62,7 @@ REPORT_FIGURES = (
     "layers_outliers",
     "layers_types",
     "layers_cka",
+    "layers_cross",
 )
 
 __all__ = ["LAYER_FILES", "REPORT_FIGURES", "REPORT_TABLES", "LayerSettings", "layer_metrics", "run_layers"]

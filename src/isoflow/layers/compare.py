@@ -1,6 +1,7 @@
 """Comparisons on equal terms across a layer analysis' models: S_inter at a matched number of types, and each model's
-layer-by-layer CKA (its block structure), as tables and figures (what :func:`isoflow.layers.report.tables` and
-:func:`isoflow.layers.figures.figures` add from ``types.parquet`` and ``cka.parquet``).
+layer-by-layer CKA (its block structure), and CKA between two models' layers on the same words, as tables and figures
+(what :func:`isoflow.layers.report.tables` and :func:`isoflow.layers.figures.figures` add from ``types.parquet``,
+``cka.parquet`` and ``cross.parquet``).
 
 S_inter rises with the rarer types a sample takes in, and the models' tokenisers cut one corpus sample into 6.7k–15k
 types, so S_inter over each model's own types does not compare across models. The rule here: each model's S_inter
@@ -106,20 +107,53 @@ def cka_figure(cka: pd.DataFrame, out_dir: Path) -> list[Path]:
     """Per model (× corpus), debiased linear CKA between every pair of layers, on all sampled points and without the
     sentences' first positions; one colour scale, 0 to 1, for every panel (a debiased value below 0 takes 0's
     colour)."""
-    plt = pyplot()
     keys = sorted({(m, c) for m, c in zip(cka["model"], cka["corpus"])})
-    subsets = [s for s in ("all", "no first token") if s in set(cka["subset"])]
+    panels = [
+        (f"{m} ({c})", cka[(cka.model == m) & (cka.corpus == c)], "layer", "layer", "n_points", "points")
+        for m, c in keys
+    ]
+    title = "Linear CKA between every pair of a model's layers (debiased; one colour scale, 0 to 1)"
+    return _heatmaps(panels, ("all", "no first token"), title, out_dir / "layers_cka")
+
+
+def cross_figure(cross: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """Per pair of models (× corpus), debiased linear CKA between every layer of one and every layer of the other on
+    the same words, on all of them and without each sentence's first word; one colour scale, 0 to 1."""
+    keys = sorted({k for k in zip(cross["model_a"], cross["model_b"], cross["corpus"])})
+    panels = [
+        (
+            f"{a} × {b} ({c})",
+            cross[(cross.model_a == a) & (cross.model_b == b) & (cross.corpus == c)],
+            f"{b}: layer",
+            f"{a}: layer",
+            "n_words",
+            "words",
+        )
+        for a, b, c in keys
+    ]
+    title = "Linear CKA between two models' layers on the same words (debiased; one colour scale, 0 to 1)"
+    return _heatmaps(panels, ("all", "no first word"), title, out_dir / "layers_cross")
+
+
+def _heatmaps(panels, subsets, title: str, path: Path) -> list[Path]:
+    """One row of heatmaps (layer_a up, layer_b across; debiased CKA) per panel ``(name, rows, x label, y label, count
+    column, count word)``, one column per subset present; one colour scale, 0 to 1, and one colour bar."""
+    from matplotlib.ticker import MaxNLocator
+
+    plt = pyplot()
+    present = set().union(*(set(rows["subset"]) for _, rows, *_ in panels)) if panels else set()
+    subsets = [s for s in subsets if s in present]
     fig, axes = plt.subplots(
-        len(keys),
+        len(panels),
         len(subsets),
-        figsize=(4.2 * len(subsets) + 0.8, 0.6 + 3.6 * len(keys)),
+        figsize=(4.2 * len(subsets) + 0.8, 0.6 + 3.6 * len(panels)),
         squeeze=False,
         constrained_layout=True,
     )
     image = None
-    for row, (model, corpus) in zip(axes, keys):
+    for row, (name, rows, xlabel, ylabel, count, word) in zip(axes, panels):
         for ax, subset in zip(row, subsets):
-            d = cka[(cka.model == model) & (cka.corpus == corpus) & (cka.subset == subset)]
+            d = rows[rows.subset == subset]
             if d.empty:
                 ax.axis("off")
                 continue
@@ -127,11 +161,13 @@ def cka_figure(cka: pd.DataFrame, out_dir: Path) -> list[Path]:
             image = ax.imshow(
                 grid.to_numpy(dtype=float), origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
             )
-            ax.set_title(f"{model} ({corpus}): {subset}, {int(d['n_points'].iloc[0])} points", fontsize=8)
-            ax.set_xlabel("layer", fontsize=7)
-            ax.set_ylabel("layer", fontsize=7)
+            ax.set_title(f"{name}: {subset}, {int(d[count].iloc[0])} {word}", fontsize=8)
+            ax.set_xlabel(xlabel, fontsize=7)
+            ax.set_ylabel(ylabel, fontsize=7)
             ax.tick_params(labelsize=6)
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # layers are whole numbers
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     if image is not None:
         fig.colorbar(image, ax=axes, label="linear CKA (debiased)", shrink=0.8)
-    suptitle(fig, "Linear CKA between every pair of a model's layers (debiased; one colour scale, 0 to 1)")
-    return save(fig, out_dir / "layers_cka")
+    suptitle(fig, title)
+    return save(fig, path)

@@ -7,17 +7,25 @@ each model's state of a word is the mean of its pieces' states (the layer analys
 sentence (a word a model's length limit cut off is left out of both). The sentences are the corpus' in the seeded
 order until ``n_words`` words (:func:`words_sample`): the same for every model, unlike a layer analysis' sample, which
 stops at a number of a model's own tokens.
+
+:func:`run_cross` is one pair of models on one corpus, corpus to files (``cross.parquet``, ``cross.json``: the record),
+written together (an interrupted run leaves nothing); ``isoflow layers-cross`` and the workflow's ``layers_cross`` rule
+call it, and ``isoflow layers-report`` tables and draws what it wrote beside the layer analyses.
 """
 
 from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from .. import corpora
-from .encoder import Encoder, batches
-
-CROSS_COLUMNS = ("subset", "layer_a", "layer_b", "n_words", "cka", "cka_debiased")
+from ..layout import layers_cross_run
+from . import CROSS_COLUMNS, CROSS_FILES, CROSS_WORDS
+from .encoder import Encoder, batches, load_encoder
 
 
 def words_sample(sentences, n_words: int, seed: int) -> list[list[str]]:
@@ -77,3 +85,74 @@ def cross_model_cka(a: Encoder, b: Encoder, sentences: list[list[str]], batch_si
                     }
                 )
     return rows
+
+
+def run_cross(
+    model_a: str,
+    model_b: str,
+    corpus: str,
+    *,
+    n_words: int = CROSS_WORDS,
+    seed: int = 0,
+    out: str | os.PathLike | None = None,
+    results: str | os.PathLike = "results",
+    data_dir: str | os.PathLike = "data",
+    raw_dir: str | os.PathLike | None = None,
+    mirror=None,
+    device: str = "auto",
+    batch_size: int = 32,
+    force: bool = False,
+    model_names: tuple[str | None, str | None] = (None, None),
+    corpus_name: str | None = None,
+) -> Path:
+    """Linear CKA between every layer of ``model_a`` and every layer of ``model_b`` on the same ``n_words`` words of
+    ``corpus`` (:func:`cross_model_cka`); returns the output directory (default
+    ``results/layers/runs/cross/<a>/<b>/<corpus>``)."""
+    import pandas as pd
+
+    from ..atomic import check_replaceable
+    from ..records import run_record, write_run_folder
+    from ..run_inputs import run_inputs
+
+    if isinstance(n_words, bool) or not isinstance(n_words, int) or n_words < 4:
+        raise ValueError(f"n_words must be an integer of at least 4 (the debiased CKA's points); got {n_words!r}")
+    inputs = [
+        run_inputs(device=device, model=m, model_name=n, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+        for m, n in zip((model_a, model_b), model_names)
+    ]
+    for i in inputs:
+        if i.model.kind == "static":
+            raise ValueError(f"{i.model.name} is a static table: CKA across layers needs two contextual models")
+    names = [i.model.name for i in inputs]
+    corpus_label = corpus_name or corpora.corpus_name(corpus)
+    out = Path(out or layers_cross_run(results, names[0], names[1], corpus_label))
+    check_replaceable(out, expected=CROSS_FILES, force=force)
+    t0 = time.perf_counter()
+    sentences = words_sample(corpora.load(corpus, inputs[0].cache, mirror), n_words, seed)
+    encoders = [load_encoder(i.model, i.device) for i in inputs]
+    with torch.inference_mode():
+        rows = cross_model_cka(*encoders, sentences, batch_size=batch_size)
+    table = pd.DataFrame(rows, columns=list(CROSS_COLUMNS))
+    for column, value in (("corpus", corpus_label), ("model_b", names[1]), ("model_a", names[0])):
+        table.insert(0, column, value)
+    measured = {
+        "model_a": names[0],
+        "model_b": names[1],
+        "corpus": corpus_label,
+        "n_sentences": len(sentences),
+        "words_sampled": sum(map(len, sentences)),
+        "layers": [e.n_states for e in encoders],
+        "device": str(inputs[0].device),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    record = run_record("layers", {"n_words": n_words, "seed": seed, "batch_size": batch_size}, measured)
+    write_run_folder(
+        out,
+        "cross.json",
+        record,
+        lambda tmp: table.to_parquet(tmp / "cross.parquet", index=False),
+        expected=CROSS_FILES,
+        force=force,
+        kind="cross-model CKA",
+    )
+    return out

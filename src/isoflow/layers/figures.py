@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting.figures import legend_below, model_colour, plain_log_axis, pyplot, save, suptitle
-from .compare import cka_figure, types_figure
+from .compare import cka_figure, cross_figure, types_figure
 from .pca import PCS, ROLL_LARGEST
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
@@ -119,6 +119,12 @@ def figures(
     curve, cka = extra.get("types", pd.DataFrame()), extra.get("cka", pd.DataFrame())
     written += types_figure(curve, out_dir) if len(curve) else _empty(out_dir, "layers_types", NO_RUNS)
     written += cka_figure(cka, out_dir) if len(cka) else _empty(out_dir, "layers_cka", NO_RUNS)
+    cross = extra.get("cross", pd.DataFrame())
+    written += (
+        cross_figure(cross, out_dir)
+        if len(cross)
+        else _empty(out_dir, "layers_cross", "no comparison of two models' layers among the runs given")
+    )
     return written
 
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import write_table
-from . import CKA_COLUMNS, TYPE_RUNGS_FROM, TYPES_COLUMNS
+from . import CKA_COLUMNS, CROSS_COLUMNS, TYPE_RUNGS_FROM, TYPES_COLUMNS
 from .compare import matched_table
 from .pca import PCS
 
@@ -41,9 +41,13 @@ CAI_TABLE3 = {
 def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFrame, dict[str, pd.DataFrame]]:
     """(per-layer table, PCA view points, meta by "model/corpus", what each layer's clusters hold, and the K-means
     silhouettes ``kmeans``, per-dimension profiles ``dims``, S_inter curves ``types`` and layer-by-layer CKA ``cka``
-    where the runs have them) of the given directories."""
-    tables, views, metas, clusters, kmeans, dims, types, cka = [], [], {}, [], [], [], [], []
+    where the runs have them, and CKA between two models' layers ``cross``) of the given directories: layer analyses
+    and comparisons of two models (:func:`isoflow.layers.cross.run_cross`, a folder with ``cross.json``)."""
+    tables, views, metas, clusters, kmeans, dims, types, cka, cross = [], [], {}, [], [], [], [], [], []
     for d in map(Path, dirs):
+        if (d / "cross.json").is_file() and (d / "cross.parquet").is_file():
+            cross.append(pd.read_parquet(d / "cross.parquet"))
+            continue
         files = [d / f for f in ("layers.parquet", "pca.parquet", "meta.json")]
         missing = [str(f) for f in files if not f.is_file()]
         if missing:
@@ -77,6 +81,7 @@ def load(dirs) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, dict], pd.DataFram
         "dims": pd.concat(dims, ignore_index=True) if dims else pd.DataFrame(),
         "types": _concat(types, ["model", "corpus", *TYPES_COLUMNS]),
         "cka": _concat(cka, ["model", "corpus", *CKA_COLUMNS]),
+        "cross": _concat(cross, ["model_a", "model_b", "corpus", *CROSS_COLUMNS]),
     }
     return pd.concat(tables, ignore_index=True), pd.concat(views, ignore_index=True), metas, composition, extra
 
@@ -241,6 +246,7 @@ def tables(
     extra = extra or {}
     curve = extra.get("types", pd.DataFrame(columns=["model", "corpus", *TYPES_COLUMNS]))
     cka = extra.get("cka", pd.DataFrame(columns=["model", "corpus", *CKA_COLUMNS]))
+    cross = extra.get("cross", pd.DataFrame(columns=["model_a", "model_b", "corpus", *CROSS_COLUMNS]))
     cols = [c for c in layers.columns if c != "static"]
     written = write_table(
         layers[cols],
@@ -353,6 +359,16 @@ def tables(
             "Linear CKA (Kornblith et al. 2019), biased and debiased (Song et al. 2012's unbiased HSIC), between every "
             "pair of a model's layers, on one seeded sample of n_points points (the same in every layer), and on such "
             "a sample of the points past each sentence's first position (subset)."
+        ),
+        floatfmt="%.4f",
+    )
+    written += write_table(
+        cross.sort_values(["model_a", "model_b", "corpus", "subset", "layer_a", "layer_b"], ignore_index=True),
+        out_dir / "layers_cross",
+        caption=(
+            "Linear CKA, biased and debiased, between every layer of model_a and every layer of model_b on the same "
+            "n_words words (whole sentences in a seeded order; a word's state in a model is the mean of its pieces' "
+            "states), and on the words past each sentence's first (subset; isoflow.layers.cross)."
         ),
         floatfmt="%.4f",
     )

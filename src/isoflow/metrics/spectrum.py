@@ -38,8 +38,8 @@ UNIFORMITY_BLOCK = 1024  # rows per block of the pairwise sums: at most 1,024² 
 
 
 def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
-    """The eigenvalues of XᵀX (``centred``: of Xcᵀ·Xc), descending, float64, at least 0, up to a common power-of-two
-    factor (every measure here is scale-free)."""
+    """The eigenvalues of XᵀX (``centred``: of Xcᵀ·Xc), descending, float64, at least 0 (those within rounding of 0 are
+    0), up to a common power-of-two factor (every measure here is scale-free)."""
     x = as_points(X)
     if centred:
         xc, _ = _centred_rescaled(x)
@@ -47,7 +47,12 @@ def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
         x = x if x.dtype == torch.float32 else x.to(torch.float64)
         xc = x * power_of_two_factor(x)
     G = _gram_or_scatter(xc).to(xc.device)
-    return torch.linalg.eigvalsh(G).flip(0).clamp(min=0.0)
+    ev = torch.linalg.eigvalsh(G).flip(0)
+    # Within the eigensolver's rounding of 0 (LAPACK's rank tolerance, max(n, d)·eps·λ_max) is 0: a direction the
+    # points lack (a centred cloud's last one) otherwise comes back as a singular value of about √eps·σ_max, which
+    # moves the effective rank by ~1e-8 relative, differently on each CPU's kernels.
+    tol = max(x.shape) * torch.finfo(G.dtype).eps * ev[0].clamp(min=0.0)
+    return torch.where(ev > tol, ev, torch.zeros_like(ev))
 
 
 def participation_ratio(X: ArrayLike) -> float:
@@ -81,7 +86,8 @@ def participation_ratio(X: ArrayLike) -> float:
 def effective_rank(X: ArrayLike, *, centred: bool = False) -> float:
     r"""Effective rank (Roy & Vetterli 2007; RankMe, Garrido et al. 2023): :math:`\exp(-\sum_k p_k\log p_k)`,
     :math:`p_k = \sigma_k/\sum_j\sigma_j` over the singular values of X (the entropy's exponential; 0·log 0 = 0).
-    RankMe adds 1e-7 to each :math:`p_k`; this is the exact value.
+    RankMe adds 1e-7 to each :math:`p_k`; this is the exact value. A singular value within the eigensolver's rounding
+    of 0 (:math:`\sigma_k^2 \le \max(n, d)\,\epsilon\,\sigma_1^2`, float64's ε) counts as 0.
 
     Parameters
     ----------
