@@ -92,13 +92,28 @@ rule finetune_baseline:
     conda:
         "../envs/isoflow.yaml"
     params:
-        task_dir=lambda wildcards, input: os.path.dirname(input.task),
-        raw=RAW,
-        mirror=MIRROR,
-        settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+        **BASELINE_PARAMS,
+        every="",
     shell:
-        "isoflow finetune-baseline --task {wildcards.task} {params.settings} --task-dir {params.task_dir} "
-        "--out {output.record} --raw-dir {params.raw} {params.mirror} > {log} 2>&1"
+        BASELINE_COMMAND
+
+
+# The same on every training example, where the runs train on a subset (finetune.max_train): what the task's text
+# gives a bag of words, beside what the runs' subset gives it.
+rule finetune_baseline_all_training:
+    input:
+        task=f"{DATA}/tasks/{{task}}/meta.json",
+    output:
+        record=kept(FINETUNE_BASELINE_ALL),
+    log:
+        layout.log_path("finetune", layout.finetune_baseline_id("{task}", every=True)),
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        **BASELINE_PARAMS,
+        every="--max-train 0",
+    shell:
+        BASELINE_COMMAND
 
 
 # The penalty's pull against the task's at the pretrained model (finetune.gradient_batches > 0): once per task x model.

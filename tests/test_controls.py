@@ -48,7 +48,8 @@ def _run(folder, lam, seed, correct_by_epoch, validation=None):
         rows.append(row)
     pd.DataFrame(rows).to_parquet(stem.with_suffix(".parquet"))
     settings = {"task": "toy", "model": "m", "reg": "istar", "istar_lambda": lam, "cosreg_weight": 0.0, "seed": seed}
-    stem.with_suffix(".json").write_text(json.dumps({"settings": settings, "heldout_labels": LABELS.tolist()}))
+    record = {"settings": settings, "heldout_labels": LABELS.tolist(), "n_train": 60}
+    stem.with_suffix(".json").write_text(json.dumps(record))
     return stem.with_suffix(".json")
 
 
@@ -76,7 +77,9 @@ def test_the_controls_table(tmp_path):
             }
         )
     )
-    table = controls_table(records, [baseline]).set_index("weight")
+    every = tmp_path / "bag-of-words-all-training.json"  # the same on all the training examples
+    every.write_text(baseline.read_text().replace('"metric": 0.7', '"metric": 0.8').replace("{", '{"n_train": 900, ', 1))
+    table = controls_table(records, [every, baseline]).set_index("weight")
     assert table.loc[0.0, "epochs"] == "1 2" and table.loc[1.0, "epochs"] == "0 2"
     assert table.loc[1.0, "selection"] == SELECTED_BY_VALIDATION and table.loc[-1.0, "selection"] == SELECTED_LAST
     assert table.loc[0.0, "metric"] == pytest.approx(np.mean([right[0][1].mean(), right[1][2].mean()]))
@@ -98,9 +101,13 @@ def test_the_controls_table(tmp_path):
         )
         assert table.loc[1.0, f"detectable_{when}"] == pytest.approx(detectable_effect(np.std(d, ddof=1), 2))
     assert np.isnan(table.loc[-1.0, "diff_selected_low"])  # one seed: no interval
-    assert list(table.columns[10:12]) == ["diff_selected", "diff_selected_low"]  # the comparison the table leads with
-    row = table[table["model"] == "bag-of-words"].iloc[0]
-    assert row["metric"] == 0.7 and row["selection"] == "C = 3 by validation split" and np.isnan(row.name)
+    assert list(table.columns[11:13]) == ["diff_selected", "diff_selected_low"]  # the comparison the table leads with
+    assert list(table.columns[3:4]) == ["n_train"]  # every row says what it trained on
+    assert table.loc[1.0, "n_train"] == 60 and table.loc[-1.0, "n_train"] == 60
+    rows = table[table["model"] == "bag-of-words"]
+    assert list(rows["metric"]) == [0.8, 0.7] and rows["n_train"].isna().tolist() == [False, True]  # recorded or not
+    row = rows.iloc[1]
+    assert row["selection"] == "C = 3 by validation split" and np.isnan(row.name)
 
 
 def test_the_learning_rate_is_chosen_on_validation_only(tmp_path):

@@ -864,3 +864,16 @@ def test_layers_cross_writes_a_run_the_layers_report_tables_and_draws(tiny_bert,
         main([*argv, "--words", "3", *common, "--out", str(tmp_path / "x")])
     assert refused.value.code == 2 and "--words: must be at least 4" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_every_layers_report_output_has_its_html_report_caption():
+    """snakemake --report reads a caption for each declared output of layers_report: report/<table>_table.rst and
+    report/<figure>.rst (a missing one fails the HTML report, not the run)."""
+    from pathlib import Path
+
+    from isoflow.layers import REPORT_FIGURES, REPORT_TABLES
+
+    root = Path(__file__).resolve().parents[1] / "report"
+    wanted = [f"{t}_table.rst" for t in REPORT_TABLES] + [f"{f}.rst" for f in REPORT_FIGURES]
+    assert "layers_cross_table.rst" in wanted
+    assert [w for w in wanted if not (root / w).is_file()] == []

@@ -128,8 +128,10 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "optimize_run": 5,
                 "istar_run": 2,
                 "layers_run": 3,
+                "layers_cross": 1,
                 "finetune_run": 4,
                 "finetune_baseline": 1,
+                "finetune_baseline_all_training": 1,
                 "stability_run": 1,
                 "pretrain_model": 1,
             },
@@ -144,12 +146,16 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "layers_run": 7,
                 "finetune_run": 2 * 6 * 3,
                 "finetune_baseline": 2,
+                "finetune_baseline_all_training": 2,  # its runs train on 10,000 examples
                 "stability_run": 1,
                 "pretrain_model": 2,
             },
         ),
         ("config/supersense-ablation.yaml", {"prepare": 2, "encode": 6, "optimize_run": 12}),
-        ("config/finetune-longer.yaml", {"prepare": 1, "finetune_run": 2 * 3, "finetune_baseline": 1}),
+        (
+            "config/finetune-longer.yaml",
+            {"prepare": 1, "finetune_run": 2 * 3, "finetune_baseline": 1, "finetune_baseline_all_training": 1},
+        ),
     ],
 )
 def test_shipped_configs_plan(configfile, jobs, tmp_path):

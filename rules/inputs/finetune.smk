@@ -8,6 +8,7 @@ FINETUNE_LR_ID = layout.finetune_lr_id("{task}", "{model}", "{lr}", "{seed}")
 FINETUNE_LR_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_LR_ID)
 FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
 FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
+FINETUNE_BASELINE_ALL = layout.finetune_baseline(RESULTS, "{task}", every=True)
 FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
 
 
@@ -45,9 +46,24 @@ FINETUNE_PARAMS = dict(
 )
 
 
+# What both baseline rules (rules/finetune.smk) run: the sweep's settings, so that its splits are the runs' own.
+BASELINE_PARAMS = dict(
+    task_dir=lambda wildcards, input: os.path.dirname(input.task),
+    raw=RAW,
+    mirror=MIRROR,
+    settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+)
+BASELINE_COMMAND = (
+    "isoflow finetune-baseline --task {wildcards.task} {params.settings} --task-dir {params.task_dir} "
+    "--out {output.record} --raw-dir {params.raw} {params.mirror} {params.every} > {log} 2>&1"
+)
+
+
 def finetune_baselines():
-    """Each task's bag-of-words baseline on the runs' own splits."""
-    return [layout.finetune_baseline(RESULTS, t) for t in FINETUNE.get("tasks", [])]
+    """Each task's bag-of-words baseline on the runs' own splits; where the runs train on a subset
+    (finetune.max_train), also on every training example."""
+    every = (False, True) if FINETUNE.get("max_train") else (False,)
+    return [layout.finetune_baseline(RESULTS, t, e) for t in FINETUNE.get("tasks", []) for e in every]
 
 
 GRADIENT_BATCHES = FINETUNE.get("gradient_batches") or 0

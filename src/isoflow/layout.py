@@ -12,6 +12,7 @@ finetune  ``runs/<task>/<model>/<reg><w>/seed<S>``              ``.parquet``, ``
 finetune  ``runs/<task>/<model>/lr-selection/lr<r>/seed<S>``    a candidate learning rate's run (the same files)
 finetune  ``runs/<task>/<model>/lr-selection/chosen.json``      the choice every run of the sweep reads
 finetune  ``runs/<task>/bag-of-words.json``                     the task's bag-of-words baseline
+finetune  ``runs/<task>/bag-of-words-all-training.json``       the same on every training example
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
 layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
 layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
@@ -34,11 +35,13 @@ RUNS = "runs"  # a section's runs folder
 BENCHMARKS = "benchmarks"  # a section's job timings (Snakemake's benchmark files), one per run
 LOGS = "logs"  # the workflow's job logs, one per run
 GROUPED = "seeds"  # the stem of one job's log and timings when it runs every seed of a task × model
-BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline
+BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline, on the runs' training examples
+BASELINE_ALL = "bag-of-words-all-training"  # the same on every training example (the runs train on a subset)
 GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
 LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
 LR_CHOICE = "chosen"
-BASELINE_FILE, GRADIENTS_FILE = (f"{stem}.json" for stem in (BASELINE, GRADIENTS))
+BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE = (f"{stem}.json" for stem in (BASELINE, BASELINE_ALL, GRADIENTS))
+BASELINE_FILES = (BASELINE_FILE, BASELINE_ALL_FILE)
 STABILITY_FILES = ("runs.parquet", "meta.json")
 OPTIMISATION_SECTIONS = ("optimize", "istar")  # the sections whose runs are optimisation runs (one schema)
 
@@ -209,8 +212,8 @@ def finetune_lr_choice_id(task: str, model: str) -> str:
     return f"{task}/{model}/{LR_SELECTION}/{LR_CHOICE}"
 
 
-def finetune_baseline_id(task: str) -> str:
-    return f"{task}/{BASELINE}"
+def finetune_baseline_id(task: str, every: bool = False) -> str:
+    return f"{task}/{BASELINE_ALL if every else BASELINE}"
 
 
 def finetune_gradients_id(task: str, model: str) -> str:
@@ -231,8 +234,9 @@ def finetune_lr_choice(results, task: str, model: str) -> str:
     return run_path(results, "finetune", finetune_lr_choice_id(task, model)) + ".json"
 
 
-def finetune_baseline(results, task: str) -> str:
-    return run_path(results, "finetune", finetune_baseline_id(task)) + ".json"
+def finetune_baseline(results, task: str, every: bool = False) -> str:
+    """A task's bag-of-words baseline on the runs' training examples (``every``: on all the training examples)."""
+    return run_path(results, "finetune", finetune_baseline_id(task, every)) + ".json"
 
 
 def finetune_gradients(results, task: str, model: str) -> str:

@@ -130,11 +130,11 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .layout import BASELINE_FILE, GRADIENTS_FILE, LR_SELECTION
+    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION
 
     # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
     sweep = [p for p in (folder / RUNS).rglob("seed*.json") if LR_SELECTION not in p.parts]
-    runs = [*sweep, *(folder / RUNS).rglob(BASELINE_FILE)]
+    runs = [*sweep, *(p for name in BASELINE_FILES for p in (folder / RUNS).rglob(name))]
     runs += (folder / RUNS).rglob(GRADIENTS_FILE)
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
@@ -222,6 +222,7 @@ SECTIONS: dict[str, Section] = {
             run_rules=(
                 "finetune_run",
                 "finetune_baseline",
+                "finetune_baseline_all_training",
                 "finetune_lr_run",
                 "finetune_lr_choice",
                 "finetune_gradients",

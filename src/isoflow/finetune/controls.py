@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..layout import BASELINE_FILE, GRADIENTS_FILE
+from ..layout import BASELINE_FILES, GRADIENTS_FILE
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
 
 GRADIENTS_CAPTION = (
@@ -42,10 +42,12 @@ SELECTED_LAST = "last epoch (no validation split)"
 
 def split_inputs(paths) -> tuple[list[Path], list[Path], list[Path]]:
     """(run records, baseline records, gradient records) among the report's inputs: baselines are named
-    ``bag-of-words.json``, a task × model's gradients at its pretrained model ``gradients.json``."""
+    ``bag-of-words.json`` (or ``bag-of-words-all-training.json``), a task × model's gradients at its pretrained model
+    ``gradients.json``."""
     paths = [Path(p) for p in paths]
-    of = lambda name: [p for p in paths if p.name == name]  # noqa: E731
-    return [p for p in paths if p.name not in (BASELINE_FILE, GRADIENTS_FILE)], of(BASELINE_FILE), of(GRADIENTS_FILE)
+    of = lambda *names: [p for p in paths if p.name in names]  # noqa: E731
+    runs = [p for p in paths if p.name not in (*BASELINE_FILES, GRADIENTS_FILE)]
+    return runs, of(*BASELINE_FILES), of(GRADIENTS_FILE)
 
 
 def _selected(record: Path) -> dict:
@@ -76,6 +78,7 @@ def _selected(record: Path) -> dict:
         "metric": float(row["metric"]),
         "metric_last": float(last["metric"]),
         "accuracy": float(row["accuracy"]),
+        "n_train": info.get("n_train"),
         "correct": correct,
         "diverged": bool(info.get("diverged")),
     }
@@ -95,6 +98,7 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
             "reg": reg,
             "weight": weight,
             "seeds": len(group),
+            "n_train": _one(group["n_train"]),
             "selection": "; ".join(sorted(set(group["selection"]))),
             "epochs": " ".join(str(e) for e in group.sort_values("seed")["epoch"]),
             "metric_name": group["metric_name"].iloc[0],
@@ -150,6 +154,7 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
                 "reg": "tf-idf + logistic regression",
                 "weight": np.nan,
                 "seeds": 1,
+                "n_train": b.get("n_train"),
                 "selection": f"C = {b['C']:g} by {b['selection']}",
                 "metric_name": b["metric_name"],
                 "metric": b["metric"],
@@ -159,10 +164,17 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
         )
     if extra:
         table = pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
-    order = ["task", "model", "reg", "weight"]
+    order = ["task", "model", "reg", "weight", "n_train"]
     table = table.sort_values(order, kind="stable").reset_index(drop=True)
+    table["n_train"] = table["n_train"].astype("Int64")  # a count: printed without decimals
     leading = [*order, "seeds", "selection", "epochs", "metric_name", "metric", "metric_std", "accuracy", *SEED_COLUMNS]
     return table[[c for c in leading if c in table] + [c for c in table if c not in leading]]
+
+
+def _one(values: pd.Series):
+    """The runs' common value (their number of training examples), None when they differ or none recorded it."""
+    found = set(values.dropna())
+    return found.pop() if len(found) == 1 else None
 
 
 SEED_COLUMNS = [
@@ -172,7 +184,8 @@ SEED_COLUMNS = [
 ]
 CAPTION = (
     "Controls: each task's bag-of-words baseline (TF-IDF + logistic regression on the same training and held-out "
-    "examples; its C chosen on the validation split or by cross-validation on the training data); each run "
+    "examples; its C chosen on the validation split or by cross-validation on the training data; where the runs "
+    "train on a subset, also on every training example); n_train: the training examples; each run "
     "read at its best validation epoch (or its last, where the runs had no validation split: epochs), the held-out "
     "metric's mean and std over seeds. The procedure's effect, the seed as the unit: diff_selected, the mean over "
     "seeds of the run's metric minus the plain run's (lambda = 0, same seed) at the selected epochs, with its 95 % "
