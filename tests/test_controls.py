@@ -78,7 +78,8 @@ def test_the_controls_table(tmp_path):
         )
     )
     every = tmp_path / "bag-of-words-all-training.json"  # the same on all the training examples
-    every.write_text(baseline.read_text().replace('"metric": 0.7', '"metric": 0.8').replace("{", '{"n_train": 900, ', 1))
+    record = json.loads(baseline.read_text())
+    every.write_text(json.dumps({**record, "metric": 0.8, "n_train": 900}))
     table = controls_table(records, [every, baseline]).set_index("weight")
     assert table.loc[0.0, "epochs"] == "1 2" and table.loc[1.0, "epochs"] == "0 2"
     assert table.loc[1.0, "selection"] == SELECTED_BY_VALIDATION and table.loc[-1.0, "selection"] == SELECTED_LAST
