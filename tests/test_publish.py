@@ -127,7 +127,7 @@ def test_a_missing_run_fails_and_leaves_the_publication_as_it_was(tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
-def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, monkeypatch):
+def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, monkeypatch, capsys):
     """Adding a section is one registry entry plus its code: a toy section (its own report command, here the pretrain
     section's) is published and redrawn by the unchanged scripts, and gets its DVC stage and make target from the
     registry."""
@@ -188,6 +188,9 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
         redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
     )
     assert redraw_published.main(["toy"]) == 0
+    with pytest.raises(SystemExit) as refused:  # one without published runs: one line, and nothing redrawn
+        redraw_published.main(["toy", "unmade"])
+    assert refused.value.code == 2 and "unmade: no runs published under" in capsys.readouterr().err
     assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
     assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
     # Its DVC stage and its make target come from the registry too.

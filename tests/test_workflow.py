@@ -144,6 +144,7 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "optimize_run": 14 * 5,
                 "istar_run": (4 * 7 + 2 * 4) * 2,
                 "layers_run": 7,
+                "layers_cross": 4,
                 "finetune_run": 2 * 6 * 3,
                 "finetune_baseline": 2,
                 "finetune_baseline_all_training": 2,  # its runs train on 10,000 examples

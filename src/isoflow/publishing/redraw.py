@@ -65,6 +65,12 @@ def main(argv: list[str] | None = None) -> int:
         "publications", nargs="*", default=published, help=f"default: every one there is ({', '.join(published)})"
     )
     args = parser.parse_args(argv)
+    missing = [n for n in args.publications if n not in published]
+    if missing:  # nothing to redraw from: say so before redrawing anything
+        parser.error(
+            f"{', '.join(missing)}: no runs published under {PUBLISHED} (make reproduce-<name> publishes them); "
+            f"published: {', '.join(published)}"
+        )
     checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
     for name in args.publications:
         record(name, redraw(name), checkout)
