@@ -610,6 +610,12 @@ def test_report_tables_and_figures(polarity_small, tmp_path, tiny_bert):
         "finetune_paired.md",
         "finetune_epochs.png",
     }
+    assert len(pd.read_csv(tmp_path / "tables/finetune_manipulation.csv")) == 3  # every regulariser x weight
+    for record in records:  # runs made before the manipulation check: its table is still written (declared), empty
+        epochs = pd.read_parquet(record.with_suffix(".parquet"))
+        epochs.drop(columns=["isoscore_star_pretrained"]).to_parquet(record.with_suffix(".parquet"))
+    report([*records, gradients], tmp_path / "old", tmp_path / "old-figures")
+    assert pd.read_csv(tmp_path / "old/finetune_manipulation.csv").empty
 
 
 # ----- the workflow section -------------------------------------------------------------------------------------------

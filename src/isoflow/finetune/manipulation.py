@@ -48,7 +48,7 @@ CAPTION = (
     "reference) before training and after the last epoch (means over seeds), its paired difference from the plain run "
     "(λ = 0) of the same seed with a 95 % t-interval and p over seeds (the seed is the unit), the penalty's pull "
     "(‖∇ penalty‖ / ‖∇ task loss‖, median over seeds) before and after training, and the share of held-out "
-    "predictions that differ from the plain run's (mean over seeds)."
+    "predictions that differ from the plain run's (mean over seeds). Empty: runs made before the check existed."
 )
 
 

@@ -278,14 +278,13 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         written += write_table(
             gradients_table(gradients), Path(tables_dir) / "finetune_gradients", caption=GRADIENTS_CAPTION
         )
-    manipulation = manipulation_table(epochs, info)
-    if not manipulation.empty:  # runs made before the check existed have none
-        written += write_table(
-            manipulation,
-            Path(tables_dir) / "finetune_manipulation",
-            caption=MANIPULATION_CAPTION,
-            floatfmt="%.4f",
-        )
+    # Written even where it is empty (runs made before the check existed): the workflow declares it.
+    written += write_table(
+        manipulation_table(epochs, info),
+        Path(tables_dir) / "finetune_manipulation",
+        caption=MANIPULATION_CAPTION,
+        floatfmt="%.4f",
+    )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)
