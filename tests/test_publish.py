@@ -362,13 +362,16 @@ def test_a_resume_builds_inputs_restores_runs_publishes_and_drops_the_saved_runs
     monkeypatch.setattr(publish_results, "publish", lambda pub, *a, **k: steps.append(("publish", pub, k["made_by"])))
     monkeypatch.setattr(partial_runs, "discard", lambda pub, root: steps.append(("discard", pub)))
     _write(tmp_path / "config/reproduce-offline.yaml", "results_dir: results/reproduce-offline\n")
+    _write(tmp_path / "partial-results/istar/istar/runs/polarity/minilm/istar1/seed0.json", "{}")
     publish_results.reproduce("istar", resume=True)
+    said = "(resumed: 3 files of earlier runs put back by scripts/partial_runs.py restore from "
+    said += "partial-results/istar/istar/runs)"
     run = ["istar", "--cores", "2", "--configfile", "config/reproduce-offline.yaml", "--rerun-incomplete"]
     assert steps == [
         ("snakemake", [*run, "--omit-from", "istar_run", "optimize_run"]),  # istar's lambda = 0 rows: optimize's
         ("restore", "istar"),
         ("snakemake", run),
-        ("publish", "istar", f"snakemake {' '.join(run)} (resumed: scripts/partial_runs.py restore, PARTIAL.json)"),
+        ("publish", "istar", f"snakemake {' '.join(run)} {said}"),
         ("discard", "istar"),
     ]
 

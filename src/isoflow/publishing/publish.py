@@ -195,6 +195,7 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         "--rerun-incomplete",
         *shlex.split(snakemake_args),
     ]
+    restored = ""
     if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
         shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
         if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
@@ -202,11 +203,16 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
             for folder in partial_runs.restore_inputs(publication, ROOT):
                 print(f"{folder.relative_to(ROOT)} restored", flush=True)
         _snakemake([*command, "--omit-from", *section.run_rules, *shared])
-        print(f"{partial_runs.restore(publication, ROOT)} files of earlier runs restored", flush=True)
+        sources = ", ".join(str(f.relative_to(ROOT)) for f, _ in partial_runs.sources(publication, ROOT)) or "nowhere"
+        files = partial_runs.restore(publication, ROOT)
+        print(f"{files} files of earlier runs restored", flush=True)
+        # what PUBLISHED.json says: how many files came back, and from where (saved runs, published ones)
+        restored = f" (resumed: {files} files of earlier runs put back by scripts/partial_runs.py restore from "
+        restored += f"{sources})"
     _snakemake(command)
     results = partial_runs.results_of(publication, ROOT)
     dest = ROOT / PUBLISHED_RESULTS / publication
-    made_by = " ".join(command) + (" (resumed: scripts/partial_runs.py restore, PARTIAL.json)" if resume else "")
+    made_by = " ".join(command) + restored
     publish(publication, results, dest, root=ROOT, made_by=made_by)
     if resume:
         partial_runs.discard(publication, ROOT)
