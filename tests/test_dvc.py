@@ -170,6 +170,10 @@ def stages_out_of_date(repo: Path) -> list[str]:
 
 @pytest.mark.slow
 def test_round_trip_through_the_default_local_remote(committed):
+    """The offline results pushed to the default remote beside the checkout and pulled into a fresh clone: the same
+    checksums, nothing left to do. Over 60 s on 2 cores: the first test of the file to ask for `committed` pays for
+    building the whole offline workflow under `dvc repro` (every stage: training, layers, fine-tuning, pretraining),
+    which the file's tests then share."""
     sums = out_checksums(committed)
     assert len(sums) > 40
     clone = pulled_clone(committed, "clone-local")
@@ -237,6 +241,9 @@ def test_a_task_only_fine_tuning_reads_is_prepared_again(committed):
 
 @pytest.mark.slow
 def test_repro_reruns_only_the_changed_stage(committed):
+    """A change to the analysis code only marks the report stage changed, and `dvc repro` re-makes that stage alone.
+    Over 60 s on 2 cores: a clone pulled from the remote (push, clone, pull), then the report stage re-made through
+    Snakemake."""
     clone = pulled_clone(committed, "clone-repro")
     before = out_checksums(clone)
     analysis = clone / "src/isoflow/optimize/report.py"

@@ -41,6 +41,9 @@ def own_checkout(tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_example_runs_every_section_on_own_inputs(own_checkout):
+    """examples/own's workflow on its own inputs (a CSV task, a tiny BERT folder, hashed bags of words, a text corpus):
+    every section's records name them, relative to the repository. Over 60 s on 2 cores: the first test of the file to
+    ask for `own_checkout` pays for building that workflow end to end, which the file's tests then share."""
     results, data = own_checkout / "results/own-example", own_checkout / "data/own-example"
     task = json.loads((data / "tasks/reviews/meta.json").read_text())
     assert task["n_examples"] == 120 and task["label_names"] == ["negative", "positive"]
