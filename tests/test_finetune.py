@@ -715,6 +715,16 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
     assert cka["before"] == pytest.approx(1.0, abs=1e-9)
     after = np.mean([runs[s].loc[1, "layer_cka_pretrained"][2] for s in (0, 1)])
     assert cka["after"] == pytest.approx(after, abs=1e-12)
+    # against the plain run of the same seed, the seed as the unit: which layers the regulariser changed
+    plain = {s: pd.read_parquet(r.with_suffix(".parquet")).set_index("epoch") for s, r in zip((0, 1), records[2:])}
+    paired = [runs[s].loc[1, "layer_cka_pretrained"][2] - plain[s].loc[1, "layer_cka_pretrained"][2] for s in (0, 1)]
+    from isoflow.reporting.significance import seed_interval
+
+    over = seed_interval(paired)
+    assert (cka["vs_plain"], cka["vs_plain_low"], cka["vs_plain_p"]) == pytest.approx(
+        (over["mean"], over["low"], over["p"]), abs=1e-12
+    )
+    assert cka["vs_plain_seeds"] == 2 and table[table.weight == 0]["vs_plain"].isna().all()
     assert "CKA (pretrained): linear CKA" in (tmp_path / "tables/finetune_layers.md").read_text()
     # every epoch, every layer: the seeds' mean of what each run recorded
     by_epoch = pd.read_csv(tmp_path / "tables/finetune_layers_epochs.csv")
