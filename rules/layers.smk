@@ -52,6 +52,8 @@ rule layers_cross:
         kept(multiext(f"{layout.layers_cross_run(RESULTS, '{model_a}', '{model_b}', '{corpus}')}/", *CROSS_FILES)),
     log:
         layout.log_path("layers", layout.layers_cross_id("{model_a}", "{model_b}", "{corpus}")),
+    benchmark:
+        layout.benchmark_path(RESULTS, "layers", layout.layers_cross_id("{model_a}", "{model_b}", "{corpus}"))
     conda:
         "../envs/isoflow.yaml"
     threads: 2
