@@ -30,11 +30,7 @@ def add_parser(sub) -> None:
         default=None,
         help="layer of the PCA view (default: the middle one)",
     )
-    y.add_argument("--batch-size", type=options.int_at_least(1), default=32)
-    options.device(y)
-    options.results(y, "; output results/layers/runs/<model>/<corpus>")
-    options.force(y)
-    options.data(y)
+    options.layer_run(y, "results/layers/runs/<model>/<corpus>")
     y.set_defaults(func=run)
 
 

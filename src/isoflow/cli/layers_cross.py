@@ -25,11 +25,7 @@ def add_parser(sub) -> None:
         help=f"whole sentences in the seeded order until this many words (default {CROSS_WORDS})",
     )
     y.add_argument("--seed", type=int, default=0, help="the seed of the sentences' order (default 0)")
-    y.add_argument("--batch-size", type=options.int_at_least(1), default=32)
-    options.device(y)
-    options.results(y, "; output results/layers/runs/cross/<model>/<other>/<corpus>")
-    options.force(y)
-    options.data(y)
+    options.layer_run(y, "results/layers/runs/cross/<model>/<other>/<corpus>")
     y.set_defaults(func=run)
 
 

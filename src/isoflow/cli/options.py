@@ -93,6 +93,16 @@ def corpus(p: argparse.ArgumentParser) -> None:
     )
 
 
+def layer_run(p: argparse.ArgumentParser, output: str) -> None:
+    """What a command that reads every layer of a model over a corpus also takes: --batch-size, --device, where its
+    output goes (``output``: the default folder), --force and the data options."""
+    p.add_argument("--batch-size", type=int_at_least(1), default=32)
+    device(p)
+    results(p, f"; output {output}")
+    force(p)
+    data(p)
+
+
 def say(quiet: bool):
     """A function writing one line of progress to stderr, or nothing under --quiet."""
     import sys
