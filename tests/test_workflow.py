@@ -482,6 +482,13 @@ def test_offline_config_runs_for_real(offline_checkout):
         len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 3
         and (results / "stability/tables/stability.csv").is_file()
     )
+    # the bag of words on the runs' 128 training sentences and on all of them; MiniLM's 7 states against the plain
+    # GPT-2's 3 on the same words, with and without each sentence's first
+    controls = pd.read_csv(results / "finetune/tables/finetune_controls.csv")
+    trained_on = sorted(controls[controls.model == "bag-of-words"]["n_train"])
+    assert trained_on[0] == SUITE_OFFLINE["finetune"]["max_train"] and len(trained_on) == 2 and trained_on[1] > 1000
+    cross = pd.read_csv(results / "layers/tables/layers_cross.csv")
+    assert len(cross) == 2 * 7 * 3 and set(zip(cross.model_a, cross.model_b)) == {("minilm", "plain-tiny-gpt2")}
     pretrained = pd.read_csv(results / "pretrain/tables/pretrain.csv")
     assert (
         list(pretrained["model"]) == ["plain-tiny-gpt2"]
