@@ -278,6 +278,31 @@ def test_restored_runs_share_one_date_so_none_is_older_than_a_run_it_feeds(sweep
     assert len({os.stat(p).st_mtime_ns for p in runs.rglob("*") if p.is_file()}) == 1
 
 
+def test_a_second_restore_dates_again_what_a_stopped_one_left(sweep):
+    """A resume stopped after its restore (or a dry run) leaves copies dated then; the inputs the next resume builds
+    are newer, so those copies, the same bytes as the saved ones, are dated again with the new ones (not run again);
+    a file that differs from its saved copy is left as it is."""
+    import os
+
+    root, runs = sweep
+    partial_runs.save("sweep", root)
+    shutil_rmtree(root / "results")
+    assert partial_runs.restore("sweep", root) == 4
+    old = 1_000_000_000
+    for p in runs.rglob("*"):
+        if p.is_file():
+            os.utime(p, ns=(old, old))
+    changed = runs / "istar0" / "seed0.json"
+    changed.write_text("made here since")
+    os.utime(changed, ns=(old, old))
+    (runs / "istar-1" / "seed0.parquet").unlink()
+    assert partial_runs.restore("sweep", root) == 1  # only the missing file is copied
+    dates = {p.relative_to(runs).as_posix(): os.stat(p).st_mtime_ns for p in runs.rglob("*.*") if p.is_file()}
+    assert dates["istar0/seed0.json"] == old and changed.read_text() == "made here since"
+    assert len({d for name, d in dates.items() if name != "istar0/seed0.json"}) == 1 > 0
+    assert min(d for name, d in dates.items() if name != "istar0/seed0.json") > old
+
+
 def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
 
     from isoflow.sections import PUBLICATIONS, Publication

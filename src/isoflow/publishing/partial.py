@@ -24,6 +24,7 @@ does not train them again (``restore_inputs``; each model's record, ``pretrain.j
 from __future__ import annotations
 
 import argparse
+import filecmp
 import json
 import os
 import shutil
@@ -146,13 +147,18 @@ def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
 
 def restore(publication: str, root: Path = ROOT) -> int:
     """Copy the saved and published runs into their sections' runs folders under the config's results directory,
-    leaving what is there; return the number of files copied. The copies are dated now (see the module docstring)."""
+    leaving what is there; return the number of files copied. The copies are dated now (see the module docstring), and
+    so are the files already there that are the same bytes as a saved or published copy: an earlier restore, stopped
+    before its runs were taken as done, left them dated then, older than the inputs this resume has just built, and
+    Snakemake would run them again."""
     results = results_of(publication, root)
-    copied = []
+    copied, dated = [], []
     for source, name in sources(publication, root):
         for rel in _run_files(source):
             target = results / name / RUNS / rel
             if target.exists():
+                if target not in dated and filecmp.cmp(source / rel, target, shallow=False):
+                    dated.append(target)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source / rel, target)
@@ -161,7 +167,7 @@ def restore(publication: str, root: Path = ROOT) -> int:
     # inputs (the learning-rate runs, then the choice read from them, then the sweep's runs), and copies dated one
     # by one in file order would make a choice older than its runs, and every run after it out of date.
     now = time.time_ns()
-    for target in copied:
+    for target in copied + dated:
         os.utime(target, ns=(now, now))
     return len(copied)
 
