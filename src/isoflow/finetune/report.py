@@ -178,8 +178,6 @@ def layers_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
     — does the classification objective's anisotropy reach the bottom layers? — and, for a regularised run, its value
     after the last epoch minus the plain run's (λ = 0, no CosReg) of the same seed at that layer, with a 95 %
     t-interval and p over seeds (``vs_plain``: did the regulariser change this layer more than training does?)."""
-    from scipy.stats import t as student
-
     from ..reporting.significance import seed_interval
 
     epochs, info = _complete(epochs, info)
@@ -196,9 +194,7 @@ def layers_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
         for col, name in LAYER_METRICS.items():
             if col not in g:
                 continue
-            d = g[col] - g[f"{col}_before"]
-            n = int(d.notna().sum())
-            half = float(student.ppf(0.975, n - 1) * d.std() / np.sqrt(n)) if n > 1 else np.nan
+            change = seed_interval((g[col] - g[f"{col}_before"]).dropna())
             regularised = not (lam == 0 and w == 0)
             vs = seed_interval((g[col] - g[f"{col}_plain"]).dropna() if regularised else [])
             rows.append(
@@ -209,12 +205,12 @@ def layers_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
                     "weight": lam if reg == "istar" else w,
                     "layer": layer,
                     "measure": name,
-                    "seeds": n,
+                    "seeds": change["seeds"],
                     "before": g[f"{col}_before"].mean(),
                     "after": g[col].mean(),
-                    "change": d.mean(),
-                    "change_ci_low": d.mean() - half,
-                    "change_ci_high": d.mean() + half,
+                    "change": change["mean"],
+                    "change_ci_low": change["low"],
+                    "change_ci_high": change["high"],
                     "vs_plain_seeds": vs["seeds"],
                     "vs_plain": vs["mean"],
                     "vs_plain_low": vs["low"],
