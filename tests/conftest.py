@@ -6,9 +6,18 @@ import os
 import re
 from pathlib import Path
 
-import numpy as np
-import pytest
-import torch
+# Under pytest-xdist (make test: TEST_WORKERS processes) each worker computes on one thread, so that the workers share
+# the cores instead of each taking them all: its own torch, BLAS and OpenMP (set before they load, below), and every
+# process a test starts (isoflow, benchmarks, make, dvc: they inherit it; Snakemake gives its jobs their rule's threads,
+# which the tests cap with ONE_THREAD_PER_JOB). A process that takes more threads beside the other worker waits on its
+# own descheduled threads: with OpenMP's default active wait it spins as it waits (seen: a tiny GPT-2's `isoflow layers`
+# in a subprocess 27 s on a quiet neighbour, 118 s beside a busy one); a passive wait yields the core instead.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", OMP_WAIT_POLICY="PASSIVE")
+
+import numpy as np  # noqa: E402  (after the thread settings: BLAS and OpenMP read them as they load)
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -17,10 +26,8 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 # section in this process's isoflow.sections).
 collect_ignore = ["toy_section"]
 
-# Under pytest-xdist (make test: TEST_WORKERS processes) each worker computes on one thread, so that the workers share
-# the cores instead of each taking them all; the commands tests run as subprocesses choose their own.
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # as OMP_NUM_THREADS above says, whatever torch read before
 
 # The built workflows the slow tests read (session fixtures): the tests that read one run in one xdist worker, so it is
 # built once and no two processes change it at once (`--dist loadgroup`).

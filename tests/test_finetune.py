@@ -645,6 +645,13 @@ def test_workflow_finetune_section_is_schema_checked(tmp_path, section, named, p
     lines = [line for line in bad.stderr.splitlines() if line.strip()]
     assert bad.returncode != 0 and lines and all(line.startswith("config.yaml: finetune") for line in lines), lines
     assert named in bad.stderr and "Traceback" not in bad.stdout + bad.stderr
+
+
+@pytest.mark.slow
+def test_workflow_finetune_section_plans_its_weights_seeds_and_settings(tmp_path, plan_checkout):
+    """A finetune section given on the command line plans a run per weight and seed, with its settings in each
+    command, and the penalty's pull once per task x model."""
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
     good = sh(
         [
             "snakemake",
