@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import subprocess
 import sys
 import zipfile
 
@@ -40,14 +38,19 @@ def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def isoflow(args, cwd, **env):
-    return subprocess.run(
-        [sys.executable, "-m", "isoflow.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **env},
-    )
+def isoflow(args, cwd) -> tuple[int, str]:
+    """`isoflow <args>` run in ``cwd`` through the CLI's entry point, in this process (a new process would spend
+    seconds importing torch and transformers again; tests/test_hub.py starts the CLI as a process): (exit code,
+    stderr)."""
+    import contextlib
+    import io
+
+    from isoflow.cli import main
+
+    err = io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    return code, err.getvalue()
 
 
 def test_a_gguf_file_is_dequantised_once_and_recorded(tiny, tmp_path, monkeypatch):
@@ -218,23 +221,24 @@ def reviews(tmp_path_factory):
     rows = [(sentence, "pos" if i % 2 else "neg") for i, sentence in enumerate(SENTENCES)]
     pd.DataFrame(rows, columns=["sentence", "label"]).to_csv(where / "reviews.csv", index=False)
     (where / "corpus.txt").write_text("\n".join(SENTENCES * 3) + "\n")
-    p = isoflow(["prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence", "--label", "label"], where)
-    assert p.returncode == 0, p.stderr
+    code, err = isoflow(
+        ["prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence", "--label", "label"], where
+    )
+    assert code == 0, err
     return where
 
 
 @pytest.mark.slow
 def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     """A GGUF file given as --model to `isoflow layers`, `encode` and `finetune`: its layers measured and reported, its
-    pooled embeddings and a fine-tuning run made from the de-quantised weights. Over 60 s on 2 cores: four commands,
-    each a process that loads torch."""
+    pooled embeddings and a fine-tuning run made from the de-quantised weights."""
     path, _ = tiny
-    p = isoflow(
+    code, err = isoflow(
         ["layers", "--model", str(path), "--corpus", "corpus.txt", "--max-tokens", "300", "--k-max", "3"]
         + ["--k-lid", "5", "--sample-cap", "200", "--kmeans-samples", "2", "--device", "cpu", "--quiet"],
         reviews,
     )
-    assert p.returncode == 0, p.stderr
+    assert code == 0, err
     run = reviews / "results/layers/runs/tiny-llama.q8_0/corpus"
     meta = json.loads((run / "meta.json").read_text())
     assert meta["n_layers"] == 3 and meta["source"]["gguf"]["quantisation"] == "MOSTLY_Q8_0"
@@ -244,23 +248,25 @@ def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     assert list(table["layer"]) == [0, 1, 2] and table["nofirst_cluster_k"].notna().all()
     dims = pd.read_parquet(run / "dims.parquet")
     assert len(dims) == 3 * 32 and np.allclose(dims.groupby("layer")["cosine_share"].sum(), table["cosine_anisotropy"])
-    p = isoflow(["layers-report", str(run), "--tables", "tables", "--figures", "figures"], reviews)
-    assert p.returncode == 0, p.stderr
+    code, err = isoflow(["layers-report", str(run), "--tables", "tables", "--figures", "figures"], reviews)
+    assert code == 0, err
     from isoflow.layers import REPORT_FIGURES, REPORT_TABLES  # what the workflow declares
 
     assert {f.stem for f in (reviews / "tables").glob("*.csv")} == set(REPORT_TABLES)
     assert {f.stem for f in (reviews / "figures").glob("*.png")} == set(REPORT_FIGURES)
     lid = pd.read_csv(reviews / "tables/layers_lid.csv")
     assert lid.loc[0, "input_table_lid_cosine"] == pytest.approx(meta["input_table"]["lid_cosine"])
-    p = isoflow(["encode", "--model", str(path), "--model-name", "tiny-llama", "--task", "reviews", "--quiet"], reviews)
-    assert p.returncode == 0, p.stderr
+    code, err = isoflow(
+        ["encode", "--model", str(path), "--model-name", "tiny-llama", "--task", "reviews", "--quiet"], reviews
+    )
+    assert code == 0, err
     encoded = json.loads((reviews / "data/embeddings/tiny-llama/reviews/meta.json").read_text())
     assert encoded["source"]["gguf"]["sha256"] == sha256(path) and encoded["dim"] == 32
-    p = isoflow(
+    code, err = isoflow(
         ["finetune", "--task", "reviews", "--model", str(path), "--model-name", "tiny-llama", "--epochs", "1"]
         + ["--max-train", "16", "--batch-size", "8", "--seed", "0", "--device", "cpu", "--quiet"],
         reviews,
     )
-    assert p.returncode == 0, p.stderr
+    assert code == 0, err
     (record,) = (reviews / "results/finetune/runs").rglob("*.json")
     assert json.loads(record.read_text())["source"]["gguf"]["quantisation"] == "MOSTLY_Q8_0"
