@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import GIT, MAKE, OFFLINE_CONFIG, ONE_THREAD_PER_JOB, ROOT, sh
+from conftest import GIT, MAKE, OFFLINE_CONFIG, ONE_THREAD_PER_JOB, ROOT, checkout_copy, sh
 
 OFFLINE_STAGES = [
     f"{stage}@offline"
@@ -214,19 +214,19 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
 @pytest.mark.slow
 def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
     """A change to the corpus reader concerns the layer analysis, the pretraining corpus and what is made from them,
-    nothing else."""
-    clone = pulled_clone(committed, "clone-status")
+    nothing else. (In a copy of the committed checkout: what a pull brings back is the round trips' test.)"""
+    clone = checkout_copy(tmp_path / "isoflow", committed)
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
     assert stages_out_of_date(clone) == ["layers@offline", "pretrain@offline", "report@offline"]
 
 
 @pytest.mark.slow
-def test_a_task_only_fine_tuning_reads_is_prepared_again(committed):
+def test_a_task_only_fine_tuning_reads_is_prepared_again(committed, tmp_path):
     """The prepare stage tracks every config value that names a prepared task, fine-tuning's too (its tasks need no
     embeddings): a task added to finetune.tasks alone changes the params of prepare and finetune, not encode's (`dvc
     repro` then remakes what is made from them too)."""
-    clone = pulled_clone(committed, "clone-tasks")
+    clone = checkout_copy(tmp_path / "isoflow", committed)
     config = clone / OFFLINE_CONFIG
     text = config.read_text()
     assert "  tasks: [polarity]\n  models: [minilm]\n  istar_lambdas: [-1, 0, 1]" in text
