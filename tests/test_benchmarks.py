@@ -279,6 +279,45 @@ def test_the_suite_durations_record_names_every_test_as_pytest_does(tmp_path):
     assert "only in before: tests/test_c.py::test_gone" in said and "only in after" not in said
 
 
+def test_the_suite_processes_record_splits_the_cpu_by_who_started_each_process(tmp_path):
+    """benchmarks/suite_processes.py: an accounting file's processes (dump-acct's lines) split into the pytest workers'
+    own CPU, one tree per process a worker started (its jobs counted in it) and the rest; the workers found as the
+    longest-lived Python processes of one parent."""
+    import json
+
+    import suite_processes
+
+    def line(name, cpu, wall, pid, ppid):  # dump-acct v3: times in ticks of 1/100 s
+        times = f"{cpu * 100:9.2f}|     0.00|{wall * 100:9.2f}"
+        return f"{name:16}|v3|{times}|0|0|0|0|{pid}|{ppid}| |0|__|Tue Dec  1 22:49:39 2026"
+
+    dump = "\n".join(
+        [
+            line("make", 1.0, 100, 10, 1),  # make test, and under it the linters and pytest's controller
+            line("ruff", 2.0, 3, 11, 10),
+            line("python3", 4.0, 95, 12, 10),
+            line("python3", 300.0, 90, 13, 12),  # worker 1
+            line("python3", 200.0, 89, 14, 12),  # worker 2
+            line("python3", 0.5, 1, 15, 12),  # a short-lived helper of the controller: not a worker
+            line("jemalloc_bg_thd", 3.0, 50, 20, 13),  # a snakemake run started by a test: itself and two jobs
+            line("bash", 0.0, 20, 21, 20),
+            line("isoflow", 15.0, 20, 22, 21),
+            line("isoflow", 9.0, 25, 23, 20),
+            line("dvc", 2.5, 4, 30, 14),  # a single command
+            "malformed line",
+        ]
+    )
+    (tmp_path / "pacct.txt").write_text(dump)
+    out = tmp_path / "processes.json"
+    assert suite_processes.main([str(tmp_path / "pacct.txt"), "--label", "x", "--out", str(out)]) == 0
+    rec = json.loads(out.read_text())
+    assert rec["cpu_seconds"] == 537.0 and rec["workers_own_cpu_seconds"] == 500.0
+    assert rec["tests_processes_cpu_seconds"] == 29.5 and rec["other_cpu_seconds"] == 7.5
+    assert [(t["cpu_seconds"], t["processes"], t["over_a_second"]) for t in rec["trees"]] == [(27.0, 4, 3), (2.5, 1, 1)]
+    with pytest.raises(ValueError, match="4 workers"):  # the controller started three Python processes, not four
+        suite_processes.record(suite_processes.read_dump(dump), 4, "x")
+
+
 def test_every_test_a_committed_suite_record_found_over_a_minute_says_why():
     """The budget kept visible: a test that took over 60 s in any committed clean-clone record of the suite
     (benchmarks/results/suite/*.json) says why in its docstring ("Over 60 s ..."); tests renamed or removed since are

@@ -114,8 +114,9 @@ def test_encode_and_finetune_by_hub_id_offline(hub_cache, reviews):
 @pytest.mark.slow
 def test_layers_of_a_causal_model_by_hub_id_offline(hub_cache, tmp_path):
     """A causal model by its hub id, from a Hugging Face cache with HF_HUB_OFFLINE=1: `isoflow layers` measures every
-    layer. Over 60 s on the slower 2-core machines: a layer analysis, K-means and LID in every layer, in a process that
-    loads torch."""
+    layer: a layer analysis, K-means and LID in every layer, in a process that loads torch. Over 60 s in a record made
+    before the processes tests start had one thread (tests/conftest.py): the command took both cores beside the other
+    worker and spun waiting for them (118 CPU s in 118 s)."""
     corpus = tmp_path / "notes.txt"
     corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(80)) + "\n")
     p = isoflow(

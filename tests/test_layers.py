@@ -359,7 +359,9 @@ def test_identical_points_tie_in_the_principal_component_orderings():
 def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
     what an uninterrupted run writes (to the rounding another thread count gives: conftest.ACROSS_THREADS), its
-    record naming what it took up again and the threads those stages had; a call with other settings starts afresh."""
+    record naming what it took up again and the threads those stages had; a call with other settings starts afresh.
+    Over 60 s in a record made while OpenMP's threads waited actively (tests/conftest.py now asks a passive wait): the
+    stopped run's one more thread spun beside the other worker."""
     import isoflow.layers.run as layers_run
     from isoflow.atomic import in_progress_path
 

@@ -95,6 +95,9 @@ def sha256s(repo, folder: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_a_failed_rerun_keeps_every_good_output_says_why_and_is_tried_again(mine_ran):
+    """A job that fails on a rerun says why in one line and leaves every output made before as it was; the next run
+    tries it again. Over 60 s on the slower 2-core machines: the first test to ask for `mine_built` pays for its one
+    whole run, then this test reruns it twice."""
     before = {**sha256s(mine_ran, "data/mine"), **sha256s(mine_ran, "results/mine")}
     csv = mine_ran / "mine/reviews.csv"
     good = csv.read_bytes()
