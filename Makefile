@@ -13,6 +13,9 @@ install: wordnet
 	else \
 		$(PIP_INSTALL) -e '.[workflow,models,test]' && rm -rf .make && mkdir -p .make && touch $(INSTALL_STAMP); \
 	fi
+	@# the package's bytecode, for a Python that writes none (PYTHONDONTWRITEBYTECODE, set on some machines): each
+	@# process would compile the modules it imports again (a run of the suite starts some 400 Python processes)
+	@$(PYTHON) -m compileall -q src >/dev/null
 
 # WordNet 3.0 from Debian/Ubuntu when we may use apt; otherwise isoflow falls back to NLTK's wordnet.zip
 # (through the mirror or NLTK's server) or to $$ISOFLOW_WORDNET.
