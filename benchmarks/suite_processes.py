@@ -77,10 +77,11 @@ def record(procs: list[Process], n_workers: int, label: str) -> dict:
         return found
 
     pool = workers(procs, n_workers)
-    trees = []
+    trees, started = [], 0.0
     for w in pool:
         for child in children[w.pid]:
             members = tree(child)
+            started += sum(m.cpu for m in members)  # summed unrounded: the rest is what no tree holds
             trees.append(
                 {
                     "start": child.start,
@@ -94,7 +95,6 @@ def record(procs: list[Process], n_workers: int, label: str) -> dict:
     trees.sort(key=lambda t: -t["cpu_seconds"])
     total = sum(p.cpu for p in procs)
     own = sum(w.cpu for w in pool)
-    started = sum(t["cpu_seconds"] for t in trees)
     return {
         "label": label,
         "cpu_seconds": round(total, 1),
