@@ -203,6 +203,40 @@ def test_phrase_disjoint_split_on_a_hand_case():
     assert dropped == len(texts) - len(held) - len(train) == len([t for t in texts if t in inside])
 
 
+def test_phrase_splits_agree_with_their_definitions_on_random_phrase_sets():
+    """maximal_phrases and phrase_disjoint_split against their definitions, written with strings: a text is maximal
+    when it lies inside no other text (" a b " in " x a b y "), and training keeps the texts that neither lie inside a
+    held-out item nor hold one. Random phrase sets, duplicates and one-word texts included."""
+    from isoflow.finetune.data import Examples
+
+    rng = np.random.default_rng(7)
+    for case in range(40):
+        vocab = [f"w{i}" for i in range(int(rng.integers(2, 6)))]
+        sentences = [" ".join(rng.choice(vocab, int(rng.integers(1, 7)))) for _ in range(int(rng.integers(4, 9)))]
+        texts = [
+            " ".join(s.split()[i:j])
+            for s in sentences
+            for i in range(len(s.split()))
+            for j in range(i + 1, len(s.split()) + 1)
+            if rng.random() < 0.4 or (i, j) == (0, len(s.split()))
+        ]
+
+        def holds(outer: str, inner: str) -> bool:
+            return f" {inner} " in f" {outer} "
+
+        expected = [i for i, t in enumerate(texts) if not any(holds(u, t) and u != t for u in texts)]
+        got = maximal_phrases(texts)
+        assert got.tolist() == expected, case
+        y = np.arange(len(texts)) % 2
+        if len(got) <= 2 or len(np.unique(y[got])) < 2:  # two held-out items, one per class, and one to train on
+            continue
+        train, held, dropped = phrase_disjoint_split(Examples(texts, None, y, ["a", "b"]), 2)
+        assert set(held.a) <= {texts[i] for i in got}
+        # a copy of a held-out item holds it too: dropped
+        kept = [t for i, t in enumerate(texts) if not any(holds(h, t) or holds(t, h) for h in held.a)]
+        assert sorted(train.a) == sorted(kept) and dropped == len(texts) - len(held) - len(kept), case
+
+
 @pytest.mark.slow
 def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shared_mirror):
     sst2 = read_task(

@@ -106,11 +106,17 @@ def _ngrams(words: tuple[str, ...], proper: bool) -> set[tuple[str, ...]]:
 
 
 def maximal_phrases(texts: list[str]) -> np.ndarray:
-    """Indices of the texts whose word sequence lies inside no other text's (for SST-2: whole sentences)."""
+    """Indices of the texts whose word sequence lies inside no other text's (for SST-2: whole sentences).
+
+    Longest first, only a maximal text's word sequences are collected: a text inside another lies inside a maximal
+    one (a contiguous run of a contiguous run), and texts of one length cannot hold each other, so a text is maximal
+    exactly when no longer maximal text holds it.
+    """
     words = [tuple(t.split()) for t in texts]
     inside: set[tuple[str, ...]] = set()
-    for w in set(words):
-        inside |= _ngrams(w, proper=True)
+    for w in sorted(set(words), key=len, reverse=True):
+        if w not in inside:
+            inside |= _ngrams(w, proper=True)
     return np.array([i for i, w in enumerate(words) if w not in inside], dtype=np.int64)
 
 
@@ -135,7 +141,8 @@ def phrase_disjoint_split(ex: Examples, n_heldout: int, seed: int = SPLIT_SEED) 
         if i in held_set:
             continue
         w = tuple(text.split())
-        if w in inside_held or _ngrams(w, proper=False) & held_words:
+        # inside a held-out item, or a copy of one (held-out items are maximal: no other text holds one)
+        if w in inside_held:
             dropped += 1
         else:
             train.append(i)
