@@ -709,8 +709,8 @@ def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
     from collections import Counter
     from types import SimpleNamespace
 
+    from isoflow.layers import ROLL_LARGEST
     from isoflow.layers.figures import roll_figure
-    from isoflow.layers.pca import ROLL_LARGEST
     from isoflow.layers.run import _measure_layer
 
     rng = np.random.default_rng(7)

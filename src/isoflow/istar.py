@@ -22,27 +22,12 @@ same kind as the penalised ones, from a large sample (I-STAR: the training set's
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from .istar_settings import DEFAULT_ZETA
+from .istar_settings import DEFAULT_ZETA, PENALTY_DTYPE_NAMES, check_cosreg_weight, check_istar
 from .metrics import check_shrinkage, covariance_tensor, isoscore_star_tensor
 
-SHRINKAGE_KINDS = ("pretrained", "isotropic")
-PENALTY_DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
-    """λ a finite number, ζ in [0, 1], a known shrinkage kind and penalty dtype; else a ValueError saying which."""
-    if isinstance(istar_lambda, bool) or not isinstance(istar_lambda, (int, float)) or not math.isfinite(istar_lambda):
-        raise ValueError(f"the I-STAR weight istar_lambda must be a finite number; got {istar_lambda!r}")
-    if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
-        raise ValueError(f"the I-STAR shrinkage zeta must be a number in [0, 1]; got {zeta!r}")
-    if shrinkage not in SHRINKAGE_KINDS:
-        raise ValueError(f"unknown I-STAR shrinkage target {shrinkage!r}; choose from {', '.join(SHRINKAGE_KINDS)}")
-    if dtype not in PENALTY_DTYPES:
-        raise ValueError(f"unknown penalty dtype {dtype!r}; choose from {', '.join(PENALTY_DTYPES)}")
+PENALTY_DTYPES = {name: getattr(torch, name) for name in PENALTY_DTYPE_NAMES}
 
 
 def shrinkage_target(points: torch.Tensor, kind: str = "pretrained") -> torch.Tensor:
@@ -327,10 +312,7 @@ class CosineRegLoss(torch.nn.Module):
 
     def __init__(self, cosreg_weight: float):
         super().__init__()
-        w = cosreg_weight
-        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w):
-            raise ValueError(f"the CosReg weight must be a finite number; got {w!r}")
-        self.cosreg_weight = float(w)
+        self.cosreg_weight = check_cosreg_weight(cosreg_weight)
 
     def forward(self, states, mask: torch.Tensor | None = None) -> torch.Tensor:
         if self.cosreg_weight == 0.0:

@@ -2,9 +2,33 @@
 
 from __future__ import annotations
 
+import math
+
 from .settings import setting
 
 DEFAULT_ZETA = 0.2  # the I-STAR code's
+# Σ_S, the shrinkage target: the reference points' covariance, or its isotropic counterpart (isoflow.istar)
+SHRINKAGE_KINDS = ("pretrained", "isotropic")
+PENALTY_DTYPE_NAMES = ("float32", "float64")  # the dtypes the penalty may be computed in
+
+
+def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
+    """λ a finite number, ζ in [0, 1], a known shrinkage kind and penalty dtype; else a ValueError saying which."""
+    if isinstance(istar_lambda, bool) or not isinstance(istar_lambda, (int, float)) or not math.isfinite(istar_lambda):
+        raise ValueError(f"the I-STAR weight istar_lambda must be a finite number; got {istar_lambda!r}")
+    if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
+        raise ValueError(f"the I-STAR shrinkage zeta must be a number in [0, 1]; got {zeta!r}")
+    if shrinkage not in SHRINKAGE_KINDS:
+        raise ValueError(f"unknown I-STAR shrinkage target {shrinkage!r}; choose from {', '.join(SHRINKAGE_KINDS)}")
+    if dtype not in PENALTY_DTYPE_NAMES:
+        raise ValueError(f"unknown penalty dtype {dtype!r}; choose from {', '.join(PENALTY_DTYPE_NAMES)}")
+
+
+def check_cosreg_weight(weight) -> float:
+    """CosReg's weight as a float, if a finite number; else a ValueError."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        raise ValueError(f"the CosReg weight must be a finite number; got {weight!r}")
+    return float(weight)
 
 
 def zeta_setting():

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..metrics.outliers import peak_ratio
 from ..records import load_runs
 from ..reporting import diverged, lambda_summary, rows_where, write_table
 from ..reporting.sweeps import finals
@@ -66,6 +65,8 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
         if "cosreg_weight" not in frame:
             frame["cosreg_weight"] = 0.0
     if "mean_abs_activation" in epochs and "activation_peak_ratio" not in epochs:
+        from ..metrics.outliers import peak_ratio  # here: a report loads torch only for records that lack the ratio
+
         # a profile is its own one-row point set
         epochs["activation_peak_ratio"] = [peak_ratio(np.asarray(a)[None, :]) for a in epochs["mean_abs_activation"]]
     return epochs, info

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..istar_settings import POINT_RECIPES, zeta_setting
+from ..istar_settings import POINT_RECIPES, check_cosreg_weight, check_istar, zeta_setting
 from ..models.loaders import TRAINING_POOLINGS as POOLINGS
 from ..settings import check, setting
 
@@ -137,10 +137,8 @@ class FinetuneSettings:
 
     def __post_init__(self):
         check(self)
-        from ..istar import CosineRegLoss, check_istar
-
         check_istar(self.istar_lambda, self.zeta)
-        CosineRegLoss(self.cosreg_weight)  # checks the weight
+        check_cosreg_weight(self.cosreg_weight)
         if self.istar_pull and self.reg != "istar":
             raise ValueError(f"istar_pull sets I-STAR's lambda; it has no meaning with reg={self.reg}")
         (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)

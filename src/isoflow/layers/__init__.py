@@ -36,6 +36,12 @@ CROSS_COLUMNS = ("subset", "layer_a", "layer_b", "n_words", "cka", "cka_debiased
 CROSS_WORDS = 5000  # the words two models are compared on by default: exact CKA takes seconds to minutes on a CPU
 TYPE_RUNGS_FROM = 125
 
+# The principal components whose orderings pca.parquet holds, and the roll depth's view of its largest K-means cluster
+# alone (isoflow.layers.pca: where a few points lie far out, a causal LM's first tokens, whose massive activations
+# dominate the first components, the shape of the rest shows only there).
+PCS = ("pc1", "pc2", "pc3")
+ROLL_LARGEST = "roll, largest cluster"
+
 # What `isoflow layers-report` writes (isoflow.layers.report, isoflow.layers.figures), whatever the runs: the workflow
 # declares them from here.
 REPORT_TABLES = (

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ..reporting.figures import legend_below, model_colour, plain_log_axis, pyplot, save, suptitle
+from . import PCS, ROLL_LARGEST
 from .compare import cka_figure, cross_figure, types_figure
-from .pca import PCS, ROLL_LARGEST
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
 # line up with the others' (the tables keep the layer index).

@@ -189,8 +189,6 @@ def pair_sample(n: int, s: LayerSettings) -> np.ndarray | None:
     return None if idx is None else np.sort(idx.numpy())
 
 
-
-
 def type_rungs(n_types: int) -> list[int]:
     """The numbers of types S_inter is measured over (:data:`TYPE_RUNGS_FROM` doubling, below ``n_types``, then
     ``n_types``); none below two types."""
@@ -215,8 +213,7 @@ def _types_curve(x: torch.Tensor, centred: torch.Tensor, codes: torch.Tensor, fr
     kept = keep.cpu().numpy()
     centred_values = dict(zip(inside, s_inter_by_type_count(centred[keep], codes[keep], inside, counts[kept])))
     return [
-        {"n_types": n, "s_inter": v, "s_inter_centred": centred_values.get(n, float("nan"))}
-        for n, v in zip(rungs, raw)
+        {"n_types": n, "s_inter": v, "s_inter_centred": centred_values.get(n, float("nan"))} for n, v in zip(rungs, raw)
     ]
 
 

@@ -12,9 +12,8 @@ import torch
 from scipy.stats import spearmanr
 
 from ..metrics import sample_rows
+from . import PCS
 from .composition import is_symbol
-
-PCS = ("pc1", "pc2", "pc3")
 
 
 def principal_axes(x: torch.Tensor, n: int = 3) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -45,11 +44,6 @@ def orderings(points: torch.Tensor, positions: np.ndarray | None, log_frequency:
             usable = values is not None and np.ptp(values) > 0 and np.ptp(coords[:, i]) > 0
             row[f"{pc}_rho_{what}"] = abs(float(spearmanr(coords[:, i], values)[0])) if usable else float("nan")
     return row
-
-
-# The roll depth's view of its largest K-means cluster alone: where a few points lie far out (a causal LM's first
-# tokens, whose massive activations dominate the first components), the shape of the rest shows only there.
-ROLL_LARGEST = "roll, largest cluster"
 
 
 def pca_view(

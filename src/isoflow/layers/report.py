@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 
 from ..reporting import write_table
-from . import CKA_COLUMNS, CROSS_COLUMNS, TYPE_RUNGS_FROM, TYPES_COLUMNS
+from . import CKA_COLUMNS, CROSS_COLUMNS, PCS, TYPE_RUNGS_FROM, TYPES_COLUMNS
 from .compare import matched_table
-from .pca import PCS
 
 # Cai et al. (ICLR 2021), Table 3: average LID with cosine distances (their models and corpora; for orientation).
 CAI_TABLE3 = {

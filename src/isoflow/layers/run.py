@@ -40,12 +40,12 @@ from ..models.resolve import ResolvedModel
 from ..progress import progress_bar
 from ..records import run_record, write_run_folder
 from ..run_inputs import run_inputs
-from . import CKA_COLUMNS, LAYER_FILES, TYPES_COLUMNS
+from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPES_COLUMNS
 from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
-from .pca import ROLL_LARGEST, pca_view
+from .pca import pca_view
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)

@@ -8,12 +8,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..istar_settings import zeta_setting
+from ..istar_settings import SHRINKAGE_KINDS, check_istar, zeta_setting
 from ..layout import head_dir  # noqa: F401 (the settings, the rules and the I-STAR report name a head by it)
 from ..settings import check, setting
 from .paper import MAIN_SEEDS, PAPER_STEPS
 
-SHRINKAGE_KINDS = ("pretrained", "isotropic")
 # Updates per run by default: the paper's (1,000; 250 for the GLUE tasks, its Appendix A), for the command line and the
 # workflow config's `optimize.steps` (the schema's x-default names this).
 STEPS = {"default": PAPER_STEPS["main"], "glue": PAPER_STEPS["glue"]}
@@ -105,8 +104,6 @@ class Settings:
 
 def check_settings(s: Settings) -> None:
     """Every number of a run in range, before any work (the CLI checks the same; the library must too)."""
-    from ..istar import check_istar
-
     for name, low in (("seed", 0), ("steps", 1)):
         v = getattr(s, name)
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
