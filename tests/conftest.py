@@ -121,6 +121,24 @@ GIT = ["git", "-c", "user.name=isoflow tests", "-c", "user.email=tests@localhost
 MAKE = ["make", "--no-print-directory"]
 
 
+def isoflow_cli(*argv, cwd: Path | None = None) -> tuple[int, str]:
+    """`isoflow <argv>` through the CLI's entry point, in this process and in ``cwd`` if given (a new process spends
+    seconds importing torch and transformers again; tests/test_hub.py and the workflow's tests start it as a process):
+    (exit code, stderr). An option argparse refuses exits: its code is returned."""
+    import contextlib
+    import io
+
+    from isoflow.cli import main
+
+    err = io.StringIO()
+    with contextlib.chdir(cwd or Path.cwd()), contextlib.redirect_stderr(err):
+        try:
+            code = main([str(a) for a in argv])
+        except SystemExit as exc:
+            code = exc.code
+    return code, err.getvalue()
+
+
 def job_counts(text: str) -> dict[str, int]:
     """The job table of `snakemake -n`: rule -> jobs (and `total`)."""
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", text, re.M)}

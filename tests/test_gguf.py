@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, WORDS
+from conftest import ROOT, WORDS, isoflow_cli
 
 sys.path.insert(0, str(ROOT / "examples"))
 from _tiny_model import tiny_gguf  # noqa: E402
@@ -36,21 +36,6 @@ def tiny(tmp_path_factory):
 
 def sha256(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def isoflow(args, cwd) -> tuple[int, str]:
-    """`isoflow <args>` run in ``cwd`` through the CLI's entry point, in this process (a new process would spend
-    seconds importing torch and transformers again; tests/test_hub.py starts the CLI as a process): (exit code,
-    stderr)."""
-    import contextlib
-    import io
-
-    from isoflow.cli import main
-
-    err = io.StringIO()
-    with contextlib.chdir(cwd), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in args])
-    return code, err.getvalue()
 
 
 def test_a_gguf_file_is_dequantised_once_and_recorded(tiny, tmp_path, monkeypatch):
@@ -221,8 +206,8 @@ def reviews(tmp_path_factory):
     rows = [(sentence, "pos" if i % 2 else "neg") for i, sentence in enumerate(SENTENCES)]
     pd.DataFrame(rows, columns=["sentence", "label"]).to_csv(where / "reviews.csv", index=False)
     (where / "corpus.txt").write_text("\n".join(SENTENCES * 3) + "\n")
-    code, err = isoflow(
-        ["prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence", "--label", "label"], where
+    code, err = isoflow_cli(
+        "prepare", "reviews", "--from-file", "reviews.csv", "--text", "sentence", "--label", "label", cwd=where
     )
     assert code == 0, err
     return where
@@ -234,10 +219,10 @@ def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     pooled embeddings and a fine-tuning run made from the de-quantised weights. Over 60 s in the records made while the
     four commands ran as processes, each importing torch and transformers again (in this process now: about 20 s)."""
     path, _ = tiny
-    code, err = isoflow(
-        ["layers", "--model", str(path), "--corpus", "corpus.txt", "--max-tokens", "300", "--k-max", "3"]
-        + ["--k-lid", "5", "--sample-cap", "200", "--kmeans-samples", "2", "--device", "cpu", "--quiet"],
-        reviews,
+    code, err = isoflow_cli(
+        *["layers", "--model", path, "--corpus", "corpus.txt", "--max-tokens", "300", "--k-max", "3"],
+        *["--k-lid", "5", "--sample-cap", "200", "--kmeans-samples", "2", "--device", "cpu", "--quiet"],
+        cwd=reviews,
     )
     assert code == 0, err
     run = reviews / "results/layers/runs/tiny-llama.q8_0/corpus"
@@ -249,7 +234,7 @@ def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     assert list(table["layer"]) == [0, 1, 2] and table["nofirst_cluster_k"].notna().all()
     dims = pd.read_parquet(run / "dims.parquet")
     assert len(dims) == 3 * 32 and np.allclose(dims.groupby("layer")["cosine_share"].sum(), table["cosine_anisotropy"])
-    code, err = isoflow(["layers-report", str(run), "--tables", "tables", "--figures", "figures"], reviews)
+    code, err = isoflow_cli("layers-report", run, "--tables", "tables", "--figures", "figures", cwd=reviews)
     assert code == 0, err
     from isoflow.layers import REPORT_FIGURES, REPORT_TABLES  # what the workflow declares
 
@@ -257,16 +242,16 @@ def test_layers_encode_and_finetune_take_a_gguf_file(tiny, reviews):
     assert {f.stem for f in (reviews / "figures").glob("*.png")} == set(REPORT_FIGURES)
     lid = pd.read_csv(reviews / "tables/layers_lid.csv")
     assert lid.loc[0, "input_table_lid_cosine"] == pytest.approx(meta["input_table"]["lid_cosine"])
-    code, err = isoflow(
-        ["encode", "--model", str(path), "--model-name", "tiny-llama", "--task", "reviews", "--quiet"], reviews
+    code, err = isoflow_cli(
+        "encode", "--model", path, "--model-name", "tiny-llama", "--task", "reviews", "--quiet", cwd=reviews
     )
     assert code == 0, err
     encoded = json.loads((reviews / "data/embeddings/tiny-llama/reviews/meta.json").read_text())
     assert encoded["source"]["gguf"]["sha256"] == sha256(path) and encoded["dim"] == 32
-    code, err = isoflow(
-        ["finetune", "--task", "reviews", "--model", str(path), "--model-name", "tiny-llama", "--epochs", "1"]
-        + ["--max-train", "16", "--batch-size", "8", "--seed", "0", "--device", "cpu", "--quiet"],
-        reviews,
+    code, err = isoflow_cli(
+        *["finetune", "--task", "reviews", "--model", path, "--model-name", "tiny-llama", "--epochs", "1"],
+        *["--max-train", "16", "--batch-size", "8", "--seed", "0", "--device", "cpu", "--quiet"],
+        cwd=reviews,
     )
     assert code == 0, err
     (record,) = (reviews / "results/finetune/runs").rglob("*.json")

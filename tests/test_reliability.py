@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import isoflow_cli
 
 from isoflow.atomic import MARKER, OutputExistsError, atomic_dir
-from isoflow.cli import main
 from isoflow.datasets import glue, prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.embed import encode, items_digest, load_embeddings, write_embeddings
@@ -30,19 +30,10 @@ from isoflow.optimize import OptimizationError, Settings, optimize, run_optimize
 WNLI = "glue/WNLI/train.tsv"
 
 
-def cli(capsys, *argv) -> tuple[int, str]:
-    """Run the CLI in-process: (exit code, stderr)."""
-    try:
-        rc = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse rejects an option
-        rc = exc.code
-    return rc, capsys.readouterr().err
-
-
-def prepare_wnli(capsys, mirror, data_dir, out, *extra) -> tuple[int, str]:
+def prepare_wnli(mirror, data_dir, out, *extra) -> tuple[int, str]:
     """`isoflow prepare glue/wnli` from the mirror into ``out``, quietly: (exit code, stderr)."""
-    return cli(
-        capsys, "prepare", "glue/wnli", "--mirror", mirror, "--data-dir", data_dir, "--out", out, "--quiet", *extra
+    return isoflow_cli(
+        "prepare", "glue/wnli", "--mirror", mirror, "--data-dir", data_dir, "--out", out, "--quiet", *extra
     )
 
 
@@ -80,39 +71,39 @@ def tiny(tmp_path) -> Path:
 # ----- 1. Data loss: an output path never loses what isoflow did not write --------------------------------------------
 
 
-def test_out_onto_a_directory_of_other_files_is_refused(tmp_path, shared_mirror, capsys):
+def test_out_onto_a_directory_of_other_files_is_refused(tmp_path, shared_mirror):
     keep = tmp_path / "mine"
     keep.mkdir()
     (keep / "notes.txt").write_text("my notes")
-    rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", keep)
+    rc, err = prepare_wnli(shared_mirror, tmp_path / "d", keep)
     assert rc == 2 and "holds files isoflow did not write (notes.txt)" in one_line_error(err) and "--force" in err
     assert tree(keep) == {"notes.txt": b"my notes"} and not (tmp_path / "d").exists()  # refused before any work
 
 
 @pytest.mark.parametrize("out", [".", ".."])
-def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, shared_mirror, capsys, monkeypatch, out):
+def test_out_onto_the_working_directory_or_its_parent_is_refused(tmp_path, shared_mirror, monkeypatch, out):
     work = tmp_path / "work"
     work.mkdir()
     (work / "paper.tex").write_text("draft")
     monkeypatch.chdir(work)
     for extra in ([], ["--force"]):  # even with --force
-        rc, err = prepare_wnli(capsys, shared_mirror, "d", out, *extra)
+        rc, err = prepare_wnli(shared_mirror, "d", out, *extra)
         assert rc == 2 and "current directory or one of its parents" in one_line_error(err)
     assert (work / "paper.tex").read_text() == "draft"
 
 
-def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirror, capsys):
+def test_out_onto_a_file_is_refused_and_leaves_no_old_copy(tmp_path, shared_mirror):
     target = tmp_path / "results.txt"
     target.write_text("keep me")
-    rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", target)
+    rc, err = prepare_wnli(shared_mirror, tmp_path / "d", target)
     assert rc == 2 and "is a file, not an isoflow output directory" in one_line_error(err)
     assert target.read_text() == "keep me" and sorted(p.name for p in tmp_path.iterdir()) == ["results.txt"]
 
 
-def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys):
+def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror):
     out = tmp_path / "wnli"
     for _ in range(2):
-        rc, err = prepare_wnli(capsys, shared_mirror, tmp_path / "d", out)
+        rc, err = prepare_wnli(shared_mirror, tmp_path / "d", out)
         assert rc == 0, err
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "items.parquet", "examples.parquet", "meta.json"])
     assert no_temp_leftovers(tmp_path)
@@ -122,16 +113,16 @@ def test_own_previous_output_is_replaced_cleanly(tmp_path, shared_mirror, capsys
     # --force replaces a directory of other files, as documented.
     (tmp_path / "other").mkdir()
     (tmp_path / "other/x").write_text("x")
-    rc, _ = prepare_wnli(capsys, shared_mirror, tmp_path / "d", tmp_path / "other", "--force")
+    rc, _ = prepare_wnli(shared_mirror, tmp_path / "d", tmp_path / "other", "--force")
     assert rc == 0 and read_task(tmp_path / "other").name == "glue/wnli" and not (tmp_path / "other/x").exists()
 
 
-def test_encode_refuses_a_foreign_directory_before_encoding(tiny, capsys):
+def test_encode_refuses_a_foreign_directory_before_encoding(tiny):
     foreign = tiny / "foreign"
     foreign.mkdir()
     (foreign / "embeddings.npy").write_bytes(b"someone else's")
-    rc, err = cli(
-        capsys, "encode", "--model", "glove-50d", "--task", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet"
+    rc, err = isoflow_cli(
+        "encode", "--model", "glove-50d", "--task", "tiny", "--data-dir", tiny, "--out", foreign, "--quiet"
     )
     assert rc == 2 and "holds files isoflow did not write (embeddings.npy)" in one_line_error(err)
     assert (foreign / "embeddings.npy").read_bytes() == b"someone else's"
@@ -150,28 +141,28 @@ def test_atomic_dir_refuses_what_appeared_during_the_work(tmp_path):
 # ----- 3. Mixed results -----------------------------------------------------------------------------------------------
 
 
-def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path, capsys):
+def test_runs_differing_in_more_than_the_seed_are_refused_by_name(tiny, tmp_path):
     results = tmp_path / "results"
     for seed, lr in ((0, 1e-3), (1, 1e-2)):
         run_optimize("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, lr=lr)
-    rc, err = cli(capsys, "optimize-aggregate", "--results", results)
+    rc, err = isoflow_cli("optimize-aggregate", "--results", results)
     line = one_line_error(err)
     assert rc == 2 and "runs of tiny x m differ in lr, not only in their seed" in line and "seed1.json" in line
     assert not (results / "optimize/aggregate").exists()
 
 
-def test_runs_differing_only_in_their_extra_measurements_are_seeds_of_one_row(tiny, tmp_path, capsys):
+def test_runs_differing_only_in_their_extra_measurements_are_seeds_of_one_row(tiny, tmp_path):
     """The list of extra metrics (a default that grew) changes what a run adds, not what it trained: a sweep made
     before the list grew still takes a seed made after."""
     results = tmp_path / "results"
     for seed, extra in ((0, ("cosine_anisotropy",)), (1, ("cosine_anisotropy", "effective_rank"))):
         run_optimize("tiny", "m", seed, steps=3, data_dir=tiny, results=results, progress=False, extra_metrics=extra)
-    rc, err = cli(capsys, "optimize-aggregate", "--results", results)
+    rc, err = isoflow_cli("optimize-aggregate", "--results", results)
     assert rc == 0, err
     assert len(pd.read_csv(results / "optimize/aggregate/runs.csv")) == 2
 
 
-def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
+def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path):
     """Stale runs of another config in the same results directory change no table."""
     results = tmp_path / "results"
     given = [
@@ -179,10 +170,9 @@ def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     ]
 
     def aggregate_and_report(out, *runs):
-        assert cli(capsys, "optimize-aggregate", "--results", results, "--out", out / "aggregate", *runs)[0] == 0
+        assert isoflow_cli("optimize-aggregate", "--results", results, "--out", out / "aggregate", *runs)[0] == 0
         assert (
-            cli(
-                capsys,
+            isoflow_cli(
                 "optimize-report",
                 "--aggregate",
                 out / "aggregate",
@@ -210,14 +200,14 @@ def test_aggregate_reads_exactly_the_runs_it_is_given(tiny, tmp_path, capsys):
     assert len(pd.read_csv(tmp_path / "b/aggregate/runs.csv")) == 2
 
 
-def test_corrupt_or_incomplete_run_records_are_named(tiny, tmp_path, capsys):
+def test_corrupt_or_incomplete_run_records_are_named(tiny, tmp_path):
     results = tmp_path / "results"
     parquet, record = run_optimize("tiny", "m", 0, steps=2, data_dir=tiny, results=results, progress=False)
     record.write_text("{not json")
-    rc, err = cli(capsys, "optimize-aggregate", "--out", tmp_path / "agg", record)
+    rc, err = isoflow_cli("optimize-aggregate", "--out", tmp_path / "agg", record)
     assert rc == 2 and f"{record} is not a valid run record" in one_line_error(err) and "run it again" in err
     record.unlink()
-    rc, err = cli(capsys, "optimize-aggregate", "--out", tmp_path / "agg", parquet)
+    rc, err = isoflow_cli("optimize-aggregate", "--out", tmp_path / "agg", parquet)
     assert rc == 2 and f"{record} is missing: that run did not complete" in one_line_error(err)
 
 
@@ -243,17 +233,17 @@ def wnli_with_label(shared_mirror: Path, mirror: Path, label: str, line: int = 3
     return mirror / WNLI
 
 
-def test_labels_outside_the_task_set_are_refused(tmp_path, shared_mirror, unpinned_wnli, capsys):
+def test_labels_outside_the_task_set_are_refused(tmp_path, shared_mirror, unpinned_wnli):
     bad = wnli_with_label(shared_mirror, tmp_path / "mirror", "2")
-    rc, err = cli(
-        capsys, "prepare", "glue/wnli", "--mirror", bad.parents[2], "--data-dir", tmp_path / "d", "--offline", "--quiet"
+    rc, err = isoflow_cli(
+        "prepare", "glue/wnli", "--mirror", bad.parents[2], "--data-dir", tmp_path / "d", "--offline", "--quiet"
     )
     line = one_line_error(err)
     assert rc == 2 and "line 3: label '2' is not one of glue/wnli's labels ['0', '1']" in line and str(bad) in line
     assert not (tmp_path / "d").exists()  # not cached, no empty directories
 
 
-def test_a_bad_cached_copy_does_not_stick(tmp_path, shared_mirror, unpinned_wnli, capsys):
+def test_a_bad_cached_copy_does_not_stick(tmp_path, shared_mirror, unpinned_wnli):
     """A bad copy cached (with its verification stamp) by an older isoflow: the error names the cached path and
     removes it, so that the next run takes the repaired mirror copy."""
     cache = tmp_path / "d/raw"
@@ -263,24 +253,24 @@ def test_a_bad_cached_copy_does_not_stick(tmp_path, shared_mirror, unpinned_wnli
     mirror = tmp_path / "mirror"
     (mirror / WNLI).parent.mkdir(parents=True)
     (mirror / WNLI).write_bytes((shared_mirror / WNLI).read_bytes())
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", mirror, "--data-dir", tmp_path / "d", "--quiet")
+    rc, err = isoflow_cli("prepare", "glue/wnli", "--mirror", mirror, "--data-dir", tmp_path / "d", "--quiet")
     line = one_line_error(err)
     assert rc == 2 and "label 'x'" in line and f"cached copy {bad} was removed" in line
     assert not bad.exists() and not bad.with_name(bad.name + ".verified").exists()
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", mirror, "--data-dir", tmp_path / "d", "--quiet")
+    rc, err = isoflow_cli("prepare", "glue/wnli", "--mirror", mirror, "--data-dir", tmp_path / "d", "--quiet")
     assert rc == 0, err
 
 
-def test_a_truncated_copy_in_the_first_mirror_falls_back_to_the_next(tmp_path, shared_mirror, capsys, caplog):
+def test_a_truncated_copy_in_the_first_mirror_falls_back_to_the_next(tmp_path, shared_mirror, caplog):
     first = tmp_path / "first"
     (first / WNLI).parent.mkdir(parents=True)
     (first / WNLI).write_bytes((shared_mirror / WNLI).read_bytes()[:1000])
-    rc, err = cli(
-        capsys, "prepare", "glue/wnli", "--mirror", f"{first}:{shared_mirror}", "--data-dir", tmp_path / "d", "--quiet"
+    rc, err = isoflow_cli(
+        "prepare", "glue/wnli", "--mirror", f"{first}:{shared_mirror}", "--data-dir", tmp_path / "d", "--quiet"
     )
     assert rc == 0 and "truncated" in caplog.text and str(first / WNLI) in caplog.text  # a warning names the bad copy
-    rc, err = cli(
-        capsys, "prepare", "glue/wnli", "--mirror", first, "--data-dir", tmp_path / "e", "--offline", "--quiet"
+    rc, err = isoflow_cli(
+        "prepare", "glue/wnli", "--mirror", first, "--data-dir", tmp_path / "e", "--offline", "--quiet"
     )
     assert rc == 2 and "truncated" in one_line_error(err) and not (tmp_path / "e").exists()
 
@@ -349,7 +339,7 @@ def test_one_enormous_row_is_refused_not_measured(tiny, tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate"])
-def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, capsys, damage):
+def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, damage):
     npy = tiny / "embeddings/m/tiny/embeddings.npy"
     raw = bytearray(npy.read_bytes())
     if damage == "flip":
@@ -357,8 +347,7 @@ def test_damaged_embeddings_are_named_with_the_fix(tiny, tmp_path, capsys, damag
     else:
         raw = raw[: len(raw) // 2]
     npy.write_bytes(bytes(raw))
-    rc, err = cli(
-        capsys,
+    rc, err = isoflow_cli(
         "optimize",
         "--task",
         "tiny",
@@ -411,8 +400,8 @@ def test_encode_re_encodes_a_damaged_cached_table(tmp_path):
         (["prepare", "supersense", "--n-words", "0"], "--n-words: must be at least 2"),
     ],
 )
-def test_cli_numbers_out_of_range(capsys, argv, message):
-    rc, err = cli(capsys, *argv)
+def test_cli_numbers_out_of_range(argv, message):
+    rc, err = isoflow_cli(*argv)
     assert rc == 2 and message in one_line_error(err)
 
 
@@ -437,7 +426,7 @@ def test_library_numbers_out_of_range():
 # ----- 10/11. Errors that name the file and the fix; no tracebacks ----------------------------------------------------
 
 
-def test_geometry_input_errors_name_the_file(tmp_path, capsys):
+def test_geometry_input_errors_name_the_file(tmp_path):
     np.save(tmp_path / "str.npy", np.array([["a", "b"], ["c", "d"]]))
     (tmp_path / "text.npy").write_text("0.1 0.2\n0.3 0.4\n")
     np.save(tmp_path / "X.npy", np.random.default_rng(0).normal(size=(10, 50)))
@@ -454,19 +443,19 @@ def test_geometry_input_errors_name_the_file(tmp_path, capsys):
         (["X.npy", "--metrics", "silhouette"], "metric 'silhouette' needs --labels"),
     ]
     for argv, message in cases:
-        rc, err = cli(capsys, "geometry", *(str(tmp_path / a) if a.endswith((".npy", ".txt")) else a for a in argv))
+        rc, err = isoflow_cli("geometry", *(str(tmp_path / a) if a.endswith((".npy", ".txt")) else a for a in argv))
         assert rc == 2 and message in one_line_error(err), (argv, err)
     # The n < d case suggests the metrics that can be computed.
-    assert "--metrics isoscore,cosine_anisotropy,twonn" in cli(capsys, "geometry", tmp_path / "X.npy")[1]
+    assert "--metrics isoscore,cosine_anisotropy,twonn" in isoflow_cli("geometry", tmp_path / "X.npy")[1]
 
 
-def test_paths_that_are_files_or_read_only(tiny, tmp_path, shared_mirror, capsys, monkeypatch):
+def test_paths_that_are_files_or_read_only(tiny, tmp_path, shared_mirror, monkeypatch):
     afile = tmp_path / "afile"
     afile.write_text("x")
-    rc, err = cli(capsys, "prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", afile, "--quiet")
+    rc, err = isoflow_cli("prepare", "glue/wnli", "--mirror", shared_mirror, "--data-dir", afile, "--quiet")
     assert rc == 2 and "Not a directory" in one_line_error(err) and str(afile) in err
-    rc, err = cli(
-        capsys, "optimize", "--task", "tiny", "--model", "m", "--task-dir", afile, "--data-dir", tiny, "--quiet"
+    rc, err = isoflow_cli(
+        "optimize", "--task", "tiny", "--model", "m", "--task-dir", afile, "--data-dir", tiny, "--quiet"
     )
     assert rc == 2 and f"{afile} is a file, not a prepared task directory" in one_line_error(err)
 
@@ -474,8 +463,7 @@ def test_paths_that_are_files_or_read_only(tiny, tmp_path, shared_mirror, capsys
         raise OSError(errno.EROFS, "Read-only file system", kwargs.get("dir"))
 
     monkeypatch.setattr(tempfile, "mkstemp", read_only)
-    rc, err = cli(
-        capsys,
+    rc, err = isoflow_cli(
         "optimize",
         "--task",
         "tiny",
