@@ -26,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
+PYARROW_EXIT_NAME = "jemalloc_bg_thd"  # a Python process that loaded pyarrow exits with this name
 TICKS = 100  # dump-acct's times are in the kernel's accounting ticks (AHZ): 100 a second
 
 
@@ -52,10 +53,12 @@ def read_dump(text: str) -> list[Process]:
 
 
 def workers(procs: list[Process], n: int) -> list[Process]:
-    """The ``n`` pytest-xdist workers: the ``n`` longest-lived Python processes that share a parent (the controller)."""
+    """The ``n`` pytest-xdist workers: the ``n`` longest-lived Python processes that share a parent (the controller). A
+    worker that loaded pyarrow exits named after its last thread (the module docstring), so that name counts as
+    Python."""
     by_parent = defaultdict(list)
     for p in procs:
-        if p.name.startswith("python"):
+        if p.name.startswith("python") or p.name == PYARROW_EXIT_NAME:
             by_parent[p.ppid].append(p)
     candidates = [sorted(group, key=lambda p: -p.wall)[:n] for group in by_parent.values() if len(group) >= n]
     if not candidates:

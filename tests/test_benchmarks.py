@@ -282,7 +282,7 @@ def test_the_suite_durations_record_names_every_test_as_pytest_does(tmp_path):
 def test_the_suite_processes_record_splits_the_cpu_by_who_started_each_process(tmp_path):
     """benchmarks/suite_processes.py: an accounting file's processes (dump-acct's lines) split into the pytest workers'
     own CPU, one tree per process a worker started (its jobs counted in it) and the rest; the workers found as the
-    longest-lived Python processes of one parent."""
+    longest-lived Python processes of one parent, a worker that loaded pyarrow among them."""
     import json
 
     import suite_processes
@@ -297,7 +297,7 @@ def test_the_suite_processes_record_splits_the_cpu_by_who_started_each_process(t
             line("ruff", 2.0, 3, 11, 10),
             line("python3", 4.0, 95, 12, 10),
             line("python3", 300.0, 90, 13, 12),  # worker 1
-            line("python3", 200.0, 89, 14, 12),  # worker 2
+            line("jemalloc_bg_thd", 200.0, 89, 14, 12),  # worker 2, which loaded pyarrow: named after its last thread
             line("python3", 0.5, 1, 15, 12),  # a short-lived helper of the controller: not a worker
             line("jemalloc_bg_thd", 3.0, 50, 20, 13),  # a snakemake run started by a test: itself and two jobs
             line("bash", 0.0, 20, 21, 20),
