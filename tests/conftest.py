@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -137,6 +138,37 @@ def isoflow_cli(*argv, cwd: Path | None = None) -> tuple[int, str]:
         except SystemExit as exc:
             code = exc.code
     return code, err.getvalue()
+
+
+def config_refusals(
+    *entries: str, configfile: str | os.PathLike = "config.yaml", root: Path | None = None
+) -> list[str]:
+    """What the workflow refuses in a config (isoflow.config_checks, as rules/config.smk calls it), in this process:
+    ``configfile`` (relative to ``root``, the repository by default) with ``--config`` ``entries`` on top, parsed and
+    merged as Snakemake parses and merges them; [] if it would run. A Snakemake process spends seconds starting;
+    test_workflow.py::test_invalid_config_is_refused and test_workflow_safety.py's config tests take the whole path
+    through Snakemake."""
+    import yaml
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    from isoflow.config_checks import ConfigRefused, checked_config
+
+    root = root or ROOT
+    config = yaml.safe_load((root / configfile).read_text())
+    update_config(config, parse_config(list(entries)))
+    try:
+        checked_config(config, _workflow_schema(), root)
+    except ConfigRefused as refused:
+        return refused.problems
+    return []
+
+
+@functools.cache
+def _workflow_schema() -> dict:
+    from isoflow.config_checks import load_workflow_schema
+
+    return load_workflow_schema(ROOT / "schemas/config.schema.yaml")
 
 
 def job_counts(text: str) -> dict[str, int]:

@@ -20,6 +20,7 @@ from conftest import (
     SUITE_OFFLINE,
     assert_frames_agree_across_threads,
     checkout_copy,
+    config_refusals,
     job_counts,
     sh,
 )
@@ -307,9 +308,8 @@ def test_a_config_on_a_base_is_the_base_with_its_own_keys_on_top(tmp_path, plan_
     for base, says in (("config/nowhere.yaml", "does not exist"), (str(tmp_path / "loop.yaml"), "comes back to")):
         (tmp_path / "loop.yaml").write_text(f"base: {tmp_path / 'loop.yaml'}\n")
         (tmp_path / "mine.yaml").write_text(f"base: {base}\noptimize: {{seeds: [0]}}\n")
-        bad = snakemake("-n", "--configfile", str(tmp_path / "mine.yaml"), check=False)
-        lines = [line for line in bad.stderr.splitlines() if line.strip()]
-        assert bad.returncode != 0 and says in bad.stderr and len(lines) == 1, bad.stderr
+        (problem,) = config_refusals(configfile=tmp_path / "mine.yaml")
+        assert problem.startswith("base: ") and says in problem, problem
 
 
 @pytest.mark.slow
@@ -352,8 +352,7 @@ def test_a_config_file_runs_what_it_names_and_nothing_of_config_yaml(tmp_path):
     mine.write_text(
         where + "optimize: {seeds: [0], steps: {default: 2, glue: 2}, glue: {tasks: [wnli], models: [minilm]}}"
     )
-    bad = snakemake("-n", "--configfile", str(mine), check=False)
-    assert bad.returncode != 0 and "optimize.glue.tasks[0]: 'wnli' is not one of glue/cola" in bad.stderr
+    assert config_refusals(configfile=mine)[0].startswith("optimize.glue.tasks[0]: 'wnli' is not one of glue/cola")
     mine.write_text(mine.read_text().replace("[wnli]", "[glue/wnli]"))
     counts = job_counts(snakemake("-n", "--configfile", str(mine)).stdout)
     assert {k: v for k, v in counts.items() if k not in ("all", "total")} == {
@@ -431,13 +430,18 @@ def _walk(tree, path):
 
 
 @pytest.mark.slow
-def test_invalid_config_is_refused(tmp_path):
-    bad = snakemake("-n", "--config", "optimize={'seeds': []}", check=False)
-    assert bad.returncode != 0 and "optimize.seeds" in bad.stdout + bad.stderr
-    bad = snakemake("-n", "--config", "seeds=[0]", check=False)  # a key under its former place: told where it is now
-    assert bad.returncode != 0 and "seeds is now optimize.seeds" in bad.stderr
-    bad = snakemake("-n", "--config", "device=gpu0", check=False)
-    assert bad.returncode != 0 and "device" in bad.stdout + bad.stderr
+def test_invalid_config_is_refused():
+    """Mistakes given with `--config` stop Snakemake before anything is planned, one line each naming the config file:
+    the lines conftest.config_refusals gives in this process (which the other config tests use), on the terminal."""
+    entries = ["optimize={'seeds': []}", "seeds=[0]"]  # a key under its former place: told where it is now
+    problems = config_refusals(*entries)
+    assert problems == [
+        "seeds is now optimize.seeds (rename or move the key)",
+        "optimize.seeds: [] should be non-empty",
+    ]
+    bad = snakemake("-n", "--config", *entries, check=False)
+    assert bad.returncode != 0 and bad.stderr.splitlines() == [f"config.yaml: {line}" for line in problems]
+    assert config_refusals("device=gpu0") == ["device: 'gpu0' does not match '^(auto|cpu|cuda(:[0-9]+)?)$'"]
 
 
 def test_a_config_in_the_former_layout_is_told_where_each_key_went(tmp_path):
@@ -445,8 +449,7 @@ def test_a_config_in_the_former_layout_is_told_where_each_key_went(tmp_path):
     key they stand in for is not also reported missing)."""
     old = tmp_path / "old.yaml"
     old.write_text("seeds: [0]\npaper: []\nistar: {tasks: [polarity], models: [minilm], lambdas: [0, 1]}\n")
-    bad = snakemake("-n", "--configfile", str(old), check=False)
-    assert bad.returncode != 0 and [line.split(": ", 1)[1] for line in bad.stderr.splitlines() if line.strip()] == [
+    assert config_refusals(configfile=old) == [
         "paper is now optimize.pairs (rename or move the key)",
         "seeds is now optimize.seeds (rename or move the key)",
         "istar.lambdas is now istar.istar_lambdas (rename or move the key)",

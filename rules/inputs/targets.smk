@@ -7,19 +7,6 @@ def all_task_model_pairs():
     return sorted(set(layout.optimize_pairs(OPTIMIZE) + layout.istar_pairs(ISTAR)))
 
 
-def check_vectors_cover_their_tasks():
-    """Vectors made elsewhere come with a file for every task they are paired with (config.smk checked the names)."""
-    for task, model in all_task_model_pairs():
-        if model in OWN_VECTORS and task not in OWN_VECTORS[model]:
-            refuse(
-                f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of the task)"
-            )
-
-
-check_vectors_cover_their_tasks()
-check_own_files(config)  # config.smk: last, once every name is known to be right
-
-
 def all_tasks():
     """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
     return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in layout.finetune_pairs(FINETUNE)})

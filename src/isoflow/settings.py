@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import typing
 from typing import Any
@@ -69,9 +70,16 @@ def _type_of(cls, f: dataclasses.Field) -> type:
     return _kind(cls, f)[0]
 
 
+@functools.cache
+def _type_hints(cls) -> dict[str, Any]:
+    """A settings class's field types, evaluated once per class: its annotations are strings (``from __future__ import
+    annotations``), and evaluating them anew for every field made half of a full config's dry run."""
+    return typing.get_type_hints(cls)
+
+
 def _kind(cls, f: dataclasses.Field) -> tuple[type, bool]:
     """(type, is a list): ``tuple[float, ...]`` is (float, True), ``int | None`` is (int, False)."""
-    hint = typing.get_type_hints(cls)[f.name]
+    hint = _type_hints(cls)[f.name]
     if typing.get_origin(hint) is tuple:
         return typing.get_args(hint)[0], True
     args = [a for a in typing.get_args(hint) if a is not type(None)]
