@@ -81,12 +81,15 @@ def _texts(ex: Examples, idx) -> tuple[list[str], list[str] | None]:
 
 
 def _task_metric(task: str, y: np.ndarray, pred: np.ndarray) -> tuple[str, float]:
-    from sklearn.metrics import f1_score, matthews_corrcoef
-
+    # scikit-learn only where its metric is used: importing it takes about a second of every run's start
     kind = TASK_METRICS.get(task)
     if kind == "mcc":
+        from sklearn.metrics import matthews_corrcoef
+
         return "mcc", float(matthews_corrcoef(y, pred))
     if kind == "f1":
+        from sklearn.metrics import f1_score
+
         return "f1", float(f1_score(y, pred))
     return "accuracy", float((y == pred).mean())
 
