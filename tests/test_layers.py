@@ -621,8 +621,10 @@ def test_workflow_layers_section_plans(tmp_path, plan_checkout):
     assert (
         counts["layers_run"] == (4 + 1) * 2 and counts["layers_report"] == 1
     )  # (minilm, mpnet, 2 plain LMs, glove) x 2 corpora
-    (bad,) = config_refusals("layers={'models': ['minilm'], 'corpora': ['penn']}")
-    assert bad.startswith("layers.corpora[0]: 'penn' is not one of "), bad
+    assert config_refusals("layers={'models': ['minilm'], 'corpora': ['penn']}") == [
+        "layers.corpora names 'penn', which is neither a built-in corpus nor declared under own; add it to own or fix "
+        "the name"
+    ]
     cross = "layers={'models': ['minilm', 'mpnet'], 'corpora': ['brown'], 'cross': [['minilm', 'gpt2']]}"
     assert config_refusals(cross) == [
         "layers.cross names 'gpt2', which is neither a model of layers.models nor declared under own; add it to own "
