@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import make_cloud
+from conftest import isoflow_cli, make_cloud
 from sklearn.metrics import silhouette_score
 
 from isoflow.arrays import InputFileError, load_array
@@ -126,28 +124,25 @@ def test_cli_json_matches_library(tmp_path, cloud, capsys):
     assert out == {"n_points": 400.0, "dim": 12.0, "isoscore": isoscore(X), "silhouette": silhouette(X, y)}
 
 
-@pytest.mark.slow
-def test_cli_table_and_errors(tmp_path, cloud):
+def test_cli_table_and_errors(tmp_path, cloud, capsys):
+    """`isoflow geometry` prints a table, and refuses labels of another length or a NaN in one line naming the file
+    (exit code 2, no traceback). In this process (conftest.isoflow_cli); the entry point's own process:
+    test_cli_prepare_and_encode."""
     X, y = cloud
     paths = write_formats(tmp_path, X, y)
-    run = lambda *a: subprocess.run(
-        [sys.executable, "-m", "isoflow.cli", "geometry", *map(str, a)], capture_output=True, text=True
-    )
-    ok = run(paths["parquet"], "--labels", paths["parquet"], "--labels-key", "label", "--metrics", "silhouette")
-    assert ok.returncode == 0, ok.stderr
-    assert ok.stdout.split()[-2:] == ["silhouette", f"{silhouette(X, y):.6f}"]
+    run = lambda *a: isoflow_cli("geometry", *a)  # noqa: E731
+    code, err = run(paths["parquet"], "--labels", paths["parquet"], "--labels-key", "label", "--metrics", "silhouette")
+    assert code == 0, err
+    assert capsys.readouterr().out.split()[-2:] == ["silhouette", f"{silhouette(X, y):.6f}"]
     np.save(tmp_path / "short.npy", y[:10])
-    bad_len = run(paths["npy"], "--labels", tmp_path / "short.npy")
-    assert (
-        bad_len.returncode == 2
-        and f"{tmp_path / 'short.npy'}: labels have 10 entries but X has 400 rows" in bad_len.stderr
-    )
+    code, err = run(paths["npy"], "--labels", tmp_path / "short.npy")
+    assert code == 2 and f"{tmp_path / 'short.npy'}: labels have 10 entries but X has 400 rows" in err
     bad = X.copy()  # the fixture is shared by the module's tests: never change it in place
     bad[3, 1] = np.nan
     np.save(tmp_path / "nan.npy", bad)
-    nan = run(tmp_path / "nan.npy")
-    assert nan.returncode == 2 and "Traceback" not in nan.stderr
+    code, err = run(tmp_path / "nan.npy")
+    assert code == 2 and "Traceback" not in err
     assert (
         f"{tmp_path / 'nan.npy'}: X contains 1 NaN/inf value(s) in 1 row(s); the first is row 4 (rows counted from 1)"
-        in nan.stderr
+        in err
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import isoflow_cli
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -207,7 +208,10 @@ def test_registry_errors():
 
 
 @pytest.mark.slow
-def test_cli_prepare_and_encode(tmp_path, shared_mirror):
+def test_cli_prepare_and_encode(tmp_path, shared_mirror, monkeypatch, capsys):
+    """`isoflow prepare` and `isoflow encode` as a user runs them, through the entry point's own process (the hub's
+    offline switch is read when huggingface_hub is imported); encoding, and its refusals that need no hub, in this
+    process (conftest.isoflow_cli: a new process spends seconds importing torch and the model's libraries)."""
     env = {**os.environ, "ISOFLOW_MIRROR": str(shared_mirror), "HF_HUB_OFFLINE": "1"}
     run = lambda *a: subprocess.run(
         [sys.executable, "-m", "isoflow.cli", *a, "--data-dir", str(tmp_path)], capture_output=True, text=True, env=env
@@ -215,9 +219,13 @@ def test_cli_prepare_and_encode(tmp_path, shared_mirror):
     p = run("prepare", "wnli", "--quiet")
     assert p.returncode == 0, p.stderr
     assert "glue/wnli: 635 examples, 925 distinct items" in p.stdout
-    e = run("encode", "--model", "minilm", "--task", "glue/wnli", "--device", "cpu")
-    assert e.returncode == 0, e.stderr
-    assert "minilm x glue/wnli: 925 x 384 float32" in e.stdout and "[" not in e.stderr  # no progress bar in a log
+    monkeypatch.setenv("ISOFLOW_MIRROR", str(shared_mirror))
+    code, err = isoflow_cli(
+        "encode", "--model", "minilm", "--task", "glue/wnli", "--device", "cpu", "--data-dir", tmp_path
+    )
+    assert code == 0, err
+    out = capsys.readouterr().out
+    assert "minilm x glue/wnli: 925 x 384 float32" in out and "[" not in err  # no progress bar in a log
     assert np.load(tmp_path / "embeddings/minilm/glue/wnli/embeddings.npy").shape == (925, 384)
     bad = run("encode", "--model", "bert", "--task", "glue/wnli")
     # not a built-in name, not a folder: a hub id, which the offline cache does not hold: one line, with the fix
@@ -226,8 +234,8 @@ def test_cli_prepare_and_encode(tmp_path, shared_mirror):
         and "'bert' is not one of isoflow's models" in bad.stderr
         and "hf download bert" in bad.stderr
     )
-    missing = run("encode", "--model", "minilm", "--task", "glue/rte")
-    assert missing.returncode == 2 and "run `isoflow prepare` first" in missing.stderr
+    code, err = isoflow_cli("encode", "--model", "minilm", "--task", "glue/rte", "--data-dir", tmp_path)
+    assert code == 2 and "run `isoflow prepare` first" in err
 
 
 def test_encoded_words_are_each_word_encoded_alone(tmp_path):
