@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -377,26 +375,10 @@ def test_ctrl_c_keeps_the_last_step_and_a_changed_setting_is_refused(tmp_path, c
 def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     out = tmp_path / "plain-gpt2"
     options = [f"--{k.replace('_', '-')}={v}" for k, v in TINY.items()]
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "isoflow.cli",
-            "pretrain",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(out),
-            "--objective",
-            "causal",
-            "--steps",
-            "4",
-            *options,
-        ],
-        capture_output=True,
-        text=True,
+    code, err = isoflow_cli(
+        "pretrain", "--corpus", corpus, "--out", out, "--objective", "causal", "--steps", "4", *options
     )
-    assert p.returncode == 0, p.stderr
+    assert code == 0, err
     record = json.loads((out / "pretrain.json").read_text())
     assert record["objective"] == "causal" and record["settings"]["steps"] == 4 and record["settings"]["seed"] == 0
     assert record["heldout"]["loss"] > 0 and record["unigram_baseline"]["perplexity"] > 1
