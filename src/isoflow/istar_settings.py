@@ -12,11 +12,16 @@ SHRINKAGE_KINDS = ("pretrained", "isotropic")
 PENALTY_DTYPE_NAMES = ("float32", "float64")  # the dtypes the penalty may be computed in
 
 
+def _is_number(value) -> bool:
+    """An int or float, not a bool (which Python counts as an int)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = "float32") -> None:
     """λ a finite number, ζ in [0, 1], a known shrinkage kind and penalty dtype; else a ValueError saying which."""
-    if isinstance(istar_lambda, bool) or not isinstance(istar_lambda, (int, float)) or not math.isfinite(istar_lambda):
+    if not _is_number(istar_lambda) or not math.isfinite(istar_lambda):
         raise ValueError(f"the I-STAR weight istar_lambda must be a finite number; got {istar_lambda!r}")
-    if isinstance(zeta, bool) or not isinstance(zeta, (int, float)) or not 0.0 <= zeta <= 1.0:
+    if not _is_number(zeta) or not 0.0 <= zeta <= 1.0:
         raise ValueError(f"the I-STAR shrinkage zeta must be a number in [0, 1]; got {zeta!r}")
     if shrinkage not in SHRINKAGE_KINDS:
         raise ValueError(f"unknown I-STAR shrinkage target {shrinkage!r}; choose from {', '.join(SHRINKAGE_KINDS)}")
@@ -26,7 +31,7 @@ def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = 
 
 def check_cosreg_weight(weight) -> float:
     """CosReg's weight as a float, if a finite number; else a ValueError."""
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
+    if not _is_number(weight) or not math.isfinite(weight):
         raise ValueError(f"the CosReg weight must be a finite number; got {weight!r}")
     return float(weight)
 
