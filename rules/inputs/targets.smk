@@ -4,7 +4,7 @@
 
 def all_task_model_pairs():
     """Every (task, model) whose embeddings the config's optimisation runs read (isoflow.layout)."""
-    return sorted(set(layout.optimize_pairs(OPTIMIZE) + layout.istar_pairs(ISTAR)))
+    return layout.embedding_pairs(OPTIMIZE, ISTAR)
 
 
 def all_tasks():

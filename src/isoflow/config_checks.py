@@ -234,7 +234,7 @@ def vectors_problems(config: dict) -> list[str]:
     """Vectors made elsewhere come with a file for every task the optimisation runs pair them with."""
     models = (config.get("own") or {}).get("models") or {}
     vectors = {name: entry["embeddings"] for name, entry in models.items() if "embeddings" in entry}
-    pairs = sorted(set(layout.optimize_pairs(config["optimize"]) + layout.istar_pairs(config.get("istar") or {})))
+    pairs = layout.embedding_pairs(config["optimize"], config.get("istar") or {})
     return [
         f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of "
         "the task)"

@@ -174,6 +174,12 @@ def istar_pairs(istar: dict) -> list[tuple[str, str]]:
     return [(t, m) for t in istar.get("tasks", []) for m in istar.get("models", [])]
 
 
+def embedding_pairs(optimize: dict, istar: dict) -> list[tuple[str, str]]:
+    """Every (task, model) whose embeddings the optimisation runs read (the optimize section's and the I-STAR
+    sweep's), sorted, each once."""
+    return sorted(set(optimize_pairs(optimize) + istar_pairs(istar)))
+
+
 def istar_seeds(istar: dict, optimize: dict) -> list:
     """The I-STAR sweep's seeds: its own (a subset: its λ = 0 rows are optimize's runs), else the config's."""
     return istar.get("seeds") or optimize["seeds"]
