@@ -39,7 +39,7 @@ rule finetune_lr_run:
     params:
         **FINETUNE_PARAMS,
         weight="--istar-lambda 0",
-        settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+        settings=lambda wildcards: command_line(FinetuneSettings, UNSTATED),
         lr_from=lambda wildcards: f"--lr {wildcards.lr}",
     shell:
         "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
@@ -55,6 +55,7 @@ use rule finetune_lr_run as finetune_run with:
         model=model_files,
         lr=lr_choice,
     output:
+        **FINETUNE_STATES,
         parquet=kept(f"{FINETUNE_RUN}.parquet"),
         steps=kept(f"{FINETUNE_RUN}.steps.parquet"),
         record=kept(f"{FINETUNE_RUN}.json"),
@@ -140,6 +141,21 @@ rule finetune_gradients:
     shell:
         "isoflow finetune-diagnosis {params.model} --task {wildcards.task} --batches {params.batches} {params.pooling} "
         "--task-dir {params.task_dir} --raw-dir {params.raw} {params.mirror} --out {params.out} > {log} 2>&1"
+
+
+# CKA between the seeds of one weight, per layer, from their runs' states (finetune.states_points, two seeds or more):
+# the floor that CKA to the pretrained model is read against (isoflow.finetune.seed_floor).
+rule finetune_seed_floor:
+    input:
+        seed_floor_states,
+    output:
+        floor=kept(FINETUNE_SEED_FLOOR),
+    log:
+        layout.log_path("finetune", layout.finetune_seed_floor_id("{task}", "{model}", "{reg}", "{weight}")),
+    conda:
+        "../envs/isoflow.yaml"
+    shell:
+        "isoflow finetune-seed-floor {input} --out {output.floor} > {log} 2>&1"
 
 
 rule finetune_report:

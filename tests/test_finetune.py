@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import assert_one_record_schema, config_refusals, sh
+from conftest import assert_one_record_schema, config_refusals, job_counts, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -556,6 +556,8 @@ def test_a_stopped_run_resumes_after_its_last_epoch_with_the_numbers_of_a_run_ne
         (dict(heldout_fraction=0.0), "heldout_fraction must be greater than 0; got 0.0"),
         (dict(points="layers"), "points must be one of tokens-all-layers, tokens-all-layers-skip-first, .*, pooled"),
         (dict(reg="l2"), "reg must be one of istar, cosreg"),
+        (dict(states_points=10), "states_points needs layer_geometry"),
+        (dict(states_points=10, cka_points=5, layer_geometry=True), r"states_points \(10\) must be at most cka_points"),
         (dict(reg="cosreg", istar_lambda=1.0), r"istar_lambda must be 0 with reg=cosreg"),
         (dict(task="one-class"), "holds a single class"),
         (dict(task="imdb"), "unknown task 'imdb'"),
@@ -709,6 +711,31 @@ def test_workflow_finetune_section_plans_its_weights_seeds_and_settings(tmp_path
     )
 
 
+@pytest.mark.slow
+def test_workflow_plans_the_seed_floor_from_states_kept_outside_the_runs(tmp_path, plan_checkout):
+    """With states_points and two seeds, each run writes its states outside runs/ (a temporary output), one job per
+    weight compares its seeds, and the report tabulates it; the learning-rate candidates write none."""
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    plan = sh(
+        [
+            "snakemake", "-n", "-p", "finetune", *where,
+            "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': [0, 1], 'cosreg_weights': [], "
+            "'seeds': [0, 1], 'layer_geometry': True, 'states_points': 50, 'lr_candidates': [1e-5, 2e-5]}",
+        ],
+        plan_checkout,
+    ).stdout  # fmt: skip
+    counts = job_counts(plan)
+    assert counts["finetune_run"] == 4 and counts["finetune_seed_floor"] == 2 and counts["finetune_lr_run"] == 2
+    states = f"{tmp_path}/results/finetune/states/glue/sst2/minilm/istar1/seed1.pt"
+    (run,) = [line for line in plan.splitlines() if f"--states-out {states} " in line]
+    assert "--states-points 50 " in run
+    floor = f"{tmp_path}/results/finetune/runs/glue/sst2/minilm/istar1/cka-between-seeds.json"
+    assert f"isoflow finetune-seed-floor {states.replace('seed1', 'seed0')} {states} --out {floor}" in plan
+    assert "finetune_seed_floor.csv" in plan
+    candidates = [line for line in plan.splitlines() if "/lr-selection/lr" in line and "isoflow finetune " in line]
+    assert candidates and all("--states-points 0" in line for line in candidates)
+
+
 def test_isoscore_star_paired_only_on_the_same_points():
     """CosReg on the last layer's token states has its IsoScore* on other points than plain fine-tuning's every layer:
     no paired IsoScore* for it, while the metric is paired as for any run."""
@@ -781,6 +808,38 @@ def test_report_of_runs_measured_per_layer(polarity_small, tmp_path, tiny_bert):
         "CKA (pretrained), past 1st",
     ]
     assert {"finetune_layers_epochs.png", "finetune_layers_epochs.md"} <= {p.name for p in written}
+
+
+def test_runs_write_the_states_their_cka_compares_and_the_seed_floor_reads_them(
+    polarity_small, tmp_path, tiny_bert, capsys
+):
+    """With states_points, a run writes its first held-out tokens' states under the pretrained model (one model, so
+    every seed's the same, the second seed's read from the sweep's shared pass) and after its last epoch; CKA between
+    them is what the record says (states_points = cka_points: the same tokens); `isoflow finetune-seed-floor` compares
+    the seeds and the report tabulates it."""
+    from conftest import isoflow_cli
+
+    settings = dict(**SMALL_RUN, layer_geometry=True, cka_points=60, states_points=60, lr=1e-3)
+    records = [polarity_run(polarity_small, tmp_path, tiny_bert, seed, **settings)[1] for seed in (0, 1)]
+    paths = [r.with_name(r.stem + ".states.pt") for r in records]  # the default place: beside the record
+    states = [torch.load(p, weights_only=False) for p in paths]
+    assert [s["settings"]["seed"] for s in states] == [0, 1] and len(states[0]["layers"]) == 3
+    assert all(torch.equal(a, b) for a, b in zip(states[0]["pretrained"], states[1]["pretrained"]))
+    assert torch.equal(states[0]["ids"], states[1]["ids"]) and states[0]["layers"][0].shape == (60, 32)
+    out = tmp_path / "cka-between-seeds.json"
+    code, _ = isoflow_cli("finetune-seed-floor", *paths, "--out", out)
+    assert code == 0 and "seeds [0, 1]: 3 layers, 60 tokens" in capsys.readouterr().out
+    floor = json.loads(out.read_text())
+    for seed, record in enumerate(records):
+        last = pd.read_parquet(record.with_suffix(".parquet")).iloc[-1]
+        recorded = list(last["layer_cka_pretrained"])
+        assert [row["cka_pretrained"][seed] for row in floor["layers"]] == pytest.approx(recorded, rel=1e-9)
+        assert recorded[0] < 1 - 1e-6  # training moved even the embedding layer: a comparison that can fail
+    report(records + [out], tmp_path / "tables", tmp_path / "figures")
+    table = pd.read_csv(tmp_path / "tables/finetune_seed_floor.csv")
+    assert len(table) == 3 * 2 and table["seeds"].eq(2).all()
+    row = table[(table.layer == 2) & (table.tokens == "all")].iloc[0]
+    assert row["cka_between_seeds_min"] == pytest.approx(floor["layers"][2]["cka_between_seeds"][0], abs=1e-12)
 
 
 def test_a_causal_lm_is_read_at_its_last_non_padding_token(tiny_gpt2, tiny_bert):

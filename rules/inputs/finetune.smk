@@ -10,13 +10,30 @@ FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
 FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
 FINETUNE_BASELINE_ALL = layout.finetune_baseline(RESULTS, "{task}", every=True)
 FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
+FINETUNE_SEED_FLOOR = layout.finetune_seed_floor(RESULTS, "{task}", "{model}", reg="{reg}", weight="{weight}")
+# Runs with states_points write their token states (outside runs/, deleted once the seed floor has read them); the
+# floor needs two seeds or more.
+STATES_POINTS = FINETUNE.get("states_points") or 0
+SEED_FLOOR = bool(STATES_POINTS) and len(FINETUNE.get("seeds", [])) > 1
+FINETUNE_STATES = (
+    {"states": temp(layout.finetune_states(RESULTS, "{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}"))}
+    if SEED_FLOOR
+    else {}
+)
 
 
-def finetune_options(wildcards):
+def finetune_options(wildcards, output):
     """The section's settings as `isoflow finetune` options (isoflow.finetune.settings declares them and their defaults,
-    which the schema filled in); CosReg runs take cosreg_points."""
+    which the schema filled in); CosReg runs take cosreg_points; where the seed floor is made, where the states go."""
     values = {**FINETUNE, "points": FINETUNE["cosreg_points"] if wildcards.reg == "cosreg" else FINETUNE["points"]}
-    return command_line(FinetuneSettings, values)
+    if not SEED_FLOOR:  # one seed: no floor to write states for
+        values["states_points"] = 0
+    states = f" --states-out {output.states}" if SEED_FLOOR else ""
+    return command_line(FinetuneSettings, values) + states
+
+
+# The learning-rate candidates, the baselines and the gradients write no states.
+UNSTATED = {**FINETUNE, "states_points": 0}
 
 
 def finetune_records():
@@ -51,7 +68,7 @@ BASELINE_PARAMS = dict(
     task_dir=lambda wildcards, input: os.path.dirname(input.task),
     raw=RAW,
     mirror=MIRROR,
-    settings=lambda wildcards: command_line(FinetuneSettings, FINETUNE),
+    settings=lambda wildcards: command_line(FinetuneSettings, UNSTATED),
 )
 BASELINE_COMMAND = (
     "isoflow finetune-baseline --task {wildcards.task} {params.settings} --task-dir {params.task_dir} "
@@ -76,13 +93,30 @@ def finetune_gradients():
     return [layout.finetune_gradients(RESULTS, t, m) for t, m in layout.finetune_pairs(FINETUNE)]
 
 
+def finetune_seed_floors():
+    """Each weight's CKA between its seeds, where the runs write their states (states_points) and there are two seeds
+    or more."""
+    if not SEED_FLOOR:
+        return []
+    stems = {stem.rsplit("/", 1)[0] for stem in layout.finetune_runs(FINETUNE, RESULTS)}
+    return sorted(f"{stem}/{layout.SEED_FLOOR_FILE}" for stem in stems)
+
+
+def seed_floor_states(wildcards):
+    """The states files of one weight's runs, every seed."""
+    return [
+        layout.finetune_states(RESULTS, wildcards.task, wildcards.model, s, reg=wildcards.reg, weight=wildcards.weight)
+        for s in FINETUNE["seeds"]
+    ]
+
+
 def finetune_run_files():
     runs = [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
-    return runs + finetune_baselines() + finetune_gradients()
+    return runs + finetune_baselines() + finetune_gradients() + finetune_seed_floors()
 
 
 _FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(
-    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients()), FINETUNE.get("zeta")
+    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients()), FINETUNE.get("zeta"), SEED_FLOOR
 )
 FINETUNE_TABLES = tables_of("finetune", _FINETUNE_TABLES)
 FINETUNE_FIGURES = figures_of("finetune", _FINETUNE_FIGURES)
@@ -94,4 +128,4 @@ def finetune_files():
 
 
 def runs_of_finetune():
-    return finetune_records() + finetune_baselines() + finetune_gradients()
+    return finetune_records() + finetune_baselines() + finetune_gradients() + finetune_seed_floors()

@@ -66,6 +66,13 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
         Path(tmp).unlink(missing_ok=True)
 
 
+def write_json(path: str | os.PathLike, value) -> Path:
+    """``value`` as indented JSON at ``path``, written whole or not at all (:func:`atomic_file`)."""
+    with atomic_file(path) as tmp:
+        tmp.write_text(json.dumps(value, indent=2) + "\n")
+    return Path(path)
+
+
 def _protected(path: Path) -> str | None:
     """Why ``path`` may never be replaced (the working directory, one of its parents, home, root), or None."""
     resolved = path.resolve()

@@ -40,7 +40,11 @@ BASELINE_ALL = "bag-of-words-all-training"  # the same on every training example
 GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
 LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
 LR_CHOICE = "chosen"
-BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE = (f"{stem}.json" for stem in (BASELINE, BASELINE_ALL, GRADIENTS))
+SEED_FLOOR = "cka-between-seeds"  # one weight's CKA between its seeds' fine-tuned models (isoflow.finetune.seed_floor)
+STATES = "states"  # beside runs/: fine-tuning runs' token states for the seed floor (tens of MB a run; not published)
+BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE, SEED_FLOOR_FILE = (
+    f"{stem}.json" for stem in (BASELINE, BASELINE_ALL, GRADIENTS, SEED_FLOOR)
+)
 BASELINE_FILES = (BASELINE_FILE, BASELINE_ALL_FILE)
 STABILITY_FILES = ("runs.parquet", "meta.json")
 OPTIMISATION_SECTIONS = ("optimize", "istar")  # the sections whose runs are optimisation runs (one schema)
@@ -214,6 +218,11 @@ def finetune_lr_id(task: str, model: str, lr, seed) -> str:
     return f"{task}/{model}/{LR_SELECTION}/lr{number(lr)}/{seed_stem(seed)}"
 
 
+def finetune_seed_floor_id(task: str, model: str, reg: str, weight) -> str:
+    """``<task>/<model>/<reg><w>/cka-between-seeds``: the job that compares one weight's seeds."""
+    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{SEED_FLOOR}"
+
+
 def finetune_lr_choice_id(task: str, model: str) -> str:
     return f"{task}/{model}/{LR_SELECTION}/{LR_CHOICE}"
 
@@ -229,6 +238,19 @@ def finetune_gradients_id(task: str, model: str) -> str:
 def finetune_run(results, task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
     """A fine-tuning run's stem (add ``.parquet``, ``.steps.parquet``, ``.json``)."""
     return run_path(results, "finetune", finetune_id(task, model, seed, reg=reg, weight=weight))
+
+
+def finetune_states(results, task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
+    """Where the workflow has a run with ``states_points`` write its token states: ``<results>/finetune/states/<task>/
+    <model>/<reg><w>/seed<S>.pt``, outside ``runs/`` (neither published nor saved with a sweep's parts: the seed floor
+    made from them is)."""
+    return f"{results}/finetune/{STATES}/{finetune_id(task, model, seed, reg=reg, weight=weight)}.pt"
+
+
+def finetune_seed_floor(results, task: str, model: str, *, reg: str = "istar", weight=0.0) -> str:
+    """One weight's CKA between its seeds: ``<results>/finetune/runs/<task>/<model>/<reg><w>/cka-between-seeds.json``
+    (:mod:`isoflow.finetune.seed_floor`)."""
+    return run_path(results, "finetune", finetune_seed_floor_id(task, model, reg, weight)) + ".json"
 
 
 def finetune_lr_run(results, task: str, model: str, lr, seed) -> str:

@@ -130,12 +130,13 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION
+    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION, SEED_FLOOR_FILE
 
     # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
     sweep = [p for p in (folder / RUNS).rglob("seed*.json") if LR_SELECTION not in p.parts]
     runs = [*sweep, *(p for name in BASELINE_FILES for p in (folder / RUNS).rglob(name))]
     runs += (folder / RUNS).rglob(GRADIENTS_FILE)
+    runs += (folder / RUNS).rglob(SEED_FLOOR_FILE)
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
@@ -217,7 +218,7 @@ SECTIONS: dict[str, Section] = {
         Section(
             "finetune",
             "Fine-tuning the encoder with I-STAR and CosReg",
-            ("finetune", "finetune-diagnosis"),
+            ("finetune", "finetune-diagnosis", "finetune-seed-floor"),
             ("finetune-report",),
             run_rules=(
                 "finetune_run",
@@ -226,6 +227,7 @@ SECTIONS: dict[str, Section] = {
                 "finetune_lr_run",
                 "finetune_lr_choice",
                 "finetune_gradients",
+                "finetune_seed_floor",
             ),
             report_rules=("finetune_report",),
             redraw=_redraw_finetune,

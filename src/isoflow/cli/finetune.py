@@ -33,6 +33,13 @@ def add_parser(sub) -> None:
         metavar="CHOICE",
         help="take the learning rate from a choice file of `isoflow finetune-lr` (overrides --lr; recorded)",
     )
+    f.add_argument(
+        "--states-out",
+        default=None,
+        metavar="PATH",
+        help="with --states-points: where the token states go (default: <out>.states.pt; isoflow finetune-seed-floor "
+        "reads them)",
+    )
     options.task_dir(f)
     options.results(f)
     options.device(f)
@@ -74,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
         model_name=args.model_name,
         lr_choice=lr_choice,
+        states_out=args.states_out,
         **settings,
     )
     info = json.loads(record.read_text())

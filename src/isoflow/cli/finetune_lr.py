@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 HELP = "choose the learning rate from plain candidate runs by their best validation metric (never the held-out set)"
 
@@ -16,12 +15,11 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..atomic import atomic_file
+    from ..atomic import write_json
     from ..finetune.learning_rate import choose
 
     choice = choose(args.runs)
-    with atomic_file(args.out) as tmp:
-        tmp.write_text(json.dumps(choice, indent=2) + "\n")
+    write_json(args.out, choice)
     scores = ", ".join(f"{lr}: {c['validation_metric']:.4f}" for lr, c in choice["candidates"].items())
     print(f"learning rate {choice['lr']:g} (best validation metric; {scores}) -> {args.out}")
     return 0

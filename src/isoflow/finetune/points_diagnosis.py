@@ -17,7 +17,6 @@ here, before any training, and printed in the table's caption.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -203,8 +202,7 @@ def diagnose_points(
     result.update(run_provenance())
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    from ..atomic import atomic_file
+    from ..atomic import write_json
 
-    with atomic_file(out / "points_diagnosis.json") as tmp:
-        tmp.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "points_diagnosis.json", result)
     return result

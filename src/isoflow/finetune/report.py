@@ -273,11 +273,12 @@ LAYERS_BY_EPOCH_CAPTION = (
 
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     """``records``: the runs' records, the tasks' baseline records (``bag-of-words.json``) and, where measured, each
-    task × model's gradients at the pretrained model (``gradients.json``)."""
+    task × model's gradients at the pretrained model (``gradients.json``) and each weight's CKA between its seeds
+    (``cka-between-seeds.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
     from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
 
-    records, baselines, gradients = split_inputs(records)
+    records, baselines, gradients, floors = split_inputs(records)
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
@@ -298,6 +299,13 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         caption=MANIPULATION_CAPTION,
         floatfmt="%.4f",
     )
+    if floors:
+        from .seed_floor import CAPTION as FLOOR_CAPTION
+        from .seed_floor import floor_table
+
+        written += write_table(
+            floor_table(floors), Path(tables_dir) / "finetune_seed_floor", caption=FLOOR_CAPTION, floatfmt="%.4f"
+        )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
     figures_dir = Path(figures_dir)

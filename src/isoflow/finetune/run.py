@@ -46,7 +46,7 @@ def finetune_path(
 # that differ only in these share it (one sweep's seeds, weights and regularisers on the same points).
 NOT_IN_THE_PASS = (
     "seed", "reg", "istar_lambda", "cosreg_weight", "istar_pull", "lr", "epochs", "dropout", "weight_decay",
-    "batch_size", "shrinkage_points", "pull_batches", "layer_twonn", "k_lid",
+    "batch_size", "shrinkage_points", "pull_batches", "layer_twonn", "k_lid", "states_points",
 )  # fmt: skip
 
 
@@ -84,10 +84,13 @@ def run_finetune(
     callback=None,
     model_name: str | None = None,
     lr_choice: dict | None = None,
+    states_out: str | os.PathLike | None = None,
     **settings,
 ) -> tuple[Path, Path]:
     """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json).
-    ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record."""
+    ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record. With
+    ``states_points``, the token states CKA between seeds reads go to ``states_out`` (default ``<out>.states.pt``),
+    written before the record."""
     name = resolve_name(task)
     s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
     inputs = run_inputs(
@@ -161,6 +164,10 @@ def run_finetune(
         "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
     )
     tables = [(parquet, frame), (out.with_name(out.name + ".steps.parquet"), steps)]
+    if result.states is not None:
+        from .seed_floor import write_states
+
+        write_states(Path(states_out or out.with_name(out.name + ".states.pt")), result.states, meta["settings"])
     record = write_run(out.with_suffix(".json"), meta, tables)
     checkpoint.remove()
     return parquet, record

@@ -22,12 +22,13 @@ TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
 def report_outputs(
-    layer_geometry: bool, gradients: bool = False, zeta: float | None = None
+    layer_geometry: bool, gradients: bool = False, zeta: float | None = None, seed_floor: bool = False
 ) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow finetune-report` writes (isoflow.finetune.report): runs measured per layer add a
     table and a figure each of finetune_layers and finetune_layers_epochs; gradients measured at the pretrained model
     the table finetune_gradients; runs with IsoScore*'s shrinkage (``zeta``, default: the setting's; not 0) the
-    manipulation check, finetune_manipulation. The workflow declares them from here."""
+    manipulation check, finetune_manipulation; runs that wrote their states (``seed_floor``: states_points, two seeds
+    or more) CKA between seeds, finetune_seed_floor. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
     shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
@@ -37,6 +38,7 @@ def report_outputs(
         *(["finetune_manipulation"] if shrunk else []),
         "finetune_paired",
         *layers,
+        *(["finetune_seed_floor"] if seed_floor else []),
     ]
     figures = [
         "finetune_performance",
@@ -122,6 +124,13 @@ class FinetuneSettings:
     cka_points: int = setting(
         5000, "held-out tokens whose per-layer states are compared with the pretrained model's (linear CKA)", minimum=4
     )
+    states_points: int = setting(
+        0,
+        "with layer_geometry: the first this many of the tokens CKA compares (at most cka_points), their every-layer "
+        "states under the pretrained model and after the last epoch written to a file of their own, for CKA between "
+        "seeds (isoflow finetune-seed-floor; 0: none)",
+        minimum=0,
+    )
     pull_batches: int = setting(
         5, "training batches the penalty's pull is measured on (at the pretrained model; after every epoch)", minimum=1
     )
@@ -141,6 +150,13 @@ class FinetuneSettings:
         check_cosreg_weight(self.cosreg_weight)
         if self.istar_pull and self.reg != "istar":
             raise ValueError(f"istar_pull sets I-STAR's lambda; it has no meaning with reg={self.reg}")
+        if self.states_points and not self.layer_geometry:
+            raise ValueError("states_points needs layer_geometry: the states are those its pass collects")
+        if self.states_points > self.cka_points:
+            raise ValueError(
+                f"states_points ({self.states_points}) must be at most cka_points ({self.cka_points}): the states "
+                "written are those of the tokens CKA compares"
+            )
         (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)
         if getattr(self, other):
             raise ValueError(

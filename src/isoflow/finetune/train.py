@@ -64,6 +64,7 @@ class FinetuneResult:
     epochs: list[dict]
     steps: list[dict]
     info: dict = field(default_factory=dict)
+    states: dict | None = None  # with states_points: the tokens' states for CKA between seeds (:func:`kept_states`)
 
 
 def regulariser(s: FinetuneSettings) -> IStarLoss | CosineRegLoss:
@@ -195,6 +196,10 @@ class LayerTokens:
         self.later.append(first_positions_dropped(mask).bool()[keep])
         self.n += int(keep.sum())
 
+    def token_ids(self, cap: int) -> torch.Tensor:
+        """The first ``cap`` tokens' ids, in held-out order."""
+        return torch.cat(self.ids)[:cap]
+
     def past_first(self, cap: int) -> torch.Tensor:
         """Which of the first ``cap`` tokens are not their sequence's first non-padding position: on a causal LM that
         position is the attention sink, whose massive states alone can make two layers' Gram matrices alike."""
@@ -287,6 +292,8 @@ class Pretrained:
     reference: torch.Tensor | None = None
     layers: list[torch.Tensor] | None = None
     past_first: torch.Tensor | None = None  # which of those tokens are past their sequence's first position
+    ids: torch.Tensor | None = None  # those tokens' ids (with states_points: the states file names its tokens)
+    last: list[torch.Tensor] | None = None  # with states_points: the latest evaluation's states of the first tokens
 
 
 def evaluate(
@@ -315,6 +322,7 @@ def evaluate(
         tokens = None
         if pretrained is not None and pretrained.layers is None and shared.get("layers") is not None:
             pretrained.layers, pretrained.past_first = shared["layers"], shared["past_first"]
+            pretrained.ids = shared.get("ids")
     else:
         reps, logits, C, unit_sum, n_points, tokens = _held_out_pass(encoder, head, ex, s, device, shared)
         per_layer = tokens.geometry(layer_twonn) if tokens is not None else {}
@@ -330,12 +338,15 @@ def evaluate(
         if pretrained.layers is None and tokens is not None:  # epoch 0: this is the pretrained model
             pretrained.layers = [x.clone() for x in tokens.points(s.cka_points)]
             pretrained.past_first = tokens.past_first(s.cka_points).clone()
+            pretrained.ids = tokens.token_ids(s.cka_points).clone()
             if shared is not None:
-                shared.update(layers=pretrained.layers, past_first=pretrained.past_first)
+                shared.update(layers=pretrained.layers, past_first=pretrained.past_first, ids=pretrained.ids)
         if pretrained.reference is None:
             pretrained.reference = reference
         if tokens is not None:
             per_layer.update(tokens.similarity_to(pretrained.layers))
+            if s.states_points:  # overwritten by every evaluation: the last one's stay
+                pretrained.last = [x.clone() for x in tokens.points(s.states_points)]
         elif "layer_isoscore" in per_layer:  # epoch 0 from the shared pass: the pretrained model against itself
             per_layer.update(cka_to_pretrained(pretrained.layers, pretrained.layers, pretrained.past_first))
         if s.zeta and pretrained.reference is not None:
@@ -493,6 +504,7 @@ def finetune(
                         "reference": pretrained.reference,
                         "layers": pretrained.layers,
                         "past_first": pretrained.past_first,
+                        "ids": pretrained.ids,
                     },
                     "epochs": epochs,
                     "steps": steps,
@@ -517,7 +529,7 @@ def finetune(
         if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
             saved = state["pretrained"]
             pretrained.reference, pretrained.layers = saved["reference"], saved["layers"]
-            pretrained.past_first = saved.get("past_first")
+            pretrained.past_first, pretrained.ids = saved.get("past_first"), saved.get("ids")
         epochs.extend(state["epochs"])
         steps.extend(state["steps"])
         references.extend(state["references"])
@@ -598,7 +610,23 @@ def finetune(
         info.update(diverged_at=diverged_at)
     if resumed:
         info["resumed"] = resumed
-    return FinetuneResult(s, epochs, steps, info)
+    return FinetuneResult(s, epochs, steps, info, kept_states(pretrained, s))
+
+
+def kept_states(pretrained: Pretrained, s: FinetuneSettings) -> dict | None:
+    """With ``states_points``: every layer's states of the first held-out tokens under the pretrained model
+    (``pretrained``) and at the last evaluation (``layers``: the last epoch's, or the last before a divergence), with
+    those tokens' ids and which are past their sequence's first position — what CKA between seeds reads
+    (:mod:`isoflow.finetune.seed_floor`); None without it."""
+    if not s.states_points or pretrained.last is None:
+        return None
+    n = s.states_points
+    return {
+        "pretrained": [x[:n].cpu() for x in pretrained.layers],
+        "layers": [x.cpu() for x in pretrained.last],
+        "past_first": pretrained.past_first[:n].cpu(),
+        "ids": None if pretrained.ids is None else pretrained.ids[:n].cpu(),
+    }
 
 
 def settings_dict(s: FinetuneSettings) -> dict:

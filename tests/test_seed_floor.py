@@ -1,0 +1,115 @@
+"""CKA between the seeds of one fine-tuning weight (isoflow.finetune.seed_floor) against an independent computation
+(test_similarity's Gram-matrix CKA, in NumPy) on states files written as runs write them; what the files must agree on;
+the report's table and its rule."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from test_similarity import gram_cka
+
+from isoflow.finetune.seed_floor import floor_table, seed_floor, write_states
+
+ARM = {"task": "polarity", "model": "tiny-bert", "reg": "istar", "istar_lambda": 0.0, "cosreg_weight": 0.0}
+N, D, LAYERS = 40, 6, 3
+
+
+def states_of(seed: int, rng: np.random.Generator, pretrained: list[np.ndarray], **settings) -> dict:
+    """A run's states: the pretrained layers shared by every seed, the fine-tuned ones moved by the seed; the first
+    token of each 'sequence' of 8 at position 0."""
+    moved = [p + (0.3 + 0.4 * layer) * rng.normal(size=p.shape) for layer, p in enumerate(pretrained)]
+    return {
+        "pretrained": [torch.tensor(p, dtype=torch.float32) for p in pretrained],
+        "layers": [torch.tensor(m, dtype=torch.float32) for m in moved],
+        "past_first": torch.tensor([i % 8 != 0 for i in range(N)]),
+        "ids": torch.arange(N) % 11,
+        "settings": {**ARM, "seed": seed, **settings},
+    }
+
+
+def written(tmp_path, seeds=(0, 1, 2), **settings) -> list:
+    rng = np.random.default_rng(0)
+    pretrained = [rng.normal(size=(N, D)) * np.logspace(0, -1, D) + 2.0 for _ in range(LAYERS)]
+    paths = []
+    for seed in seeds:
+        states = states_of(seed, rng, pretrained, **settings)
+        paths.append(write_states(tmp_path / f"seed{seed}.pt", states, states.pop("settings")))
+    return paths
+
+
+def test_cka_between_seeds_and_to_the_pretrained_model_agree_with_gram_matrices(tmp_path):
+    paths = written(tmp_path)
+    floor = seed_floor(reversed(paths))  # in any order: by seed
+    assert floor["seeds"] == [0, 1, 2] and floor["pairs"] == [[0, 1], [0, 2], [1, 2]]
+    assert floor["tokens"] == N and floor["tokens_past_first"] == N - N // 8
+    states = [torch.load(p, weights_only=False) for p in paths]
+    for row in floor["layers"]:
+        layer = row["layer"]
+        for suffix, keep in (("", np.ones(N, bool)), ("_past_first", np.arange(N) % 8 != 0)):
+            tuned = [s["layers"][layer].double().numpy()[keep] for s in states]
+            pre = [s["pretrained"][layer].double().numpy()[keep] for s in states]
+            for debiased, name in ((False, ""), (True, "_debiased")):
+                expected_pre = [gram_cka(p, t, debiased) for p, t in zip(pre, tuned)]
+                expected_seeds = [gram_cka(tuned[i], tuned[j], debiased) for i, j in ((0, 1), (0, 2), (1, 2))]
+                assert row[f"cka_pretrained{name}{suffix}"] == pytest.approx(expected_pre, rel=1e-6)
+                assert row[f"cka_between_seeds{name}{suffix}"] == pytest.approx(expected_seeds, rel=1e-6)
+
+
+def test_the_report_row_says_whether_every_seed_moved_farther_than_the_seeds_are_apart(tmp_path):
+    floor = seed_floor(written(tmp_path))
+    out = tmp_path / "cka-between-seeds.json"
+    out.write_text(json.dumps(floor))
+    table = floor_table([out])
+    assert len(table) == LAYERS * 2 and set(table["tokens"]) == {"all", "past first"}
+    for _, row in table.iterrows():
+        source = floor["layers"][row["layer"]]
+        suffix = "" if row["tokens"] == "all" else "_past_first"
+        to_pretrained, between = source[f"cka_pretrained{suffix}"], source[f"cka_between_seeds{suffix}"]
+        assert row["cka_pretrained_max"] == max(to_pretrained) and row["cka_between_seeds_min"] == min(between)
+        assert row["beyond_floor"] == (max(to_pretrained) < min(between))
+    # Each seed's own noise on one pretrained model: the seeds are farther from each other than from the pretrained
+    # model, so no layer is beyond the floor here
+    assert not table["beyond_floor"].any()
+    # A hand case: every seed moved the same way (all three identical), so the floor is 1 and every layer beyond it
+    same = json.loads(out.read_text())
+    for row in same["layers"]:
+        for key in [k for k in row if k.startswith("cka_between_seeds")]:
+            row[key] = [1.0] * len(row[key])
+    out.write_text(json.dumps(same))
+    assert floor_table([out])["beyond_floor"].all()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(istar_lambda=1.0), r"seed1.pt: another weight's run than .*seed0.pt's: istar_lambda 1.0 \(not 0.0\)"),
+        (dict(model="other"), r"seed1.pt: another weight's run .*: model 'other' \(not 'tiny-bert'\)"),
+    ],
+)
+def test_states_of_another_weight_are_refused_by_name(tmp_path, change, message):
+    paths = written(tmp_path, seeds=(0,))
+    paths += written(tmp_path, seeds=(1,), **change)
+    with pytest.raises(ValueError, match=message):
+        seed_floor(paths)
+
+
+def test_one_seed_other_tokens_and_other_files_are_refused(tmp_path):
+    (one,) = written(tmp_path / "one", seeds=(0,))
+    with pytest.raises(ValueError, match=r"needs two seeds or more, each once; got seeds \[0\]"):
+        seed_floor([one])
+    with pytest.raises(ValueError, match=r"needs two seeds or more, each once; got seeds \[0, 0\]"):
+        seed_floor([one, one])
+    paths = written(tmp_path / "two", seeds=(0, 1))
+    moved = torch.load(paths[1], weights_only=False)
+    moved["ids"] = moved["ids"] + 1
+    torch.save(moved, paths[1])
+    with pytest.raises(ValueError, match=r"seed1.pt: other tokens or layers than .*seed0.pt's"):
+        seed_floor(paths)
+    torch.save({"what": "else"}, paths[1])
+    with pytest.raises(ValueError, match=r"seed1.pt: not a fine-tuning run's states file"):
+        seed_floor(paths)
+    pd.testing.assert_frame_equal(floor_table([]), pd.DataFrame())
