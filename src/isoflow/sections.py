@@ -303,6 +303,9 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune-plain", "finetune", "config/finetune-plain.yaml"),
         Publication("finetune-smollm2", "finetune", "config/finetune-smollm2.yaml"),
         Publication("finetune-smollm2-fair", "finetune", "config/finetune-smollm2-fair.yaml", one_commit=True),
+        Publication(
+            "finetune-smollm2-fair-floor", "finetune", "config/finetune-smollm2-fair-floor.yaml", one_commit=True
+        ),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
