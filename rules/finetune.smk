@@ -158,6 +158,22 @@ rule finetune_seed_floor:
         "isoflow finetune-seed-floor {input} --out {output.floor} > {log} 2>&1"
 
 
+# Each run compared bit for bit with the run of the same identity in another runs folder (finetune.same_as): a rerun
+# at the same commit (determinism), or a run made again at a later commit (isoflow.finetune.same_as).
+rule finetune_same_as:
+    input:
+        run=f"{FINETUNE_RUN}.json",
+        other=namesake,
+    output:
+        compared=kept(FINETUNE_SAME_AS),
+    log:
+        layout.log_path("finetune", FINETUNE_SAME_AS_ID),
+    conda:
+        "../envs/isoflow.yaml"
+    shell:
+        "isoflow finetune-same-as {input.run} {input.other} --out {output.compared} > {log} 2>&1"
+
+
 rule finetune_report:
     input:
         finetune_run_files(),

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import assert_one_record_schema, config_refusals, job_counts, sh
+from conftest import ROOT, assert_one_record_schema, config_refusals, job_counts, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -712,20 +712,36 @@ def test_workflow_finetune_section_plans_its_weights_seeds_and_settings(tmp_path
 
 
 @pytest.mark.slow
-def test_workflow_plans_the_seed_floor_from_states_kept_outside_the_runs(tmp_path, plan_checkout):
+def test_workflow_plans_the_seed_floor_and_the_comparisons_with_namesakes(tmp_path, plan_checkout):
     """With states_points and two seeds, each run writes its states outside runs/ (a temporary output), one job per
-    weight compares its seeds, and the report tabulates it; the learning-rate candidates write none."""
+    weight compares its seeds, and the report tabulates it; the learning-rate candidates write none. With same_as,
+    each run is compared with its namesake there; a same_as folder that is not there is refused by its field."""
     where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    other = tmp_path / "published/runs"
+    for weight in (0, 1):
+        for seed in (0, 1):
+            (other / f"glue/sst2/minilm/istar{weight}").mkdir(parents=True, exist_ok=True)
+            (other / f"glue/sst2/minilm/istar{weight}/seed{seed}.json").write_text("{}")
     plan = sh(
         [
             "snakemake", "-n", "-p", "finetune", *where,
             "finetune={'tasks': ['glue/sst2'], 'models': ['minilm'], 'istar_lambdas': [0, 1], 'cosreg_weights': [], "
-            "'seeds': [0, 1], 'layer_geometry': True, 'states_points': 50, 'lr_candidates': [1e-5, 2e-5]}",
+            f"'seeds': [0, 1], 'layer_geometry': True, 'states_points': 50, 'lr_candidates': [1e-5, 2e-5], "
+            f"'same_as': '{other}'}}",
         ],
         plan_checkout,
     ).stdout  # fmt: skip
     counts = job_counts(plan)
     assert counts["finetune_run"] == 4 and counts["finetune_seed_floor"] == 2 and counts["finetune_lr_run"] == 2
+    assert counts["finetune_same_as"] == 4 and "finetune_same_as.csv" in plan
+    runs = f"{tmp_path}/results/finetune/runs/glue/sst2/minilm/istar1"
+    assert (
+        f"isoflow finetune-same-as {runs}/seed1.json {other}/glue/sst2/minilm/istar1/seed1.json "
+        f"--out {runs}/same-as-seed1.json" in plan
+    )
+    assert config_refusals("finetune={'same_as': 'no/such/runs'}") == [
+        f"finetune.same_as: no/such/runs does not exist; fix the path (relative to {ROOT})"
+    ]
     states = f"{tmp_path}/results/finetune/states/glue/sst2/minilm/istar1/seed1.pt"
     (run,) = [line for line in plan.splitlines() if f"--states-out {states} " in line]
     assert "--states-points 50 " in run
@@ -840,6 +856,49 @@ def test_runs_write_the_states_their_cka_compares_and_the_seed_floor_reads_them(
     assert len(table) == 3 * 2 and table["seeds"].eq(2).all()
     row = table[(table.layer == 2) & (table.tokens == "all")].iloc[0]
     assert row["cka_between_seeds_min"] == pytest.approx(floor["layers"][2]["cka_between_seeds"][0], abs=1e-12)
+
+
+def test_a_run_is_compared_with_its_namesake_bit_for_bit(polarity_small, tmp_path, tiny_bert, capsys):
+    """A run made again (here, in another results folder) is identical to the first; a changed number, a flipped
+    prediction, a changed step and a setting the other lacks are each named; another run than the namesake is
+    refused; the report tabulates the comparisons."""
+    from conftest import isoflow_cli
+
+    from isoflow.finetune.same_as import compare_runs
+
+    settings = dict(**SMALL_RUN, lr=1e-3)
+    _, first = polarity_run(polarity_small, tmp_path / "a", tiny_bert, 0, **settings)
+    _, again = polarity_run(polarity_small, tmp_path / "b", tiny_bert, 0, **settings)
+    out = tmp_path / "same-as-seed0.json"
+    code, _ = isoflow_cli("finetune-same-as", again, first, "--out", out)
+    assert code == 0 and "identical ->" in capsys.readouterr().out
+    same = json.loads(out.read_text())
+    assert same["identical"] and same["predictions_differing"] == [0, 0] and same["settings_differing"] == []
+    # another machine's run, as a copy with one number, one prediction, one step and one setting changed
+    epochs = pd.read_parquet(first.with_suffix(".parquet"))
+    epochs.loc[1, "isoscore"] += 0.25
+    epochs.at[1, "predictions"] = [1 - epochs.loc[1, "predictions"][0], *epochs.loc[1, "predictions"][1:]]
+    epochs.to_parquet(first.with_suffix(".parquet"))
+    steps = pd.read_parquet(first.with_name("seed0.steps.parquet"))
+    steps.loc[0, "loss"] += 1e-7
+    steps.to_parquet(first.with_name("seed0.steps.parquet"))
+    record = json.loads(first.read_text())
+    record["settings"]["states_points"] = 10
+    first.write_text(json.dumps(record))
+    c = compare_runs(again, first)
+    assert not c["identical"] and c["predictions_differing"] == [0, 1] and c["settings_differing"] == ["states_points"]
+    assert set(c["epochs"]["columns_differing"]) == {"isoscore", "predictions"} and c["steps"]["columns_differing"]
+    assert c["epochs"]["columns_differing"]["isoscore"] == pytest.approx(0.25, rel=1e-9)
+    assert c["steps"]["columns_differing"]["loss"] == pytest.approx(1e-7, rel=1e-3)
+    _, other_seed = polarity_run(polarity_small, tmp_path / "b", tiny_bert, 1, **settings)
+    with pytest.raises(ValueError, match=r"seed1.json: another run than .*seed0.json \(seed 1, not 0\)"):
+        compare_runs(again, other_seed)
+    changed = tmp_path / "changed/same-as-seed0.json"  # the report knows a comparison by its name
+    changed.parent.mkdir()
+    changed.write_text(json.dumps(c))
+    report([again, out, changed], tmp_path / "tables", tmp_path / "figures")
+    table = pd.read_csv(tmp_path / "tables/finetune_same_as.csv")
+    assert list(table["identical"]) in ([True, False], [False, True]) and table["seed"].eq(0).all()
 
 
 def test_a_causal_lm_is_read_at_its_last_non_padding_token(tiny_gpt2, tiny_bert):
@@ -1105,11 +1164,11 @@ def test_the_manipulation_check_pairs_each_weight_with_the_plain_run_of_its_seed
 def test_every_table_and_figure_the_report_may_write_has_its_caption():
     """The HTML report (snakemake --report) reads a caption for each declared output: report/<table>_table.rst and
     report/<figure>.rst, for every output finetune-report may be declared to write."""
-    from conftest import ROOT
-
     from isoflow.finetune.settings import report_outputs
 
-    tables, figures = report_outputs(layer_geometry=True, gradients=True, zeta=0.2)
+    tables, figures = report_outputs(layer_geometry=True, gradients=True, zeta=0.2, seed_floor=True, same_as=True)
     wanted = [f"{t}_table.rst" for t in tables] + [f"{f}.rst" for f in figures]
-    assert "finetune_manipulation_table.rst" in wanted
+    assert {"finetune_manipulation_table.rst", "finetune_seed_floor_table.rst", "finetune_same_as_table.rst"} <= set(
+        wanted
+    )
     assert not [w for w in wanted if not (ROOT / "report" / w).is_file()]

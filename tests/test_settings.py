@@ -49,6 +49,7 @@ IN_SCHEMA = [
             "cosreg_points",
             "lr_candidates",
             "gradient_batches",
+            "same_as",
         },
     ),
     (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora", "cross", "cross_words"}),

@@ -10,6 +10,9 @@ FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
 FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
 FINETUNE_BASELINE_ALL = layout.finetune_baseline(RESULTS, "{task}", every=True)
 FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
+FINETUNE_SAME_AS_ID = layout.finetune_same_as_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_SAME_AS = layout.run_path(RESULTS, "finetune", FINETUNE_SAME_AS_ID) + ".json"
+SAME_AS = FINETUNE.get("same_as")  # a runs folder whose namesakes the runs are compared with, bit for bit
 FINETUNE_SEED_FLOOR = layout.finetune_seed_floor(RESULTS, "{task}", "{model}", reg="{reg}", weight="{weight}")
 # Runs with states_points write their token states (outside runs/, deleted once the seed floor has read them); the
 # floor needs two seeds or more.
@@ -102,6 +105,21 @@ def finetune_seed_floors():
     return sorted(f"{stem}/{layout.SEED_FLOOR_FILE}" for stem in stems)
 
 
+def finetune_comparisons():
+    """Each run compared with its namesake in the same_as folder, where the config names one."""
+    if not SAME_AS:
+        return []
+    return layout.finetune_comparisons(FINETUNE, RESULTS)
+
+
+def namesake(wildcards):
+    """The run of the same task, model, weight and seed in the same_as folder."""
+    identity = layout.finetune_id(
+        wildcards.task, wildcards.model, wildcards.seed, reg=wildcards.reg, weight=wildcards.weight
+    )
+    return os.path.join(SAME_AS, f"{identity}.json")
+
+
 def seed_floor_states(wildcards):
     """The states files of one weight's runs, every seed."""
     return [
@@ -112,11 +130,15 @@ def seed_floor_states(wildcards):
 
 def finetune_run_files():
     runs = [r[: -len(".json")] + suffix for r in finetune_records() for suffix in (".json", ".parquet")]
-    return runs + finetune_baselines() + finetune_gradients() + finetune_seed_floors()
+    return runs + finetune_baselines() + finetune_gradients() + finetune_seed_floors() + finetune_comparisons()
 
 
 _FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(
-    bool(FINETUNE.get("layer_geometry")), bool(finetune_gradients()), FINETUNE.get("zeta"), SEED_FLOOR
+    bool(FINETUNE.get("layer_geometry")),
+    bool(finetune_gradients()),
+    FINETUNE.get("zeta"),
+    SEED_FLOOR,
+    bool(SAME_AS),
 )
 FINETUNE_TABLES = tables_of("finetune", _FINETUNE_TABLES)
 FINETUNE_FIGURES = figures_of("finetune", _FINETUNE_FIGURES)
@@ -128,4 +150,10 @@ def finetune_files():
 
 
 def runs_of_finetune():
-    return finetune_records() + finetune_baselines() + finetune_gradients() + finetune_seed_floors()
+    return (
+        finetune_records()
+        + finetune_baselines()
+        + finetune_gradients()
+        + finetune_seed_floors()
+        + finetune_comparisons()
+    )

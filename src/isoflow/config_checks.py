@@ -259,6 +259,8 @@ def own_file_problems(config: dict, root: str | os.PathLike = ".") -> list[str]:
     declared += [(f"own.corpora.{name}", path) for name, path in (own.get("corpora") or {}).items()]
     sources = ((config.get("pretrain") or {}).get("corpus") or {}).get("sources", [])
     declared += [(f"pretrain.corpus.sources[{i}]", s) for i, s in enumerate(sources) if s not in BUILT_IN_SOURCES]
+    same_as = (config.get("finetune") or {}).get("same_as")
+    declared += [("finetune.same_as", same_as)] if same_as else []
     return [
         f"{field}: {path} does not exist; fix the path (relative to {root})"
         for field, path in declared

@@ -40,6 +40,7 @@ BASELINE_ALL = "bag-of-words-all-training"  # the same on every training example
 GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
 LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
 LR_CHOICE = "chosen"
+SAME_AS = "same-as"  # a fine-tuning run compared with its namesake elsewhere: <dir>/same-as-seed<S>.json
 SEED_FLOOR = "cka-between-seeds"  # one weight's CKA between its seeds' fine-tuned models (isoflow.finetune.seed_floor)
 STATES = "states"  # beside runs/: fine-tuning runs' token states for the seed floor (tens of MB a run; not published)
 BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE, SEED_FLOOR_FILE = (
@@ -218,6 +219,11 @@ def finetune_lr_id(task: str, model: str, lr, seed) -> str:
     return f"{task}/{model}/{LR_SELECTION}/lr{number(lr)}/{seed_stem(seed)}"
 
 
+def finetune_same_as_id(task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
+    """``<task>/<model>/<reg><w>/same-as-seed<S>``: a run compared with its namesake (isoflow.finetune.same_as)."""
+    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{SAME_AS}-{seed_stem(seed)}"
+
+
 def finetune_seed_floor_id(task: str, model: str, reg: str, weight) -> str:
     """``<task>/<model>/<reg><w>/cka-between-seeds``: the job that compares one weight's seeds."""
     return f"{task}/{model}/{regulariser_dir(reg, weight)}/{SEED_FLOOR}"
@@ -278,14 +284,25 @@ def finetune_pairs(finetune: dict) -> list[tuple[str, str]]:
 def finetune_runs(finetune: dict, results) -> list[str]:
     """Every sweep run a config's finetune section asks for (stems): I-STAR at each λ (0: the plain run), CosReg at
     each non-zero weight, every seed."""
+    return [finetune_run(results, t, m, s, reg=reg, weight=w) for t, m, s, reg, w in _finetune_identities(finetune)]
+
+
+def finetune_comparisons(finetune: dict, results) -> list[str]:
+    """Where each of those runs' comparison with its namesake goes (``same-as-seed<S>.json`` beside the run)."""
+    return [
+        run_path(results, "finetune", finetune_same_as_id(t, m, s, reg=reg, weight=w)) + ".json"
+        for t, m, s, reg, w in _finetune_identities(finetune)
+    ]
+
+
+def _finetune_identities(finetune: dict):
+    """(task, model, seed, regulariser, weight) of every sweep run of a config's finetune section."""
     regs = [("istar", float(lam)) for lam in finetune.get("istar_lambdas", [])]
     regs += [("cosreg", float(w)) for w in finetune.get("cosreg_weights", []) if float(w) != 0]
-    return [
-        finetune_run(results, t, m, s, reg=reg, weight=w)
-        for t, m in finetune_pairs(finetune)
-        for reg, w in regs
-        for s in finetune.get("seeds", [])
-    ]
+    for t, m in finetune_pairs(finetune):
+        for reg, w in regs:
+            for s in finetune.get("seeds", []):
+                yield t, m, s, reg, w
 
 
 def finetune_lr_runs(finetune: dict, results, task: str, model: str) -> list[str]:

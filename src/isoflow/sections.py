@@ -130,13 +130,14 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION, SEED_FLOOR_FILE
+    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION, SAME_AS, SEED_FLOOR_FILE
 
     # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
     sweep = [p for p in (folder / RUNS).rglob("seed*.json") if LR_SELECTION not in p.parts]
     runs = [*sweep, *(p for name in BASELINE_FILES for p in (folder / RUNS).rglob(name))]
     runs += (folder / RUNS).rglob(GRADIENTS_FILE)
     runs += (folder / RUNS).rglob(SEED_FLOOR_FILE)
+    runs += (folder / RUNS).rglob(f"{SAME_AS}-*.json")
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
@@ -218,7 +219,7 @@ SECTIONS: dict[str, Section] = {
         Section(
             "finetune",
             "Fine-tuning the encoder with I-STAR and CosReg",
-            ("finetune", "finetune-diagnosis", "finetune-seed-floor"),
+            ("finetune", "finetune-diagnosis", "finetune-seed-floor", "finetune-same-as"),
             ("finetune-report",),
             run_rules=(
                 "finetune_run",
@@ -228,6 +229,7 @@ SECTIONS: dict[str, Section] = {
                 "finetune_lr_choice",
                 "finetune_gradients",
                 "finetune_seed_floor",
+                "finetune_same_as",
             ),
             report_rules=("finetune_report",),
             redraw=_redraw_finetune,
@@ -305,6 +307,9 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("finetune-smollm2-fair", "finetune", "config/finetune-smollm2-fair.yaml", one_commit=True),
         Publication(
             "finetune-smollm2-fair-floor", "finetune", "config/finetune-smollm2-fair-floor.yaml", one_commit=True
+        ),
+        Publication(
+            "finetune-smollm2-fair-rerun", "finetune", "config/finetune-smollm2-fair-rerun.yaml", one_commit=True
         ),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..layout import BASELINE_FILES, GRADIENTS_FILE, SEED_FLOOR_FILE
+from ..layout import BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
 
 GRADIENTS_CAPTION = (
@@ -40,14 +40,16 @@ SELECTED_BY_VALIDATION = "best validation epoch"
 SELECTED_LAST = "last epoch (no validation split)"
 
 
-def split_inputs(paths) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
-    """(run records, baseline records, gradient records, seed floors) among the report's inputs: baselines are named
-    ``bag-of-words.json`` (or ``bag-of-words-all-training.json``), a task × model's gradients at its pretrained model
-    ``gradients.json``, a weight's CKA between its seeds ``cka-between-seeds.json``."""
+def split_inputs(paths) -> tuple[list[Path], list[Path], list[Path], list[Path], list[Path]]:
+    """(run records, baseline records, gradient records, seed floors, comparisons with namesakes) among the report's
+    inputs: baselines are named ``bag-of-words.json`` (or ``bag-of-words-all-training.json``), a task × model's
+    gradients at its pretrained model ``gradients.json``, a weight's CKA between its seeds ``cka-between-seeds.json``,
+    a run compared with its namesake elsewhere ``same-as-seed<S>.json``."""
     paths = [Path(p) for p in paths]
     of = lambda *names: [p for p in paths if p.name in names]  # noqa: E731
-    runs = [p for p in paths if p.name not in (*BASELINE_FILES, GRADIENTS_FILE, SEED_FLOOR_FILE)]
-    return runs, of(*BASELINE_FILES), of(GRADIENTS_FILE), of(SEED_FLOOR_FILE)
+    same_as = [p for p in paths if p.name.startswith(f"{SAME_AS}-")]
+    runs = [p for p in paths if p.name not in (*BASELINE_FILES, GRADIENTS_FILE, SEED_FLOOR_FILE) and p not in same_as]
+    return runs, of(*BASELINE_FILES), of(GRADIENTS_FILE), of(SEED_FLOOR_FILE), same_as
 
 
 def _selected(record: Path) -> dict:

@@ -274,11 +274,11 @@ LAYERS_BY_EPOCH_CAPTION = (
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     """``records``: the runs' records, the tasks' baseline records (``bag-of-words.json``) and, where measured, each
     task × model's gradients at the pretrained model (``gradients.json``) and each weight's CKA between its seeds
-    (``cka-between-seeds.json``)."""
+    (``cka-between-seeds.json``) and its runs' comparisons with their namesakes elsewhere (``same-as-seed<S>.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
     from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
 
-    records, baselines, gradients, floors = split_inputs(records)
+    records, baselines, gradients, floors, same_as = split_inputs(records)
     epochs, info = _complete(*load_runs(records))
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
@@ -305,6 +305,13 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
 
         written += write_table(
             floor_table(floors), Path(tables_dir) / "finetune_seed_floor", caption=FLOOR_CAPTION, floatfmt="%.4f"
+        )
+    if same_as:
+        from .same_as import CAPTION as SAME_AS_CAPTION
+        from .same_as import same_as_table
+
+        written += write_table(
+            same_as_table(same_as), Path(tables_dir) / "finetune_same_as", caption=SAME_AS_CAPTION, floatfmt="%.3g"
         )
     paired_table = paired(epochs, info)
     written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")

@@ -22,13 +22,18 @@ TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
 def report_outputs(
-    layer_geometry: bool, gradients: bool = False, zeta: float | None = None, seed_floor: bool = False
+    layer_geometry: bool,
+    gradients: bool = False,
+    zeta: float | None = None,
+    seed_floor: bool = False,
+    same_as: bool = False,
 ) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow finetune-report` writes (isoflow.finetune.report): runs measured per layer add a
     table and a figure each of finetune_layers and finetune_layers_epochs; gradients measured at the pretrained model
     the table finetune_gradients; runs with IsoScore*'s shrinkage (``zeta``, default: the setting's; not 0) the
     manipulation check, finetune_manipulation; runs that wrote their states (``seed_floor``: states_points, two seeds
-    or more) CKA between seeds, finetune_seed_floor. The workflow declares them from here."""
+    or more) CKA between seeds, finetune_seed_floor; runs compared with their namesakes elsewhere (``same_as``)
+    finetune_same_as. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
     shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
@@ -39,6 +44,7 @@ def report_outputs(
         "finetune_paired",
         *layers,
         *(["finetune_seed_floor"] if seed_floor else []),
+        *(["finetune_same_as"] if same_as else []),
     ]
     figures = [
         "finetune_performance",
