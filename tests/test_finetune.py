@@ -874,8 +874,12 @@ def test_a_run_is_compared_with_its_namesake_bit_for_bit(polarity_small, tmp_pat
     assert code == 0 and "identical ->" in capsys.readouterr().out
     same = json.loads(out.read_text())
     assert same["identical"] and same["predictions_differing"] == [0, 0] and same["settings_differing"] == []
-    # another machine's run, as a copy with one number, one prediction, one step and one setting changed
+    # a measurement the other run's code did not make is listed apart, not a difference
     epochs = pd.read_parquet(first.with_suffix(".parquet"))
+    epochs.drop(columns="twonn").to_parquet(first.with_suffix(".parquet"))
+    c = compare_runs(again, first)
+    assert c["identical"] and c["epochs"]["columns_in_one_only"] == ["twonn"]
+    # another machine's run, as a copy with one number, one prediction, one step and one setting changed
     epochs.loc[1, "isoscore"] += 0.25
     epochs.at[1, "predictions"] = [1 - epochs.loc[1, "predictions"][0], *epochs.loc[1, "predictions"][1:]]
     epochs.to_parquet(first.with_suffix(".parquet"))

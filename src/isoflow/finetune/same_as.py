@@ -7,8 +7,8 @@ stands for the first only where it does. :func:`compare_runs` reads both runs' h
 (``<stem>.parquet``: every column, lists element by element, NaN equal to NaN) and training steps
 (``<stem>.steps.parquet``: loss and penalty per step), and says which columns differ and by how much, how many held-out
 predictions differ per epoch, which settings differ (a setting the other run's code did not have counts as
-differing), and both runs' code commits, thread counts and machines. ``identical``: every measurement and every step
-equal.
+differing), and both runs' code commits, thread counts and machines. ``identical``: every measurement both runs
+recorded and every step equal (a measurement only one run's code makes is listed apart, ``columns_in_one_only``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def _frames_difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
         if not equal:
             differing[col] = largest
     in_one = sorted(set(a.columns) ^ set(b.columns))
-    return {"rows": [len(a), len(b)], "equal": not differing and not in_one, "columns_differing": differing,
+    # a measurement one run's code made and the other's did not is listed, not a difference between the runs
+    return {"rows": [len(a), len(b)], "equal": not differing, "columns_differing": differing,
             "columns_in_one_only": in_one}  # fmt: skip
 
 
@@ -93,7 +94,8 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
 CAPTION = (
     "Runs compared with their namesakes made elsewhere (the config's same_as: a rerun at the same commit and thread "
     "count must be identical; a run made again at a later commit stands for the first only where it is): identical "
-    "when every held-out measurement of every epoch and every training step's loss and penalty are equal bit for bit; "
+    "when every held-out measurement both runs recorded, every epoch, and every training step's loss and penalty are "
+    "equal bit for bit; "
     "predictions_differing: held-out predictions that differ, per epoch (0 = before training); columns_differing: the "
     "measurements that differ, with the largest absolute difference among them; settings_differing: settings either "
     "record holds with another value (or the other lacks); each run's code commit and thread count."

@@ -76,7 +76,7 @@ def _one_arm(runs: list[tuple[str, dict]]) -> None:
             differ = ", ".join(f"{k} {other[k]!r} (not {arm[k]!r})" for k in ARM if other[k] != arm[k])
             raise ValueError(f"{path}: another weight's run than {first_path}'s: {differ}; give the seeds of one")
         same_tokens = states["past_first"].shape == first["past_first"].shape and (
-            states["ids"] is None or first["ids"] is None or bool((states["ids"] == first["ids"]).all())
+            states.get("ids") is None or first.get("ids") is None or bool((states["ids"] == first["ids"]).all())
         )
         if not same_tokens or len(states["layers"]) != len(first["layers"]):
             raise ValueError(f"{path}: other tokens or layers than {first_path}'s (states_points, held-out set)")
