@@ -101,8 +101,7 @@ def finetune_seed_floors():
     or more."""
     if not SEED_FLOOR:
         return []
-    stems = {stem.rsplit("/", 1)[0] for stem in layout.finetune_runs(FINETUNE, RESULTS)}
-    return sorted(f"{stem}/{layout.SEED_FLOOR_FILE}" for stem in stems)
+    return layout.finetune_seed_floors(FINETUNE, RESULTS)
 
 
 def finetune_comparisons():

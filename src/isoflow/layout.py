@@ -295,6 +295,12 @@ def finetune_comparisons(finetune: dict, results) -> list[str]:
     ]
 
 
+def finetune_seed_floors(finetune: dict, results) -> list[str]:
+    """Each weight's CKA between its seeds (:func:`finetune_seed_floor`), once per task, model and weight."""
+    arms = {(t, m, reg, w) for t, m, _, reg, w in _finetune_identities(finetune)}
+    return sorted(finetune_seed_floor(results, t, m, reg=reg, weight=w) for t, m, reg, w in arms)
+
+
 def _finetune_identities(finetune: dict):
     """(task, model, seed, regulariser, weight) of every sweep run of a config's finetune section."""
     regs = [("istar", float(lam)) for lam in finetune.get("istar_lambdas", [])]
