@@ -80,9 +80,10 @@ reproduce-%: install
 # A sweep in parts, on one machine after another (docs/workflow.md): save-partial-<publication> keeps the finished runs
 # in partial-results/<publication> (commit them), with the models the workflow pretrained for them; resume-<publication>
 # puts the models back (not trained again), then the runs and those already published, once their inputs are built,
-# runs only the missing ones, publishes the whole and removes the saved runs.
+# runs only the missing ones, publishes the whole and removes the saved runs. RERUN=1: a rerun in parts of a published
+# section whose runs now measure more; the saved runs replace the published ones, which a resume then leaves out.
 save-partial-%: install
-	$(PYTHON) scripts/partial_runs.py save $*
+	$(PYTHON) scripts/partial_runs.py save $* $(if $(RERUN),--rerun)
 
 resume-%: install
 	$(PYTHON) scripts/publish_results.py $* --reproduce --resume --snakemake-args "$(SNAKEMAKE_ARGS)"

@@ -303,6 +303,36 @@ def test_a_second_restore_dates_again_what_a_stopped_one_left(sweep):
     assert min(d for name, d in dates.items() if name != "istar0/seed0.json") > old
 
 
+def test_a_rerun_in_parts_puts_back_its_saved_runs_and_none_of_the_published(sweep, capsys, monkeypatch):
+    """Runs that measure more than the published ones (a rerun of the layers section with new columns) are saved with
+    --rerun: a resume puts back the saved runs only, never a published run the rerun has not made yet; a later save
+    without the flag keeps saying so, and a fresh save of another sweep does not."""
+    root, runs = sweep
+    published = root / "docs/results/sweep/runs/glue/sst2/m"
+    _write(published / "istar1" / "seed0.json", "published before the rerun")
+    _write(published / "istar0" / "seed0.json", "published before the rerun")
+    monkeypatch.setattr(partial_runs, "ROOT", root)
+    assert partial_runs.main(["save", "sweep", "--rerun"]) == 0
+    assert "a resume puts back none of the published runs" in capsys.readouterr().out
+    info = json.loads((root / "partial-results/sweep/PARTIAL.json").read_text())
+    assert info["replaces_published"] is True and partial_runs.replaces_published("sweep", root)
+    assert partial_runs.sources("sweep", root) == [(root / "partial-results/sweep/finetune/runs", "finetune")]
+    shutil_rmtree(root / "results")
+    assert partial_runs.restore("sweep", root) == 4
+    assert not (runs / "istar1").exists()  # published, not yet rerun: left to run
+    assert (runs / "istar0" / "seed0.json").read_text() == "istar0/seed0.json"  # the rerun's, not the published one
+    _write(runs / "istar1" / "seed0.json", "rerun on the next machine")
+    partial_runs.save("sweep", root)  # no flag: the parts are still a rerun
+    assert partial_runs.replaces_published("sweep", root)
+    partial_runs.discard("sweep", root)
+    partial_runs.save("sweep", root)  # a new set of parts: an ordinary sweep again
+    assert "replaces_published" not in json.loads((root / "partial-results/sweep/PARTIAL.json").read_text())
+    assert len(partial_runs.sources("sweep", root)) == 2
+    with pytest.raises(SystemExit):
+        partial_runs.main(["restore", "sweep", "--rerun"])
+    assert "--rerun goes with save" in capsys.readouterr().err
+
+
 def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
 
     from isoflow.sections import PUBLICATIONS, Publication

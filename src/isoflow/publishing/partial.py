@@ -13,7 +13,9 @@ into the sections' runs folders of the config's results directory: files that ar
 the copies are all dated now, at one time, so Snakemake takes them as made after their inputs and none as newer
 than a run made from it (restore *after* the inputs are built: ``publish_results.py --resume`` does). A run whose
 job's outputs are not all restored (a publication that keeps only some of a run's files) is simply run again. Restored
-runs are taken as they are: after changing a run setting of the config, delete the saved runs.
+runs are taken as they are: after changing a run setting of the config, delete the saved runs. A rerun of a published
+section in parts (its runs measure something the published ones predate) saves with ``--rerun``: ``PARTIAL.json``
+then says ``replaces_published``, every later save keeps saying it, and a resume puts back the saved runs only.
 
 The models the workflow pretrained for the section (``pretrain.models`` named in ``<section>.models``: 45 minutes or
 more of CPU each, 21 MB) are saved too, under ``partial-results/<publication>/inputs/pretrained/<name>/``; a resume
@@ -93,11 +95,19 @@ def _sections(publication: str) -> list[str]:
     return [section.name, *([section.shares_runs_with] if section.shares_runs_with else [])]
 
 
-def save(publication: str, root: Path = ROOT) -> Path:
+def replaces_published(publication: str, root: Path = ROOT) -> bool:
+    """Whether the saved runs of ``publication`` are a rerun that replaces its published runs (saved with
+    ``rerun``): a resume then puts back none of the published ones."""
+    info = root / PARTIAL_RESULTS / publication / "PARTIAL.json"
+    return info.is_file() and bool(json.loads(info.read_text()).get("replaces_published"))
+
+
+def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
     """Copy the finished runs of the publication's sections (under the config's results directory) into
     partial-results/<publication>/<section>/runs, replacing an earlier save of the same publication; return that
-    folder."""
+    folder. ``rerun``: these runs replace the published ones (kept by every later save of the same parts)."""
     pub = PUBLICATIONS[publication]
+    rerun = rerun or replaces_published(publication, root)
     results = results_of(publication, root)
     found = {name: _run_files(results / name / RUNS) for name in _sections(publication)}
     if not found[pub.section]:
@@ -127,6 +137,7 @@ def save(publication: str, root: Path = ROOT) -> Path:
                     "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    **({"replaces_published": True} if rerun else {}),
                 },
                 indent=2,
             )
@@ -137,10 +148,11 @@ def save(publication: str, root: Path = ROOT) -> Path:
 
 def sources(publication: str, root: Path = ROOT) -> list[tuple[Path, str]]:
     """(runs folder, section it goes to) a resume restores from: the saved runs, then the published ones (only if
-    they are all the section's own: istar's publication holds optimize's runs among its own, at their paths)."""
+    they are all the section's own: istar's publication holds optimize's runs among its own, at their paths; and not
+    when the saved runs replace them)."""
     section = SECTIONS[PUBLICATIONS[publication].section]
     found = [(root / PARTIAL_RESULTS / publication / name / RUNS, name) for name in _sections(publication)]
-    if section.shares_runs_with is None:
+    if section.shares_runs_with is None and not replaces_published(publication, root):
         found.append((root / PUBLISHED_RESULTS / publication / RUNS, section.name))
     return [(folder, name) for folder, name in found if folder.is_dir()]
 
@@ -208,15 +220,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=("save", "restore"))
     parser.add_argument("publication", choices=sorted(PUBLICATIONS))
+    parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="save: these runs replace the published ones (a rerun in parts); a resume then puts back none of those",
+    )
     args = parser.parse_args(argv)
+    if args.rerun and args.action != "save":
+        parser.error("--rerun goes with save")
     if args.action == "save":
         try:
-            dest = save(args.publication, ROOT)
+            dest = save(args.publication, ROOT, rerun=args.rerun)
         except PartialError as err:
             print(f"error: {err}", file=sys.stderr)
             return 1
         saved = json.loads((dest / "PARTIAL.json").read_text())
-        print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files; commit it")
+        replacing = "; a resume puts back none of the published runs" if saved.get("replaces_published") else ""
+        print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files{replacing}; commit it")
     else:
         where = results_of(args.publication, ROOT).relative_to(ROOT)
         for folder in restore_inputs(args.publication, ROOT):
