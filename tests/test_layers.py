@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import zipfile
 
 import numpy as np
@@ -359,7 +360,8 @@ def test_identical_points_tie_in_the_principal_component_orderings():
 def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirror, monkeypatch, caplog, capsys):
     """Stopped while measuring layer 3: the same call skips the encoding and the three measured layers, and writes
     what an uninterrupted run writes (to the rounding another thread count gives: conftest.ACROSS_THREADS), its
-    record naming what it took up again and the threads those stages had; a call with other settings starts afresh.
+    record naming what it took up again and the threads those stages had; with only the carried files (another
+    machine), it encodes again and measures the layers left; a call with other settings starts afresh.
     Over 60 s in a record made while OpenMP's threads waited actively (tests/conftest.py now asks a passive wait): the
     stopped run's one more thread spun beside the other worker."""
     import isoflow.layers.run as layers_run
@@ -408,6 +410,28 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     earlier = {stage: threads + 1 for stage in ("encode", "layer0", "layer1", "layer2")}
     assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2], "threads": earlier}
     assert meta["threads"] == threads and "resumed" not in json.loads((whole / "meta.json").read_text())
+
+    # Carried to another machine by a saved sweep (isoflow.layers.partial.CARRIED: no states, no tokens): the tokens
+    # are encoded again there and only the layers left are measured.
+    from isoflow.layers.partial import CARRIED
+
+    calls.update(stop_at=3)
+    carried = tmp_path / "runs/minilm/carried"
+    with pytest.raises(KeyboardInterrupt):
+        run_layers("minilm", "brown", settings=settings, out=carried, **kw)
+    left = in_progress_path(carried)
+    for f in [f for f in left.rglob("*") if f.is_file() and not any(f.match(pattern) for pattern in CARRIED)]:
+        f.unlink()
+    shutil.rmtree(left / "states")
+    assert sorted(p.name for p in left.iterdir()) == ["layer0.pkl", "layer1.pkl", "layer2.pkl", "what.json"]
+    calls.update(measure=[], encode=0, stop_at=None)
+    run_layers("minilm", "brown", settings=settings, out=carried, **kw)
+    assert (calls["measure"], calls["encode"]) == ([3, 4, 5, 6], 1) and not left.exists()
+    resumed = json.loads((carried / "meta.json").read_text())["resumed"]
+    assert resumed == {"encoding": None, "layers": [0, 1, 2], "threads": {f"layer{i}": threads for i in range(3)}}
+    for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
+        name = f"{name}.parquet"
+        assert_frames_agree_across_threads(pd.read_parquet(carried / name), pd.read_parquet(whole / name))
 
     calls.update(stop_at=3)
     with pytest.raises(KeyboardInterrupt):

@@ -333,6 +333,39 @@ def test_a_rerun_in_parts_puts_back_its_saved_runs_and_none_of_the_published(swe
     assert "--rerun goes with save" in capsys.readouterr().err
 
 
+def test_a_layer_analysis_stopped_midway_is_carried_without_its_states_and_put_back_where_none_is(sweep, capsys):
+    """A real LM's layer analysis outlasts a sitting: a save carries its description and measured layers (kilobytes),
+    not its states or tokens (gigabytes, encoded again on the next machine); a restore puts the folder back whole,
+    except where the analysis has progress of its own or has finished. Progress without a measured layer stays."""
+    root, runs = sweep
+    stopped = runs.parent / "layers-like" / ".brown.partial"
+    for name in ("what.json", "layer0.pkl", "layer1.pkl", "encoded.npz", "states/layer0.npy"):
+        _write(stopped / name, f"stopped {name}")
+    _write(runs.parent / "other" / ".brown.partial" / "what.json", "not one layer measured yet")
+    saved = partial_runs.save("sweep", root)
+    progress = saved / "finetune" / "progress"
+    assert sorted(str(p.relative_to(progress)) for p in progress.rglob("*") if p.is_file()) == [
+        "glue/sst2/layers-like/.brown.partial/layer0.pkl",
+        "glue/sst2/layers-like/.brown.partial/layer1.pkl",
+        "glue/sst2/layers-like/.brown.partial/what.json",
+    ]
+    assert json.loads((saved / "PARTIAL.json").read_text())["progress"] == ["glue/sst2/layers-like/.brown.partial"]
+    assert len(list((saved / "finetune" / "runs").rglob("*.json"))) == 2  # the finished runs as before
+    shutil_rmtree(root / "results")
+    assert partial_runs.restore_progress("sweep", root) == [stopped]
+    assert sorted(p.name for p in stopped.iterdir()) == ["layer0.pkl", "layer1.pkl", "what.json"]
+    assert (stopped / "layer1.pkl").read_text() == "stopped layer1.pkl"
+    assert not (runs.parent / "other").exists()
+    assert [p.name for p in stopped.parent.iterdir()] == [".brown.partial"]  # nothing half-copied beside it
+    (stopped / "layer1.pkl").write_text("measured here since")  # progress of its own: never replaced
+    assert partial_runs.restore_progress("sweep", root) == []
+    assert (stopped / "layer1.pkl").read_text() == "measured here since"
+    shutil_rmtree(stopped)
+    _write(stopped.parent / "brown" / "meta.json", "finished here")  # the analysis finished: nothing to resume
+    assert partial_runs.restore_progress("sweep", root) == []
+    assert not stopped.exists()
+
+
 def test_a_section_reusing_another_sections_runs_saves_and_restores_both(tmp_path, monkeypatch):
 
     from isoflow.sections import PUBLICATIONS, Publication

@@ -11,6 +11,11 @@ runs, ``<runs>/<model>/.<corpus>.partial/`` holds
 
 The same command picks it up: encoding is skipped once finished, measured layers are read back. A folder made for
 another analysis (other settings, other weights) is started afresh. It is removed once the output folder is written.
+
+Another machine can pick it up too: a sweep saved in parts (``make save-partial-<publication>``) carries ``CARRIED``
+(the description and the measured layers: kilobytes, where the states are gigabytes); there the tokens are encoded
+again and the layers not yet measured are measured (the record's ``resumed`` says which layers came from before and
+that the encoding did not).
 """
 
 from __future__ import annotations
@@ -27,6 +32,10 @@ from ..atomic import atomic_file, in_progress_path
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)
+
+# What a saved sweep carries to the next machine (glob patterns inside the progress folder): the analysis'
+# description and its measured layers; not the states, nor the tokens encoded with them.
+CARRIED = ("what.json", "layer*.pkl")
 
 
 class PartialRun:

@@ -336,7 +336,13 @@ def _contextual(job: _Job):
         },
         "input_table": input_table,
         **(
-            {"resumed": {"encoding": partial.dir.name, "layers": resumed, "threads": earlier_threads}}
+            {
+                "resumed": {
+                    "encoding": partial.dir.name if "encode" in earlier_threads else None,
+                    "layers": resumed,
+                    "threads": earlier_threads,
+                }
+            }
             if earlier_threads
             else {}
         ),

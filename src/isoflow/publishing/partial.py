@@ -17,6 +17,11 @@ runs are taken as they are: after changing a run setting of the config, delete t
 section in parts (its runs measure something the published ones predate) saves with ``--rerun``: ``PARTIAL.json``
 then says ``replaces_published``, every later save keeps saying it, and a resume puts back the saved runs only.
 
+A layer analysis stopped midway (``<runs>/<model>/.<corpus>.partial``: hours of a real LM's layers) is carried too:
+its description and measured layers (``isoflow.layers.partial.CARRIED``), under
+``partial-results/<publication>/<section>/progress/``, put back where no progress of its own is; the next machine
+encodes again and measures only the layers left.
+
 The models the workflow pretrained for the section (``pretrain.models`` named in ``<section>.models``: 45 minutes or
 more of CPU each, 21 MB) are saved too, under ``partial-results/<publication>/inputs/pretrained/<name>/``; a resume
 builds their corpus, puts them back (dated after it) and only then the rest of the inputs, so that the next machine
@@ -37,6 +42,7 @@ from pathlib import Path
 
 from ..atomic import IN_PROGRESS, atomic_dir
 from ..config_files import load
+from ..layers.partial import CARRIED
 from ..layout import RUNS
 from ..provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
@@ -60,6 +66,22 @@ def _run_files(runs: Path) -> list[Path]:
     return sorted(
         p.relative_to(runs) for p in runs.rglob("*") if p.is_file() and not _is_temporary(p.relative_to(runs))
     )
+
+
+PROGRESS = "progress"  # beside a saved section's runs: the progress of analyses stopped midway
+
+
+def _progress_files(runs: Path) -> list[Path]:
+    """The files of a layer analysis' progress a save carries (``CARRIED`` in each ``.<name>.partial`` folder under
+    a runs folder, with at least one layer measured), relative to it."""
+    if not runs.is_dir():
+        return []
+    found = []
+    for folder in sorted(f for f in runs.rglob(f".*{IN_PROGRESS}") if f.is_dir()):
+        files = sorted({f for pattern in CARRIED for f in folder.glob(pattern) if f.is_file()})
+        if any(f.suffix == ".pkl" for f in files):
+            found += [f.relative_to(runs) for f in files]
+    return found
 
 
 def _config(publication: str, root: Path) -> dict:
@@ -110,7 +132,8 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
     rerun = rerun or replaces_published(publication, root)
     results = results_of(publication, root)
     found = {name: _run_files(results / name / RUNS) for name in _sections(publication)}
-    if not found[pub.section]:
+    progress = {name: _progress_files(results / name / RUNS) for name in _sections(publication)}
+    if not found[pub.section] and not progress[pub.section]:
         raise PartialError(
             f"{results / pub.section / RUNS}: no finished runs to save; run `make resume-{publication}` first"
         )
@@ -123,9 +146,14 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
             for rel in files:
                 (staging / name / RUNS / rel).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(results / name / RUNS / rel, staging / name / RUNS / rel)
+        for name, files in progress.items():
+            for rel in files:
+                (staging / name / PROGRESS / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(results / name / RUNS / rel, staging / name / PROGRESS / rel)
         for rel in inputs:
             shutil.copytree(data / rel, staging / "inputs" / rel)
         every = [rel for files in found.values() for rel in files]
+        stopped = sorted({str(rel.parent) for files in progress.values() for rel in files})
         (staging / "PARTIAL.json").write_text(
             json.dumps(
                 {
@@ -135,6 +163,7 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
                     "records": sum(1 for rel in every if rel.suffix == ".json"),
                     "from": [str((results / name / RUNS).relative_to(root)) for name in found],
                     "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
+                    **({"progress": stopped} if stopped else {}),
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     **({"replaces_published": True} if rerun else {}),
@@ -182,6 +211,29 @@ def restore(publication: str, root: Path = ROOT) -> int:
     for target in copied + dated:
         os.utime(target, ns=(now, now))
     return len(copied)
+
+
+def restore_progress(publication: str, root: Path = ROOT) -> list[Path]:
+    """Put the saved progress of analyses stopped midway back into the runs folders, each folder whole, where the
+    analysis has neither progress of its own nor a finished output; return the progress folders restored."""
+    results = results_of(publication, root)
+    restored = []
+    for name in _sections(publication):
+        saved = root / PARTIAL_RESULTS / publication / name / PROGRESS
+        for folder in sorted(saved.rglob(f".*{IN_PROGRESS}")) if saved.is_dir() else []:
+            target = results / name / RUNS / folder.relative_to(saved)
+            finished = target.with_name(target.name[1 : -len(IN_PROGRESS)])
+            if target.exists() or finished.exists():
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=target.parent))
+            try:
+                shutil.copytree(folder, staging / "copy")
+                os.replace(staging / "copy", target)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)
+            restored.append(target)
+    return restored
 
 
 def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
@@ -242,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         for folder in restore_inputs(args.publication, ROOT):
             print(f"{folder.relative_to(ROOT)} restored")
         print(f"{restore(args.publication, ROOT)} files restored under {where}")
+        for folder in restore_progress(args.publication, ROOT):
+            print(f"{folder.relative_to(ROOT)}: the progress of an analysis stopped midway, restored")
     return 0
 
 

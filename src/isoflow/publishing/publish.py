@@ -206,6 +206,8 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         sources = ", ".join(str(f.relative_to(ROOT)) for f, _ in partial_runs.sources(publication, ROOT)) or "nowhere"
         files = partial_runs.restore(publication, ROOT)
         print(f"{files} files of earlier runs restored", flush=True)
+        for folder in partial_runs.restore_progress(publication, ROOT):
+            print(f"{folder.relative_to(ROOT)}: the progress of an analysis stopped midway, restored", flush=True)
         # what PUBLISHED.json says: how many files came back, and from where (saved runs, published ones)
         restored = f" (resumed: {files} files of earlier runs put back by scripts/partial_runs.py restore from "
         restored += f"{sources})"
