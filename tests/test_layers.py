@@ -433,14 +433,16 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
         name = f"{name}.parquet"
         assert_frames_agree_across_threads(pd.read_parquet(carried / name), pd.read_parquet(whole / name))
 
-    calls.update(stop_at=3)
+    # Progress left by other settings is not taken up: stopped at layer 1 both times, the second call encodes again
+    # and measures layer 0 again.
+    other = LayerSettings(max_tokens=300, k_lid=10, k_max=3)
+    calls.update(stop_at=1)
     with pytest.raises(KeyboardInterrupt):
         run_layers("minilm", "brown", settings=settings, out=tmp_path / "again", **kw)
-    other = LayerSettings(max_tokens=300, k_lid=10, k_max=3)
-    calls.update(measure=[], encode=0, stop_at=None)
-    with caplog.at_level("WARNING"):
+    calls.update(measure=[], encode=0)
+    with caplog.at_level("WARNING"), pytest.raises(KeyboardInterrupt):
         run_layers("minilm", "brown", settings=other, out=tmp_path / "again", **kw)
-    assert (calls["measure"], calls["encode"]) == (list(range(7)), 1) and "starting afresh" in caplog.text
+    assert (calls["measure"], calls["encode"]) == ([0], 1) and "starting afresh" in caplog.text
 
 
 def test_layer_store_reads_back_what_was_written(tmp_path):
