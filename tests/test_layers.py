@@ -370,6 +370,12 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     kw = dict(data_dir=tmp_path, mirror=shared_mirror, device="cpu", progress=False)
     settings = LayerSettings(max_tokens=300, k_lid=20, k_max=3)
     whole = run_layers("minilm", "brown", settings=settings, out=tmp_path / "whole", **kw)
+
+    def agrees_with_whole(out):
+        for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
+            name = f"{name}.parquet"
+            assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name))
+
     measure, encode = layers_run._measure_layer, layers_run._encode
     calls = {"measure": [], "encode": 0, "stop_at": 3}
 
@@ -403,9 +409,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     said = capsys.readouterr().err  # where its progress goes, the run says what it took up again
     assert f"minilm: encoding: done before, resumed from {kept}" in said
     assert "minilm: measuring (3 measured before, resumed): started, 7 layer" in said
-    for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
-        name = f"{name}.parquet"
-        assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name))
+    agrees_with_whole(out)
     meta = json.loads((out / "meta.json").read_text())
     earlier = {stage: threads + 1 for stage in ("encode", "layer0", "layer1", "layer2")}
     assert meta["resumed"] == {"encoding": kept.name, "layers": [0, 1, 2], "threads": earlier}
@@ -429,9 +433,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     assert (calls["measure"], calls["encode"]) == ([3, 4, 5, 6], 1) and not left.exists()
     resumed = json.loads((carried / "meta.json").read_text())["resumed"]
     assert resumed == {"encoding": None, "layers": [0, 1, 2], "threads": {f"layer{i}": threads for i in range(3)}}
-    for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
-        name = f"{name}.parquet"
-        assert_frames_agree_across_threads(pd.read_parquet(carried / name), pd.read_parquet(whole / name))
+    agrees_with_whole(carried)
 
     # Progress left by other settings is not taken up: stopped at layer 1 both times, the second call encodes again
     # and measures layer 0 again.

@@ -142,14 +142,11 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
     dest = root / PARTIAL_RESULTS / publication
     expected = {*found, "PARTIAL.json", "inputs"}
     with atomic_dir(dest, expected=expected, kind=f"saved runs of {publication}") as staging:
-        for name, files in found.items():
-            for rel in files:
-                (staging / name / RUNS / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(results / name / RUNS / rel, staging / name / RUNS / rel)
-        for name, files in progress.items():
-            for rel in files:
-                (staging / name / PROGRESS / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(results / name / RUNS / rel, staging / name / PROGRESS / rel)
+        for kind, files_of in ((RUNS, found), (PROGRESS, progress)):
+            for name, files in files_of.items():
+                for rel in files:
+                    (staging / name / kind / rel).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(results / name / RUNS / rel, staging / name / kind / rel)
         for rel in inputs:
             shutil.copytree(data / rel, staging / "inputs" / rel)
         every = [rel for files in found.values() for rel in files]
@@ -225,15 +222,20 @@ def restore_progress(publication: str, root: Path = ROOT) -> list[Path]:
             finished = target.with_name(target.name[1 : -len(IN_PROGRESS)])
             if target.exists() or finished.exists():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", suffix=".tmp", dir=target.parent))
-            try:
-                shutil.copytree(folder, staging / "copy")
-                os.replace(staging / "copy", target)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)
+            _copy_whole(folder, target)
             restored.append(target)
     return restored
+
+
+def _copy_whole(saved: Path, target: Path) -> None:
+    """Copy the folder ``saved`` to ``target`` whole or not at all (staged beside it, then renamed), dated now."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
+    try:
+        shutil.copytree(saved, staging / "copy", copy_function=shutil.copyfile)
+        os.replace(staging / "copy", target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def saved_inputs(publication: str, root: Path = ROOT) -> list[Path]:
@@ -252,13 +254,7 @@ def restore_inputs(publication: str, root: Path = ROOT) -> list[Path]:
         target = data / saved.relative_to(root / PARTIAL_RESULTS / publication / "inputs")
         if target.exists():
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-        try:
-            shutil.copytree(saved, staging / "copy", copy_function=shutil.copyfile)  # dated now
-            os.replace(staging / "copy", target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        _copy_whole(saved, target)
         restored.append(target)
     return restored
 
