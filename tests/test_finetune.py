@@ -1101,6 +1101,55 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
     assert dots.tolist() == [[0.0, 0.0], [1.0, 0.009]] and ax.get_ylim()[0] < 0.0 < 0.009 < ax.get_ylim()[1]
 
 
+def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, monkeypatch):
+    """Runs whose λ came from the penalty's pull (istar_pull: λ in units of λ*) are labelled "λ = -λ*", "λ = 0.0016
+    λ*" in every legend and panel title, and the captions give λ* as the runs computed it; runs of both kinds in one
+    report are refused (two units on one axis)."""
+    from isoflow.finetune import figures
+    from isoflow.finetune.report import lambda_star_note
+    from isoflow.reporting import figures as shared
+
+    assert [figures.run_label("istar", w, "λ*") for w in (-1.0, 0.0016, 1.0, 0.0)] == [
+        "I-STAR λ=-λ*",
+        "I-STAR λ=0.0016 λ*",
+        "I-STAR λ=λ*",
+        "none (λ = 0)",
+    ]
+    assert figures.run_label("istar", -1.0) == "I-STAR λ=-1" and figures.run_label("cosreg", 1.0, "λ*") == "CosReg w=1"
+    info = pd.DataFrame({"reg": "istar", "istar_lambda": [-1.0, 0.0, 1.0], "istar_pull": [0.62, 0.0, 0.62]})
+    assert figures.lambda_unit(info) == "λ*"
+    assert figures.lambda_unit(info.assign(istar_pull=0.0)) == ""
+    assert figures.lambda_unit(info.drop(columns="istar_pull")) == ""
+    with pytest.raises(ValueError, match="both from the penalty's pull"):
+        figures.lambda_unit(info.assign(istar_pull=[0.62, 0.0, 0.0]))
+
+    drawn = []
+    monkeypatch.setattr(shared, "save", lambda fig, stem: drawn.append(fig) or [])
+    table = pd.DataFrame(
+        {
+            "task": "glue/sst2",
+            "model": "smollm2-135m",
+            "istar_lambda": [-1.0, 0.0, 0.0016],
+            "metric_name": "accuracy",
+            "metric_mean": [0.86, 0.88, 0.87],
+            "metric_std": 0.01,
+            "isoscore_star_mean": [0.03, 0.16, 0.17],
+            "isoscore_star_std": 0.01,
+        }
+    )
+    figures.performance_figure(table, tmp_path / "perf", "λ*")
+    assert [t.get_text() for t in drawn[0].legends[0].get_texts()] == ["λ = -λ*", "λ = 0", "λ = 0.0016 λ*"]
+
+    runs = []
+    for i, (lam, star) in enumerate([(-4.4172, 4.4172), (0.0071, 4.4182), (None, None)]):
+        record = {"settings": {}} | ({"istar_lambda_from_pull": {"istar_pull": 0.62, "lambda": star}} if lam else {})
+        runs.append(tmp_path / f"run{i}.json")
+        runs[-1].write_text(json.dumps(record))
+    note = lambda_star_note(runs)
+    assert "units of λ* = 4.418 (4.4172–4.4182 over the 2 runs" in note and "0.62 times" in note
+    assert lambda_star_note(runs[2:]) == ""
+
+
 def test_layer_tokens_know_which_follow_their_sequences_first_position():
     """A causal LM's first position (no [CLS] before it) is kept as a token but marked, so CKA can be taken without
     the attention sink; right and left padding alike; CKA past the first position is CKA of those rows alone."""

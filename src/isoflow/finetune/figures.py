@@ -14,6 +14,7 @@ the bottom ones as training goes on?).
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ from ..reporting.figures import (
     lambda_curves_figure,
     lambda_legend,
     lambda_points_figure,
+    lambda_value,
     legend_below,
     log_axis_if_it_spans,
     panels,
@@ -39,11 +41,30 @@ from ..reporting.figures import (
 METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
 
 
-def run_label(reg: str, weight: float) -> str:
-    return "none (λ = 0)" if weight == 0 else (f"I-STAR λ={weight:g}" if reg == "istar" else f"CosReg w={weight:g}")
+def run_label(reg: str, weight: float, unit: str = "") -> str:
+    """A run's name in a figure; ``unit``: I-STAR's λ given in units of λ* (:func:`lambda_unit`)."""
+    if weight == 0:
+        return "none (λ = 0)"
+    return f"I-STAR λ={lambda_value(weight, unit)}" if reg == "istar" else f"CosReg w={weight:g}"
 
 
-def layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+def lambda_unit(info: pd.DataFrame) -> str:
+    """``"λ*"`` where every I-STAR run with λ ≠ 0 set its λ from the penalty's pull (``istar_pull``: λ is then in units
+    of λ*, the λ of that pull at the pretrained model), ``""`` where none did. Runs of both kinds in one report would
+    put two units on one axis: refused."""
+    istar = info[(info.reg == "istar") & (info.istar_lambda != 0)] if len(info) else info
+    pulled = (istar["istar_pull"].fillna(0) > 0) if "istar_pull" in istar else pd.Series(False, index=istar.index)
+    if pulled.all() and len(istar):
+        return "λ*"
+    if pulled.any():
+        raise ValueError(
+            "the runs set I-STAR's λ both from the penalty's pull (istar_pull > 0: λ in units of λ*) and directly; "
+            "report each kind on its own (one results folder per config)"
+        )
+    return ""
+
+
+def layers_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """One row per task × model, one panel per measurement against the layer: before training (black, dashed) and
     after the last epoch for every regulariser and weight (I-STAR in λ's colours, CosReg grey dashed)."""
     from matplotlib.lines import Line2D
@@ -63,7 +84,7 @@ def layers_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
             for (reg, weight), g in rows.groupby(["reg", "weight"]):
                 g = g.sort_values("layer")
                 c, ls = (colour[weight], "-") if reg == "istar" else (COSREG_COLOUR, ":")
-                label = run_label(reg, weight)
+                label = run_label(reg, weight, unit)
                 ax.plot(g["layer"], g["after"], color=c, ls=ls, marker="o", ms=3, lw=1.1)
                 handles.setdefault(label, Line2D([], [], color=c, ls=ls, marker="o", ms=3, label=label))
             ax.set_title(f"{task} x {model}: {measure}", fontsize=9)
@@ -95,7 +116,7 @@ def shown_by_epoch(table: pd.DataFrame) -> list[tuple[str, float]]:
     return [c for c in wanted if c in present]
 
 
-def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+def layers_epochs_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """Per task × model, one row per measurement and one column per regulariser setting (:func:`shown_by_epoch`),
     the measurement after every epoch, one line per layer (from light, the embeddings, to dark, the top); the panels of
     a row share their y-axis."""
@@ -119,15 +140,15 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
                 )
                 for layer in layers:
                     ax.plot(g["epoch"], g[layer], color=colour[layer], marker="o", ms=2.5, lw=1.1)
-                name = run_label(reg, weight)
+                name = run_label(reg, weight, unit)
                 ax.set_title(f"{task} x {model}: {name}", fontsize=8)
                 ax.set_xlabel("epoch (0 = before training)")
                 ax.xaxis.get_major_locator().set_params(integer=True)
                 ax.grid(alpha=0.3)
                 shown_values.append(g[layers].to_numpy().ravel())
             log = log_axis_if_it_spans(np.concatenate(shown_values), *row)  # one scale for the row's panels
-            for ax in row:
-                ax.set_ylabel(f"{measure} (held-out tokens{'; log' if log else ''})")
+            # on the row's first panel only (the row shares its scale), in lines that fit the panel's height
+            row[0].set_ylabel(textwrap.fill(f"{measure} (held-out tokens{'; log' if log else ''})", 28))
             share_limits(row)
     handles = [
         Line2D([], [], color=colour[c], marker="o", ms=2.5, label=c + (" (embeddings)" if c == "layer 0" else ""))
@@ -138,7 +159,7 @@ def layers_epochs_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
     return save(fig, stem)
 
 
-def performance_figure(istar: pd.DataFrame, stem: Path) -> list[Path]:
+def performance_figure(istar: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """The held-out metric against IsoScore*, one point per λ (mean ± std over seeds; the poster's Figure 5), from the
     I-STAR rows of the ``finetune`` table."""
     return lambda_points_figure(
@@ -150,10 +171,11 @@ def performance_figure(istar: pd.DataFrame, stem: Path) -> list[Path]:
         "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
         stem,
         ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
+        unit=unit,
     )
 
 
-def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
+def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """Silhouette against IsoScore of the held-out pooled outputs across epochs, one curve per λ (seed means), from
     the per-epoch rows of the runs that finished."""
     mean = (
@@ -169,10 +191,11 @@ def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path) -> list[Path
         "silhouette (held-out)",
         "Fine-tuning with I-STAR: silhouette against IsoScore across epochs (open circle: before training, dot: last)",
         stem,
+        unit=unit,
     )
 
 
-def twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
+def twonn_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     colour = lambda_colours(sorted(table.istar_lambda.unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
     fig, axes = panels(len(pairs), height=3.3)
@@ -181,15 +204,15 @@ def twonn_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
         ax.errorbar(rows.istar_lambda, rows["twonn_mean"], yerr=rows["twonn_std"], fmt="-", color="0.6", capsize=2)
         ax.scatter(rows.istar_lambda, rows["twonn_mean"], c=[colour[v] for v in rows.istar_lambda], zorder=3)
         ax.set_title(f"{task} x {model}", fontsize=9)
-        ax.set_xlabel("λ")
+        ax.set_xlabel(f"λ (in units of {unit})" if unit else "λ")
         ax.set_ylabel("TwoNN intrinsic dimension (held-out)")
         ax.grid(alpha=0.3)
-    lambda_legend(fig, colour)
+    lambda_legend(fig, colour, unit=unit)
     suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of the held-out pooled outputs")
     return save(fig, stem)
 
 
-def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> list[Path]:
+def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """Every regulariser against plain fine-tuning of the same seed (the poster's Figure 6 compares I-STAR at λ < 0 with
     no regularisation and CosReg): the mean paired difference of the held-out metric with its 95 % interval over seeds,
     one panel per task × model on one shared scale, bars from 0. Tasks are never averaged (their metrics differ)."""
@@ -204,7 +227,7 @@ def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> li
         rows = rows_where(pairs, task=task, model=model).sort_values(
             ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
         )
-        labels = [run_label(r, w) for r, w in zip(rows.reg, rows.weight)]
+        labels = [run_label(r, w, unit) for r, w in zip(rows.reg, rows.weight)]
         colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
         mean, low, high = (
             rows.metric_diff.to_numpy(),
@@ -236,7 +259,7 @@ def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path) -> li
 ACTIVATION_COLUMNS = 3  # panels to a row: the regularisers of one task × model wrap into rows of this many
 
 
-def activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
+def activations_figure(last: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """Mean |activation| per dimension of the held-out pooled outputs after the last epoch (seed means), one panel per
     regulariser and weight, the panels of one task × model on one y-scale (the spikes are what is compared): outlier
     dimensions show as spikes (the poster's Figure 1)."""
@@ -263,7 +286,7 @@ def activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
                     np.arange(len(act)), act, step="mid", color=colour, lw=0
                 )  # one filled outline: no stripes
                 ax.set_xlim(-0.5, len(act) - 0.5)
-            ax.set_title(f"{task} x {model}: {run_label(reg, lam if reg == 'istar' else w)}", fontsize=8)
+            ax.set_title(f"{task} x {model}: {run_label(reg, lam if reg == 'istar' else w, unit)}", fontsize=8)
             ax.set_xlabel("dimension", fontsize=8)
             ax.set_ylabel("mean |activation|", fontsize=8)
             ax.tick_params(labelsize=7)
@@ -275,7 +298,7 @@ def activations_figure(last: pd.DataFrame, stem: Path) -> list[Path]:
     return save(fig, stem)
 
 
-def epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
+def epochs_figure(epochs: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     """Held-out metric (mean ± std over the seeds that did not diverge) after every epoch, one panel per task × model,
     one curve per regulariser and weight (I-STAR in λ's colours, CosReg grey and dashed). Epoch 0 (an untrained head,
     near chance) is left out: it would squeeze the differences that matter into a few pixels."""
@@ -312,7 +335,7 @@ def epochs_figure(epochs: pd.DataFrame, stem: Path) -> list[Path]:
             ls=style[c][1],
             marker="o",
             ms=3,
-            label=run_label(c[0], c[1] if c[0] == "istar" else c[2]),
+            label=run_label(c[0], c[1] if c[0] == "istar" else c[2], unit),
         )
         for c in configs
     ]

@@ -12,6 +12,7 @@ Figures: :mod:`isoflow.finetune.figures`.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from .figures import (
     activations_figure,
     baselines_figure,
     epochs_figure,
+    lambda_unit,
     layers_epochs_figure,
     layers_figure,
     performance_figure,
@@ -271,6 +273,23 @@ LAYERS_BY_EPOCH_CAPTION = (
 )
 
 
+def lambda_star_note(runs: list[Path]) -> str:
+    """A caption's sentence on λ's unit where the runs set λ from the penalty's pull (``istar_pull``; their records'
+    ``istar_lambda_from_pull``): λ* as the runs computed it and the pull it stands for; "" where none did."""
+    pulled = [json.loads(Path(r).read_text()).get("istar_lambda_from_pull") for r in runs]
+    pulled = [p for p in pulled if p]
+    if not pulled:
+        return ""
+    stars = [p["lambda"] for p in pulled]
+    pulls = ", ".join(f"{v:g}" for v in sorted({p["istar_pull"] for p in pulled}))
+    spread = f"{min(stars):.4f}–{max(stars):.4f} over the {len(stars)} runs" if len(stars) > 1 else "1 run"
+    return (
+        f" I-STAR's λ (istar_lambda, weight) in units of λ* = {np.mean(stars):.3f} ({spread}, each computed by its run "
+        f"on the same training batches): the λ whose penalty's gradient pulls {pulls} times as hard as the task loss's "
+        "at the pretrained model (isoflow.finetune.points_diagnosis.lambda_for_pull)."
+    )
+
+
 def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLike) -> list[Path]:
     """``records``: the runs' records, the tasks' baseline records (``bag-of-words.json``) and, where measured, each
     task × model's gradients at the pretrained model (``gradients.json``) and each weight's CKA between its seeds
@@ -280,12 +299,13 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
 
     records, baselines, gradients, floors, same_as = split_inputs(records)
     epochs, info = _complete(*load_runs(records))
+    unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)
-    written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION, floatfmt="%.4f")
+    written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
     written += write_table(
         controls_table(records, baselines),
         Path(tables_dir) / "finetune_controls",
-        caption=CONTROLS_CAPTION,
+        caption=CONTROLS_CAPTION + note,
         floatfmt="%.4f",
     )
     if gradients:
@@ -296,7 +316,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     written += write_table(
         manipulation_table(epochs, info),
         Path(tables_dir) / "finetune_manipulation",
-        caption=MANIPULATION_CAPTION,
+        caption=MANIPULATION_CAPTION + note,
         floatfmt="%.4f",
     )
     if floors:
@@ -314,30 +334,32 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
             same_as_table(same_as), Path(tables_dir) / "finetune_same_as", caption=SAME_AS_CAPTION, floatfmt="%.3g"
         )
     paired_table = paired(epochs, info)
-    written += write_table(paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION, floatfmt="%.4f")
+    written += write_table(
+        paired_table, Path(tables_dir) / "finetune_paired", caption=PAIRED_CAPTION + note, floatfmt="%.4f"
+    )
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
     istar = table[table.reg == "istar"]
-    written += performance_figure(istar, figures_dir / "finetune_performance")
-    written += twonn_figure(istar, figures_dir / "finetune_twonn")
+    written += performance_figure(istar, figures_dir / "finetune_performance", unit)
+    written += twonn_figure(istar, figures_dir / "finetune_twonn", unit)
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
     kept = epochs.merge(finished, on=list(KEY) + ["seed"])
-    written += silhouette_vs_isoscore_figure(kept, figures_dir / "finetune_silhouette_vs_isoscore")
-    written += baselines_figure(table, paired_table, figures_dir / "finetune_baselines")
-    written += epochs_figure(kept, figures_dir / "finetune_epochs")
+    written += silhouette_vs_isoscore_figure(kept, figures_dir / "finetune_silhouette_vs_isoscore", unit)
+    written += baselines_figure(table, paired_table, figures_dir / "finetune_baselines", unit)
+    written += epochs_figure(kept, figures_dir / "finetune_epochs", unit)
     if "mean_abs_activation" in epochs:
-        written += activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations")
+        written += activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations", unit)
     if "layer_isoscore" in epochs and epochs["layer_isoscore"].notna().any():
         per_layer = layers_table(epochs, info)
-        caption = _captioned(LAYERS_CAPTION, per_layer)
+        caption = _captioned(LAYERS_CAPTION + note, per_layer)
         written += write_table(per_layer, Path(tables_dir) / "finetune_layers", caption=caption, floatfmt="%.4f")
-        written += layers_figure(per_layer, figures_dir / "finetune_layers")
+        written += layers_figure(per_layer, figures_dir / "finetune_layers", unit)
         by_epoch = layers_by_epoch(epochs, info)
         written += write_table(
             by_epoch,
             Path(tables_dir) / "finetune_layers_epochs",
-            caption=_captioned(LAYERS_BY_EPOCH_CAPTION, by_epoch),
+            caption=_captioned(LAYERS_BY_EPOCH_CAPTION + note, by_epoch),
             floatfmt="%.4f",
         )
-        written += layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs")
+        written += layers_epochs_figure(by_epoch, figures_dir / "finetune_layers_epochs", unit)
     return written

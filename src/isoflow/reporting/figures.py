@@ -135,6 +135,17 @@ def lambda_colours(lams) -> dict:
     return {lam: lambda_colour(lam) for lam in lams}
 
 
+def lambda_value(lam: float, unit: str = "") -> str:
+    """λ as a figure writes it: ``-1``; where λ is given in units of ``unit`` (a λ set by the penalty's pull, in units
+    of λ*), ``-λ*``, ``λ*``, ``0.0016 λ*`` — the value a reader would otherwise take for the weight itself."""
+    lam = float(lam)
+    if not unit or lam == 0:
+        return f"{lam:g}"
+    if abs(lam) == 1:
+        return f"-{unit}" if lam < 0 else unit
+    return f"{lam:g} {unit}"
+
+
 def plain_log_axis(ax, axis: str = "y") -> None:
     """A logarithmic ``axis`` ("x" or "y") labelled 5, 10, 20, 50, … rather than 5×10⁰."""
     from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
@@ -188,12 +199,14 @@ def legend_below(fig, handles, fontsize: float = 7) -> None:
         legend.remove()
 
 
-def lambda_legend(fig, colour: dict, markers: dict | None = None, extra=()) -> None:
-    """One legend for the whole figure, below the panels: a colour per λ (and a marker per model, if several; then
-    ``extra`` handles)."""
+def lambda_legend(fig, colour: dict, markers: dict | None = None, extra=(), unit: str = "") -> None:
+    """One legend for the whole figure, below the panels: a colour per λ (in units of ``unit``: :func:`lambda_value`;
+    and a marker per model, if several; then ``extra`` handles)."""
     from matplotlib.lines import Line2D
 
-    handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lambda_value(lam, unit)}") for lam, c in colour.items()
+    ]
     if markers and len(markers) > 1:
         handles += [
             Line2D([], [], color="0.4", marker=m, ls="", mfc="none", label=model) for model, m in markers.items()
@@ -214,13 +227,14 @@ def lambda_points_figure(
     stem: Path,
     ymax: tuple[float | None, ...] | None = None,
     ylabel_of: dict[str, str] | None = None,
+    unit: str = "",
 ) -> list[Path]:
     """One panel per task: ``{y}_mean`` against ``{x}_mean`` with std error bars, one point per λ (its colour in the
     legend below), one marker per model (named in the panel's title where it is the only one, else in the legend):
     I-STAR's Figure 5 layout, used by the optimisation's sweep and fine-tuning.
     Several ``y`` (with as many ``ylabel``) give each task that many panels, one above the other, each ``y`` on one
     scale across the tasks; ``ymax``: an upper end per ``y`` (an accuracy's axis stops at 1); ``ylabel_of``: a task's
-    own y label (its metric), where tasks differ."""
+    own y label (its metric), where tasks differ; ``unit``: λ's unit in the legend (:func:`lambda_value`)."""
     ys, ylabels = ((y,), (ylabel,)) if isinstance(y, str) else (tuple(y), tuple(ylabel))
     tops = dict(zip(ys, ymax or (None,) * len(ys)))
     colour = lambda_colours(sorted(table.istar_lambda.unique()))
@@ -277,7 +291,7 @@ def lambda_points_figure(
                 high = min(high, tops[col] + 0.02 * (tops[col] - low))
             for ax in used:
                 ax.set_ylim(low, high)
-    lambda_legend(fig, colour, markers)
+    lambda_legend(fig, colour, markers, unit=unit)
     suptitle(fig, title)
     return save(fig, stem)
 
@@ -291,13 +305,21 @@ def trajectory(ax, x: pd.Series, y: pd.Series, colour: str, *, label: str | None
 
 
 def lambda_curves_figure(
-    mean: pd.DataFrame, order: str, xlabel: str, ylabel: str, title: str, stem: Path, *, one_scale: bool = False
+    mean: pd.DataFrame,
+    order: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    stem: Path,
+    *,
+    one_scale: bool = False,
+    unit: str = "",
 ) -> list[Path]:
     """One panel per task × model: seed-mean silhouette against IsoScore, one curve per λ in ``order`` (step or epoch),
     an open circle at its start and a dot at its end (:func:`trajectory`). Used by the optimisation's sweep and
     fine-tuning. With ``one_scale`` every panel has the same axes, IsoScore on a log axis where it spans
     ``LOG_SPAN`` or more (a non-linear head's hidden output: from about 0.2 to 1e-5, most of it in the first
-    updates)."""
+    updates). ``unit``: λ's unit in the legend (:func:`lambda_value`)."""
     from matplotlib.lines import Line2D
 
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
@@ -320,6 +342,6 @@ def lambda_curves_figure(
         Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
         Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
     ]
-    lambda_legend(fig, colour, extra=ends)
+    lambda_legend(fig, colour, extra=ends, unit=unit)
     suptitle(fig, title)
     return save(fig, stem)
