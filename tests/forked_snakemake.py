@@ -25,6 +25,9 @@ import tempfile
 import threading
 from pathlib import Path
 
+# This process's PYTHONPATH, read when it started: a run's own entries beyond it are added to the child's sys.path
+_STARTED_PYTHONPATH = frozenset(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p)
+
 
 def _child(request: dict) -> int:
     """Snakemake's ``main`` with the request's arguments, directory, environment and output files."""
@@ -41,8 +44,7 @@ def _child(request: dict) -> int:
     # PYTHONPATH is read when an interpreter starts: where the run's differs from this process's, its entries go
     # where a new interpreter would put them (after the script's directory, before the installed packages)
     mine = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    started = set(_STARTED_PYTHONPATH)
-    sys.path[1:1] = [os.path.abspath(p) for p in mine if p not in started]
+    sys.path[1:1] = [os.path.abspath(p) for p in mine if p not in _STARTED_PYTHONPATH]
     sys.argv = ["snakemake", *request["argv"]]
     code = 0
     try:
@@ -65,9 +67,6 @@ def _child(request: dict) -> int:
 def _reply(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
-
-
-_STARTED_PYTHONPATH = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 def main() -> None:

@@ -52,9 +52,9 @@ def lambda_unit(info: pd.DataFrame) -> str:
     """``"λ*"`` where every I-STAR run with λ ≠ 0 set its λ from the penalty's pull (``istar_pull``: λ is then in units
     of λ*, the λ of that pull at the pretrained model), ``""`` where none did. Runs of both kinds in one report would
     put two units on one axis: refused."""
-    istar = info[(info.reg == "istar") & (info.istar_lambda != 0)] if len(info) else info
-    pulled = (istar["istar_pull"].fillna(0) > 0) if "istar_pull" in istar else pd.Series(False, index=istar.index)
-    if pulled.all() and len(istar):
+    istar = info[(info.reg == "istar") & (info.istar_lambda != 0)]
+    pulled = istar.get("istar_pull", pd.Series(0.0, index=istar.index)).fillna(0) > 0  # older records: no such column
+    if len(istar) and pulled.all():
         return "λ*"
     if pulled.any():
         raise ValueError(
