@@ -72,6 +72,8 @@ MEASURES = [
     "outlier_dimensions",
     "cosine_shares",
     "drop_dimensions",
+    "outlier_points",
+    "points_variance_share",
     "participation_ratio",
     "effective_rank",
     "stable_rank",

@@ -849,11 +849,12 @@ def test_runs_write_the_states_their_cka_compares_and_the_seed_floor_reads_them(
     for seed, record in enumerate(records):
         last = pd.read_parquet(record.with_suffix(".parquet")).iloc[-1]
         recorded = list(last["layer_cka_pretrained"])
-        assert [row["cka_pretrained"][seed] for row in floor["layers"]] == pytest.approx(recorded, rel=1e-9)
+        # the same tokens' CKA: the record's in float32 products, the floor's in float64, from the same states
+        assert [row["cka_pretrained"][seed] for row in floor["layers"]] == pytest.approx(recorded, rel=1e-6)
         assert recorded[0] < 1 - 1e-6  # training moved even the embedding layer: a comparison that can fail
     report(records + [out], tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune_seed_floor.csv")
-    assert len(table) == 3 * 2 and table["seeds"].eq(2).all()
+    assert len(table) == 3 * 3 and table["seeds"].eq(2).all()  # 3 layers × 3 token sets
     row = table[(table.layer == 2) & (table.tokens == "all")].iloc[0]
     assert row["cka_between_seeds_min"] == pytest.approx(floor["layers"][2]["cka_between_seeds"][0], abs=1e-12)
 

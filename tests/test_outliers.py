@@ -12,7 +12,9 @@ from isoflow.metrics import (
     drop_dimensions,
     mean_abs_activation,
     outlier_dimensions,
+    outlier_points,
     peak_ratio,
+    points_variance_share,
 )
 
 
@@ -44,3 +46,36 @@ def test_drop_dimensions_keeps_the_rest_in_order_on_the_device(device):
     X = torch.arange(12.0, device=device).reshape(3, 4)
     out = drop_dimensions(X, [0, 2])
     assert out.device == X.device and out.tolist() == [[1.0, 3.0], [5.0, 7.0], [9.0, 11.0]]
+
+
+def test_outlier_points_and_their_variance_share_against_numpy(device):
+    """Massive points as a causal LM's sinks make them: a cloud of 200 with three points 30-80 times as far out;
+    NumPy's distances from the mean, the median and the shares as the reference."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(200, 8))
+    X[[17, 120, 3]] += np.array([80.0, 50.0, 30.0])[:, None] * rng.normal(size=(3, 8)) / np.sqrt(8)
+    sq = ((X - X.mean(axis=0)) ** 2).sum(axis=1)
+    expected = [int(i) for i in np.argsort(-sq) if sq[i] >= 10.0**2 * np.median(sq)]
+    assert expected == [17, 120, 3]  # the case is what it says: the three, farthest first
+    points = torch.tensor(X, device=device, dtype=torch.float32)
+    assert outlier_points(points) == expected
+    assert outlier_points(points, factor=1.0) == [int(i) for i in np.argsort(-sq) if sq[i] >= np.median(sq)]
+    share = points_variance_share(points, expected)
+    assert share == pytest.approx(sq[expected].sum() / sq.sum(), rel=1e-6) and share > 0.8
+    mask = torch.zeros(200, dtype=torch.bool)
+    mask[expected] = True
+    assert points_variance_share(points, mask) == pytest.approx(share, rel=1e-12)
+    assert points_variance_share(points, range(200)) == pytest.approx(1.0, rel=1e-12)
+    # without them, no point is an outlier and the rest hold what they left
+    rest = np.delete(X, expected, axis=0)
+    assert outlier_points(rest) == []
+
+
+def test_outlier_points_by_hand_and_bad_input():
+    assert points_variance_share([[1.0, 2.0], [1.0, 2.0]], [0]) == 0.0  # no variance: nothing to hold
+    assert outlier_points([[1.0, 2.0], [1.0, 2.0], [1.0, 2.0]]) == []  # all at the mean: none is far out
+    X = [[-1.0, 0.0], [1.0, 0.0], [-3.0, 0.0], [3.0, 0.0]]  # squared distances 1, 1, 9, 9: the median 5
+    assert outlier_points(X, factor=1.3) == [2, 3] and outlier_points(X, factor=1.35) == []
+    assert points_variance_share(X, [2]) == pytest.approx(0.45)
+    with pytest.raises(ValueError, match="factor must be > 0"):
+        outlier_points(X, factor=-1)

@@ -22,6 +22,8 @@ def states_of(seed: int, rng: np.random.Generator, pretrained: list[np.ndarray],
     """A run's states: the pretrained layers shared by every seed, the fine-tuned ones moved by the seed; the first
     token of each 'sequence' of 8 at position 0."""
     moved = [p + (0.3 + 0.4 * layer) * rng.normal(size=p.shape) for layer, p in enumerate(pretrained)]
+    if seed == 2:  # a massive token in one seed's fine-tuned states only (the pretrained ones have theirs: written)
+        moved[2][13] += 60.0
     return {
         "pretrained": [torch.tensor(p, dtype=torch.float32) for p in pretrained],
         "layers": [torch.tensor(m, dtype=torch.float32) for m in moved],
@@ -34,6 +36,7 @@ def states_of(seed: int, rng: np.random.Generator, pretrained: list[np.ndarray],
 def written(tmp_path, seeds=(0, 1, 2), **settings) -> list:
     rng = np.random.default_rng(0)
     pretrained = [rng.normal(size=(N, D)) * np.logspace(0, -1, D) + 2.0 for _ in range(LAYERS)]
+    pretrained[1][5] += 60.0  # a sink past the first position, as SmolLM2's second positions of a few sentences
     paths = []
     for seed in seeds:
         states = states_of(seed, rng, pretrained, **settings)
@@ -47,9 +50,20 @@ def test_cka_between_seeds_and_to_the_pretrained_model_agree_with_gram_matrices(
     assert floor["seeds"] == [0, 1, 2] and floor["pairs"] == [[0, 1], [0, 2], [1, 2]]
     assert floor["tokens"] == N and floor["tokens_past_first"] == N - N // 8
     states = [torch.load(p, weights_only=False) for p in paths]
+    past_first = np.arange(N) % 8 != 0
     for row in floor["layers"]:
         layer = row["layer"]
-        for suffix, keep in (("", np.ones(N, bool)), ("_past_first", np.arange(N) % 8 != 0)):
+        every = [s[part][layer].double().numpy() for part in ("layers", "pretrained") for s in states]
+        far = np.zeros(N, bool)  # outliers among the tokens past the first, in any of the states compared
+        for x in every:
+            sq = ((x[past_first] - x[past_first].mean(axis=0)) ** 2).sum(axis=1)
+            far[np.flatnonzero(past_first)[sq >= 100 * np.median(sq)]] = True
+        assert np.flatnonzero(far).tolist() == {0: [], 1: [5], 2: [13]}[layer]  # the planted ones, and only they
+        sets = (("", np.ones(N, bool)), ("_past_first", past_first), ("_past_outliers", past_first & ~far))
+        for suffix, keep in sets:
+            assert row[f"tokens{suffix}"] == keep.sum()
+            shares = [((x - x.mean(axis=0)) ** 2).sum(axis=1) for x in every]
+            assert row[f"left_out_share{suffix}"] == pytest.approx(max(q[~keep].sum() / q.sum() for q in shares))
             tuned = [s["layers"][layer].double().numpy()[keep] for s in states]
             pre = [s["pretrained"][layer].double().numpy()[keep] for s in states]
             for debiased, name in ((False, ""), (True, "_debiased")):
@@ -64,10 +78,13 @@ def test_the_report_row_says_whether_every_seed_moved_farther_than_the_seeds_are
     out = tmp_path / "cka-between-seeds.json"
     out.write_text(json.dumps(floor))
     table = floor_table([out])
-    assert len(table) == LAYERS * 2 and set(table["tokens"]) == {"all", "past first"}
+    assert len(table) == LAYERS * 3 and set(table["tokens"]) == {"all", "past first", "past first and outliers"}
+    suffixes = {"all": "", "past first": "_past_first", "past first and outliers": "_past_outliers"}
     for _, row in table.iterrows():
         source = floor["layers"][row["layer"]]
-        suffix = "" if row["tokens"] == "all" else "_past_first"
+        suffix = suffixes[row["tokens"]]
+        assert row["n_tokens"] == source[f"tokens{suffix}"]
+        assert row["left_out_share"] == source[f"left_out_share{suffix}"]
         to_pretrained, between = source[f"cka_pretrained{suffix}"], source[f"cka_between_seeds{suffix}"]
         assert row["cka_pretrained_max"] == max(to_pretrained) and row["cka_between_seeds_min"] == min(between)
         assert row["beyond_floor"] == (max(to_pretrained) < min(between))
@@ -81,6 +98,12 @@ def test_the_report_row_says_whether_every_seed_moved_farther_than_the_seeds_are
             row[key] = [1.0] * len(row[key])
     out.write_text(json.dumps(same))
     assert floor_table([out])["beyond_floor"].all()
+    # A floor written before the third set existed still reads: its two sets
+    for row in same["layers"]:
+        for key in [k for k in row if k.endswith("_past_outliers")]:
+            del row[key]
+    out.write_text(json.dumps(same))
+    assert set(floor_table([out])["tokens"]) == {"all", "past first"}
 
 
 @pytest.mark.parametrize(

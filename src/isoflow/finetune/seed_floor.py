@@ -11,9 +11,15 @@ last epoch (:func:`write_states`); from the runs of one weight (two seeds or mor
 - ``cka_pretrained``: CKA(pretrained, fine-tuned) of each seed;
 - ``cka_between_seeds``: CKA(fine-tuned at seed a, fine-tuned at seed b) for every pair of seeds — the floor;
 - each biased (as the records' ``layer_cka_pretrained``) and debiased (the unbiased HSIC, Song et al. 2012: the
-  biased estimator is high for unrelated states at small n), over all the tokens and over those past their
-  sequence's first position (on a causal LM the attention sink, whose massive states alone can make two Gram
-  matrices alike);
+  biased estimator is high for unrelated states at small n), over three sets of tokens (:data:`TOKENS`): all of them;
+  those past their sequence's first position (on a causal LM the attention sink, whose massive states alone can make
+  two Gram matrices alike); and those past it that are no outlier point (:func:`isoflow.metrics.outlier_points`, ≥ 10
+  × the median distance from the layer's mean) in any of the states compared at that layer — the sink lands
+  elsewhere too (on SmolLM2-135M, at the second position of a few SST-2 sentences), and CKA, which centres, is then
+  those tokens' number;
+- per layer and token set, how many tokens it keeps (``tokens``) and the largest share, over the states compared,
+  of the layer's centred variance held by the tokens it leaves out (``left_out_share``,
+  :func:`isoflow.metrics.points_variance_share`): whose number the other sets' CKA is;
 - ``beyond_floor`` (the report's): every seed's model is farther from the pretrained one than any two seeds' models
   are from each other, max over seeds of CKA(pretrained, ·) < min over pairs of CKA between seeds (biased) — a change
   its seeds agree on. Where it fails, the layer moved about as much between seeds as from the pretrained model.
@@ -38,8 +44,24 @@ from ..records import run_provenance
 
 # What names one weight of a sweep in a states file: the runs compared share all of it and differ in seed
 ARM = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
-# the token sets each CKA is computed over: a field's suffix -> the set's name, the states file's mask (None: all)
-TOKENS = {"": ("all", None), "_past_first": ("past first", "past_first")}
+# the token sets each CKA is computed over (:func:`token_sets`): a field's suffix -> the set's name in the report
+TOKENS = {"": "all", "_past_first": "past first", "_past_outliers": "past first and outliers"}
+
+
+def token_sets(reps: list, past_first) -> dict:
+    """The masks of :data:`TOKENS` at one layer, from the states compared there (``reps``, each (tokens, dim)) and
+    which tokens are past their sequence's first position: all; past the first; past the first and no outlier point
+    among those in any of ``reps``."""
+    import torch
+
+    from ..metrics import outlier_points
+
+    past_first = torch.as_tensor(past_first).bool()
+    later = torch.nonzero(past_first).squeeze(1)
+    outliers = torch.zeros_like(past_first)
+    for x in reps:
+        outliers[later[outlier_points(x[past_first])]] = True
+    return {"": torch.ones_like(past_first), "_past_first": past_first, "_past_outliers": past_first & ~outliers}
 
 
 def write_states(path: str | os.PathLike, states: dict, settings: dict) -> Path:
@@ -88,7 +110,7 @@ def _one_arm(runs: list[tuple[str, dict]]) -> None:
 def seed_floor(paths) -> dict:
     """Per layer, CKA of each seed's fine-tuned states to its pretrained ones and between every pair of seeds (module
     docstring), from the states files of one weight's runs; a JSON-ready dict."""
-    from ..metrics import linear_cka_matrices
+    from ..metrics import linear_cka_matrices, points_variance_share
 
     runs = [(str(p), read_states(p)) for p in paths]
     _one_arm(runs)
@@ -98,12 +120,13 @@ def seed_floor(paths) -> dict:
     layers = []
     for layer in range(len(ordered[0]["layers"])):
         row = {"layer": layer}
-        for suffix, (_, mask_key) in TOKENS.items():
-            mask = None if mask_key is None else ordered[0][mask_key].bool()
-            # one matrix: the seeds' fine-tuned states, then each seed's pretrained states
-            reps = [s[part][layer] for part in ("layers", "pretrained") for s in ordered]
-            reps = reps if mask is None else [x[mask] for x in reps]
-            biased, debiased = (m.tolist() for m in linear_cka_matrices(reps))
+        # one matrix: the seeds' fine-tuned states, then each seed's pretrained states; in float64, for the debiased
+        # estimator subtracts terms that a massive token makes 10^4 times the rest (float32 loses the difference)
+        every = [s[part][layer].double() for part in ("layers", "pretrained") for s in ordered]
+        for suffix, mask in token_sets(every, ordered[0]["past_first"]).items():
+            row[f"tokens{suffix}"] = int(mask.sum())
+            row[f"left_out_share{suffix}"] = max(points_variance_share(x, ~mask) for x in every)
+            biased, debiased = (m.tolist() for m in linear_cka_matrices([x[mask] for x in every]))
             k = len(seeds)
             for estimator, m in (("", biased), ("_debiased", debiased)):
                 row[f"cka_pretrained{estimator}{suffix}"] = [m[i][k + i] for i in range(k)]
@@ -123,7 +146,11 @@ def seed_floor(paths) -> dict:
 
 CAPTION = (
     "CKA between seeds, the floor of 'which layers did fine-tuning change?': per weight, layer (0 = the embedding "
-    "layer) and token set (all the held-out tokens the runs wrote, or those past their sequence's first position), "
+    "layer) and token set (all the held-out tokens the runs wrote; those past their sequence's first position; those "
+    "past it that are no outlier point, ≥ 10 × the median distance from the layer's mean, in any of the states "
+    "compared: isoflow.metrics.outlier_points), n_tokens: the tokens the set keeps, left_out_share: the largest share, "
+    "over the states compared, of the layer's centred variance held by the tokens it leaves out (whose number CKA over "
+    "a larger set is); "
     "linear CKA between each seed's fine-tuned states and its pretrained ones (cka_pretrained: min, mean, max over "
     "seeds) and between the fine-tuned states of every pair of seeds (cka_between_seeds: min, mean, max over pairs), "
     "biased (as the runs' layer_cka_pretrained), with the debiased means (unbiased HSIC) beside them; beyond_floor: "
@@ -141,7 +168,9 @@ def floor_table(paths) -> pd.DataFrame:
         floor = json.loads(Path(path).read_text())
         weight = floor["istar_lambda"] if floor["reg"] == "istar" else floor["cosreg_weight"]
         for row in floor["layers"]:
-            for suffix, (name, _) in TOKENS.items():
+            for suffix, name in TOKENS.items():
+                if f"cka_pretrained{suffix}" not in row:  # a floor written before the set existed
+                    continue
                 to_pretrained, between = row[f"cka_pretrained{suffix}"], row[f"cka_between_seeds{suffix}"]
                 rows.append(
                     {
@@ -152,6 +181,8 @@ def floor_table(paths) -> pd.DataFrame:
                         "layer": row["layer"],
                         "tokens": name,
                         "seeds": len(floor["seeds"]),
+                        "n_tokens": row.get(f"tokens{suffix}"),
+                        "left_out_share": row.get(f"left_out_share{suffix}"),
                         "cka_pretrained_min": min(to_pretrained),
                         "cka_pretrained_mean": float(np.mean(to_pretrained)),
                         "cka_pretrained_max": max(to_pretrained),

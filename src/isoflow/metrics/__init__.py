@@ -25,7 +25,15 @@ from .isotropy import (
     s_inter_by_type_count,
     s_intra,
 )
-from .outliers import cosine_shares, drop_dimensions, mean_abs_activation, outlier_dimensions, peak_ratio
+from .outliers import (
+    cosine_shares,
+    drop_dimensions,
+    mean_abs_activation,
+    outlier_dimensions,
+    outlier_points,
+    peak_ratio,
+    points_variance_share,
+)
 from .silhouette import (
     silhouette,
     silhouette_sqeuclidean,
@@ -83,6 +91,8 @@ __all__ = [
     "lid_mle",
     "mean_abs_activation",
     "outlier_dimensions",
+    "outlier_points",
+    "points_variance_share",
     "peak_ratio",
     "s_inter",
     "s_inter_by_type_count",
