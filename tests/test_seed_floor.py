@@ -59,11 +59,19 @@ def test_cka_between_seeds_and_to_the_pretrained_model_agree_with_gram_matrices(
             sq = ((x[past_first] - x[past_first].mean(axis=0)) ** 2).sum(axis=1)
             far[np.flatnonzero(past_first)[sq >= 100 * np.median(sq)]] = True
         assert np.flatnonzero(far).tolist() == {0: [], 1: [5], 2: [13]}[layer]  # the planted ones, and only they
+        if layer:  # a planted token holds most of its layer's variance past the first position: the set says so
+            assert row["left_out_share_past_outliers"] > 0.5
+        else:
+            assert row["left_out_share_past_outliers"] == 0 and row["left_out_share"] == 0
         sets = (("", np.ones(N, bool)), ("_past_first", past_first), ("_past_outliers", past_first & ~far))
+        wider = np.ones(N, bool)
         for suffix, keep in sets:
             assert row[f"tokens{suffix}"] == keep.sum()
-            shares = [((x - x.mean(axis=0)) ** 2).sum(axis=1) for x in every]
-            assert row[f"left_out_share{suffix}"] == pytest.approx(max(q[~keep].sum() / q.sum() for q in shares))
+            # of the previous set's tokens, the share of their centred variance the ones left out hold
+            shares = [((x[wider] - x[wider].mean(axis=0)) ** 2).sum(axis=1) for x in every]
+            left_out = ~keep[wider]
+            assert row[f"left_out_share{suffix}"] == pytest.approx(max(q[left_out].sum() / q.sum() for q in shares))
+            wider = keep
             tuned = [s["layers"][layer].double().numpy()[keep] for s in states]
             pre = [s["pretrained"][layer].double().numpy()[keep] for s in states]
             for debiased, name in ((False, ""), (True, "_debiased")):

@@ -17,9 +17,10 @@ last epoch (:func:`write_states`); from the runs of one weight (two seeds or mor
   × the median distance from the layer's mean) in any of the states compared at that layer — the sink lands
   elsewhere too (on SmolLM2-135M, at the second position of a few SST-2 sentences), and CKA, which centres, is then
   those tokens' number;
-- per layer and token set, how many tokens it keeps (``tokens``) and the largest share, over the states compared,
-  of the layer's centred variance held by the tokens it leaves out (``left_out_share``,
-  :func:`isoflow.metrics.points_variance_share`): whose number the other sets' CKA is;
+- per layer and token set, how many tokens it keeps (``tokens``) and, of the tokens of the set before it (all, then
+  past the first), the largest share over the states compared of their centred variance held by those this set
+  leaves out (``left_out_share``, :func:`isoflow.metrics.points_variance_share`): how much of the larger set's CKA is
+  the left-out tokens' number;
 - ``beyond_floor`` (the report's): every seed's model is farther from the pretrained one than any two seeds' models
   are from each other, max over seeds of CKA(pretrained, ·) < min over pairs of CKA between seeds (biased) — a change
   its seeds agree on. Where it fails, the layer moved about as much between seeds as from the pretrained model.
@@ -110,6 +111,8 @@ def _one_arm(runs: list[tuple[str, dict]]) -> None:
 def seed_floor(paths) -> dict:
     """Per layer, CKA of each seed's fine-tuned states to its pretrained ones and between every pair of seeds (module
     docstring), from the states files of one weight's runs; a JSON-ready dict."""
+    import torch
+
     from ..metrics import linear_cka_matrices, points_variance_share
 
     runs = [(str(p), read_states(p)) for p in paths]
@@ -123,9 +126,12 @@ def seed_floor(paths) -> dict:
         # one matrix: the seeds' fine-tuned states, then each seed's pretrained states; in float64, for the debiased
         # estimator subtracts terms that a massive token makes 10^4 times the rest (float32 loses the difference)
         every = [s[part][layer].double() for part in ("layers", "pretrained") for s in ordered]
+        wider = None  # the set before this one (the sets are nested: all, past the first, past the outliers too)
         for suffix, mask in token_sets(every, ordered[0]["past_first"]).items():
             row[f"tokens{suffix}"] = int(mask.sum())
-            row[f"left_out_share{suffix}"] = max(points_variance_share(x, ~mask) for x in every)
+            base = torch.ones_like(mask) if wider is None else wider
+            row[f"left_out_share{suffix}"] = max(points_variance_share(x[base], ~mask[base]) for x in every)
+            wider = mask
             biased, debiased = (m.tolist() for m in linear_cka_matrices([x[mask] for x in every]))
             k = len(seeds)
             for estimator, m in (("", biased), ("_debiased", debiased)):
@@ -148,9 +154,9 @@ CAPTION = (
     "CKA between seeds, the floor of 'which layers did fine-tuning change?': per weight, layer (0 = the embedding "
     "layer) and token set (all the held-out tokens the runs wrote; those past their sequence's first position; those "
     "past it that are no outlier point, ≥ 10 × the median distance from the layer's mean, in any of the states "
-    "compared: isoflow.metrics.outlier_points), n_tokens: the tokens the set keeps, left_out_share: the largest share, "
-    "over the states compared, of the layer's centred variance held by the tokens it leaves out (whose number CKA over "
-    "a larger set is); "
+    "compared: isoflow.metrics.outlier_points), n_tokens: the tokens the set keeps, left_out_share: of the previous "
+    "set's tokens (all, then past the first), the largest share over the states compared of their centred variance "
+    "held by those this set leaves out (how much of the previous set's CKA is theirs); "
     "linear CKA between each seed's fine-tuned states and its pretrained ones (cka_pretrained: min, mean, max over "
     "seeds) and between the fine-tuned states of every pair of seeds (cka_between_seeds: min, mean, max over pairs), "
     "biased (as the runs' layer_cka_pretrained), with the debiased means (unbiased HSIC) beside them; beyond_floor: "
