@@ -86,8 +86,8 @@ def test_the_report_row_says_whether_every_seed_moved_farther_than_the_seeds_are
     out = tmp_path / "cka-between-seeds.json"
     out.write_text(json.dumps(floor))
     table = floor_table([out])
-    assert len(table) == LAYERS * 3 and set(table["tokens"]) == {"all", "past first", "past first and outliers"}
-    suffixes = {"all": "", "past first": "_past_first", "past first and outliers": "_past_outliers"}
+    assert len(table) == LAYERS * 3 and set(table["tokens"]) == {"all", "past first", "past first, no outliers"}
+    suffixes = {"all": "", "past first": "_past_first", "past first, no outliers": "_past_outliers"}
     for _, row in table.iterrows():
         source = floor["layers"][row["layer"]]
         suffix = suffixes[row["tokens"]]

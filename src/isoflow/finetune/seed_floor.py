@@ -46,7 +46,7 @@ from ..records import run_provenance
 # What names one weight of a sweep in a states file: the runs compared share all of it and differ in seed
 ARM = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 # the token sets each CKA is computed over (:func:`token_sets`): a field's suffix -> the set's name in the report
-TOKENS = {"": "all", "_past_first": "past first", "_past_outliers": "past first and outliers"}
+TOKENS = {"": "all", "_past_first": "past first", "_past_outliers": "past first, no outliers"}
 
 
 def token_sets(reps: list, past_first) -> dict:
