@@ -232,7 +232,7 @@ def outlier_points(X: ArrayLike, factor: float = OUTLIER_POINT_FACTOR) -> list[i
     if not factor > 0:
         raise ValueError(f"factor must be > 0; got {factor}")
     sq = _centred_sq_norms(as_points(X, min_points=1))
-    threshold = factor**2 * float(torch.quantile(sq, 0.5))  # squared distances: the factor squared
+    threshold = factor**2 * _median(sq)  # squared distances: the factor squared
     far = torch.nonzero((sq >= threshold) & (sq > 0)).squeeze(1)
     return far[torch.argsort(sq[far], descending=True)].tolist()
 
