@@ -22,7 +22,7 @@ def _legend_fits(fig) -> bool:
 def test_legend_below_fits_the_figure(n_panels):
     """Nine long labels under one panel (the fine-tuning sweep's every-epoch figure) used to run off both sides."""
     fig, axes = panels(n_panels)
-    labels = [f"I-STAR λ={lam:g}" for lam in (-5, -3, -1, 0.5, 1, 3, 5)] + ["none (λ = 0)", "CosReg w=1"]
+    labels = [f"I-STAR λ = {lam:g}" for lam in (-5, -3, -1, 0.5, 1, 3, 5)] + ["none (λ = 0)", "CosReg w = 1"]
     handles = [Line2D([], [], marker="o", label=label) for label in labels]
     for ax in axes:
         ax.plot([0, 1], [0, 1])

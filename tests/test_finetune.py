@@ -1084,22 +1084,43 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
     assert drawn[0].axes[0].get_title() == "glue/sst2 x smollm2-135m"
     assert drawn[1].axes[0].get_title() == "glue/sst2"
     assert {"smollm2-135m", "minilm"} <= {t.get_text() for t in drawn[1].legends[0].get_texts()}
-    pairs = pd.DataFrame(
+    # The controls table's rows: the plain run and the bag of words get no bar; each regulariser two, at the best
+    # validation epoch (plain) and after the last (hatched), side by side around its tick.
+    controls = pd.DataFrame(
         {
             "task": "glue/sst2",
-            "model": "smollm2-135m",
-            "reg": ["istar", "istar"],
-            "weight": [-1.0, 1.0],
-            "metric_diff": [0.0, 0.009],
-            "metric_diff_ci_low": [0.0, 0.009],
-            "metric_diff_ci_high": [0.0, 0.009],
+            "model": ["smollm2-135m"] * 3 + ["bag-of-words"],
+            "reg": ["istar", "istar", "istar", "tf-idf + logistic regression"],
+            "weight": [-1.0, 0.0, 1.0, np.nan],
+            "seeds": [5, 5, 4, 1],
+            "selection": ["best validation epoch"] * 3 + ["C = 1 by validation"],
+            "diff_selected": [0.0, np.nan, -0.02, np.nan],
+            "diff_selected_low": [0.0, np.nan, -0.03, np.nan],
+            "diff_selected_high": [0.0, np.nan, -0.01, np.nan],
+            "diff_last": [0.004, np.nan, 0.009, np.nan],
+            "diff_last_low": [0.001, np.nan, 0.009, np.nan],
+            "diff_last_high": [0.007, np.nan, 0.009, np.nan],
         }
     )
-    figures.baselines_figure(one, pairs, tmp_path / "pairs")
+    figures.baselines_figure(one, controls, tmp_path / "pairs")
     ax = drawn[2].axes[0]
     assert ax.get_title() == "glue/sst2 x smollm2-135m"
     dots = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 2])
-    assert dots.tolist() == [[0.0, 0.0], [1.0, 0.009]] and ax.get_ylim()[0] < 0.0 < 0.009 < ax.get_ylim()[1]
+    assert np.allclose(dots, [[-0.2, 0.0], [0.8, -0.02], [0.2, 0.004], [1.2, 0.009]])
+    assert ax.get_ylim()[0] < -0.03 and 0.009 < ax.get_ylim()[1]
+    hatched = [bar.get_hatch() for bar in ax.patches]
+    assert hatched == [None, None, "///", "///"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["I-STAR λ = -1\n(5 seeds)", "I-STAR λ = 1\n(4 seeds)"]
+    assert [t.get_text() for t in drawn[2].legends[0].get_texts()] == [
+        "at the best validation epoch",
+        "after the last epoch",
+    ]
+    # Runs without a validation split are read at their last epoch only: one bar each, centred on its tick.
+    figures.baselines_figure(one, controls.assign(selection="last epoch (no validation split)"), tmp_path / "last")
+    ax = drawn[3].axes[0]
+    dots = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 2])
+    assert np.allclose(dots, [[0.0, 0.004], [1.0, 0.009]])
+    assert [t.get_text() for t in drawn[3].legends[0].get_texts()] == ["after the last epoch"]
 
 
 def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, monkeypatch):
@@ -1111,12 +1132,14 @@ def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, mon
     from isoflow.reporting import figures as shared
 
     assert [figures.run_label("istar", w, "λ*") for w in (-1.0, 0.0016, 1.0, 0.0)] == [
-        "I-STAR λ=-λ*",
-        "I-STAR λ=0.0016 λ*",
-        "I-STAR λ=λ*",
+        "I-STAR λ = -λ*",
+        "I-STAR λ = 0.0016 λ*",
+        "I-STAR λ = λ*",
         "none (λ = 0)",
     ]
-    assert figures.run_label("istar", -1.0) == "I-STAR λ=-1" and figures.run_label("cosreg", 1.0, "λ*") == "CosReg w=1"
+    assert (
+        figures.run_label("istar", -1.0) == "I-STAR λ = -1" and figures.run_label("cosreg", 1.0, "λ*") == "CosReg w = 1"
+    )
     info = pd.DataFrame({"reg": "istar", "istar_lambda": [-1.0, 0.0, 1.0], "istar_pull": [0.62, 0.0, 0.62]})
     assert figures.lambda_unit(info) == "λ*"
     assert figures.lambda_unit(info.assign(istar_pull=0.0)) == ""

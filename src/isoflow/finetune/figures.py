@@ -45,7 +45,7 @@ def run_label(reg: str, weight: float, unit: str = "") -> str:
     """A run's name in a figure; ``unit``: I-STAR's λ given in units of λ* (:func:`lambda_unit`)."""
     if weight == 0:
         return "none (λ = 0)"
-    return f"I-STAR λ={lambda_value(weight, unit)}" if reg == "istar" else f"CosReg w={weight:g}"
+    return f"I-STAR λ = {lambda_value(weight, unit)}" if reg == "istar" else f"CosReg w = {weight:g}"
 
 
 def lambda_unit(info: pd.DataFrame) -> str:
@@ -212,46 +212,70 @@ def twonn_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
     return save(fig, stem)
 
 
-def baselines_figure(table: pd.DataFrame, pairs: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
-    """Every regulariser against plain fine-tuning of the same seed (the poster's Figure 6 compares I-STAR at λ < 0 with
-    no regularisation and CosReg): the mean paired difference of the held-out metric with its 95 % interval over seeds,
-    one panel per task × model on one shared scale, bars from 0. Tasks are never averaged (their metrics differ)."""
+# The two readings of each run the controls table compares with the plain run of its seed: the table's leading one (the
+# epoch of the best validation metric where the runs have a validation split) and after the last epoch.
+BASELINE_READINGS = (("selected", "at the best validation epoch", None), ("last", "after the last epoch", "///"))
+
+
+def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
+    """Every regulariser against plain fine-tuning of the same seed (the poster's Figure 6 compares I-STAR at λ < 0
+    with no regularisation and CosReg), read as the controls table reads it
+    (:func:`isoflow.finetune.controls.controls_table`): the mean paired difference of the held-out metric with its 95 %
+    interval over seeds, at the best validation epoch (plain bars) and after the last epoch (hatched), one panel per
+    task × model on one shared scale, bars from 0. Runs without a validation split are read at their last epoch only:
+    one bar. Tasks are never averaged (their metrics differ)."""
+    from matplotlib.patches import Patch
+
+    from .controls import SELECTED_LAST
+
     metric_of = {(t, m): name for t, m, name in zip(table.task, table.model, table.metric_name)}
-    groups = sorted({(t, m) for t, m in zip(pairs.task, pairs.model)})
+    compared = controls[controls.weight.notna() & (controls.weight != 0)]  # not the plain runs, not the bag of words
+    groups = sorted({(t, m) for t, m in zip(compared.task, compared.model)})
     fig, axes = panels(max(len(groups), 1), width=4.2, height=3.4)
     if groups:
         shared = axes[0]
         for ax in axes[1 : len(groups)]:
             ax.sharey(shared)
+    readings_shown = set()
     for ax, (task, model) in zip(axes, groups):
-        rows = rows_where(pairs, task=task, model=model).sort_values(
+        rows = rows_where(compared, task=task, model=model).sort_values(
             ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
         )
-        labels = [run_label(r, w, unit) for r, w in zip(rows.reg, rows.weight)]
+        validated = (rows.selection != SELECTED_LAST).any()
+        readings = [r for r in BASELINE_READINGS if validated or r[0] == "last"]
+        readings_shown.update(r[0] for r in readings)
+        width = 0.8 / len(readings)
         colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
-        mean, low, high = (
-            rows.metric_diff.to_numpy(),
-            rows.metric_diff_ci_low.to_numpy(),
-            rows.metric_diff_ci_high.to_numpy(),
-        )
         x = np.arange(len(rows))
         ax.use_sticky_edges = False  # a margin below and above the bars: a dot at 0 is not cut by the frame
-        ax.bar(x, mean, color=colours, width=0.7)
-        ax.errorbar(x, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
-        ax.scatter(x, mean, color=colours, edgecolor="0.2", s=22, zorder=3)  # a difference of 0 has no bar to see
+        for k, (when, _, hatch) in enumerate(readings):
+            at = x + (k - (len(readings) - 1) / 2) * width
+            mean, low, high = (rows[f"diff_{when}{end}"].to_numpy(float) for end in ("", "_low", "_high"))
+            ax.bar(at, mean, color=colours, width=width * 0.9, hatch=hatch, edgecolor="white" if hatch else None)
+            ax.errorbar(at, mean, yerr=np.vstack([mean - low, high - mean]), fmt="none", ecolor="0.2", capsize=3, lw=1)
+            ax.scatter(at, mean, color=colours, edgecolor="0.2", s=22, zorder=3)  # a difference of 0 has no bar to see
         ax.axhline(0.0, color="black", lw=0.8)
         pad = max(0.0, (3 - len(rows)) / 2)  # a bar keeps its width when a panel has few
         ax.set_xlim(-0.6 - pad, len(rows) - 0.4 + pad)
+        labels = [f"{run_label(r, w, unit)}\n({n} seeds)" for r, w, n in zip(rows.reg, rows.weight, rows.seeds)]
         ax.set_xticks(x, labels, rotation=35, ha="right", fontsize=8)
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_ylabel(
             f"held-out {METRIC_NAMES.get(metric_of.get((task, model)), 'metric')}: run − plain run", fontsize=8
         )
         ax.grid(alpha=0.3, axis="y")
+    legend_below(
+        fig,
+        [
+            Patch(facecolor="0.55", hatch=hatch, edgecolor="white" if hatch else None, label=name)
+            for when, name, hatch in BASELINE_READINGS
+            if when in readings_shown
+        ],
+    )
     suptitle(
         fig,
-        "Fine-tuning: each regulariser against plain fine-tuning of the same seed after the last epoch (mean "
-        "paired difference, 95 % interval over seeds; below 0: worse than no regulariser)",
+        "Fine-tuning: each regulariser against plain fine-tuning of the same seed (mean paired difference, 95 % "
+        "interval over seeds; below 0: worse than no regulariser)",
     )
     return save(fig, stem)
 

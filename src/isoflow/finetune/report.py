@@ -302,8 +302,9 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)
     written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
+    controls = controls_table(records, baselines)
     written += write_table(
-        controls_table(records, baselines),
+        controls,
         Path(tables_dir) / "finetune_controls",
         caption=CONTROLS_CAPTION + note,
         floatfmt="%.4f",
@@ -345,7 +346,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     finished = info.loc[~diverged(info), list(KEY) + ["seed"]]
     kept = epochs.merge(finished, on=list(KEY) + ["seed"])
     written += silhouette_vs_isoscore_figure(kept, figures_dir / "finetune_silhouette_vs_isoscore", unit)
-    written += baselines_figure(table, paired_table, figures_dir / "finetune_baselines", unit)
+    written += baselines_figure(table, controls, figures_dir / "finetune_baselines", unit)
     written += epochs_figure(kept, figures_dir / "finetune_epochs", unit)
     if "mean_abs_activation" in epochs:
         written += activations_figure(finals(epochs, info, "epoch", KEY), figures_dir / "finetune_activations", unit)
