@@ -1115,11 +1115,12 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
         "at the best validation epoch",
         "after the last epoch",
     ]
-    # Runs without a validation split are read at their last epoch only: one bar each, centred on its tick.
+    # Runs without a validation split are read at their last epoch only: one plain bar each, centred on its tick.
     figures.baselines_figure(one, controls.assign(selection="last epoch (no validation split)"), tmp_path / "last")
     ax = drawn[3].axes[0]
     dots = np.concatenate([c.get_offsets() for c in ax.collections if len(c.get_offsets()) == 2])
     assert np.allclose(dots, [[0.0, 0.004], [1.0, 0.009]])
+    assert [bar.get_hatch() for bar in ax.patches] == [None, None]
     assert [t.get_text() for t in drawn[3].legends[0].get_texts()] == ["after the last epoch"]
 
 

@@ -236,14 +236,18 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
         shared = axes[0]
         for ax in axes[1 : len(groups)]:
             ax.sharey(shared)
+    # Without a validation split anywhere, one plain bar to a regulariser (nothing to tell apart: no hatching).
+    kinds = (
+        BASELINE_READINGS if (compared.selection != SELECTED_LAST).any() else [("last", "after the last epoch", None)]
+    )
     readings_shown = set()
     for ax, (task, model) in zip(axes, groups):
         rows = rows_where(compared, task=task, model=model).sort_values(
             ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
         )
         validated = (rows.selection != SELECTED_LAST).any()
-        readings = [r for r in BASELINE_READINGS if validated or r[0] == "last"]
-        readings_shown.update(r[0] for r in readings)
+        readings = [r for r in kinds if validated or r[0] == "last"]
+        readings_shown.update(when for when, _, _ in readings)
         width = 0.8 / len(readings)
         colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
         x = np.arange(len(rows))
@@ -268,7 +272,7 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
         fig,
         [
             Patch(facecolor="0.55", hatch=hatch, edgecolor="white" if hatch else None, label=name)
-            for when, name, hatch in BASELINE_READINGS
+            for when, name, hatch in kinds
             if when in readings_shown
         ],
     )
