@@ -168,7 +168,7 @@ def performance_figure(istar: pd.DataFrame, stem: Path, unit: str = "") -> list[
         "metric",
         "IsoScore* (held-out, the regulariser's points)",
         "held-out metric",
-        "Fine-tuning with I-STAR: held-out performance against IsoScore* (mean ± std over seeds)",
+        "Fine-tuning with I-STAR: held-out performance against IsoScore* after the last epoch (mean ± std over seeds)",
         stem,
         ylabel_of={t: f"held-out {METRIC_NAMES.get(m, m)}" for t, m in zip(istar.task, istar.metric_name)},
         unit=unit,
@@ -196,6 +196,8 @@ def silhouette_vs_isoscore_figure(epochs: pd.DataFrame, stem: Path, unit: str = 
 
 
 def twonn_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
+    """TwoNN of the held-out pooled outputs against λ after the last epoch, mean ± std over seeds (the poster's Figure
+    7), from the I-STAR rows of the ``finetune`` table."""
     colour = lambda_colours(sorted(table.istar_lambda.unique()))
     pairs = sorted({(t, m) for t, m in zip(table.task, table.model)})
     fig, axes = panels(len(pairs), height=3.3)
@@ -208,7 +210,11 @@ def twonn_figure(table: pd.DataFrame, stem: Path, unit: str = "") -> list[Path]:
         ax.set_ylabel("TwoNN intrinsic dimension (held-out)")
         ax.grid(alpha=0.3)
     lambda_legend(fig, colour, unit=unit)
-    suptitle(fig, "Fine-tuning with I-STAR: intrinsic dimension of the held-out pooled outputs")
+    suptitle(
+        fig,
+        "Fine-tuning with I-STAR: intrinsic dimension of the held-out pooled outputs after the last epoch (mean ± std "
+        "over seeds)",
+    )
     return save(fig, stem)
 
 
