@@ -37,6 +37,7 @@ from ..reporting.figures import (
     share_limits,
     suptitle,
 )
+from .controls import SELECTED_LAST
 
 METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
 
@@ -232,8 +233,6 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
     one bar. Tasks are never averaged (their metrics differ)."""
     from matplotlib.patches import Patch
 
-    from .controls import SELECTED_LAST
-
     metric_of = {(t, m): name for t, m, name in zip(table.task, table.model, table.metric_name)}
     compared = controls[controls.weight.notna() & (controls.weight != 0)]  # not the plain runs, not the bag of words
     groups = sorted({(t, m) for t, m in zip(compared.task, compared.model)})
@@ -246,14 +245,12 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
     kinds = (
         BASELINE_READINGS if (compared.selection != SELECTED_LAST).any() else [("last", "after the last epoch", None)]
     )
-    readings_shown = set()
     for ax, (task, model) in zip(axes, groups):
         rows = rows_where(compared, task=task, model=model).sort_values(
             ["reg", "weight"], key=lambda c: c.map({"istar": 0, "cosreg": 1}) if c.name == "reg" else c
         )
         validated = (rows.selection != SELECTED_LAST).any()
         readings = [r for r in kinds if validated or r[0] == "last"]
-        readings_shown.update(when for when, _, _ in readings)
         width = 0.8 / len(readings)
         colours = [lambda_colour(w) if r == "istar" else COSREG_COLOUR for r, w in zip(rows.reg, rows.weight)]
         x = np.arange(len(rows))
@@ -278,8 +275,8 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
         fig,
         [
             Patch(facecolor="0.55", hatch=hatch, edgecolor="white" if hatch else None, label=name)
-            for when, name, hatch in kinds
-            if when in readings_shown
+            for _, name, hatch in kinds  # two kinds only where some panel has a validation split: each drawn somewhere
+            if groups  # nothing compared: no bars, no legend
         ],
     )
     suptitle(
