@@ -889,6 +889,7 @@ def test_a_run_is_compared_with_its_namesake_bit_for_bit(polarity_small, tmp_pat
     steps.to_parquet(first.with_name("seed0.steps.parquet"))
     record = json.loads(first.read_text())
     record["settings"]["states_points"] = 10
+    record["machine"] = {"cpu": "Another CPU", "cpu_capability": "AVX2", "cores": 4}
     first.write_text(json.dumps(record))
     c = compare_runs(again, first)
     assert not c["identical"] and c["predictions_differing"] == [0, 1] and c["settings_differing"] == ["states_points"]
@@ -904,6 +905,9 @@ def test_a_run_is_compared_with_its_namesake_bit_for_bit(polarity_small, tmp_pat
     report([again, out, changed], tmp_path / "tables", tmp_path / "figures")
     table = pd.read_csv(tmp_path / "tables/finetune_same_as.csv")
     assert list(table["identical"]) in ([True, False], [False, True]) and table["seed"].eq(0).all()
+    here = json.loads(again.read_text())["machine"]
+    changed_row = table[~table["identical"]].iloc[0]
+    assert changed_row["machines"] == f"{here['cpu']} ({here['cpu_capability']}) | Another CPU (AVX2)"
 
 
 def test_a_causal_lm_is_read_at_its_last_non_padding_token(tiny_gpt2, tiny_bert):

@@ -1,14 +1,15 @@
 """Is a run the same as its namesake made elsewhere? Two fine-tuning runs of one identity compared bit for bit.
 
-Training amplifies any difference of code, library or summation order, so "the same run" is a claim to check, not to
-assume: a rerun at the sweep's commit and thread count must give every number of the sweep's run exactly
-(determinism), and a run made again at a later commit (to write what the first did not keep, e.g. its token states)
-stands for the first only where it does. :func:`compare_runs` reads both runs' held-out measurements per epoch
-(``<stem>.parquet``: every column, lists element by element, NaN equal to NaN) and training steps
-(``<stem>.steps.parquet``: loss and penalty per step), and says which columns differ and by how much, how many held-out
-predictions differ per epoch, which settings differ (a setting the other run's code did not have counts as
-differing), and both runs' code commits, thread counts and machines. ``identical``: every measurement both runs
-recorded and every step equal (a measurement only one run's code makes is listed apart, ``columns_in_one_only``).
+Training amplifies any difference of code, library or summation order (another kind of CPU sums in another order),
+so "the same run" is a claim to check, not to assume: a rerun at the sweep's commit and thread count, on the same
+kind of CPU, must give every number of the sweep's run exactly (determinism), and a run made again at a later commit
+(to write what the first did not keep, e.g. its token states) stands for the first only where it does.
+:func:`compare_runs` reads both runs' held-out measurements per epoch (``<stem>.parquet``: every column, lists element
+by element, NaN equal to NaN) and training steps (``<stem>.steps.parquet``: loss and penalty per step), and says which
+columns differ and by how much, how many held-out predictions differ per epoch, which settings differ (a setting the
+other run's code did not have counts as differing), and both runs' code commits, thread counts and machines.
+``identical``: every measurement both runs recorded and every step equal (a measurement only one run's code makes is
+listed apart, ``columns_in_one_only``).
 """
 
 from __future__ import annotations
@@ -93,13 +94,19 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
 
 CAPTION = (
     "Runs compared with their namesakes made elsewhere (the config's same_as: a rerun at the same commit and thread "
-    "count must be identical; a run made again at a later commit stands for the first only where it is): identical "
-    "when every held-out measurement both runs recorded, every epoch, and every training step's loss and penalty are "
-    "equal bit for bit; "
+    "count and on the same kind of CPU must be identical; a run made again at a later commit stands for the first "
+    "only where it is): identical when every held-out measurement both runs recorded, every epoch, and every training "
+    "step's loss and penalty are equal bit for bit; "
     "predictions_differing: held-out predictions that differ, per epoch (0 = before training); columns_differing: the "
     "measurements that differ, with the largest absolute difference among them; settings_differing: settings either "
-    "record holds with another value (or the other lacks); each run's code commit and thread count."
+    "record holds with another value (or the other lacks); each run's code commit, thread count and CPU (machines: the "
+    "run's, then the other's; float kernels sum in another order on another kind of CPU)."
 )
+
+
+def _machine_words(machine: dict | None) -> str:
+    """A record's CPU as the table writes it; records made before runs named their machine say so."""
+    return f"{machine['cpu']} ({machine['cpu_capability']})" if machine else "not recorded"
 
 
 def same_as_table(paths) -> pd.DataFrame:
@@ -122,6 +129,7 @@ def same_as_table(paths) -> pd.DataFrame:
                 "settings_differing": " ".join(c["settings_differing"]),
                 "commits": " ".join(str(p["git_commit"])[:7] for p in c["provenance"]),
                 "threads": " ".join(str(p["threads"]) for p in c["provenance"]),
+                "machines": " | ".join(_machine_words(p.get("machine")) for p in c["provenance"]),
             }
         )
     table = pd.DataFrame(rows)
