@@ -1126,6 +1126,10 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
     assert np.allclose(dots, [[0.0, 0.004], [1.0, 0.009]])
     assert [bar.get_hatch() for bar in ax.patches] == [None, None]
     assert [t.get_text() for t in drawn[3].legends[0].get_texts()] == ["after the last epoch"]
+    # Plain runs only (a determinism rerun): no empty frame, a sentence saying there is nothing to compare.
+    figures.baselines_figure(one, controls[controls.weight.isna() | (controls.weight == 0)], tmp_path / "plain")
+    (ax,) = drawn[4].axes
+    assert not ax.axison and "nothing to compare" in ax.texts[0].get_text()
 
 
 def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, monkeypatch):

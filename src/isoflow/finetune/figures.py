@@ -32,6 +32,7 @@ from ..reporting.figures import (
     lambda_value,
     legend_below,
     log_axis_if_it_spans,
+    message_figure,
     panels,
     save,
     share_limits,
@@ -236,11 +237,14 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
     metric_of = {(t, m): name for t, m, name in zip(table.task, table.model, table.metric_name)}
     compared = controls[controls.weight.notna() & (controls.weight != 0)]  # not the plain runs, not the bag of words
     groups = sorted({(t, m) for t, m in zip(compared.task, compared.model)})
-    fig, axes = panels(max(len(groups), 1), width=4.2, height=3.4)
-    if groups:
-        shared = axes[0]
-        for ax in axes[1 : len(groups)]:
-            ax.sharey(shared)
+    if not groups:  # e.g. a determinism rerun of plain runs only
+        return message_figure(
+            stem, "No regulariser among these runs: plain fine-tuning (λ = 0) only, nothing to compare"
+        )
+    fig, axes = panels(len(groups), width=4.2, height=3.4)
+    shared = axes[0]
+    for ax in axes[1 : len(groups)]:
+        ax.sharey(shared)
     # Without a validation split anywhere, one plain bar to a regulariser (nothing to tell apart: no hatching).
     kinds = (
         BASELINE_READINGS if (compared.selection != SELECTED_LAST).any() else [("last", "after the last epoch", None)]
@@ -276,7 +280,6 @@ def baselines_figure(table: pd.DataFrame, controls: pd.DataFrame, stem: Path, un
         [
             Patch(facecolor="0.55", hatch=hatch, edgecolor="white" if hatch else None, label=name)
             for _, name, hatch in kinds  # two kinds only where some panel has a validation split: each drawn somewhere
-            if groups  # nothing compared: no bars, no legend
         ],
     )
     suptitle(

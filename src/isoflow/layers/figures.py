@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting.figures import legend_below, model_colour, plain_log_axis, pyplot, save, suptitle
+from ..reporting.figures import legend_below, message_figure, model_colour, plain_log_axis, pyplot, save, suptitle
 from . import PCS, ROLL_LARGEST
 from .compare import cka_figure, cross_figure, types_figure
 
@@ -132,11 +132,7 @@ NO_RUNS = "no contextual model's run with these measurements among the analyses 
 
 
 def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
-    plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 1.5))
-    ax.axis("off")
-    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9)
-    return save(fig, out_dir / name)
+    return message_figure(out_dir / name, text)
 
 
 DASHED = {"_centred": "cluster-centred", "": ""}

@@ -96,6 +96,16 @@ MODEL_COLOURS = {
 _OTHER_COLOURS = ("#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173")
 
 
+def message_figure(stem: Path, text: str) -> list[Path]:
+    """A figure that says in words why it has nothing to draw (the workflow declares it; an empty frame would read as
+    a broken plot)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 1.5))
+    ax.axis("off")
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=9)
+    return save(fig, stem)
+
+
 def model_colour(name: str) -> str:
     """A model's colour: the same in every figure, whatever else a figure shows."""
     import zlib
