@@ -1114,7 +1114,7 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
     assert ax.get_ylim()[0] < -0.03 and 0.009 < ax.get_ylim()[1]
     hatched = [bar.get_hatch() for bar in ax.patches]
     assert hatched == [None, None, "///", "///"]
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["I-STAR λ = -1\n(5 seeds)", "I-STAR λ = 1\n(4 seeds)"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["I-STAR λ = −1\n(5 seeds)", "I-STAR λ = 1\n(4 seeds)"]
     assert [t.get_text() for t in drawn[2].legends[0].get_texts()] == [
         "at the best validation epoch",
         "after the last epoch",
@@ -1133,7 +1133,7 @@ def test_the_figures_name_the_model_in_each_panel_and_show_a_difference_of_zero(
 
 
 def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, monkeypatch):
-    """Runs whose λ came from the penalty's pull (istar_pull: λ in units of λ*) are labelled "λ = -λ*", "λ = 0.0016
+    """Runs whose λ came from the penalty's pull (istar_pull: λ in units of λ*) are labelled "λ = −λ*", "λ = 0.0016
     λ*" in every legend and panel title, and the captions give λ* as the runs computed it; runs of both kinds in one
     report are refused (two units on one axis)."""
     from isoflow.finetune import figures
@@ -1141,13 +1141,13 @@ def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, mon
     from isoflow.reporting import figures as shared
 
     assert [figures.run_label("istar", w, "λ*") for w in (-1.0, 0.0016, 1.0, 0.0)] == [
-        "I-STAR λ = -λ*",
+        "I-STAR λ = −λ*",
         "I-STAR λ = 0.0016 λ*",
         "I-STAR λ = λ*",
         "none (λ = 0)",
     ]
     assert (
-        figures.run_label("istar", -1.0) == "I-STAR λ = -1" and figures.run_label("cosreg", 1.0, "λ*") == "CosReg w = 1"
+        figures.run_label("istar", -1.0) == "I-STAR λ = −1" and figures.run_label("cosreg", 1.0, "λ*") == "CosReg w = 1"
     )
     info = pd.DataFrame({"reg": "istar", "istar_lambda": [-1.0, 0.0, 1.0], "istar_pull": [0.62, 0.0, 0.62]})
     assert figures.lambda_unit(info) == "λ*"
@@ -1171,7 +1171,7 @@ def test_a_lambda_set_by_the_pull_is_named_in_units_of_lambda_star(tmp_path, mon
         }
     )
     figures.performance_figure(table, tmp_path / "perf", "λ*")
-    assert [t.get_text() for t in drawn[0].legends[0].get_texts()] == ["λ = -λ*", "λ = 0", "λ = 0.0016 λ*"]
+    assert [t.get_text() for t in drawn[0].legends[0].get_texts()] == ["λ = −λ*", "λ = 0", "λ = 0.0016 λ*"]
 
     runs = []
     for i, (lam, star) in enumerate([(-4.4172, 4.4172), (0.0071, 4.4182), (None, None)]):

@@ -30,6 +30,7 @@ from ..reporting.figures import (
     lambda_curves_figure,
     lambda_legend,
     lambda_points_figure,
+    lambda_value,
     legend_below,
     save,
     share_limits,
@@ -150,7 +151,9 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
         ax.grid(alpha=0.3)
-    handles = [Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lam:g}") for lam, c in colour.items()]
+    handles = [
+        Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lambda_value(lam)}") for lam, c in colour.items()
+    ]
     handles += [
         Line2D([], [], color="0.3", ls="-", label=f"{this} head"),
         Line2D([], [], color="0.3", ls="--", label=f"{base} head"),

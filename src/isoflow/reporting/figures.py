@@ -145,15 +145,24 @@ def lambda_colours(lams) -> dict:
     return {lam: lambda_colour(lam) for lam in lams}
 
 
+MINUS = "\u2212"  # the minus sign matplotlib's tick labels use (axes.unicode_minus), not a hyphen
+
+
+def signed(value: float) -> str:
+    """``value`` as ``{:g}`` writes it, with the minus sign of the axes' tick labels: ``−1``, ``0.5``."""
+    return f"{float(value):g}".replace("-", MINUS)
+
+
 def lambda_value(lam: float, unit: str = "") -> str:
-    """λ as a figure writes it: ``-1``; where λ is given in units of ``unit`` (a λ set by the penalty's pull, in units
-    of λ*), ``-λ*``, ``λ*``, ``0.0016 λ*`` — the value a reader would otherwise take for the weight itself."""
+    """λ as a figure writes it: ``−1`` (:func:`signed`); where λ is given in units of ``unit`` (a λ set by the
+    penalty's pull, in units of λ*), ``−λ*``, ``λ*``, ``0.0016 λ*`` — the value a reader would otherwise take for the
+    weight itself."""
     lam = float(lam)
     if not unit or lam == 0:
-        return f"{lam:g}"
+        return signed(lam)
     if abs(lam) == 1:
-        return f"-{unit}" if lam < 0 else unit
-    return f"{lam:g} {unit}"
+        return f"{MINUS}{unit}" if lam < 0 else unit
+    return f"{signed(lam)} {unit}"
 
 
 def plain_log_axis(ax, axis: str = "y") -> None:
