@@ -436,6 +436,38 @@ def test_a_sweep_is_compared_with_a_baseline_sweep_of_another_head(clusters_task
     assert not (tmp_path / "f_lin/istar_hidden.png").exists() and (tmp_path / "f_lin/istar_curves.png").is_file()
 
 
+def test_the_heads_figure_marks_each_curve_s_start_and_end(tmp_path, monkeypatch):
+    """Both heads' curves, one colour per λ: an open circle where training starts (step 0), a dot where it ends, and
+    a legend that names them, λ written with the tick labels' minus sign."""
+    from isoflow.reporting import figures as shared
+
+    drawn = []
+    monkeypatch.setattr(istar_report, "save", lambda fig, stem: drawn.append(fig) or [])
+    curve = pd.DataFrame(
+        {
+            "task": "t",
+            "model": "m",
+            "istar_lambda": [-1.0, -1.0, -1.0, 0.0, 0.0, 0.0],
+            "step": [2, 0, 1, 0, 1, 2],  # out of order: the curve is drawn by step
+            "isoscore": [0.3, 0.1, 0.2, 0.1, 0.05, 0.01],
+            "silhouette": [0.0, 0.5, 0.2, 0.5, 0.6, 0.7],
+        }
+    )
+    istar_report.heads_figure(curve, curve.assign(silhouette=curve.silhouette / 2), "mlp1", "linear", tmp_path / "f")
+    (fig,) = drawn
+    ax = fig.axes[0]
+    starts = [c for c in ax.collections if len(c.get_facecolor()) == 0 or c.get_facecolor()[0][3] == 0]
+    ends = [c for c in ax.collections if c not in starts]
+    assert len(starts) == len(ends) == 4  # 2 λ × 2 heads
+    assert sorted(tuple(c.get_offsets()[0]) for c in starts) == sorted([(0.1, 0.5), (0.1, 0.25)] * 2)
+    assert sorted(tuple(c.get_offsets()[0]) for c in ends) == sorted(
+        [(0.3, 0.0), (0.3, 0.0), (0.01, 0.7), (0.01, 0.35)]
+    )
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["λ = −1", "λ = 0", "mlp1 head", "linear head", "start (step 0)", "end"]
+    assert shared.lambda_value(-0.5) == "−0.5" and "-" not in shared.lambda_value(-1, "λ*")
+
+
 def test_diverged_runs_are_counted_not_averaged(clusters_task, tmp_path):
     ok = [
         run_optimize(

@@ -35,6 +35,8 @@ from ..reporting.figures import (
     save,
     share_limits,
     suptitle,
+    trajectory,
+    trajectory_ends,
 )
 from .report import correlation
 
@@ -128,7 +130,8 @@ def heads_table(table: pd.DataFrame, baseline: pd.DataFrame, this: str, base: st
 
 def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: str, stem: Path) -> list[Path]:
     """Silhouette against IsoScore during training, one panel per task × model: this sweep's curves solid, the
-    baseline's dashed, one colour per λ (the λs both have); a dot at the end of each."""
+    baseline's dashed, one colour per λ (the λs both have); an open circle at the start of each, a dot at its end
+    (:func:`~isoflow.reporting.figures.trajectory`)."""
     from matplotlib.lines import Line2D
 
     from ..reporting.figures import panels
@@ -145,8 +148,7 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
                 "istar_lambda"
             ):
                 m = m.sort_values("step")
-                ax.plot(m["isoscore"], m["silhouette"], style, color=colour[lam], lw=1.2)
-                ax.scatter(m["isoscore"].iloc[-1:], m["silhouette"].iloc[-1:], color=colour[lam], s=12)
+                trajectory(ax, m["isoscore"], m["silhouette"], colour[lam], ls=style)
         ax.set_title(f"{task} x {model}", fontsize=9)
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
@@ -157,12 +159,13 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
     handles += [
         Line2D([], [], color="0.3", ls="-", label=f"{this} head"),
         Line2D([], [], color="0.3", ls="--", label=f"{base} head"),
+        *trajectory_ends("step"),
     ]
     legend_below(fig, handles)
     suptitle(
         fig,
         f"Silhouette against IsoScore during training: the {this} head (solid) against the {base} head (dashed), "
-        "seed means; dot: end of training",
+        "seed means; open circle: start, dot: end of training",
     )
     return save(fig, stem)
 

@@ -315,12 +315,25 @@ def lambda_points_figure(
     return save(fig, stem)
 
 
-def trajectory(ax, x: pd.Series, y: pd.Series, colour: str, *, label: str | None = None, lw: float = 1.2) -> None:
+def trajectory(
+    ax, x: pd.Series, y: pd.Series, colour: str, *, label: str | None = None, lw: float = 1.2, ls: str = "-"
+) -> None:
     """A path through (x, y) in order, an open circle at its start and a dot at its end (every trajectory figure's
-    convention)."""
-    ax.plot(x, y, color=colour, lw=lw, label=label)
+    convention; :func:`trajectory_ends` names them in a legend)."""
+    ax.plot(x, y, ls, color=colour, lw=lw, label=label)
     ax.scatter(x.iloc[:1], y.iloc[:1], facecolor="none", edgecolor=colour, s=30, zorder=3)
     ax.scatter(x.iloc[-1:], y.iloc[-1:], color=colour, s=20, zorder=3)
+
+
+def trajectory_ends(order: str) -> list:
+    """Legend entries for :func:`trajectory`'s markers: the open circle at ``order`` 0 (step or epoch), the dot at the
+    end."""
+    from matplotlib.lines import Line2D
+
+    return [
+        Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
+        Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
+    ]
 
 
 def lambda_curves_figure(
@@ -339,7 +352,6 @@ def lambda_curves_figure(
     fine-tuning. With ``one_scale`` every panel has the same axes, IsoScore on a log axis where it spans
     ``LOG_SPAN`` or more (a non-linear head's hidden output: from about 0.2 to 1e-5, most of it in the first
     updates). ``unit``: λ's unit in the legend (:func:`lambda_value`)."""
-    from matplotlib.lines import Line2D
 
     pairs = sorted({(t, m) for t, m in zip(mean.task, mean.model)})
     colour = lambda_colours(sorted(mean["istar_lambda"].unique()))
@@ -357,10 +369,6 @@ def lambda_curves_figure(
         log_axis_if_it_spans(mean["isoscore"], *shown, axis="x")
         share_limits(shown, "x")
         share_limits(shown, "y")
-    ends = [
-        Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="0.3", label=f"start ({order} 0)"),
-        Line2D([], [], ls="", marker="o", color="0.3", markersize=4, label="end"),
-    ]
-    lambda_legend(fig, colour, extra=ends, unit=unit)
+    lambda_legend(fig, colour, extra=trajectory_ends(order), unit=unit)
     suptitle(fig, title)
     return save(fig, stem)
