@@ -30,8 +30,6 @@ from ..reporting.figures import (
     lambda_curves_figure,
     lambda_legend,
     lambda_points_figure,
-    lambda_value,
-    legend_below,
     save,
     share_limits,
     suptitle,
@@ -153,15 +151,11 @@ def heads_figure(mean: pd.DataFrame, base_mean: pd.DataFrame, this: str, base: s
         ax.set_xlabel("IsoScore")
         ax.set_ylabel("silhouette")
         ax.grid(alpha=0.3)
-    handles = [
-        Line2D([], [], color=c, marker="o", ls="", label=f"λ = {lambda_value(lam)}") for lam, c in colour.items()
-    ]
-    handles += [
+    heads = [
         Line2D([], [], color="0.3", ls="-", label=f"{this} head"),
         Line2D([], [], color="0.3", ls="--", label=f"{base} head"),
-        *trajectory_ends("step"),
     ]
-    legend_below(fig, handles)
+    lambda_legend(fig, colour, extra=[*heads, *trajectory_ends("step")])
     suptitle(
         fig,
         f"Silhouette against IsoScore during training: the {this} head (solid) against the {base} head (dashed), "
