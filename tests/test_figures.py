@@ -28,7 +28,7 @@ def test_legend_below_fits_the_figure(n_panels):
         ax.plot([0, 1], [0, 1])
     legend_below(fig, handles)
     assert _legend_fits(fig)
-    assert [t.get_text() for t in fig.legends[0].get_texts()] == labels  # every series named
+    assert [label for row in _rows_as_read(fig) for label in row] == labels  # every series named, in order
     matplotlib.pyplot.close(fig)
 
 
@@ -50,6 +50,16 @@ def test_every_reports_legend_fits_a_one_panel_figure():
     matplotlib.pyplot.close(fig)
 
 
+def _rows_as_read(fig) -> list[list[str]]:
+    """The legend's labels row by row, top to bottom, each row left to right, as drawn."""
+    fig.canvas.draw()
+    rows: dict[int, list] = {}
+    for t in fig.legends[0].get_texts():
+        box = t.get_window_extent()
+        rows.setdefault(round(box.y0), []).append((box.x0, t.get_text()))
+    return [[label for _, label in sorted(rows[y])] for y in sorted(rows, reverse=True)]
+
+
 def test_a_legend_that_fits_stays_on_one_row():
     """Seven λ under one panel fit its 6 inches in one row (521 of 600 px): not split for want of room it has. Eight
     (the minus sign is wider than a hyphen) would not: they take two rows, and in one they are wider than the figure."""
@@ -58,16 +68,40 @@ def test_a_legend_that_fits_stays_on_one_row():
     def rows(lams):
         fig, _ = panels(1)
         lambda_legend(fig, lambda_colours(lams))
-        fig.canvas.draw()
+        found = [len(row) for row in _rows_as_read(fig)], _legend_fits(fig)
         legend = fig.legends[0]
-        found = len({round(t.get_window_extent().y0) for t in legend.get_texts()}), _legend_fits(fig)
         one_row = fig.legend(handles=legend.legend_handles, ncol=len(lams), fontsize=7, frameon=False)
         too_wide = one_row.get_window_extent(fig.canvas.get_renderer()).width > fig.bbox.width
         matplotlib.pyplot.close(fig)
         return (*found, too_wide)
 
-    assert rows([-5, -3, -1, 0, 1, 3, 5]) == (1, True, False)
-    assert rows([-5, -3, -1, 0, 0.5, 1, 3, 5]) == (2, True, True)
+    assert rows([-5, -3, -1, 0, 1, 3, 5]) == ([7], True, False)
+    assert rows([-5, -3, -1, 0, 0.5, 1, 3, 5]) == ([4, 4], True, True)
+
+
+@pytest.mark.parametrize("n", [8, 9, 11, 14])
+def test_a_split_legend_reads_in_order_in_even_rows(n):
+    """A legend too wide for one row is read left to right, top to bottom, in the order of its handles (matplotlib
+    fills column by column), in as few columns as its number of rows allows: every row full but the last (8 in two
+    rows: 4 + 4, not 7 + 1): n long labels under one panel."""
+    fig, _ = panels(1)
+    labels = [f"a long series label {i}" for i in range(n)]
+    legend_below(fig, [Line2D([], [], marker="o", label=label) for label in labels])
+    read = _rows_as_read(fig)
+    matplotlib.pyplot.close(fig)
+    assert len(read) > 1 and [label for row in read for label in row] == labels
+    lengths = [len(row) for row in read]
+    assert set(lengths[:-1]) == {lengths[0]} and lengths[0] == -(-n // len(lengths)) and lengths[-1] <= lengths[0]
+
+
+def test_row_major_is_the_order_matplotlib_fills():
+    """The reordering by hand: 7 entries in 3 columns are rows (0 1 2), (3 4 5), (6); column by column that is
+    0 3 6, 1 4, 2 5."""
+    from isoflow.reporting.figures import row_major
+
+    assert row_major(list(range(7)), 3) == [0, 3, 6, 1, 4, 2, 5]
+    assert row_major(list(range(8)), 4) == [0, 4, 1, 5, 2, 6, 3, 7]
+    assert row_major(list(range(5)), 5) == list(range(5))
 
 
 @pytest.mark.parametrize(

@@ -208,14 +208,32 @@ def share_limits(axes, axis: str = "y") -> None:
 
 
 def legend_below(fig, handles, fontsize: float = 7) -> None:
-    """One legend below the panels, in as many columns as fit the figure's width (matplotlib clips a legend wider
-    than its figure instead of wrapping it): one row if the rendered legend fits, else a column fewer until it does."""
+    """One legend below the panels, in as few rows as fit the figure's width (matplotlib clips a legend wider than its
+    figure instead of wrapping it), the rows as even as they can be and read left to right, top to bottom: eight
+    entries that need two rows make 4 + 4 in their order, not 7 + 1."""
     renderer = fig.canvas.get_renderer()
-    for ncol in range(len(handles), 0, -1):
-        legend = fig.legend(handles=handles, loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False)
+
+    def fits(ncol: int) -> bool:
+        legend = fig.legend(
+            handles=row_major(handles, ncol), loc="outside lower center", ncol=ncol, fontsize=fontsize, frameon=False
+        )
         if ncol == 1 or legend.get_window_extent(renderer).width <= fig.bbox.width:
-            return
+            return True
         legend.remove()
+        return False
+
+    for rows in range(1, len(handles) + 1):
+        if fits(-(-len(handles) // rows)):
+            return
+
+
+def row_major(handles: list, ncol: int) -> list:
+    """``handles`` reordered so that matplotlib, which fills a legend column by column, shows them row by row.
+
+    With ``ncol`` = ceil(n / rows) every row but the last is full, and matplotlib's split of n entries into ``ncol``
+    columns (the first n mod ncol one longer) is exactly the columns of that row-by-row layout."""
+    rows = -(-len(handles) // ncol)
+    return [handles[r * ncol + c] for c in range(ncol) for r in range(rows) if r * ncol + c < len(handles)]
 
 
 def lambda_legend(fig, colour: dict, markers: dict | None = None, extra=(), unit: str = "") -> None:
