@@ -44,7 +44,7 @@ def test_the_rule_picks_the_recipe_closest_to_berts_among_those_off_the_floor_wi
     assert choose_recipe({"tokens-all-layers": row(1e-5, 1.0), "pooled": row(0.1, 1.0)}) is None
 
 
-def test_the_diagnosis_on_a_tiny_causal_lm_measures_every_recipe(polarity_64, tiny_gpt2, tmp_path):
+def test_the_diagnosis_on_a_tiny_causal_lm_measures_every_recipe(polarity_64, tiny_gpt2, tmp_path, capsys):
     """Through the command line: the JSON's numbers hold together (dimensions from IsoScore*, the pull the ratio of
     the norms, the top share a fraction), the rule's pick is recorded, the table and the figure are written."""
     out = tmp_path / "istar-points"
@@ -67,6 +67,18 @@ def test_the_diagnosis_on_a_tiny_causal_lm_measures_every_recipe(polarity_64, ti
     for path in ("tables/points_diagnosis.md", "tables/points_diagnosis.csv", "figures/points_diagnosis.png"):
         assert (out / path).is_file()
     assert "Rule fixed before any training" in (out / "tables/points_diagnosis.md").read_text()
+    # `make redraw`: the table and figure again from the JSON alone, nothing measured (no --models); the same table.
+    table = (out / "tables/points_diagnosis.csv").read_text()
+    for path in ("tables/points_diagnosis.md", "tables/points_diagnosis.csv", "figures/points_diagnosis.png"):
+        (out / path).unlink()
+    measured = (out / "points_diagnosis.json").read_bytes()
+    assert main(["points-diagnosis", "--report-only", "--out", str(out), "--quiet"]) == 0
+    assert (out / "tables/points_diagnosis.csv").read_text() == table and (
+        out / "figures/points_diagnosis.png"
+    ).is_file()
+    assert (out / "points_diagnosis.json").read_bytes() == measured
+    assert main(["points-diagnosis", "--out", str(out), "--quiet"]) == 2  # neither: one line, nothing written
+    assert "needs --models" in capsys.readouterr().err
 
 
 def test_a_recipe_normed_per_layer_lifts_a_pre_norm_stack_off_the_floor():

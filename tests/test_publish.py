@@ -127,6 +127,31 @@ def test_a_missing_run_fails_and_leaves_the_publication_as_it_was(tmp_path, caps
     assert not (tmp_path / "out").exists()
 
 
+def test_a_publication_one_command_measured_is_redrawn_from_its_measurement(tmp_path, monkeypatch):
+    """docs/results/istar-points has no section and no runs: `make redraw` draws its table and figure again from
+    points_diagnosis.json (the committed one, copied), records the redraw beside the make target that measured it,
+    and leaves no publication marker (`make reproduce-istar-points` writes into the folder, it does not replace it)."""
+    docs = tmp_path / "docs" / "results"
+    measured = ROOT / "docs/results/istar-points/points_diagnosis.json"
+    _write(docs / "istar-points" / "points_diagnosis.json", measured.read_text())
+    monkeypatch.setattr(redraw_published, "ROOT", tmp_path)
+    monkeypatch.setattr(redraw_published, "PUBLISHED", docs)
+    monkeypatch.setattr(
+        redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
+    )
+    assert redraw_published._redrawable(tmp_path) == ["istar-points"]
+    assert redraw_published.main([]) == 0
+    folder = docs / "istar-points"
+    committed = (ROOT / "docs/results/istar-points/tables/points_diagnosis.csv").read_text()
+    assert (folder / "tables/points_diagnosis.csv").read_text() == committed
+    assert (folder / "figures/points_diagnosis.png").stat().st_size > 10_000
+    info = json.loads((folder / "PUBLISHED.json").read_text())
+    assert info["made_by"] == "make reproduce-istar-points"
+    assert info["redrawn"]["commands"] == [f"isoflow points-diagnosis --report-only --out {folder}"]
+    assert not (folder / ".isoflow-output").exists()
+    assert (folder / "points_diagnosis.json").read_text() == measured.read_text()
+
+
 def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, monkeypatch, capsys):
     """Adding a section is one registry entry plus its code: a toy section (its own report command, here the pretrain
     section's) is published and redrawn by the unchanged scripts, and gets its DVC stage and make target from the
@@ -190,7 +215,7 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     assert redraw_published.main(["toy"]) == 0
     with pytest.raises(SystemExit) as refused:  # one without published runs: one line, and nothing redrawn
         redraw_published.main(["toy", "unmade"])
-    assert refused.value.code == 2 and "unmade: no runs published under" in capsys.readouterr().err
+    assert refused.value.code == 2 and "unmade: nothing published under" in capsys.readouterr().err
     assert "heldout_loss" in (docs / "toy" / "tables" / "pretrain.csv").read_text()
     assert (docs / "toy" / "figures" / "pretrain_curves.png").stat().st_size > 10_000
     # Its DVC stage and its make target come from the registry too.

@@ -13,12 +13,20 @@ HELP = "IsoScore*, dimensions, top-direction share and the penalty's pull per mo
 
 def add_parser(sub) -> None:
     p = sub.add_parser("points-diagnosis", help=HELP)
-    p.add_argument("--models", nargs="+", required=True, help="built-in names, folders, hub ids or GGUF files")
+    p.add_argument(
+        "--models", nargs="+", help="built-in names, folders, hub ids or GGUF files (required but with --report-only)"
+    )
     p.add_argument("--task", default="glue/sst2", help="a prepared single-label task (default glue/sst2)")
     p.add_argument("--batches", type=options.int_at_least(1), default=5, help="batches of 32 sentences (default 5)")
     p.add_argument("--recipes", nargs="+", default=None, help="points recipes (default: every one)")
     options.task_dir(p)
     options.data(p, out="the folder for points_diagnosis.json, tables/ and figures/")
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: tables/ and figures/ again from --out's points_diagnosis.json (after a change to the "
+        "report code; `make redraw`)",
+    )
     p.set_defaults(func=run)
 
 
@@ -28,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.out:
         raise ValueError("points-diagnosis needs --out (the folder for points_diagnosis.json, tables/ and figures/)")
+    if args.report_only:
+        write_report(args.out)
+        return 0
+    if not args.models:
+        raise ValueError("points-diagnosis needs --models (the models to measure), or --report-only to redraw")
     result = diagnose_points(
         args.models,
         args.task,

@@ -4,9 +4,10 @@ figures are remade from the committed runs without rerunning hours of training.
 
     python scripts/redraw_published.py [PUBLICATION ...]      # default: every one there is; `make redraw`
 
-Which commands redraw a publication is its section's registration (isoflow.sections: ``redraw``). Each
-publication's PUBLISHED.json then records the redraw (commands, code commit) beside how the runs were made; its
-paths are relative to the repository."""
+Which commands redraw a publication is its section's registration (isoflow.sections: ``redraw``), or for one made
+by a single measuring command rather than a section's runs, :data:`REPORT_ONLY`. Each publication's PUBLISHED.json
+then records the redraw (commands, code commit) beside how the runs were made; its paths are relative to the
+repository."""
 
 from __future__ import annotations
 
@@ -25,6 +26,23 @@ from . import ROOT
 
 PUBLISHED = Path(PUBLISHED_RESULTS)
 
+# Publications one measuring command made (no section, no runs/): the file it keeps its measurement in, how it was
+# made (its make target) and the command that draws its tables and figures again from that file.
+REPORT_ONLY = {
+    "istar-points": (
+        "points_diagnosis.json",
+        "make reproduce-istar-points",
+        lambda folder: [["points-diagnosis", "--report-only", "--out", str(folder)]],
+    ),
+}
+
+
+def _redrawable(root: Path) -> list[str]:
+    """The publications with something to redraw from: a section's published runs, or a measurement file."""
+    with_runs = [n for n in PUBLICATIONS if (root / PUBLISHED / n / RUNS).is_dir()]
+    measured = [n for n, (kept, _, _) in REPORT_ONLY.items() if (root / PUBLISHED / n / kept).is_file()]
+    return sorted(with_runs + measured)
+
 
 def _isoflow(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "isoflow.cli", *args], cwd=ROOT, check=True)
@@ -34,7 +52,10 @@ def redraw(name: str) -> list[str]:
     """Remake publication ``name``'s tables and figures; returns the commands run (long ones shortened)."""
     folder = PUBLISHED / name
     with tempfile.TemporaryDirectory(prefix="isoflow-redraw-") as tmp:
-        commands = SECTIONS[PUBLICATIONS[name].section].redraw(folder, Path(tmp))
+        if name in REPORT_ONLY:
+            commands = REPORT_ONLY[name][2](folder)
+        else:
+            commands = SECTIONS[PUBLICATIONS[name].section].redraw(folder, Path(tmp))
         for command in commands:
             _isoflow(*command)
     return [
@@ -48,11 +69,18 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
     """PUBLISHED.json: how the runs were made (kept from the publication) and how the tables and figures were last
     drawn."""
     path = ROOT / PUBLISHED / name / "PUBLISHED.json"
-    info = (
-        json.loads(path.read_text()) if path.is_file() else {"publication": name, "section": PUBLICATIONS[name].section}
-    )
+    if path.is_file():
+        info = json.loads(path.read_text())
+    elif name in REPORT_ONLY:  # how it was made is in its measurement file (commit, threads); here only the target
+        info = {"publication": name, "made_by": REPORT_ONLY[name][1]}
+    else:
+        info = {"publication": name, "section": PUBLICATIONS[name].section}
     info["redrawn"] = {"by": "make redraw", "commands": commands, "workflow_checkout": checkout}
     path.write_text(json.dumps(info, indent=2) + "\n")
+    if (
+        name in REPORT_ONLY
+    ):  # not a section's publication: `make reproduce-<name>` writes into it, it does not replace it
+        return
     marker = path.with_name(MARKER)  # a publication: `make reproduce-<name>` may replace it
     if not marker.is_file():
         marker.write_text(json.dumps({"written_by": "isoflow", "kind": f"published {name} results"}) + "\n")
@@ -60,7 +88,7 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    published = sorted(n for n in PUBLICATIONS if (ROOT / PUBLISHED / n / RUNS).is_dir())
+    published = _redrawable(ROOT)
     parser.add_argument(
         "publications", nargs="*", default=published, help=f"default: every one there is ({', '.join(published)})"
     )
@@ -68,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     missing = [n for n in args.publications if n not in published]
     if missing:  # nothing to redraw from: say so before redrawing anything
         parser.error(
-            f"{', '.join(missing)}: no runs published under {PUBLISHED} (make reproduce-<name> publishes them); "
+            f"{', '.join(missing)}: nothing published under {PUBLISHED} to redraw from (make reproduce-<name> "
+            "publishes it); "
             f"published: {', '.join(published)}"
         )
     checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
