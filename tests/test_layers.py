@@ -907,3 +907,36 @@ def test_every_layers_report_output_has_its_html_report_caption():
     wanted = [f"{t}_table.rst" for t in REPORT_TABLES] + [f"{f}.rst" for f in REPORT_FIGURES]
     assert "layers_cross_table.rst" in wanted
     assert [w for w in wanted if not (root / w).is_file()] == []
+
+
+def test_per_layer_panels_name_each_model_once_and_each_line_style_once(tmp_path, monkeypatch):
+    """The per-layer panels draw each model raw and cluster-centred (and a static model as one dotted value): their
+    legend names each model once by its colour and each line style once, not a model-and-style pair per entry."""
+    from isoflow.layers import figures as layer_figures
+    from isoflow.reporting.figures import model_colour
+
+    drawn, keys = [], []  # the figures' names in order, and the handles each gave its legend (laid out elsewhere)
+    monkeypatch.setattr(layer_figures, "save", lambda fig, stem: drawn.append(stem.name) or [])
+    monkeypatch.setattr(layer_figures, "legend_below", lambda fig, handles: keys.append(handles))
+    rows = [
+        {"model": model, "corpus": "brown", "layer": layer, "static": False, "s_inter": 0.1 * layer,
+         "s_inter_centred": 0.05 * layer, "s_intra": 0.9, "s_intra_centred": 0.8, "isoscore": 0.2,
+         "isoscore_centred": 0.3, "lid_euclidean": 10.0, "lid_cosine": 9.0}
+        for model in ("minilm", "plain-bert") for layer in range(3)
+    ] + [{"model": "glove-50d", "corpus": "brown", "layer": 0, "static": True, "s_inter": 0.09, "s_intra": 0.5,
+          "isoscore": 0.4, "lid_euclidean": 12.0, "lid_cosine": 11.0}]  # fmt: skip
+    layer_figures.figures(pd.DataFrame(rows), pd.DataFrame({"view": []}), tmp_path)
+    handles = keys[drawn.index("layers_similarity")]
+    labels = [h.get_label() for h in handles]
+    assert labels == [
+        "minilm",
+        "plain-bert",
+        "glove-50d",
+        "each layer",
+        "each layer, cluster-centred",
+        "static vectors",
+    ]
+    colours = {h.get_label(): h.get_color() for h in handles}
+    assert all(colours[m] == model_colour(m) for m in ("minilm", "plain-bert", "glove-50d"))
+    styles = {h.get_label(): h.get_linestyle() for h in handles}
+    assert (styles["each layer"], styles["each layer, cluster-centred"], styles["static vectors"]) == ("-", "--", ":")

@@ -52,6 +52,7 @@ def figures(
     written = []
 
     def per_layer(name, panels, title, ylabel, *, log=False, dashed="_centred", baselines=None):
+        key = ModelsAndStyles()
         fig, axes = plt.subplots(
             len(panels),
             len(corpora),
@@ -64,22 +65,26 @@ def figures(
                 ax = axes[i, j]
                 for model, g in ctx[ctx.corpus == corpus].groupby("model"):
                     g = g.sort_values("layer")
-                    ax.plot(depth(g), g[col], "-o", ms=3, color=colour[model], label=f"{model}")
+                    ax.plot(depth(g), g[col], "-o", ms=3, color=colour[model])
+                    key.draw(model, "each layer", ls="-", marker="o", ms=3)
                     other = f"{col}{dashed}"
                     if dashed and other in g and g[other].notna().any():
-                        ax.plot(depth(g), g[other], "--", color=colour[model], label=f"{model}, {DASHED[dashed]}")
+                        ax.plot(depth(g), g[other], "--", color=colour[model])
+                        key.draw(model, f"each layer, {DASHED[dashed]}", ls="--")
                 for model, g in static[static.corpus == corpus].groupby("model"):
                     if col in g and g[col].notna().any():
-                        ax.axhline(g[col].iloc[0], ls=":", color=colour[model], label=f"{model} (static)")
+                        ax.axhline(g[col].iloc[0], ls=":", color=colour[model])
+                        key.draw(model, "static vectors", ls=":")
                 for model, value, what in (baselines or {}).get((corpus, col), []):
-                    ax.axhline(value, ls=(0, (1, 3)), lw=1.2, color=colour[model], label=f"{model}, {what}")
+                    ax.axhline(value, ls=(0, (1, 3)), lw=1.2, color=colour[model])
+                    key.draw(model, what, ls=(0, (1, 3)), lw=1.2)
                 ax.set_title(f"{label} — {corpus}", fontsize=9)
                 ax.set_xlabel(DEPTH_LABEL)
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
                 if log:
                     plain_log_axis(ax)
                 ax.grid(alpha=0.3, which="both" if log else "major")
-        legend_below(fig, list(_handles(axes).values()))
+        legend_below(fig, key.handles(colour))
         suptitle(fig, title)
         return save(fig, out_dir / name)
 
@@ -136,6 +141,28 @@ def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
 
 
 DASHED = {"_centred": "cluster-centred", "": ""}
+
+
+class ModelsAndStyles:
+    """A legend of two keys for panels where each model is drawn several ways: one entry per model (its colour) and
+    one per line style (grey), each named once, in the order first drawn, instead of one entry per model and style
+    (seven models drawn raw and cluster-centred made fourteen entries, their pairs split across the legend's rows)."""
+
+    def __init__(self) -> None:
+        self.models: list[str] = []
+        self.styles: dict[str, dict] = {}
+
+    def draw(self, model: str, style: str, **line) -> None:
+        """Note that ``model`` was drawn in the line style named ``style`` (``line``: its Line2D keywords)."""
+        if model not in self.models:
+            self.models.append(model)
+        self.styles.setdefault(style, line)
+
+    def handles(self, colour: dict) -> list:
+        from matplotlib.lines import Line2D
+
+        models = [Line2D([], [], color=colour[m], lw=2.5, label=m) for m in self.models]
+        return models + [Line2D([], [], color="0.35", label=style, **line) for style, line in self.styles.items()]
 
 
 def _handles(axes) -> dict:
