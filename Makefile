@@ -113,6 +113,7 @@ reproduce-istar-points: install
 	isoflow points-diagnosis --models smollm2-135m gemma3-270m minilm $(DIAGNOSIS_DATA)/pretrained/plain-bert --task glue/sst2 --batches 5 --data-dir $(DIAGNOSIS_DATA) --raw-dir data/raw --mirror ../shared/data --out docs/results/istar-points
 
 # After a change to the report code only: the publications' tables and figures remade from their committed runs
+# (istar-points: from its points_diagnosis.json, `isoflow points-diagnosis --report-only`)
 # (the same `isoflow` report commands the workflow runs; minutes, not the hours of `make reproduce`).
 redraw: install
 	$(PYTHON) scripts/redraw_published.py
