@@ -16,7 +16,9 @@ import json
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from ..atomic import MARKER
 from ..layout import RUNS
@@ -26,10 +28,17 @@ from . import ROOT
 
 PUBLISHED = Path(PUBLISHED_RESULTS)
 
-# Publications one measuring command made (no section, no runs/): the file it keeps its measurement in, how it was
-# made (its make target) and the command that draws its tables and figures again from that file.
+
+class Measured(NamedTuple):
+    """A publication one measuring command made (no section, no runs/)."""
+
+    kept: str  # the file it keeps its measurement in
+    made_by: str  # its make target
+    redraw: Callable[[Path], list[list[str]]]  # the commands that draw its tables and figures again from that file
+
+
 REPORT_ONLY = {
-    "istar-points": (
+    "istar-points": Measured(
         "points_diagnosis.json",
         "make reproduce-istar-points",
         lambda folder: [["points-diagnosis", "--report-only", "--out", str(folder)]],
@@ -40,7 +49,7 @@ REPORT_ONLY = {
 def _redrawable(root: Path) -> list[str]:
     """The publications with something to redraw from: a section's published runs, or a measurement file."""
     with_runs = [n for n in PUBLICATIONS if (root / PUBLISHED / n / RUNS).is_dir()]
-    measured = [n for n, (kept, _, _) in REPORT_ONLY.items() if (root / PUBLISHED / n / kept).is_file()]
+    measured = [n for n, m in REPORT_ONLY.items() if (root / PUBLISHED / n / m.kept).is_file()]
     return sorted(with_runs + measured)
 
 
@@ -53,7 +62,7 @@ def redraw(name: str) -> list[str]:
     folder = PUBLISHED / name
     with tempfile.TemporaryDirectory(prefix="isoflow-redraw-") as tmp:
         if name in REPORT_ONLY:
-            commands = REPORT_ONLY[name][2](folder)
+            commands = REPORT_ONLY[name].redraw(folder)
         else:
             commands = SECTIONS[PUBLICATIONS[name].section].redraw(folder, Path(tmp))
         for command in commands:
@@ -72,14 +81,13 @@ def record(name: str, commands: list[str], checkout: dict) -> None:
     if path.is_file():
         info = json.loads(path.read_text())
     elif name in REPORT_ONLY:  # how it was made is in its measurement file (commit, threads); here only the target
-        info = {"publication": name, "made_by": REPORT_ONLY[name][1]}
+        info = {"publication": name, "made_by": REPORT_ONLY[name].made_by}
     else:
         info = {"publication": name, "section": PUBLICATIONS[name].section}
     info["redrawn"] = {"by": "make redraw", "commands": commands, "workflow_checkout": checkout}
     path.write_text(json.dumps(info, indent=2) + "\n")
-    if (
-        name in REPORT_ONLY
-    ):  # not a section's publication: `make reproduce-<name>` writes into it, it does not replace it
+    # Not a section's publication: `make reproduce-<name>` writes into it, it does not replace it (no marker).
+    if name in REPORT_ONLY:
         return
     marker = path.with_name(MARKER)  # a publication: `make reproduce-<name>` may replace it
     if not marker.is_file():
@@ -96,9 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     missing = [n for n in args.publications if n not in published]
     if missing:  # nothing to redraw from: say so before redrawing anything
         parser.error(
-            f"{', '.join(missing)}: nothing published under {PUBLISHED} to redraw from (make reproduce-<name> "
-            "publishes it); "
-            f"published: {', '.join(published)}"
+            f"{', '.join(missing)}: nothing published under {PUBLISHED} to redraw from "
+            f"(make reproduce-<name> publishes it); published: {', '.join(published)}"
         )
     checkout = code_version(ROOT)  # before the first figure is rewritten (which makes the tree dirty)
     for name in args.publications:
