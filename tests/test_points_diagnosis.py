@@ -14,6 +14,7 @@ from isoflow.cli import main
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.finetune.points_diagnosis import BERT_ISOSCORE, FLOOR, REFERENCE_PULL, choose_recipe
+from isoflow.finetune.points_report import legend_handles
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,13 @@ def test_the_diagnosis_on_a_tiny_causal_lm_measures_every_recipe(polarity_64, ti
     assert (out / "points_diagnosis.json").read_bytes() == measured
     assert main(["points-diagnosis", "--out", str(out), "--quiet"]) == 2  # neither: one line, nothing written
     assert "needs --models" in capsys.readouterr().err
+
+
+def test_the_figures_key_names_each_model_and_writes_lambda_as_the_other_figures_do():
+    labels = [h.get_label() for h in legend_handles(["minilm", "smollm2-135m"])]
+    assert labels[:2] == ["minilm", "smollm2-135m"]
+    assert f"MiniLM's pull at λ = 1 ({REFERENCE_PULL})" in labels and "reachable with |λ| ≤ 100" in labels
+    assert not [label for label in labels if "lambda" in label]
 
 
 def test_a_recipe_normed_per_layer_lifts_a_pre_norm_stack_off_the_floor():

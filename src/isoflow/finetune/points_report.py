@@ -76,17 +76,24 @@ def write_report(folder: str | Path) -> list[Path]:
     axes[0].axhline(FLOOR, color="0.3", ls=":", lw=1)
     axes[1].axhline(REFERENCE_PULL, color="0.3", ls="--", lw=1)
     axes[1].axhline(REFERENCE_PULL / MAX_LAMBDA, color="0.3", ls="-.", lw=1)
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    handles = [Patch(color=model_colour(m), label=m) for m in models] + [
-        Patch(color="0.85", label=f"BERT per layer, {BERT_ISOSCORE[0]}-{BERT_ISOSCORE[1]} (IsoScore paper)"),
-        Line2D([], [], color="0.3", ls=":", label=f"IsoScore* floor {FLOOR}"),
-        Line2D([], [], color="0.3", ls="--", label=f"MiniLM's pull at lambda = 1 ({REFERENCE_PULL})"),
-        Line2D([], [], color="0.3", ls="-.", label=f"reachable with |lambda| <= {MAX_LAMBDA:g}"),
-        Line2D([], [], color="black", marker="*", ls="", label="the rule's pick"),
-    ]
-    legend_below(fig, handles)
+    legend_below(fig, legend_handles(models))
     suptitle(fig, f"The penalty's points at the pretrained model ({result['task']})")
     paths += save(fig, folder / "figures" / "points_diagnosis")
     return paths
+
+
+def legend_handles(models: list[str]) -> list:
+    """The figure's key: a colour per model, the IsoScore paper's BERT band, the floor, the reference pull and the
+    pull reachable within the rule's |λ|, the rule's pick."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from ..reporting.figures import model_colour
+
+    return [Patch(color=model_colour(m), label=m) for m in models] + [
+        Patch(color="0.85", label=f"BERT per layer, {BERT_ISOSCORE[0]}-{BERT_ISOSCORE[1]} (IsoScore paper)"),
+        Line2D([], [], color="0.3", ls=":", label=f"IsoScore* floor {FLOOR}"),
+        Line2D([], [], color="0.3", ls="--", label=f"MiniLM's pull at λ = 1 ({REFERENCE_PULL})"),
+        Line2D([], [], color="0.3", ls="-.", label=f"reachable with |λ| ≤ {MAX_LAMBDA:g}"),
+        Line2D([], [], color="black", marker="*", ls="", label="the rule's pick"),
+    ]
