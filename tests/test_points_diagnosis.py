@@ -14,7 +14,7 @@ from isoflow.cli import main
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
 from isoflow.finetune.points_diagnosis import BERT_ISOSCORE, FLOOR, REFERENCE_PULL, choose_recipe
-from isoflow.finetune.points_report import legend_handles
+from isoflow.finetune.points_report import PANELS, legend_handles
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_the_figures_key_names_each_model_and_writes_lambda_as_the_other_figures
     labels = [h.get_label() for h in legend_handles(["minilm", "smollm2-135m"])]
     assert labels[:2] == ["minilm", "smollm2-135m"]
     assert f"MiniLM's pull at λ = 1 ({REFERENCE_PULL})" in labels and "reachable with |λ| ≤ 100" in labels
-    assert not [label for label in labels if "lambda" in label]
+    assert not [text for text in labels + list(PANELS.values()) if "lambda" in text]
 
 
 def test_a_recipe_normed_per_layer_lifts_a_pre_norm_stack_off_the_floor():

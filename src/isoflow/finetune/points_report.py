@@ -10,6 +10,8 @@ import pandas as pd
 
 from .points_diagnosis import BERT_ISOSCORE, FLOOR, MAX_LAMBDA, REFERENCE_PULL, RULE
 
+# the figure's two panels: the column each draws and its title
+PANELS = {"isoscore_star": "IsoScore* of the penalty's points", "pull": "pull: ‖∇ penalty‖ / ‖∇ task‖ at λ = 1"}
 COLUMNS = ["isoscore_star", "dimensions", "top_share", "task_grad_norm", "penalty_grad_norm", "pull"]
 
 
@@ -54,10 +56,7 @@ def write_report(folder: str | Path) -> list[Path]:
     models = list(dict.fromkeys(df["model"]))
     fig, axes = panels(2, width=5.2, height=3.6)
     width = 0.8 / len(models)
-    for ax, column, title in (
-        (axes[0], "isoscore_star", "IsoScore* of the penalty's points"),
-        (axes[1], "pull", "pull: |grad penalty| / |grad task| at lambda = 1"),
-    ):
+    for ax, (column, title) in zip(axes, PANELS.items()):
         for i, model in enumerate(models):
             sub = df[df["model"] == model].set_index("recipe").reindex(recipes)
             x = [j + (i - (len(models) - 1) / 2) * width for j in range(len(recipes))]
