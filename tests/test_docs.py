@@ -104,6 +104,7 @@ def test_every_public_measure_has_numpydoc_sections_and_a_runnable_example(name)
 def test_readme_is_a_front_door():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150
+    assert [n for n, line in enumerate(text.splitlines(), 1) if len(line) > 120] == []  # read without scrolling
     for command in ("make run", "make test"):
         assert f"{command}" in text
     for page in ("docs/optimize.md", "docs/layers.md", "docs/finetune.md", "docs/workflow.md", "docs/metrics.md"):
