@@ -61,16 +61,31 @@ def matched_table(curve: pd.DataFrame) -> pd.DataFrame:
 
 
 def types_figure(curve: pd.DataFrame, out_dir: Path) -> list[Path]:
+    """:func:`draw_types` saved as ``layers_types``."""
+    return save(draw_types(curve), out_dir / "layers_types")
+
+
+DEPTH = "depth: layer ÷ last layer (0: first, 1: last)"
+
+
+def draw_types(curve: pd.DataFrame):
     """One row per model (× corpus), S_inter and centred S_inter against the number of most frequent types (log axis),
-    one line per layer coloured by depth, the first and last layers labelled; one y scale for every panel, the
-    matched number of types marked."""
+    one line per layer coloured by depth (a colour bar names every layer's colour; the first and last layers are also
+    in each panel's key), the matched number of types marked; one x scale and one y scale for every panel, so that
+    models compare where they reach the same number of types."""
     import matplotlib
 
     plt = pyplot()
     keys = sorted({(m, c) for m, c in zip(curve["model"], curve["corpus"])})
     matched = matched_types(curve)
     fig, axes = plt.subplots(
-        len(keys), 2, figsize=(9.5, 1.0 + 2.4 * len(keys)), squeeze=False, sharey=True, constrained_layout=True
+        len(keys),
+        2,
+        figsize=(9.5, 1.0 + 2.4 * len(keys)),
+        squeeze=False,
+        sharex=True,
+        sharey=True,
+        layout="constrained",
     )
     cmap = matplotlib.colormaps["viridis"]
     for row, (model, corpus) in zip(axes, keys):
@@ -95,12 +110,17 @@ def types_figure(curve: pd.DataFrame, out_dir: Path) -> list[Path]:
             ax.set_xscale("log", base=2)
             ax.set_title(f"{what} — {model} ({corpus})", fontsize=8)
             ax.set_xlabel("the n most frequent types", fontsize=7)
-            ax.tick_params(labelsize=6)
+            ax.tick_params(labelsize=6, labelbottom=True)
             ax.grid(alpha=0.3)
             ax.legend(fontsize=6, loc="best")
         row[0].set_ylabel("mean cosine between types", fontsize=7)
+    bar = fig.colorbar(
+        matplotlib.cm.ScalarMappable(norm=matplotlib.colors.Normalize(0, 1), cmap=cmap), ax=axes, shrink=0.6, aspect=40
+    )
+    bar.set_label(DEPTH, fontsize=7)
+    bar.ax.tick_params(labelsize=6)
     suptitle(fig, "S_inter against the number of types it is measured over (one line per layer, colour: depth)")
-    return save(fig, out_dir / "layers_types")
+    return fig
 
 
 def cka_figure(cka: pd.DataFrame, out_dir: Path) -> list[Path]:
