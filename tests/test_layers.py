@@ -763,7 +763,7 @@ def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
 def test_models_are_compared_at_the_largest_number_of_types_every_one_reaches(tmp_path):
     """matched_types: per corpus, the largest rung (125 x 2^k) that every model's curve reaches; matched_table reads
     each model's S_inter there beside its value over all its types; both figures draw."""
-    from isoflow.layers.compare import DEPTH, cka_figure, draw_types, matched_table, matched_types, types_figure
+    from isoflow.layers.compare import DEPTH_LABEL, cka_figure, draw_types, matched_table, matched_types, types_figure
     from isoflow.layers.measure import type_rungs
 
     rows = []
@@ -815,7 +815,7 @@ def test_models_are_compared_at_the_largest_number_of_types_every_one_reaches(tm
     )
     assert panels[0].get_xlim()[1] >= 5000  # c's 5,000 types are inside every panel, b's included
     (bar,) = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
-    assert bar.get_ylabel() == DEPTH
+    assert bar.get_ylabel() == DEPTH_LABEL
     assert [p.name for p in cka_figure(cka, tmp_path)] == ["layers_cka.png", "layers_cka.pdf"]
 
 

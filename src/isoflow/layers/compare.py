@@ -65,7 +65,8 @@ def types_figure(curve: pd.DataFrame, out_dir: Path) -> list[Path]:
     return save(draw_types(curve), out_dir / "layers_types")
 
 
-DEPTH = "depth: layer ÷ last layer (0: first, 1: last)"
+# A layer's place in its model, as the per-layer figures draw it (isoflow.layers.figures) and as this module colours it.
+DEPTH_LABEL = "depth: layer / last layer (0 = the embeddings)"
 
 
 def draw_types(curve: pd.DataFrame):
@@ -117,7 +118,7 @@ def draw_types(curve: pd.DataFrame):
     bar = fig.colorbar(
         matplotlib.cm.ScalarMappable(norm=matplotlib.colors.Normalize(0, 1), cmap=cmap), ax=axes, shrink=0.6, aspect=40
     )
-    bar.set_label(DEPTH, fontsize=7)
+    bar.set_label(DEPTH_LABEL, fontsize=7)
     bar.ax.tick_params(labelsize=6)
     suptitle(fig, "S_inter against the number of types it is measured over (one line per layer, colour: depth)")
     return fig

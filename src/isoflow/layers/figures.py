@@ -21,11 +21,10 @@ import pandas as pd
 
 from ..reporting.figures import legend_below, message_figure, model_colour, plain_log_axis, pyplot, save, suptitle
 from . import PCS, ROLL_LARGEST
-from .compare import cka_figure, cross_figure, types_figure
+from .compare import DEPTH_LABEL, cka_figure, cross_figure, types_figure
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
-# line up with the others' (the tables keep the layer index).
-DEPTH_LABEL = "depth: layer / last layer (0 = the embeddings)"
+# line up with the others' (the tables keep the layer index); DEPTH_LABEL names that axis.
 
 
 def depth(g: pd.DataFrame) -> pd.Series:
