@@ -60,12 +60,26 @@ def prose(text: str) -> str:
     return " ".join(text.split())
 
 
-@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{c['where']}: {c['says']!r}"[:90])
+def places(claim: dict) -> list[str]:
+    """The documents a claim is quoted in: one path, or a list where several quote the same cells the same way."""
+    return claim["where"] if isinstance(claim["where"], list) else [claim["where"]]
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: f"{', '.join(places(c))}: {c['says']!r}"[:90])
 def test_a_quoted_number_is_its_tables(claim):
-    text, says = prose((ROOT / claim["where"]).read_text(encoding="utf-8")), prose(claim["says"])
-    assert says in text, f"{claim['where']} no longer says {claim['says']!r}: update the ledger with the text"
+    says = prose(claim["says"])
+    for where in places(claim):
+        text = prose((ROOT / where).read_text(encoding="utf-8"))
+        assert says in text, f"{where} no longer says {claim['says']!r}: update the ledger with the text"
     computed = prose(value_of(claim))
     assert computed == says, f"{claim['where']} says {claim['says']!r} but the table gives {computed!r}"
+
+
+def test_a_claim_listing_two_documents_fails_where_either_no_longer_says_it():
+    claim = next(c for c in CLAIMS if places(c) == ["README.md", "docs/claims.md"])
+    test_a_quoted_number_is_its_tables(claim)
+    with pytest.raises(AssertionError, match="docs/verdicts.md no longer says"):
+        test_a_quoted_number_is_its_tables({**claim, "where": ["README.md", "docs/verdicts.md"]})
 
 
 def test_a_quoted_string_may_wrap_but_not_change():
