@@ -948,3 +948,41 @@ def test_per_layer_panels_name_each_model_once_and_each_line_style_once(tmp_path
     assert all(colours[m] == model_colour(m) for m in ("minilm", "plain-bert", "glove-50d"))
     styles = {h.get_label(): h.get_linestyle() for h in handles}
     assert (styles["each layer"], styles["each layer, cluster-centred"], styles["static vectors"]) == ("-", "--", ":")
+
+
+def test_the_spectrum_figure_draws_each_measure_without_outliers_and_without_first_positions(tmp_path, monkeypatch):
+    """layers_spectrum: a panel per spectral measure and uniformity, each model's layers drawn as measured (solid),
+    without the outlier dimensions (dashed, where measured: uniformity is not) and without first positions (dash-dot);
+    the three ranks on log axes, α-ReQ and uniformity (negative) on linear ones."""
+    from isoflow.layers import REPORT_FIGURES
+    from isoflow.layers import figures as layer_figures
+
+    figs, keys = {}, []
+    monkeypatch.setattr(layer_figures, "save", lambda fig, stem: figs.setdefault(stem.name, fig) and [])
+    monkeypatch.setattr(layer_figures, "legend_below", lambda fig, handles: keys.append(handles))
+    measures = [name for name, _ in layer_figures.SPECTRUM_PANELS]
+    rows = []
+    for model in ("minilm", "plain-bert"):
+        for layer in range(3):
+            row = {"model": model, "corpus": "brown", "layer": layer, "static": False}
+            for i, name in enumerate(measures):
+                value = -1.5 + 0.1 * layer if name == "uniformity" else 10.0 * (i + 1) + layer
+                row |= {name: value, f"{name}_nofirst": value + 1.0}
+                if name != "uniformity":
+                    row[f"{name}_removed"] = value + 2.0
+            rows.append(row)
+    layer_figures.figures(pd.DataFrame(rows), pd.DataFrame({"view": []}), tmp_path)
+    assert "layers_spectrum" in REPORT_FIGURES
+    axes = figs["layers_spectrum"].axes
+    assert [ax.get_title() for ax in axes] == [f"{label} — brown" for _, label in layer_figures.SPECTRUM_PANELS]
+    scales = [ax.get_yscale() for ax in axes]
+    assert scales == ["log", "log", "log", "linear", "linear"]
+    for ax, name in zip(axes, measures):
+        styles = sorted(line.get_linestyle() for line in ax.get_lines())
+        expected = ["-", "-", "-.", "-."] + ([] if name == "uniformity" else ["--", "--"])
+        assert styles == sorted(expected), name
+        top = max(max(line.get_ydata()) for line in ax.get_lines())
+        assert top == pytest.approx(max(r.get(f"{name}_removed", r[f"{name}_nofirst"]) for r in rows))
+    labels = [h.get_label() for h in keys[list(figs).index("layers_spectrum")]]
+    assert labels == ["minilm", "plain-bert", "each layer", "each layer, without the outlier dimensions",
+                      "each layer, without first positions"]  # fmt: skip

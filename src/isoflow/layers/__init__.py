@@ -61,6 +61,7 @@ REPORT_FIGURES = (
     "layers_similarity",
     "layers_isoscore",
     "layers_lid",
+    "layers_spectrum",
     "layers_kmeans",
     "layers_orderings",
     "layers_pca",

@@ -1,14 +1,16 @@
 """Figures over layer analyses (the outputs of :func:`isoflow.layers.run_layers`, as read by
 :func:`isoflow.layers.report.load`).
 
-Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and after cluster-centring), ``layers_isoscore``
-(IsoScore before and after centring), ``layers_lid`` (LID per layer on a log axis, their Figure 9, with the static
-baselines), ``layers_kmeans`` (the best silhouette per layer with its spread, with and without first tokens, and the
-symbol/word split), ``layers_orderings`` (|ρ| of the components with position and frequency per layer),
-``layers_pca`` (2-D and 3-D views of the middle layer by cluster, position and frequency), ``layers_roll`` (the views
-at the depth of Cai et al.'s GPT-2 "Swiss roll", by position), ``layers_outliers`` (mean |activation| per
-dimension and layer, one colour scale per model), ``layers_types`` (S_inter against the number of types) and
-``layers_cka`` (CKA between every pair of layers): the last two from :mod:`.compare`.
+Figures: ``layers_similarity`` (S_inter and S_intra per layer, before and after cluster-centring),
+``layers_isoscore`` (IsoScore before and after centring), ``layers_lid`` (LID per layer on a log axis, their Figure
+9, with the static baselines), ``layers_spectrum`` (effective rank, participation ratio, stable rank, α-ReQ and
+uniformity per layer, also without the outlier dimensions and without first positions), ``layers_kmeans`` (the best
+silhouette per layer with its spread, with and without first tokens, and the symbol/word split), ``layers_orderings``
+(|ρ| of the components with position and frequency per layer), ``layers_pca`` (2-D and 3-D views of the middle layer
+by cluster, position and frequency), ``layers_roll`` (the views at the depth of Cai et al.'s GPT-2 "Swiss roll", by
+position), ``layers_outliers`` (mean |activation| per dimension and layer, one colour scale per model),
+``layers_types`` (S_inter against the number of types) and ``layers_cka`` (CKA between every pair of layers): the
+last two from :mod:`.compare`.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def figures(
     ctx, static = layers[~layers["static"]], layers[layers["static"]]
     written = []
 
-    def per_layer(name, panels, title, ylabel, *, log=False, dashed="_centred", baselines=None):
+    def per_layer(name, panels, title, ylabel, *, log=(), variants=CENTRED, baselines=None):
         key = ModelsAndStyles()
         fig, axes = plt.subplots(
             len(panels),
@@ -63,13 +65,16 @@ def figures(
             for i, (col, label) in enumerate(panels):
                 ax = axes[i, j]
                 for model, g in ctx[ctx.corpus == corpus].groupby("model"):
+                    if col not in g or g[col].isna().all():
+                        continue  # a run made before this measure existed
                     g = g.sort_values("layer")
                     ax.plot(depth(g), g[col], "-o", ms=3, color=colour[model])
                     key.draw(model, "each layer", ls="-", marker="o", ms=3)
-                    other = f"{col}{dashed}"
-                    if dashed and other in g and g[other].notna().any():
-                        ax.plot(depth(g), g[other], "--", color=colour[model])
-                        key.draw(model, f"each layer, {DASHED[dashed]}", ls="--")
+                    for suffix, what, ls in variants:
+                        other = f"{col}{suffix}"
+                        if other in g and g[other].notna().any():
+                            ax.plot(depth(g), g[other], ls=ls, color=colour[model])
+                            key.draw(model, f"each layer, {what}", ls=ls)
                 for model, g in static[static.corpus == corpus].groupby("model"):
                     if col in g and g[col].notna().any():
                         ax.axhline(g[col].iloc[0], ls=":", color=colour[model])
@@ -80,9 +85,9 @@ def figures(
                 ax.set_title(f"{label} — {corpus}", fontsize=9)
                 ax.set_xlabel(DEPTH_LABEL)
                 ax.set_ylabel(ylabel if len(panels) == 1 else label)
-                if log:
+                if col in log:
                     plain_log_axis(ax)
-                ax.grid(alpha=0.3, which="both" if log else "major")
+                ax.grid(alpha=0.3, which="both" if col in log else "major")
         legend_below(fig, key.handles(colour))
         suptitle(fig, title)
         return save(fig, out_dir / name)
@@ -102,10 +107,25 @@ def figures(
         "Local intrinsic dimension per layer (k-NN MLE, log axis); dotted: static vectors and each model's "
         "input-embedding rows",
         "LID",
-        log=True,
+        log=("lid_euclidean", "lid_cosine"),
+        variants=(),
         baselines=_input_table_baselines(ctx),
     )
     # Every figure is written (the workflow declares them): one without data says so.
+    spectral = "effective_rank" in ctx and ctx["effective_rank"].notna().any()
+    written += (
+        per_layer(
+            "layers_spectrum",
+            SPECTRUM_PANELS,
+            "Spectrum and uniformity per layer (log axes for the ranks); dashed: without the outlier dimensions, "
+            "dash-dot: without first positions",
+            "",
+            log=("effective_rank", "participation_ratio", "stable_rank"),
+            variants=WITHOUT_OUTLIERS_OR_FIRST,
+        )
+        if spectral
+        else _empty(out_dir, "layers_spectrum", NO_RUNS)
+    )
     measured = "cluster_silhouette_low" in ctx and len(ctx)
     written += kmeans_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_kmeans", NO_RUNS)
     written += orderings_figure(ctx, colour, out_dir) if measured else _empty(out_dir, "layers_orderings", NO_RUNS)
@@ -139,7 +159,20 @@ def _empty(out_dir: Path, name: str, text: str) -> list[Path]:
     return message_figure(out_dir / name, text)
 
 
-DASHED = {"_centred": "cluster-centred", "": ""}
+# A per-layer panel's other readings of its measure, drawn beside the plain one: (column suffix, legend text, style).
+CENTRED = (("_centred", "cluster-centred", "--"),)
+WITHOUT_OUTLIERS_OR_FIRST = (
+    ("_removed", "without the outlier dimensions", "--"),
+    ("_nofirst", "without first positions", "-."),
+)
+# isoflow.layers.measure's spectrum columns and uniformity (uniformity is not measured without outlier dimensions).
+SPECTRUM_PANELS = (
+    ("effective_rank", "Effective rank (RankMe)"),
+    ("participation_ratio", "Participation ratio"),
+    ("stable_rank", "Stable rank"),
+    ("alpha_req", "α-ReQ (eigenvalue decay)"),
+    ("uniformity", "Uniformity (t = 2)"),
+)
 
 
 class ModelsAndStyles:
