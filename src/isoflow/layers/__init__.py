@@ -35,6 +35,8 @@ CROSS_FILES = ("cross.parquet", "cross.json")
 CROSS_COLUMNS = ("subset", "layer_a", "layer_b", "n_words", "cka", "cka_debiased")
 CROSS_WORDS = 5000  # the words two models are compared on by default: exact CKA takes seconds to minutes on a CPU
 TYPE_RUNGS_FROM = 125
+# The spectrum columns of a layer's row (isoflow.layers.measure writes them; the spectrum figure draws them).
+SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank", "alpha_req")
 
 # The principal components whose orderings pca.parquet holds, and the roll depth's view of its largest K-means cluster
 # alone (isoflow.layers.pca: where a few points lie far out, a causal LM's first tokens, whose massive activations

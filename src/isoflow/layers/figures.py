@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting.figures import legend_below, message_figure, model_colour, plain_log_axis, pyplot, save, suptitle
-from . import PCS, ROLL_LARGEST
+from . import PCS, ROLL_LARGEST, SPECTRUM
 from .compare import DEPTH_LABEL, cka_figure, cross_figure, types_figure
 
 # Models of 5 to 31 states share a panel: each is drawn over its relative depth, so that its first and last layers
@@ -120,7 +120,7 @@ def figures(
             "Spectrum and uniformity per layer (log axes for the ranks); dashed: without the outlier dimensions, "
             "dash-dot: without first positions",
             "",
-            log=("effective_rank", "participation_ratio", "stable_rank"),
+            log=SPECTRUM_LOG,
             variants=WITHOUT_OUTLIERS_OR_FIRST,
         )
         if spectral
@@ -165,14 +165,18 @@ WITHOUT_OUTLIERS_OR_FIRST = (
     ("_removed", "without the outlier dimensions", "--"),
     ("_nofirst", "without first positions", "-."),
 )
-# isoflow.layers.measure's spectrum columns and uniformity (uniformity is not measured without outlier dimensions).
-SPECTRUM_PANELS = (
-    ("effective_rank", "Effective rank (RankMe)"),
-    ("participation_ratio", "Participation ratio"),
-    ("stable_rank", "Stable rank"),
-    ("alpha_req", "α-ReQ (eigenvalue decay)"),
-    ("uniformity", "Uniformity (t = 2)"),
-)
+# The spectrum figure's panels: every spectrum column, then uniformity (not measured without outlier dimensions); a
+# column added to SPECTRUM without its label here fails at import, not in a figure drawn without it.
+_SPECTRUM_LABELS = {
+    "effective_rank": "Effective rank (RankMe)",
+    "participation_ratio": "Participation ratio",
+    "stable_rank": "Stable rank",
+    "alpha_req": "α-ReQ (eigenvalue decay)",
+    "uniformity": "Uniformity (t = 2)",
+}
+SPECTRUM_PANELS = tuple((name, _SPECTRUM_LABELS[name]) for name in (*SPECTRUM, "uniformity"))
+# On log axes: the sizes (numbers of directions, 1 to d); α-ReQ is an exponent.
+SPECTRUM_LOG = tuple(name for name in SPECTRUM if name != "alpha_req")
 
 
 class ModelsAndStyles:

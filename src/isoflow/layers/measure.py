@@ -74,7 +74,7 @@ from ..metrics import (
     twonn_from_distances,
     uniformity,
 )
-from . import TYPE_RUNGS_FROM
+from . import SPECTRUM, TYPE_RUNGS_FROM
 from .composition import is_symbol
 from .kmeans import KDecision, decide_k
 from .pca import orderings
@@ -156,9 +156,6 @@ def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[d
         row.update({f"{name}_removed": float("nan") for name in nan})
     profile = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
     return row, profile
-
-
-SPECTRUM = ("effective_rank", "participation_ratio", "stable_rank", "alpha_req")
 
 
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
