@@ -819,6 +819,33 @@ def test_models_are_compared_at_the_largest_number_of_types_every_one_reaches(tm
     assert [p.name for p in cka_figure(cka, tmp_path)] == ["layers_cka.png", "layers_cka.pdf"]
 
 
+def test_cka_heatmaps_share_one_box_whatever_the_layer_counts():
+    """A 5 × 31 cross comparison beside a 3 × 3 one: every panel the same size (cells stretched), not a strip."""
+    from isoflow.layers.compare import draw_heatmaps
+
+    def rows(n_a, n_b):
+        return pd.DataFrame(
+            [
+                {"layer_a": i, "layer_b": j, "subset": "all", "n_words": 40, "cka_debiased": 1.0 / (1 + abs(i - j))}
+                for i in range(n_a)
+                for j in range(n_b)
+            ]
+        )
+
+    panels = [
+        (name, rows(*shape), "b: layer", "a: layer", "n_words", "words")
+        for name, shape in (("square", (3, 3)), ("strip", (5, 31)))
+    ]
+    fig = draw_heatmaps(panels, ("all", "no first word"), "title")
+    fig.canvas.draw()
+    boxes = [ax.get_position() for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(boxes) == 2  # one subset present: one column
+    assert abs(boxes[0].height - boxes[1].height) < 1e-6 and abs(boxes[0].width - boxes[1].width) < 1e-6
+    assert boxes[1].height > 0.5 * boxes[1].width  # not squashed into a strip
+    images = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+    assert [im.shape for im in images] == [(3, 3), (5, 31)]
+
+
 def test_two_models_are_compared_layer_by_layer_on_the_same_words(tiny_bert, tiny_gpt2, tmp_path):
     """cross_model_cka: a word is one row in both models (the mean of its pieces), whatever the tokenisers and the
     batches; a model against itself gives 1 on the diagonal; every layer pair is there, with and without first words."""

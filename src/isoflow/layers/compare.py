@@ -157,8 +157,15 @@ def cross_figure(cross: pd.DataFrame, out_dir: Path) -> list[Path]:
 
 
 def _heatmaps(panels, subsets, title: str, path: Path) -> list[Path]:
+    """:func:`draw_heatmaps`, saved as ``path`` .png and .pdf."""
+    return save(draw_heatmaps(panels, subsets, title), path)
+
+
+def draw_heatmaps(panels, subsets, title: str):
     """One row of heatmaps (layer_a up, layer_b across; debiased CKA) per panel ``(name, rows, x label, y label, count
-    column, count word)``, one column per subset present; one colour scale, 0 to 1, and one colour bar."""
+    column, count word)``, one column per subset present; one colour scale, 0 to 1, and one colour bar. Every panel
+    has the same box, its cells stretched to fill it: square cells would squash a 5-layer × 31-layer comparison into a
+    strip."""
     from matplotlib.ticker import MaxNLocator
 
     plt = pyplot()
@@ -180,7 +187,13 @@ def _heatmaps(panels, subsets, title: str, path: Path) -> list[Path]:
                 continue
             grid = d.pivot(index="layer_a", columns="layer_b", values="cka_debiased").sort_index()
             image = ax.imshow(
-                grid.to_numpy(dtype=float), origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest"
+                grid.to_numpy(dtype=float),
+                origin="lower",
+                cmap="viridis",
+                vmin=0.0,
+                vmax=1.0,
+                interpolation="nearest",
+                aspect="auto",
             )
             ax.set_title(f"{name}: {subset}, {int(d[count].iloc[0])} {word}", fontsize=8)
             ax.set_xlabel(xlabel, fontsize=7)
@@ -191,4 +204,4 @@ def _heatmaps(panels, subsets, title: str, path: Path) -> list[Path]:
     if image is not None:
         fig.colorbar(image, ax=axes, label="linear CKA (debiased)", shrink=0.8)
     suptitle(fig, title)
-    return save(fig, path)
+    return fig
