@@ -3,10 +3,10 @@ layer-by-layer CKA (its block structure), and CKA between two models' layers on 
 (what :func:`isoflow.layers.report.tables` and :func:`isoflow.layers.figures.figures` add from ``types.parquet``,
 ``cka.parquet`` and ``cross.parquet``).
 
-S_inter rises with the rarer types a sample takes in, and the models' tokenisers cut one corpus sample into 6.7k–15k
-types, so S_inter over each model's own types does not compare across models. The rule here: each model's S_inter
-over its n most frequent types (:func:`isoflow.metrics.s_inter_by_type_count`), n the largest rung of
-:func:`isoflow.layers.measure.type_rungs` (125, 250, 500, ... doubling) that every model of the corpus reaches.
+S_inter moves with the rarer types a sample takes in (up or down, by model and layer), and the models' tokenisers cut
+one corpus sample into 6.7k–15k types, so S_inter over each model's own types does not compare across models. The rule
+here: each model's S_inter over its n most frequent types (:func:`isoflow.metrics.s_inter_by_type_count`), n the largest
+rung of :func:`isoflow.layers.measure.type_rungs` (125, 250, 500, ... doubling) that every model of the corpus reaches.
 Runs made before these files existed have neither: the tables are then empty and the figures say so.
 """
 

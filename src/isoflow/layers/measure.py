@@ -19,8 +19,8 @@ On all points (they are O(n·d)):
 * ``uniformity`` (Wang & Isola's, t = 2) over every pair of a seeded sample of ``pair_points`` points (the rows the
   run's layer-by-layer CKA uses), also ``uniformity_nofirst``;
 * the S_inter curve (``extra["types"]``): S_inter and centred S_inter over the n most frequent types, n = 125, 250,
-  500, ... and all of them (:func:`type_rungs`), since S_inter rises with the rarer types a sample takes in: models
-  are compared at one n (:func:`isoflow.metrics.s_inter_by_type_count`);
+  500, ... and all of them (:func:`type_rungs`), since S_inter moves (up or down, by model) with the rarer types a
+  sample takes in: models are compared at one n (:func:`isoflow.metrics.s_inter_by_type_count`);
 
 on seeded samples of ≤ ``sample_cap`` (20,000) points:
 

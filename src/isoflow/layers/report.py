@@ -337,7 +337,10 @@ def tables(
         caption=(
             "S_inter, and S_inter after subtracting each K-means cluster's mean, over each model's n most frequent "
             f"types of the analysed sample, n = {TYPE_RUNGS_FROM}, {2 * TYPE_RUNGS_FROM}, {4 * TYPE_RUNGS_FROM}, "
-            "... (doubling) and all its types, per layer: S_inter rises with the rarer types a sample takes in."
+            "... (doubling) and all its types, per layer: S_inter moves, up or down by model, with the rarer types "
+            "a sample takes in. Centred S_inter is empty at an n its points do not reach: a point equal to its "
+            "cluster's mean is left out, and where a cluster holds one type's copies (a static layer 0) that type "
+            "leaves with it."
         ),
         floatfmt="%.4f",
     )
@@ -347,7 +350,8 @@ def tables(
         caption=(
             "S_inter and centred S_inter per layer over all of a model's types (n_types) and over its matched_types "
             "most frequent ones: the largest of n = 125 x 2^k that every model of the corpus reaches, so that models "
-            "compare on equal terms (isoflow.layers.compare)."
+            "compare on equal terms (isoflow.layers.compare); centred S_inter over all types is empty where "
+            "layers_types' is (its caption says why)."
         ),
         floatfmt="%.4f",
     )

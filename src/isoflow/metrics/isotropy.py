@@ -409,9 +409,10 @@ def s_inter(X: ArrayLike, types: ArrayLike) -> float:
 def s_inter_by_type_count(
     X: ArrayLike, types: ArrayLike, n_types: Sequence[int], frequency: ArrayLike | None = None
 ) -> list[float]:
-    r""":func:`s_inter` over the ``n`` most frequent types only, for each ``n`` in ``n_types``: S_inter grows with
-    the rarer types a sample takes in (on SmolLM2's input embeddings 0.16 over ~1,100 types, 0.32 over ~12,000), so
-    numbers over different counts of types do not compare; this curve, and a comparison read at one ``n``, do.
+    r""":func:`s_inter` over the ``n`` most frequent types only, for each ``n`` in ``n_types``: S_inter moves with the
+    rarer types a sample takes in, up or down by model and layer (on SmolLM2's input embeddings 0.16 over ~1,100
+    types, 0.32 over ~12,000; on GloVe's it falls), so numbers over different counts of types do not compare; this
+    curve, and a comparison read at one ``n``, do.
 
     Types are ranked by ``frequency`` (descending; ties in the order of the types' sorted values) and S_inter is
     :math:`(\lVert\sum_{t\le n} m_t\rVert^2-\sum_{t\le n}\lVert m_t\rVert^2)/(n(n-1))` over the first ``n``
