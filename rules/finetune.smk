@@ -54,6 +54,7 @@ use rule finetune_lr_run as finetune_run with:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
         lr=lr_choice,
+        pull=matched_pull,
     output:
         **FINETUNE_STATES,
         parquet=kept(f"{FINETUNE_RUN}.parquet"),

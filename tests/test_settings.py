@@ -45,6 +45,7 @@ IN_SCHEMA = [
             "models",
             "istar_lambdas",
             "cosreg_weights",
+            "meandir_weights",
             "seeds",
             "cosreg_points",
             "lr_candidates",

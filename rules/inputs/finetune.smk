@@ -25,10 +25,19 @@ FINETUNE_STATES = (
 )
 
 
+def settings_of(reg):
+    """The section's settings a run of regulariser ``reg`` is given: the unit of the mean-direction control's weight
+    (matched_pull_from) to its runs alone, and to them not I-STAR's (istar_pull), which the others have always been
+    given."""
+    drop = "istar_pull" if reg == "meandir" else "matched_pull_from"
+    return {k: v for k, v in FINETUNE.items() if k != drop}
+
+
 def finetune_options(wildcards, output):
     """The section's settings as `isoflow finetune` options (isoflow.finetune.settings declares them and their defaults,
     which the schema filled in); CosReg runs take cosreg_points; where the seed floor is made, where the states go."""
-    values = {**FINETUNE, "points": FINETUNE["cosreg_points"] if wildcards.reg == "cosreg" else FINETUNE["points"]}
+    points = FINETUNE["cosreg_points"] if wildcards.reg == "cosreg" else FINETUNE["points"]
+    values = {**settings_of(wildcards.reg), "points": points}
     if not SEED_FLOOR:  # one seed: no floor to write states for
         values["states_points"] = 0
     states = f" --states-out {output.states}" if SEED_FLOOR else ""
@@ -36,11 +45,12 @@ def finetune_options(wildcards, output):
 
 
 # The learning-rate candidates, the baselines and the gradients write no states.
-UNSTATED = {**FINETUNE, "states_points": 0}
+UNSTATED = {**settings_of("istar"), "states_points": 0}
 
 
 def finetune_records():
-    """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> for each non-zero CosReg weight."""
+    """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> and meandir<w> for each non-zero
+    CosReg and control weight."""
     return [f"{stem}.json" for stem in layout.finetune_runs(FINETUNE, RESULTS)]
 
 
@@ -50,6 +60,13 @@ LR_CANDIDATES = FINETUNE.get("lr_candidates") or []
 def lr_candidate_records(wildcards):
     """The plain candidate runs (λ = 0, the first seed) of one task × model, one per candidate learning rate."""
     return [f"{stem}.json" for stem in layout.finetune_lr_runs(FINETUNE, RESULTS, wildcards.task, wildcards.model)]
+
+
+def matched_pull(wildcards):
+    """The run whose recorded pull a mean-direction control run matches (finetune.matched_pull_from), seed by seed."""
+    folder = FINETUNE.get("matched_pull_from")
+    stem = layout.seed_stem(wildcards.seed)
+    return [os.path.join(folder, f"{stem}.parquet")] if folder and wildcards.reg == "meandir" else []
 
 
 def lr_choice(wildcards):

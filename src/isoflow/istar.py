@@ -117,8 +117,14 @@ def rms_centred(layer_points: torch.Tensor) -> torch.Tensor:
     tensor([[ 0.2828, -0.0943],
             [ 0.2828, -0.0943],
             [-0.5657,  0.1886]])"""
-    normed = layer_points * torch.rsqrt(layer_points.pow(2).mean(dim=1, keepdim=True) + RMS_EPS)
+    normed = rms_normed(layer_points)
     return normed - normed.mean(dim=0, keepdim=True)
+
+
+def rms_normed(layer_points: torch.Tensor) -> torch.Tensor:
+    """One layer's points (n, d), each scaled to unit root mean square over its d coordinates (RMSNorm without its
+    learned gain): :func:`rms_centred` before the centring."""
+    return layer_points * torch.rsqrt(layer_points.pow(2).mean(dim=1, keepdim=True) + RMS_EPS)
 
 
 def penalty_points(recipe: str, hidden_states, mask: torch.Tensor, pooled: torch.Tensor | None = None) -> torch.Tensor:
@@ -132,6 +138,21 @@ def penalty_points(recipe: str, hidden_states, mask: torch.Tensor, pooled: torch
     >>> mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])                     # 7 real tokens
     >>> [penalty_points(r, states, mask).shape[0] for r in ("tokens-all-layers", "tokens-all-layers-skip-first")]
     [21, 15]"""
+    layers = penalty_layers(recipe, hidden_states, mask, pooled)
+    if "-rms-centred" in recipe:
+        layers = [x - x.mean(dim=0, keepdim=True) for x in layers]
+    return layers[0] if len(layers) == 1 else torch.cat(layers, dim=0)
+
+
+def penalty_layers(recipe: str, hidden_states, mask: torch.Tensor, pooled: torch.Tensor | None = None) -> list:
+    """The same points layer by layer, before the ``-rms-centred`` recipes centre them (their RMS norm applied): one
+    (n_l, d) tensor per layer (one for ``pooled`` and ``tokens-last-layer``). What :class:`MeanDirectionLoss` reads:
+    the layers' means, which the centring takes away from IsoScore*'s points.
+
+    >>> states = tuple(torch.randn(2, 5, 8) for layer in range(4))
+    >>> mask = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]])
+    >>> [x.shape[0] for x in penalty_layers("tokens-all-layers-rms-centred-skip-first", states, mask)]
+    [5, 5, 5]"""
     from .istar_settings import POINT_RECIPES
 
     if recipe not in POINT_RECIPES:
@@ -139,14 +160,12 @@ def penalty_points(recipe: str, hidden_states, mask: torch.Tensor, pooled: torch
     if recipe == "pooled":
         if pooled is None:
             raise ValueError("points 'pooled' need the pooled outputs")
-        return pooled
+        return [pooled]
     if recipe == "tokens-last-layer":
-        return points_of(hidden_states[-1], mask)
+        return [points_of(hidden_states[-1], mask)]
     kept = first_positions_dropped(mask) if recipe.endswith("-skip-first") else mask
     layers = [points_of(h, kept) for h in hidden_states[1:]]
-    if "-rms-centred" in recipe:
-        layers = [rms_centred(x) for x in layers]
-    return torch.cat(layers, dim=0)
+    return [rms_normed(x) for x in layers] if "-rms-centred" in recipe else layers
 
 
 def _zero_like(states) -> torch.Tensor:
@@ -324,3 +343,49 @@ class CosineRegLoss(torch.nn.Module):
         u = torch.nn.functional.normalize(x.to(torch.float32 if x.dtype != torch.float64 else x.dtype), dim=1)
         s = u.sum(dim=0)
         return (self.cosreg_weight * ((s * s).sum() - n) / (n * (n - 1))).to(x.dtype)
+
+
+class MeanDirectionLoss(torch.nn.Module):
+    r"""A control for I-STAR: a second loss on the same points that does not target their isotropy.
+    ``weight`` × the mean over layers of :math:`1 - \cos(m_l, u_l)`, with :math:`m_l` the mean of layer *l*'s points
+    before any centring (:func:`penalty_layers`) and :math:`u_l` a fixed random unit direction per layer (standard
+    normal, seeded by ``direction_seed``: the same directions for every run). It pulls where each layer's cloud sits,
+    not its shape: IsoScore* of the ``-rms-centred`` recipes reads each layer's points centred on their mean, to which
+    this loss is a function of nothing else. Its gradient with respect to :math:`m_l` is orthogonal to :math:`m_l`, so
+    to first order the mean's length (what cosine anisotropy grows with) does not change either. ``weight`` may be
+    set between steps (the fine-tuning loop sets it every epoch to match a pull). Weight 0 computes nothing.
+
+    >>> import torch
+    >>> layers = [torch.tensor([[1., 0.], [1., 2.]]), torch.tensor([[0., 3.], [0., 1.]])]
+    >>> loss = MeanDirectionLoss(1.0)
+    >>> loss.directions = torch.tensor([[1., 0.], [1., 0.]], dtype=torch.float64)   # fixed by hand here
+    >>> round(float(loss(layers)), 4)   # layer 0: 1 - cos((1, 1), (1, 0)); layer 1: 1 - cos((0, 2), (1, 0))
+    0.6464
+    """
+
+    def __init__(self, weight: float, direction_seed: int = 0):
+        super().__init__()
+        self.weight = check_cosreg_weight(weight)
+        self.direction_seed = int(direction_seed)
+        self.directions: torch.Tensor | None = None  # (layers, d), float64, made on the first call
+
+    def _directions(self, n_layers: int, dim: int, device) -> torch.Tensor:
+        if self.directions is None:
+            gen = torch.Generator().manual_seed(self.direction_seed)
+            u = torch.randn(n_layers, dim, generator=gen, dtype=torch.float64)
+            self.directions = u / u.norm(dim=1, keepdim=True)
+        if tuple(self.directions.shape) != (n_layers, dim):
+            raise ValueError(
+                f"the directions were drawn for {tuple(self.directions.shape)} (layers, dim); these points have "
+                f"{(n_layers, dim)}"
+            )
+        return self.directions.to(device)
+
+    def forward(self, layers) -> torch.Tensor:
+        layers = list(layers) if isinstance(layers, (list, tuple)) else [layers]
+        if self.weight == 0.0:
+            return _zero_like(layers)
+        means = torch.stack([x.to(torch.float64).mean(dim=0) for x in layers])
+        u = self._directions(*means.shape, means.device)
+        cos = (means * u).sum(dim=1) / means.norm(dim=1).clamp_min(1e-12)
+        return (self.weight * (1.0 - cos).mean()).to(layers[0].dtype)

@@ -60,7 +60,7 @@ WILDCARDS = {
     "istar_lambda": NUMBER,  # I-STAR's λ (the istar section's runs)
     "weight": NUMBER,  # a fine-tuning run's regulariser weight: I-STAR's λ or CosReg's
     "lr": r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
-    "reg": r"istar|cosreg",
+    "reg": r"istar|cosreg|meandir",
     "corpus": r"[a-z0-9-]+",
     "model_a": r"[a-z0-9-]+",  # the two models whose layers are compared (layers.cross)
     "model_b": r"[a-z0-9-]+",
@@ -282,8 +282,8 @@ def finetune_pairs(finetune: dict) -> list[tuple[str, str]]:
 
 
 def finetune_runs(finetune: dict, results) -> list[str]:
-    """Every sweep run a config's finetune section asks for (stems): I-STAR at each λ (0: the plain run), CosReg at
-    each non-zero weight, every seed."""
+    """Every sweep run a config's finetune section asks for (stems): I-STAR at each λ (0: the plain run), CosReg and
+    the mean-direction control at each non-zero weight, every seed."""
     return [finetune_run(results, t, m, s, reg=reg, weight=w) for t, m, s, reg, w in _finetune_identities(finetune)]
 
 
@@ -305,6 +305,7 @@ def _finetune_identities(finetune: dict):
     """(task, model, seed, regulariser, weight) of every sweep run of a config's finetune section."""
     regs = [("istar", float(lam)) for lam in finetune.get("istar_lambdas", [])]
     regs += [("cosreg", float(w)) for w in finetune.get("cosreg_weights", []) if float(w) != 0]
+    regs += [("meandir", float(w)) for w in finetune.get("meandir_weights", []) if float(w) != 0]
     for t, m in finetune_pairs(finetune):
         for reg, w in regs:
             for s in finetune.get("seeds", []):

@@ -311,6 +311,9 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication(
             "finetune-smollm2-fair-rerun", "finetune", "config/finetune-smollm2-fair-rerun.yaml", one_commit=True
         ),
+        Publication(
+            "finetune-smollm2-fair-control", "finetune", "config/finetune-smollm2-fair-control.yaml", one_commit=True
+        ),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),

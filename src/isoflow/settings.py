@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import functools
 import math
+import shlex
 import typing
 from typing import Any
 
@@ -256,5 +257,5 @@ def command_line(cls, values: dict) -> str:
         if _type_of(cls, f) is bool:
             parts.append(flag_of(f) if value else "--no-" + flag_of(f)[2:])
         else:
-            parts.append(f"{flag_of(f)} {_text(value)}")
+            parts.append(f"{flag_of(f)} {shlex.quote(_text(value))}")  # quoted: an empty string is an argument too
     return " ".join(parts)

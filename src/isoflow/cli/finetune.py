@@ -26,6 +26,13 @@ def add_parser(sub) -> None:
         "poster's baseline)",
     )
     options.renamed(f, "--cosreg", "--cosreg-weight")
+    f.add_argument(
+        "--meandir-weight",
+        type=options.finite_float,
+        default=None,
+        help="the mean-direction control instead of I-STAR: a second loss on the same points that does not target "
+        "their isotropy (isoflow.istar.MeanDirectionLoss); with --matched-pull-from, in units of that pull",
+    )
     declared.add_arguments(f, FinetuneSettings)
     f.add_argument(
         "--lr-from",
@@ -49,14 +56,15 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..finetune.run import run_finetune  # the module itself: DVC's stage deps follow imports
-    from ..finetune.settings import FinetuneSettings
+    from ..finetune.settings import REGULARISERS, FinetuneSettings, weight_option
 
-    if args.cosreg_weight is not None and args.istar_lambda:
-        raise ValueError(
-            "--istar-lambda and --cosreg-weight name two regularisers; a run has one (the other's weight is 0)"
-        )
-    reg = "istar" if args.cosreg_weight is None else "cosreg"
-    weights = {"reg": reg, "istar_lambda": args.istar_lambda, "cosreg_weight": args.cosreg_weight or 0.0}
+    given = {"cosreg": args.cosreg_weight, "meandir": args.meandir_weight}
+    named = (["istar"] if args.istar_lambda else []) + [reg for reg, w in given.items() if w is not None]
+    if len(named) > 1:
+        flags = " and ".join(weight_option(r, "").strip() for r in named)
+        raise ValueError(f"{flags} name two regularisers; a run has one (the other's weight is 0)")
+    reg = next((r for r, w in given.items() if w is not None), "istar")
+    weights = {"reg": reg, "istar_lambda": args.istar_lambda, **{REGULARISERS[r]: w or 0.0 for r, w in given.items()}}
     settings = {
         k: v
         for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="", **weights)).items()
@@ -86,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     )
     info = json.loads(record.read_text())
     status = f"diverged at epoch {info['diverged_at']}" if info.get("diverged") else f"{args.epochs} epoch(s)"
-    weight = f"istar_lambda {args.istar_lambda:g}" if reg == "istar" else f"cosreg_weight {args.cosreg_weight:g}"
+    weight = f"{REGULARISERS[reg]} {weights[REGULARISERS[reg]]:g}"
     print(
         f"{info['settings']['task']} x {info['settings']['model']} {weight} seed {args.seed}: {status}, "
         f"{info['n_train']} training / "

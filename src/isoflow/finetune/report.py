@@ -64,6 +64,11 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
     for frame in (epochs, info):
         if "reg" not in frame:
             frame["reg"] = "istar"
+        if (frame["reg"] == "meandir").any():
+            raise ValueError(
+                "finetune-report reads I-STAR and CosReg runs; the mean-direction control's runs (reg meandir, "
+                "config finetune.meandir_weights) are not reported by it: leave them out of its records"
+            )
         if "cosreg_weight" not in frame:
             frame["cosreg_weight"] = 0.0
     if "mean_abs_activation" in epochs and "activation_peak_ratio" not in epochs:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..atomic import in_progress_path
 from ..datasets import resolve_name
-from ..layout import finetune_run
+from ..layout import finetune_run, seed_stem
 from ..models import sentence_model
 from ..records import run_record, write_run
 from ..run_inputs import run_inputs
@@ -36,17 +36,45 @@ def finetune_path(
     results: str | os.PathLike = "results",
     *,
     cosreg_weight: float | None = None,
+    reg: str | None = None,
+    weight: float | None = None,
 ) -> Path:
-    """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run."""
-    reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
+    """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run, or
+    ``.../<reg><weight>/seed<S>`` for any regulariser and its weight."""
+    if reg is None:
+        reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
     return Path(finetune_run(results, resolve_name(task), model, seed, reg=reg, weight=weight))
+
+
+def matched_pulls(folder: str | os.PathLike, seed: int, epochs: int) -> dict:
+    """The pulls a mean-direction control run of ``seed`` matches (``matched_pull_from``): the ``pull`` column of
+    ``<folder>/seed<S>.parquet`` at epochs 0 … ``epochs`` − 1, the start of each epoch it trains, with the file's
+    sha256 (for the record); a ValueError naming the file and what is missing otherwise."""
+    from ..fetch import sha256_of
+
+    path = Path(folder) / f"{seed_stem(seed)}.parquet"
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: no such run to match the pull of (finetune.matched_pull_from names a folder of runs with a "
+            f"seed{seed}.parquet)"
+        )
+    frame = pd.read_parquet(path)
+    pulls = frame.set_index("epoch")["pull"] if {"epoch", "pull"} <= set(frame.columns) else None
+    wanted = list(range(epochs))
+    if pulls is None or not set(wanted) <= set(pulls.index) or not pulls.loc[wanted].gt(0).all():
+        raise ValueError(
+            f"{path}: needs a positive 'pull' at epochs {wanted} (an I-STAR run that logged its pull, with at least "
+            f"{epochs} epochs); fix finetune.matched_pull_from"
+        )
+    return {"from": str(folder), "file": str(path), "sha256": sha256_of(path), "pulls": pulls.loc[wanted].tolist()}
 
 
 # Settings that do not change the pretrained encoder's pass over the held-out and validation examples at epoch 0: runs
 # that differ only in these share it (one sweep's seeds, weights and regularisers on the same points).
 NOT_IN_THE_PASS = (
-    "seed", "reg", "istar_lambda", "cosreg_weight", "istar_pull", "lr", "epochs", "dropout", "weight_decay",
-    "batch_size", "shrinkage_points", "pull_batches", "layer_twonn", "k_lid", "states_points",
+    "seed", "reg", "istar_lambda", "cosreg_weight", "meandir_weight", "matched_pull_from", "istar_pull", "lr",
+    "epochs", "dropout", "weight_decay", "batch_size", "shrinkage_points", "pull_batches", "layer_twonn", "k_lid",
+    "states_points",
 )  # fmt: skip
 
 
@@ -111,17 +139,8 @@ def run_finetune(
     encoder = load_encoder(resolved, s.pooling, dev)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
-    out = Path(
-        out
-        or finetune_path(
-            tdata.name,
-            resolved.name,
-            seed,
-            s.istar_lambda,
-            results,
-            cosreg_weight=s.cosreg_weight if s.reg == "cosreg" else None,
-        )
-    )
+    out = Path(out or finetune_path(tdata.name, resolved.name, seed, results=results, reg=s.reg, weight=s.weight))
+    matched = matched_pulls(s.matched_pull_from, seed, s.epochs) if s.matched_pull_from else None
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
     checkpoint = Checkpoint(in_progress_path(out), identity)
@@ -142,9 +161,11 @@ def run_finetune(
         callback=callback,
         validation=data.validation,
         checkpoint=checkpoint,
+        matched_pulls=None if matched is None else matched["pulls"],
     )
     frame = pd.DataFrame(result.epochs)
     for col, value in (
+        *((("meandir_weight", s.meandir_weight),) if s.reg == "meandir" else ()),
         ("cosreg_weight", s.cosreg_weight),
         ("reg", s.reg),
         ("istar_lambda", s.istar_lambda),
@@ -158,6 +179,8 @@ def run_finetune(
     measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
     if lr_choice is not None:
         measured["lr_selection"] = lr_choice
+    if matched is not None:  # the pulls the control's weight was set to give, and the runs they were read from
+        measured["matched_pull"] = matched
     if pulled is not None:  # the λ that trained, and the pull it was chosen for
         measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
     meta = run_record(

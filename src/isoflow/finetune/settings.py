@@ -11,10 +11,12 @@ from ..models.loaders import TRAINING_POOLINGS as POOLINGS
 from ..settings import check, setting
 
 # Each regulariser with its weight's one name: the setting, the run record's field, the command-line option
-# (`--istar-lambda`, `--cosreg-weight`) and, plural, the config's list (`istar_lambdas`, `cosreg_weights`).
-REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight"}
-# What names one configuration of a sweep in its records (a row of the report's tables: its seeds are the repeats)
-CONFIGURATION = ("task", "model", "reg", *REGULARISERS.values())
+# (`--istar-lambda`, `--cosreg-weight`, `--meandir-weight`) and, plural, the config's list (`istar_lambdas`, ...).
+# meandir: the strength-matched control of I-STAR (isoflow.istar.MeanDirectionLoss; docs/finetune.md).
+REGULARISERS = {"istar": "istar_lambda", "cosreg": "cosreg_weight", "meandir": "meandir_weight"}
+# What names one configuration of a sweep in its records (a row of the report's tables: its seeds are the repeats).
+# The mean-direction control's runs are not among them: finetune-report refuses them (isoflow.finetune.report).
+CONFIGURATION = ("task", "model", "reg", "istar_lambda", "cosreg_weight")
 POINTS = tuple(POINT_RECIPES)
 PRECISIONS = ("float32", "bf16")
 LAYER_TWONN = ("every-epoch", "first-and-last")
@@ -70,6 +72,12 @@ class FinetuneSettings:
     )
     istar_lambda: float = setting(0.0, "I-STAR's weight lambda", cli=False, schema=False)
     cosreg_weight: float = setting(0.0, "CosReg's weight", cli=False, schema=False)
+    meandir_weight: float = setting(
+        0.0,
+        "the mean-direction control's weight (with matched_pull_from: in units of that pull)",
+        cli=False,
+        schema=False,
+    )
     zeta: float = zeta_setting()
     istar_pull: float = setting(
         0.0,
@@ -78,6 +86,12 @@ class FinetuneSettings:
         "lambda* for every seed), so istar_lambda -1, 1 ask for that pull and 0.01 for a hundredth of it. 0: "
         "lambda as given",
         minimum=0.0,
+    )
+    matched_pull_from: str = setting(
+        "",
+        "a folder of fine-tuning runs (seed<S>.parquet) whose recorded pull, epoch by epoch, the mean-direction "
+        "control's weight is set to match: at the start of every epoch, the weight that gives the pull the run of "
+        "the same seed there had at the start of that epoch (times meandir_weight). Empty: the weight as given",
     )
     points: str = setting(
         POINTS[0],
@@ -154,8 +168,13 @@ class FinetuneSettings:
         check(self)
         check_istar(self.istar_lambda, self.zeta)
         check_cosreg_weight(self.cosreg_weight)
+        check_cosreg_weight(self.meandir_weight)
         if self.istar_pull and self.reg != "istar":
             raise ValueError(f"istar_pull sets I-STAR's lambda; it has no meaning with reg={self.reg}")
+        if self.matched_pull_from and self.reg != "meandir":
+            raise ValueError(
+                f"matched_pull_from sets the mean-direction control's weight; it has no meaning with reg={self.reg}"
+            )
         if self.states_points and not self.layer_geometry:
             raise ValueError("states_points needs layer_geometry: the states are those its pass collects")
         if self.states_points > self.cka_points:
@@ -163,11 +182,11 @@ class FinetuneSettings:
                 f"states_points ({self.states_points}) must be at most cka_points ({self.cka_points}): the states "
                 "written are those of the tokens CKA compares"
             )
-        (other,) = (name for reg, name in REGULARISERS.items() if reg != self.reg)
-        if getattr(self, other):
-            raise ValueError(
-                f"{other} must be 0 with reg={self.reg} (one regulariser per run); got {getattr(self, other)!r}"
-            )
+        for other in (name for reg, name in REGULARISERS.items() if reg != self.reg):
+            if getattr(self, other):
+                raise ValueError(
+                    f"{other} must be 0 with reg={self.reg} (one regulariser per run); got {getattr(self, other)!r}"
+                )
 
     @property
     def weight(self) -> float:

@@ -4,8 +4,11 @@ epoch, set up as I-STAR's fine-tuning is:
 * **Model.** The encoder's transformer with mean pooling and BERT's classification head on the pooled output
   (:mod:`.model`); pairs as one sequence. AdamW, lr 1e-5, no weight decay, batch 32, a constant learning rate.
 * **Objective.** Cross-entropy + the regulariser: I-STAR's λ·(1 − IsoScore*_ζ(points)) (:class:`~isoflow.IStarLoss`)
-  or CosReg's weight × mean pairwise cosine of the same points (:class:`~isoflow.CosineRegLoss`). A weight of 0
-  computes nothing: the plain run, bit for bit, whichever regulariser is named.
+  or CosReg's weight × mean pairwise cosine of the same points (:class:`~isoflow.CosineRegLoss`), or the
+  strength-matched control, a loss on the same points' layer means that does not target their isotropy
+  (:class:`~isoflow.istar.MeanDirectionLoss`; with ``matched_pull_from`` its weight is set at the start of every epoch
+  to pull as hard as another run did then: :func:`match_pull`). A weight of 0 computes nothing: the plain run, bit
+  for bit, whichever regulariser is named.
 * **Points** (``points``): every hidden layer's token states but the embedding output's, padding left out
   (``tokens-all-layers``, the default and I-STAR's choice; its code keeps the padding); or the last layer's
   (``tokens-last-layer``); or the pooled outputs (``pooled``).
@@ -35,7 +38,14 @@ import numpy as np
 import torch
 
 from .. import interrupt
-from ..istar import CosineRegLoss, IStarLoss, RunningCovariance, first_positions_dropped
+from ..istar import (
+    CosineRegLoss,
+    IStarLoss,
+    MeanDirectionLoss,
+    RunningCovariance,
+    first_positions_dropped,
+    penalty_layers,
+)
 from ..metrics import (
     cosine_anisotropy,
     distinct_points,
@@ -67,8 +77,37 @@ class FinetuneResult:
     states: dict | None = None  # with states_points: the tokens' states for CKA between seeds (:func:`kept_states`)
 
 
-def regulariser(s: FinetuneSettings) -> IStarLoss | CosineRegLoss:
+Regulariser = IStarLoss | CosineRegLoss | MeanDirectionLoss
+
+
+def regulariser(s: FinetuneSettings) -> Regulariser:
+    if s.reg == "meandir":
+        return MeanDirectionLoss(s.meandir_weight)
     return IStarLoss(s.istar_lambda, s.zeta) if s.reg == "istar" else CosineRegLoss(s.cosreg_weight)
+
+
+def penalty_of(reg: Regulariser, s: FinetuneSettings, pooled, states, mask) -> torch.Tensor:
+    """The regulariser's value on a batch's forward pass: on the penalty's points, or (the mean-direction control) on
+    the same points layer by layer before their centring."""
+    if isinstance(reg, MeanDirectionLoss):
+        return reg(penalty_layers(s.points, states, mask, pooled))
+    return reg(penalty_points(s.points, pooled, states, mask))
+
+
+def match_pull(reg: MeanDirectionLoss, pull: float, epoch: int, targets: list[float], s: FinetuneSettings) -> dict:
+    """Set the control's weight for the next epoch (after epoch ``epoch``; 0: before training) so that its pull, at
+    the current model, is ``s.meandir_weight`` × ``targets[epoch]`` (the matched run's pull at the start of that
+    epoch): the pull is linear in the weight, so the weight is the target over the pull per unit of weight, measured
+    (``pull``) at the weight now in force. Returns the row's record: that weight and the pull it gives."""
+    unit = pull / reg.weight
+    if not unit > 0:
+        raise ValueError(
+            f"the mean-direction control has no gradient at epoch {epoch} (pull {pull!r} at weight {reg.weight!r}): "
+            "its weight cannot be matched"
+        )
+    target = s.meandir_weight * targets[epoch]
+    reg.weight = target / unit
+    return {"pull_target": target, "next_reg_weight": reg.weight}
 
 
 def _batches(n: int, size: int, gen: torch.Generator) -> list[torch.Tensor]:
@@ -131,10 +170,11 @@ def estimate_reference(
     return running.covariance(), running.n
 
 
-def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: IStarLoss, train: Examples, s, device) -> float:
+def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: Regulariser, train: Examples, s, device) -> float:
     """The penalty's pull at the current model: the median over ``s.pull_batches`` training batches (the batches
     ``istar_pull`` chose λ on, the same every epoch) of ‖∇ λ·(1 − IsoScore*)‖ / ‖∇ task loss‖ w.r.t. the encoder's
-    weights, with the run's own head and Σ_S, dropout off: what λ was chosen to give, followed through training."""
+    weights (or the same of another regulariser at its weight), with the run's own head and Σ_S, dropout off: what λ
+    was chosen to give, followed through training."""
     from .points_diagnosis import PULL_SEED, batches_of, gradient_norm
 
     params = [p for p in encoder.parameters() if p.requires_grad]
@@ -148,7 +188,7 @@ def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: IStarLoss, 
             a, b = _texts(train, idx)
             pooled, states, mask = encoder(encoder.tokenize(a, b, device), hidden_states=True)
             task = torch.nn.functional.cross_entropy(head(pooled), torch.as_tensor(train.y[idx], device=device))
-            penalty = reg(penalty_points(s.points, pooled, states, mask))
+            penalty = penalty_of(reg, s, pooled, states, mask)
             ratios.append(gradient_norm(penalty, params) / gradient_norm(task, params))
     finally:
         for m, was in modes:
@@ -413,6 +453,7 @@ def finetune(
     validation: Examples | None = None,
     checkpoint: Checkpoint | None = None,
     shared_pass: Path | None = None,
+    matched_pulls: list[float] | None = None,
 ) -> FinetuneResult:
     """Train, measuring before training and after every epoch (on ``validation`` too, when given). A NaN stops the run
     at its epoch; the result then says ``info["diverged_at"]`` (the epoch). ``callback(epoch, step, loss)`` is called
@@ -422,7 +463,9 @@ def finetune(
     (:mod:`.checkpoint`); removing the file once the records are written is the caller's. With ``shared_pass`` (a
     file for the runs of one sweep that differ only in seed and regulariser), the pretrained encoder's pass over the
     held-out and validation examples at epoch 0 is read from it, or made and written there for the others
-    (:func:`evaluate`); the numbers are the same either way."""
+    (:func:`evaluate`); the numbers are the same either way. With ``matched_pulls`` (one per epoch trained: the pull
+    another run had at the start of each), the mean-direction control's weight is set before every epoch to pull as
+    hard (:func:`match_pull`)."""
     import sys
 
     note = (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
@@ -449,7 +492,9 @@ def finetune(
     }
     diverged_at = None
     pretrained = Pretrained()
-    log_pull = active and isinstance(reg, IStarLoss)
+    log_pull = active and isinstance(reg, (IStarLoss, MeanDirectionLoss))
+    if matched_pulls is not None and (not isinstance(reg, MeanDirectionLoss) or len(matched_pulls) < s.epochs):
+        raise ValueError(f"matched pulls need the mean-direction control and one pull per epoch; got {matched_pulls}")
     resumed = {}  # where a stopped run was picked up, and the code that ran its first epochs
     bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), label, "step")
 
@@ -477,6 +522,8 @@ def finetune(
         }
         if log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
             row["pull"] = pull_at(encoder, head, reg, train, s, device)
+            if matched_pulls is not None and epoch < s.epochs:  # the weight of the next epoch, set to match
+                row.update(match_pull(reg, row["pull"], epoch, matched_pulls, s))
         if validation is not None:
             note(f"{label}: epoch {epoch}, validating on {len(validation)} examples")
             row.update(validate(encoder, head, validation, s, device, shared))
@@ -500,6 +547,7 @@ def finetune(
                     "torch_rng": torch.get_rng_state(),
                     "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
                     "reference": reg.reference if isinstance(reg, IStarLoss) else None,
+                    "reg_weight": reg.weight if isinstance(reg, MeanDirectionLoss) else None,
                     "pretrained": {
                         "reference": pretrained.reference,
                         "layers": pretrained.layers,
@@ -526,6 +574,8 @@ def finetune(
             torch.cuda.set_rng_state(state["cuda_rng"], device)
         if isinstance(reg, IStarLoss):
             reg.reference = state["reference"]
+        if isinstance(reg, MeanDirectionLoss):  # the weight matched for the next epoch
+            reg.weight = state["reg_weight"]
         if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
             saved = state["pretrained"]
             pretrained.reference, pretrained.layers = saved["reference"], saved["layers"]
@@ -558,9 +608,7 @@ def finetune(
                 loss = torch.nn.functional.cross_entropy(
                     head(pooled), torch.as_tensor(train.y[idx.numpy()], device=device)
                 )
-                penalty = (
-                    reg(penalty_points(s.points, pooled, states, mask)) if active else torch.zeros((), device=device)
-                )
+                penalty = penalty_of(reg, s, pooled, states, mask) if active else torch.zeros((), device=device)
                 objective = loss + penalty
                 if not torch.isfinite(objective):
                     diverged_at = epoch
