@@ -3,7 +3,7 @@
 The metrics are in :mod:`isoflow.metrics`; the losses for your own training loop are :class:`IStarLoss` (I-STAR's
 isotropy penalty) and :class:`CosineRegLoss` (the cosine-similarity baseline), imported on first use."""
 
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["CosineRegLoss", "IStarLoss", "__version__"]
 

@@ -138,7 +138,7 @@ def atomic_dir(
     the work); ``expected`` names the files this output consists of. The new directory carries the
     :data:`MARKER` (``kind`` and the isoflow version), so that a later run may replace it.
     """
-    from . import __version__
+    from .version import __version__
 
     path = Path(path)
     expected = tuple(expected)

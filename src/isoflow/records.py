@@ -79,8 +79,8 @@ def run_provenance() -> dict:
     import numpy
     import torch
 
-    from . import __version__
     from .provenance import code_version
+    from .version import __version__
 
     return {
         "versions": {

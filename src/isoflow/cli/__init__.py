@@ -69,7 +69,7 @@ COMMANDS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .. import __version__
+    from ..version import __version__
 
     parser = argparse.ArgumentParser(
         prog="isoflow", description="Geometry of embedding spaces under classification training."

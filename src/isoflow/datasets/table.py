@@ -50,7 +50,7 @@ class TaskData:
         return sorted(self.examples["label"].unique().tolist())
 
     def meta(self) -> dict:
-        from .. import __version__
+        from ..version import __version__
 
         return {
             "task": self.name,

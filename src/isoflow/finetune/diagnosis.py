@@ -24,11 +24,8 @@ import numpy as np
 import torch
 
 from ..istar import IStarLoss
-from .model import ClassificationHead, SentenceEncoder, penalty_points
-
-
-def _norm(grads) -> float:
-    return float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads if g is not None)))
+from .gradients import gradients_norm
+from .model import ClassificationHead, SentenceEncoder, load_encoder, penalty_points
 
 
 def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, batches: int, seed: int) -> dict:
@@ -70,7 +67,8 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
             penalty = penalty_of(pts)
             g_task = torch.autograd.grad(task, params, retain_graph=True, allow_unused=True)
             g_pen = torch.autograd.grad(penalty, params, allow_unused=True)
-            rows.append((_norm(g_task), _norm(g_pen), float(task.detach()), float(penalty.detach()), pts.shape[0]))
+            norms = (gradients_norm(g_task), gradients_norm(g_pen))
+            rows.append((*norms, float(task.detach()), float(penalty.detach()), pts.shape[0]))
         a = np.array(rows)
         out[name] = {
             "task_grad_norm": float(np.median(a[:, 0])),
@@ -103,7 +101,6 @@ def model_gradients(
     from ..records import run_provenance
     from ..run_inputs import run_inputs
     from .data import examples_of, stratified_subset
-    from .run import load_encoder
 
     t0 = time.perf_counter()
     inputs = run_inputs(

@@ -85,6 +85,12 @@ class SentenceEncoder(torch.nn.Module):
         return pooled, states, mask
 
 
+def load_encoder(resolved, pooling: str, device) -> SentenceEncoder:
+    """The encoder to fine-tune for a resolved model (isoflow.models.resolve): what its loader gives to train, with
+    ``pooling`` (a sentence-transformers model keeps its own mean pooling)."""
+    return SentenceEncoder(resolved.trainable(device, pooling))
+
+
 class ClassificationHead(torch.nn.Module):
     """BERT's sequence-classification head on a pooled vector: dense (d → d), tanh, dropout, linear (d → k)."""
 

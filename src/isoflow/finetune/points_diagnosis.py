@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-SENTENCES_PER_BATCH = 32
+from .gradients import PULL_SEED, SENTENCES_PER_BATCH, batches_of, gradient_norm
+from .model import load_encoder
+
 # BERT's per-layer IsoScore in the IsoScore paper's released results (WikiText-2, no shrinkage): the scale of the
 # points the authors penalised (../shared/docs/methods.md, section 3).
 BERT_ISOSCORE = (0.116, 0.154)
@@ -38,25 +40,11 @@ RULE = (
 )
 
 
-def gradient_norm(value: torch.Tensor, params) -> float:
-    """‖∇ value‖ w.r.t. ``params`` (float64 sum of squares: the gradient diagnosis' norm), the graph kept for the next
-    gradient."""
-    from .diagnosis import _norm
-
-    return _norm(torch.autograd.grad(value, params, retain_graph=True, allow_unused=True))
-
-
 def _top_share(points: torch.Tensor) -> float:
     from ..metrics import covariance_tensor
 
     values = torch.linalg.eigvalsh(covariance_tensor(points.detach(), torch.float64))
     return float(values[-1] / values.sum())
-
-
-def batches_of(n: int, batches: int, seed: int) -> list[np.ndarray]:
-    """The first ``batches`` batches of 32 of a seeded order of ``n`` examples: what the pull is measured on."""
-    order = np.random.default_rng(seed).permutation(n)
-    return [order[b * SENTENCES_PER_BATCH : (b + 1) * SENTENCES_PER_BATCH] for b in range(batches)]
 
 
 def recipe_measurements(
@@ -114,9 +102,6 @@ def recipe_measurements(
     return out
 
 
-PULL_SEED = 0  # the batches and the head the pull is measured with: the same for every seed of a sweep
-
-
 def lambda_for_pull(encoder, examples, recipe: str, pull: float, batches: int = 5) -> dict:
     """|λ| at which I-STAR's penalty on ``recipe``'s points pulls ``pull`` times as hard as the task loss at this
     (pretrained) encoder: ``pull`` / the median over ``batches`` training batches of ‖∇(1 − IsoScore*)‖ / ‖∇ task‖
@@ -170,7 +155,6 @@ def diagnose_points(
     from ..records import run_provenance
     from ..run_inputs import run_inputs
     from .data import examples_of, stratified_subset
-    from .run import load_encoder
 
     recipes = list(recipes or POINT_RECIPES)
     where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}

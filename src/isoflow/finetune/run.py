@@ -24,7 +24,7 @@ from ..records import run_record, write_run
 from ..run_inputs import run_inputs
 from .checkpoint import Checkpoint
 from .data import splits
-from .model import SentenceEncoder
+from .model import load_encoder
 from .train import FinetuneSettings, finetune, settings_dict
 
 
@@ -88,12 +88,6 @@ def shared_pass_path(out: Path, identity: dict) -> Path:
     kept = {**identity, "settings": {k: v for k, v in identity["settings"].items() if k not in NOT_IN_THE_PASS}}
     digest = hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return Path(out).parent.parent / f".pass-{digest}{IN_PROGRESS}"
-
-
-def load_encoder(resolved, pooling: str, device) -> SentenceEncoder:
-    """The encoder to fine-tune for a resolved model (isoflow.models.resolve): what its loader gives to train, with
-    ``pooling`` (a sentence-transformers model keeps its own mean pooling)."""
-    return SentenceEncoder(resolved.trainable(device, pooling))
 
 
 def run_finetune(

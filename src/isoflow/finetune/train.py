@@ -62,6 +62,7 @@ from ..progress import progress_bar
 from ..provenance import code_version
 from .checkpoint import Checkpoint
 from .data import Examples
+from .gradients import PULL_SEED, batches_of, gradient_norm
 from .model import ClassificationHead, SentenceEncoder, penalty_points
 from .settings import TASK_METRICS, FinetuneSettings
 
@@ -175,8 +176,6 @@ def pull_at(encoder: SentenceEncoder, head: ClassificationHead, reg: Regulariser
     ``istar_pull`` chose λ on, the same every epoch) of ‖∇ λ·(1 − IsoScore*)‖ / ‖∇ task loss‖ w.r.t. the encoder's
     weights (or the same of another regulariser at its weight), with the run's own head and Σ_S, dropout off: what λ
     was chosen to give, followed through training."""
-    from .points_diagnosis import PULL_SEED, batches_of, gradient_norm
-
     params = [p for p in encoder.parameters() if p.requires_grad]
     ratios = []
     modes = [(m, m.training) for m in (encoder, head)]
