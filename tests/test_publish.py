@@ -550,3 +550,27 @@ def test_a_sweep_compared_run_by_run_is_refused_across_commits_threads_or_a_dirt
     record("istar1", "a" * 40)
     published = publish("fair", tmp_path / "results", tmp_path / "docs" / "fair", root=tmp_path)
     assert tmp_path / "docs" / "fair" / "runs" / "glue" / "sst2" / "m" / "istar1" / "seed0.json" in published
+
+
+def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commit_or_cpus_differ(tmp_path, monkeypatch):
+    """A run whose first epochs were made at another commit (its record's ``resumed.code``) counts that commit; runs
+    that name their CPU must name one (records that name none, made before they did, are not counted)."""
+    from isoflow.publishing.publish import PublishError, check_one_commit
+
+    runs = tmp_path / "runs"
+    code = {"git_commit": "a" * 40, "git_dirty": False}
+
+    def record(run: str, **info) -> None:
+        _write(runs / run / "seed0.json", json.dumps({"code": code, "threads": 2, **info}))
+
+    record("istar0", machine={"cpu": "AMD EPYC"})
+    record("istar1", resumed={"after_epoch": 1, "code": {"git_commit": "c" * 40, "git_dirty": False}})
+    with pytest.raises(PublishError, match=r"made at aaaaaaa x 2 threads, ccccccc x 2 threads; this publication"):
+        check_one_commit(runs)
+    record("istar1", resumed={"after_epoch": 1, "code": code})
+    check_one_commit(runs)  # resumed at its own commit; one CPU named, one unnamed
+    record("meandir1", machine={"cpu": "Intel Xeon"})
+    with pytest.raises(
+        PublishError, match=r"more than one kind of CPU: 1 on AMD EPYC \(e.g. istar0/seed0.json\); 1 on "
+    ):
+        check_one_commit(runs)

@@ -110,21 +110,39 @@ def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
                 _copy(path, staging / RUNS / path.relative_to(runs))
 
 
+def _made(info: dict) -> list[tuple[str, bool, object]]:
+    """(commit, dirty, threads) of each part of a run: the record's, and where it resumed a saved state, the code that
+    ran its first epochs (its thread count unrecorded: taken as the record's)."""
+    parts = [info.get("code") or {}]
+    if (info.get("resumed") or {}).get("code"):
+        parts.append(info["resumed"]["code"])
+    return [(c.get("git_commit") or "unknown", bool(c.get("git_dirty")), info.get("threads")) for c in parts]
+
+
 def check_one_commit(runs: Path) -> None:
     """Refuse (PublishError, one line) runs under ``runs`` made at more than one commit or thread count, or at a
-    checkout with uncommitted changes: a sweep whose runs are compared must differ only in what it varies."""
-    made = {}
+    checkout with uncommitted changes, counting a resumed run's first part at the commit that made it; or, among the
+    runs that record their CPU (``machine.cpu``; older records do not), on more than one kind of CPU: a sweep whose
+    runs are compared must differ only in what it varies."""
+    made, cpus = {}, {}
     for record in sorted(runs.rglob("seed*.json")):
         info = json.loads(record.read_text())
-        code = info.get("code") or {}
-        made[record] = (code.get("git_commit"), bool(code.get("git_dirty")), info.get("threads"))
-    kinds = sorted({(c or "unknown", d, t) for c, d, t in made.values()}, key=str)
-    dirty = [r for r, (_, d, _) in made.items() if d]
+        made[record] = _made(info)
+        if (info.get("machine") or {}).get("cpu"):
+            cpus.setdefault(info["machine"]["cpu"], []).append(record)
+    kinds = sorted({part for parts in made.values() for part in parts}, key=str)
+    dirty = [r for r, parts in made.items() if any(d for _, d, _ in parts)]
     if len(kinds) > 1 or dirty:
         shown = ", ".join(f"{c[:7]}{' (dirty)' if d else ''} x {t} threads" for c, d, t in kinds)
         raise PublishError(
             f"{runs}: its compared runs were made at {shown}; this publication needs one clean commit and one thread "
             "count (rerun the odd ones in a worktree pinned at the sweep's commit)"
+        )
+    if len(cpus) > 1:
+        shown = "; ".join(f"{len(r)} on {cpu} (e.g. {r[0].relative_to(runs)})" for cpu, r in sorted(cpus.items()))
+        raise PublishError(
+            f"{runs}: its compared runs were made on more than one kind of CPU: {shown}; this publication needs one "
+            "(rerun the odd ones on the others' kind)"
         )
 
 
