@@ -126,3 +126,55 @@ def test_the_rules_spell_no_run_folder_of_their_own():
             if own_spelling.search(code):
                 spelled.append(f"{smk.relative_to(ROOT)}:{number}: {line.strip()}")
     assert spelled == []
+
+
+@pytest.mark.parametrize("reg, weight", [("istar", -1.0), ("istar", 0.0016), ("cosreg", 1.0), ("meandir", 1.0)])
+def test_an_identity_reads_back_through_the_library_as_through_the_rules(reg, weight):
+    """layout.read_identity reads a run's identity with the template the rules declare it with, as Snakemake's
+    wildcards do (glob_wildcards, the constraints of layout.WILDCARDS)."""
+    identity = layout.finetune_id("glue/sst2", "smollm2-135m", 3, reg=reg, weight=weight)
+    values = layout.read_identity(layout.FINETUNE_RUN, identity)
+    assert values == read_back(layout.FINETUNE_RUN, identity)
+    assert (values["task"], values["model"], values["reg"], float(values["weight"]), values["seed"]) == (
+        "glue/sst2",
+        "smollm2-135m",
+        reg,
+        weight,
+        "3",
+    )
+    assert layout.read_identity(layout.FINETUNE_RUN, layout.finetune_lr_id("glue/sst2", "m", 3e-5, 0)) is None
+
+
+def test_a_runs_folder_is_read_by_its_templates(tmp_path):
+    """runs_in finds the files whose path below the folder is a template's identity (its suffix included), with the
+    values that named them, and nothing else: a learning-rate candidate is not a sweep's run, a layer analysis' files
+    below its folder are not its record."""
+    files = [
+        layout.finetune_id("glue/sst2", "minilm", 0, reg="istar", weight=-1.0) + ".json",
+        layout.finetune_id("polarity", "minilm", 1, reg="meandir", weight=1.0) + ".json",
+        layout.finetune_id("polarity", "minilm", 1, reg="meandir", weight=1.0) + ".parquet",
+        layout.finetune_lr_id("polarity", "minilm", 1e-5, 0) + ".json",
+        layout.finetune_baseline_id("polarity") + ".json",
+        layout.layers_id("gpt2", "brown") + "/meta.json",
+        layout.layers_id("gpt2", "brown") + "/layers/meta.json",
+        layout.layers_cross_id("gpt2", "bert", "brown") + "/cross.json",
+    ]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    runs = layout.runs_in(tmp_path, layout.FINETUNE_RUN + ".json")
+    assert [(v["task"], v["reg"], v["seed"]) for v, _ in runs] == [
+        ("glue/sst2", "istar", "0"),
+        ("polarity", "meandir", "1"),
+    ]
+    assert [p.relative_to(tmp_path).as_posix() for _, p in runs] == [files[0], files[1]]
+    assert [v for v, _ in layout.runs_in(tmp_path, layout.FINETUNE_LR_RUN + ".json")] == [
+        {"task": "polarity", "model": "minilm", "lr": "1e-05", "seed": "0"}
+    ]
+    assert [v for v, _ in layout.runs_in(tmp_path, layout.LAYERS_RUN + "/meta.json")] == [
+        {"model": "gpt2", "corpus": "brown"}
+    ]
+    assert [v for v, _ in layout.runs_in(tmp_path, layout.LAYERS_CROSS + "/cross.json")] == [
+        {"model_a": "gpt2", "model_b": "bert", "corpus": "brown"}
+    ]
+    assert layout.runs_in(tmp_path / "absent", layout.FINETUNE_RUN + ".json") == []

@@ -561,7 +561,7 @@ def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commi
     code = {"git_commit": "a" * 40, "git_dirty": False}
 
     def record(run: str, **info) -> None:
-        _write(runs / run / "seed0.json", json.dumps({"code": code, "threads": 2, **info}))
+        _write(runs / "glue/sst2/m" / run / "seed0.json", json.dumps({"code": code, "threads": 2, **info}))
 
     record("istar0", machine={"cpu": "AMD EPYC"})
     record("istar1", resumed={"after_epoch": 1, "code": {"git_commit": "c" * 40, "git_dirty": False}})
@@ -571,6 +571,6 @@ def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commi
     check_one_commit(runs)  # resumed at its own commit; one CPU named, one unnamed
     record("meandir1", machine={"cpu": "Intel Xeon"})
     with pytest.raises(
-        PublishError, match=r"more than one kind of CPU: 1 on AMD EPYC \(e.g. istar0/seed0.json\); 1 on "
+        PublishError, match=r"more than one kind of CPU: 1 on AMD EPYC \(e.g. glue/sst2/m/istar0/seed0.json\); 1 on "
     ):
         check_one_commit(runs)

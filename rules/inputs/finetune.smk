@@ -2,15 +2,15 @@
 # from rules.
 
 # A run's files as the rules' outputs name them (isoflow.layout: the library names them the same way).
-FINETUNE_RUN_ID = layout.finetune_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_RUN_ID = layout.FINETUNE_RUN
 FINETUNE_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_RUN_ID)
-FINETUNE_LR_ID = layout.finetune_lr_id("{task}", "{model}", "{lr}", "{seed}")
+FINETUNE_LR_ID = layout.FINETUNE_LR_RUN
 FINETUNE_LR_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_LR_ID)
 FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
 FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
 FINETUNE_BASELINE_ALL = layout.finetune_baseline(RESULTS, "{task}", every=True)
 FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
-FINETUNE_SAME_AS_ID = layout.finetune_same_as_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_SAME_AS_ID = layout.FINETUNE_SAME_AS
 FINETUNE_SAME_AS = layout.run_path(RESULTS, "finetune", FINETUNE_SAME_AS_ID) + ".json"
 SAME_AS = FINETUNE.get("same_as")  # a runs folder whose namesakes the runs are compared with, bit for bit
 FINETUNE_SEED_FLOOR = layout.finetune_seed_floor(RESULTS, "{task}", "{model}", reg="{reg}", weight="{weight}")

@@ -31,6 +31,9 @@ config's (validated, defaults filled) section and say every run it asks for: wha
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 RUNS = "runs"  # a section's runs folder
 BENCHMARKS = "benchmarks"  # a section's job timings (Snakemake's benchmark files), one per run
 LOGS = "logs"  # the workflow's job logs, one per run
@@ -75,6 +78,39 @@ def number(value) -> str:
 
 def _join(*parts) -> str:
     return "/".join(str(p) for p in parts if p != "")
+
+
+# ----- A run's identity read back: a template's identities under a runs folder ------------------------------------
+
+
+def identity_pattern(template: str) -> re.Pattern:
+    """The identities an identity template spells (``finetune_id("{task}", ...)``: the same function that names a
+    run, given wildcards), each ``{field}`` held to its :data:`WILDCARDS` constraint and captured by name, as the
+    workflow's rules read their wildcards."""
+    parts, at = [], 0
+    for field in re.finditer(r"\{(\w+)\}", template):
+        parts += [re.escape(template[at : field.start()]), f"(?P<{field.group(1)}>{WILDCARDS[field.group(1)]})"]
+        at = field.end()
+    return re.compile("".join([*parts, re.escape(template[at:])]))
+
+
+def read_identity(template: str, identity: str) -> dict[str, str] | None:
+    """The values that named ``identity`` under ``template`` (strings, as a wildcard reads them), or None."""
+    found = identity_pattern(template).fullmatch(identity)
+    return None if found is None else found.groupdict()
+
+
+def runs_in(folder, template: str) -> list[tuple[dict[str, str], Path]]:
+    """Every file under ``folder`` (a runs folder) whose path below it is an identity of ``template`` (which ends in
+    the file's suffix, e.g. ``FINETUNE_RUN + ".json"``), with the values that named it, sorted by path: how a run
+    folder is read, instead of a glob that knows its shape again."""
+    folder, pattern = Path(folder), identity_pattern(template)
+    found = []
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        named = pattern.fullmatch(path.relative_to(folder).as_posix()) if path.is_file() else None
+        if named:
+            found.append((named.groupdict(), path))
+    return found
 
 
 # ----- A run's identity: its path below the section's runs/, benchmarks/ and logs/ folders ------------------------
@@ -277,6 +313,15 @@ def finetune_gradients(results, task: str, model: str) -> str:
     return run_path(results, "finetune", finetune_gradients_id(task, model)) + ".json"
 
 
+# The identities of a fine-tuning runs folder, as templates (the rules name their outputs with them; runs_in reads them)
+FINETUNE_RUN = finetune_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_LR_RUN = finetune_lr_id("{task}", "{model}", "{lr}", "{seed}")
+FINETUNE_SAME_AS = finetune_same_as_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
+FINETUNE_SEED_FLOOR = finetune_seed_floor_id("{task}", "{model}", "{reg}", "{weight}")
+FINETUNE_GRADIENTS = finetune_gradients_id("{task}", "{model}")
+FINETUNE_BASELINES = tuple(finetune_baseline_id("{task}", every) for every in (False, True))
+
+
 def finetune_pairs(finetune: dict) -> list[tuple[str, str]]:
     return [(t, m) for t in finetune.get("tasks", []) for m in finetune.get("models", [])]
 
@@ -342,6 +387,11 @@ def layers_cross_run(results, model_a: str, model_b: str, corpus: str) -> str:
 def layers_cross_runs(layers: dict, results) -> list[str]:
     """Every comparison a config's layers section asks for (folders): each pair of ``layers.cross`` × corpus."""
     return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
+
+
+LAYERS_RUN = layers_id("{model}", "{corpus}")
+LAYERS_CROSS = layers_cross_id("{model_a}", "{model_b}", "{corpus}")
+PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json
 
 
 def layers_runs(layers: dict, results) -> list[str]:

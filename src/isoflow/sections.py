@@ -124,20 +124,26 @@ def _redraw_istar(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
-    runs = [p.parent for p in (folder / RUNS).glob("*/*/meta.json")]
-    runs += [p.parent for p in (folder / RUNS).glob("cross/*/*/*/cross.json")]  # two models' layers compared
+    from .layout import LAYERS_CROSS, LAYERS_RUN, runs_in
+
+    runs = [p.parent for _, p in runs_in(folder / RUNS, f"{LAYERS_RUN}/meta.json")]
+    runs += [p.parent for _, p in runs_in(folder / RUNS, f"{LAYERS_CROSS}/cross.json")]  # two models' layers compared
     return [["layers-report", *sorted(map(str, runs)), *_outputs(folder)]]
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .layout import BASELINE_FILES, GRADIENTS_FILE, LR_SELECTION, SAME_AS, SEED_FLOOR_FILE
+    from .layout import (
+        FINETUNE_BASELINES,
+        FINETUNE_GRADIENTS,
+        FINETUNE_RUN,
+        FINETUNE_SAME_AS,
+        FINETUNE_SEED_FLOOR,
+        runs_in,
+    )
 
     # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
-    sweep = [p for p in (folder / RUNS).rglob("seed*.json") if LR_SELECTION not in p.parts]
-    runs = [*sweep, *(p for name in BASELINE_FILES for p in (folder / RUNS).rglob(name))]
-    runs += (folder / RUNS).rglob(GRADIENTS_FILE)
-    runs += (folder / RUNS).rglob(SEED_FLOOR_FILE)
-    runs += (folder / RUNS).rglob(f"{SAME_AS}-*.json")
+    kinds = (FINETUNE_RUN, *FINETUNE_BASELINES, FINETUNE_GRADIENTS, FINETUNE_SEED_FLOOR, FINETUNE_SAME_AS)
+    runs = [p for kind in kinds for _, p in runs_in(folder / RUNS, f"{kind}.json")]
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 
@@ -147,10 +153,12 @@ def _redraw_stability(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
+    from .layout import PRETRAIN_RUN, runs_in
+
     return [
         [
             "pretrain-report",
-            *sorted(str(p.parent) for p in (folder / RUNS).glob("*/pretrain.json")),
+            *sorted(str(p.parent) for _, p in runs_in(folder / RUNS, f"{PRETRAIN_RUN}/pretrain.json")),
             *_outputs(folder),
         ]
     ]
