@@ -76,6 +76,7 @@ MEASURES = [
     "points_variance_share",
     "participation_ratio",
     "effective_rank",
+    "variance_effective_rank",
     "stable_rank",
     "alpha_req",
     "uniformity",

@@ -50,6 +50,31 @@ def test_effective_and_stable_rank_match_numpys_singular_values(centred, device)
         assert effective_rank(X32, centred=centred) == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-5)
 
 
+def test_the_variance_effective_rank_is_li_et_al_s_rankme(device):
+    """Against NumPy (the entropy of np.cov's eigenvalues over their sum) and against the Richards lab's form (the
+    entropy of scikit-learn's PCA explained-variance ratios, plus 1e-7 each): the same number but for their 1e-7; r
+    for r equal directions, as effective_rank; below effective_rank (σ's entropy) on any other spectrum."""
+    from sklearn.decomposition import PCA
+
+    from isoflow.metrics import variance_effective_rank
+
+    rng = np.random.default_rng(3)
+    for n, d in ((400, 16), (10, 30)):
+        x = rng.normal(size=(n, d)) * rng.uniform(0.1, 5, size=d) + 2.0
+        lam = np.clip(np.linalg.eigvalsh(np.cov(x, rowvar=False)), 0, None)
+        lam = lam[lam > 1e-12 * lam.max()]
+        p = lam / lam.sum()
+        X = torch.tensor(x, device=device)
+        assert variance_effective_rank(X) == pytest.approx(np.exp(-(p * np.log(p)).sum()), rel=1e-10)
+        ratios = PCA(svd_solver="full").fit(x).explained_variance_ratio_ + 1e-7
+        assert variance_effective_rank(X) == pytest.approx(np.exp(-(ratios * np.log(ratios)).sum()), rel=1e-4)
+        assert variance_effective_rank(X) < effective_rank(X, centred=True)
+    for r in (1, 3, 7):
+        rows = _orthonormal(16, r, r).T * 2.0
+        X = torch.tensor(np.vstack([rows, -rows]), device=device)  # centred: r equal directions
+        assert variance_effective_rank(X) == pytest.approx(r, rel=1e-10)
+
+
 def test_isoscore_is_the_participation_ratios_affine_map(device):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(500, 12)) * np.linspace(0.2, 3, 12)

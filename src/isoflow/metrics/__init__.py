@@ -50,6 +50,7 @@ from .spectrum import (
     spectrum_sizes,
     stable_rank,
     uniformity,
+    variance_effective_rank,
 )
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "spectrum_sizes",
     "stable_rank",
     "uniformity",
+    "variance_effective_rank",
     "Clusters",
     "ClusterChoice",
     "METRIC_NAMES",

@@ -12,7 +12,7 @@ from .clusters import select_clusters, subtract_cluster_means
 from .intrinsic_dim import lid_mle, twonn
 from .isotropy import cosine_anisotropy, isoscore, s_inter, s_intra
 from .silhouette import silhouette, silhouette_sqeuclidean
-from .spectrum import effective_rank, participation_ratio, stable_rank, uniformity
+from .spectrum import effective_rank, participation_ratio, stable_rank, uniformity, variance_effective_rank
 
 
 def _cluster_centred_isoscore(x: torch.Tensor, **_: Any) -> dict[str, float]:
@@ -36,6 +36,7 @@ _METRICS: dict[str, tuple[str | None, Callable[..., Any]]] = {
     "cluster_centered_isoscore": (None, _cluster_centred_isoscore),
     "participation_ratio": (None, lambda x, **_: participation_ratio(x)),
     "effective_rank": (None, lambda x, **_: effective_rank(x)),
+    "variance_effective_rank": (None, lambda x, **_: variance_effective_rank(x)),
     "stable_rank": (None, lambda x, **_: stable_rank(x)),
     "uniformity": (None, lambda x, **_: uniformity(x)),
 }
@@ -76,7 +77,8 @@ def geometry(
     Always: ``isoscore``, ``cosine_anisotropy`` (exact), ``lid_mle`` (mean, k = ``k_lid``),
     ``twonn`` (linear fit, 10 % discarded), ``cluster_centered_isoscore`` and
     ``cluster_k`` (Cai et al.'s k-means with k in 2..10 chosen by silhouette), ``participation_ratio``,
-    ``effective_rank`` and ``stable_rank`` (of the points as they are), ``uniformity`` (t = 2). (``alpha_req`` is not
+    ``effective_rank`` and ``stable_rank`` (of the points as they are), ``variance_effective_rank`` (of the centred
+    points' variance: Li et al.'s RankMe), ``uniformity`` (t = 2). (``alpha_req`` is not
     among them: its fitted range is the caller's choice.)
     With ``labels``: ``silhouette`` and ``silhouette_sqeuclidean``.
     With ``types`` (a type id per row): ``s_inter`` and ``s_intra``.

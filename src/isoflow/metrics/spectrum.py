@@ -8,6 +8,9 @@ covariance (centred: :math:`\lambda_k = \sigma_k(X_c)^2/(n-1)`):
   :math:`(\mathrm{PR} - 1)/(d - 1)` (:func:`isoflow.metrics.isoscore`);
 * :func:`effective_rank` — :math:`\exp(-\sum p_k\log p_k)`, :math:`p_k = \sigma_k/\sum\sigma` (Roy & Vetterli 2007;
   RankMe, Garrido et al. 2023, on the embeddings as they are, not centred: our default);
+* :func:`variance_effective_rank` — the same entropy over the covariance's eigenvalues, :math:`p_k = \lambda_k/\sum
+  \lambda` (the explained-variance ratios, σ² of the centred points): RankMe as Li et al. (2025) compute it on
+  language models' checkpoints; it weighs strong directions more than :func:`effective_rank` does, so it is smaller;
 * :func:`stable_rank` — :math:`\sum\sigma^2/\max\sigma^2`;
 * :func:`alpha_req` — the decay :math:`\alpha` of the covariance's eigenspectrum, :math:`\lambda_k \propto k^{-\alpha}`,
   a least-squares line through :math:`(\log k, \log\lambda_k)` over a stated range of k (Agrawal et al. 2022);
@@ -21,8 +24,9 @@ References: O. Roy, M. Vetterli. *The effective rank: a measure of effective dim
 Q. Garrido, R. Balestriero, L. Najman, Y. LeCun. *RankMe: Assessing the downstream performance of pretrained
 self-supervised representations by their rank*. ICML 2023. K. K. Agrawal, A. K. Mondal, A. Ghosh, B. Richards.
 *α-ReQ: Assessing representation quality in self-supervised learning by measuring eigenspectrum decay*. NeurIPS 2022.
-T. Wang, P. Isola. *Understanding contrastive representation learning through alignment and uniformity on the
-hypersphere*. ICML 2020.
+M. Z. Li, K. K. Agrawal, A. Ghosh, K. K. Teru, A. Santoro, G. Lajoie, B. A. Richards. *Tracing the representation
+geometry of language models from pretraining to post-training*. NeurIPS 2025. T. Wang, P. Isola. *Understanding
+contrastive representation learning through alignment and uniformity on the hypersphere*. ICML 2020.
 """
 
 from __future__ import annotations
@@ -120,6 +124,39 @@ def _effective_rank_of(ev: torch.Tensor) -> float:
     p = s / s.sum()
     p = p[p > 0]
     return float(torch.exp(-(p * p.log()).sum()))
+
+
+def variance_effective_rank(X: ArrayLike) -> float:
+    r"""Effective rank of the explained variance: :math:`\exp(-\sum_k p_k\log p_k)`, :math:`p_k = \lambda_k/\sum_j
+    \lambda_j` over the eigenvalues of the points' covariance (centred; :math:`\lambda_k \propto \sigma_k(X_c)^2`).
+    RankMe in the convention of Li et al. (2025) and the α-ReQ code of the same lab, which take the entropy of PCA's
+    explained-variance ratios (adding 1e-7 to each; this is the exact value); :func:`effective_rank` takes it over
+    :math:`\sigma_k`, as Garrido et al. define RankMe. The two agree on a spectrum of equal values (both r for r equal
+    directions) and differ everywhere else: squaring the spectrum sharpens it, so this one is the smaller.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+
+    Returns
+    -------
+    float
+        In [1, min(n − 1, dim)].
+
+    References
+    ----------
+    M. Z. Li et al. *Tracing the representation geometry of language models from pretraining to post-training*.
+    NeurIPS 2025. O. Roy, M. Vetterli. *The effective rank*. EUSIPCO 2007.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[3., 0.], [-3., 0.], [0., 1.], [0., -1.]])   # variances 9:1 (σ 3:1)
+    >>> round(variance_effective_rank(x), 4), round(effective_rank(x, centred=True), 4)
+    (1.3841, 1.7548)
+    """
+    return _effective_rank_of(_eigenvalues(X, True) ** 2)
 
 
 def stable_rank(X: ArrayLike, *, centred: bool = False) -> float:
