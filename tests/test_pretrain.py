@@ -4,6 +4,7 @@ ones)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 
@@ -404,3 +405,57 @@ def test_cli_refuses_bad_settings_in_one_line(tmp_path, corpus):
         assert code == 2 and message in err, err
     code, err = isoflow_cli("pretrain", "--corpus", tmp_path / "none", "--out", tmp_path / "m")
     assert code == 2 and "no train.txt; make the corpus first with `isoflow pretrain-corpus" in err
+
+
+def test_the_checkpoint_schedule_has_pythias_shape():
+    """Pythia's 154 checkpoints (steps 0, 1, 2, 4, ..., 512, then every 1,000 to 143,000) are the schedule of 143,000
+    steps and 154 checkpoints; any run's starts at 0, ends at its last step, keeps within its count and rises."""
+    from isoflow.pretrain.series import checkpoint_steps
+
+    assert checkpoint_steps(143_000, 154) == [0, *(2**k for k in range(10)), *range(1000, 143_001, 1000)]
+    for steps, count in ((4000, 20), (7, 3), (10, 4), (3, 20), (1, 2), (100_000, 30)):
+        series = checkpoint_steps(steps, count)
+        assert series[0] == 0 and series[-1] == steps and len(series) <= count and series == sorted(set(series))
+    assert checkpoint_steps(4000, 0) == []
+    with pytest.raises(ValueError, match="at least 2"):
+        PretrainSettings(checkpoints=1)
+
+
+def test_a_run_keeps_its_checkpoint_series_as_model_folders_and_trains_the_same_model(tmp_path, corpus):
+    """With checkpoints, each step of the schedule is a model folder in checkpoints/step<N>/ with its record (step,
+    tokens seen, the training loss since the previous checkpoint, held-out scores at that step), loadable by path as
+    every command loads a model; the last is the final model; the model trained is the one trained without a series,
+    bit for bit; an interrupted run resumes and writes the series a run never stopped writes."""
+    from safetensors.torch import load_file
+
+    from isoflow.layers.encoder import load_encoder
+    from isoflow.models.resolve import resolve_model
+    from isoflow.pretrain import run_pretrain
+    from isoflow.pretrain.series import read_series
+
+    quiet = dict(device="cpu", progress=False, log=lambda line: None)
+    settings = PretrainSettings(objective="causal", steps=7, checkpoints=4, **TINY)
+    out = run_pretrain(corpus, tmp_path / "gpt", settings, **quiet)
+    plain = run_pretrain(corpus, tmp_path / "plain", PretrainSettings(objective="causal", steps=7, **TINY), **quiet)
+    weights = [load_file(p / "model.safetensors") for p in (out, plain)]
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[1])
+    series = read_series(out)
+    assert [s for s, _ in series] == [0, 1, 2, 7] == json.loads((out / "pretrain.json").read_text())["checkpoints"]
+    records = [json.loads((p / "checkpoint.json").read_text()) for _, p in series]
+    assert [r["tokens_seen"] for r in records] == [0, 4 * 32, 2 * 4 * 32, 7 * 4 * 32]
+    assert records[0]["train_loss"] is None and [r["train_loss_steps"] for r in records] == [0, 1, 1, 5]
+    curve = {row["step"]: row for row in csv.DictReader(open(out / "curve.csv"))}
+    assert [float(curve[str(s)]["heldout_loss"]) for s, _ in series] == [r["heldout"]["loss"] for r in records]
+    last = load_file(series[-1][1] / "model.safetensors")
+    assert all(torch.equal(last[k], weights[0][k]) for k in last)
+    encoder = load_encoder(resolve_model(series[1][1], "step1", cache=tmp_path))
+    assert (encoder.n_states, encoder.dim) == (3, 32)
+    run_pretrain(corpus, tmp_path / "parts", settings, stop_after=4, **quiet)
+    parts = run_pretrain(corpus, tmp_path / "parts", settings, **quiet)
+    again = read_series(parts)
+    assert [s for s, _ in again] == [0, 1, 2, 7]
+    for (_, a), (_, b) in zip(series, again):
+        wa, wb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
+        assert all(torch.equal(wa[k], wb[k]) for k in wa)
+        ra, rb = (json.loads((p / "checkpoint.json").read_text()) for p in (a, b))
+        assert (ra["train_loss"], ra["heldout"]) == (rb["train_loss"], rb["heldout"])

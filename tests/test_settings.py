@@ -305,3 +305,16 @@ def test_a_setting_outside_its_range_is_named():
         declared.check(PretrainSettings(objective="denoising"))
     with pytest.raises(ValueError, match="sample_cap must be at least 2; got 1"):
         OptimizeSettings("t", "m", 0, 10, sample_cap=1)
+
+
+def test_a_setting_quiet_at_its_default_is_left_out_of_a_rules_command_there_only():
+    """A setting added after runs were made with its default behaviour (quiet_at_default) is given to a command only
+    when it is set, so that the earlier jobs' commands are unchanged; an empty string set is quoted, not lost."""
+    from isoflow.finetune.settings import FinetuneSettings
+    from isoflow.pretrain.settings import PretrainSettings
+
+    assert "--checkpoints" not in declared.command_line(PretrainSettings, {"steps": 10, "checkpoints": 0})
+    assert declared.command_line(PretrainSettings, {"steps": 10, "checkpoints": 20}) == "--steps 10 --checkpoints 20"
+    assert declared.command_line(FinetuneSettings, {"matched_pull_from": ""}) == ""
+    assert declared.command_line(FinetuneSettings, {"matched_pull_from": "a b"}) == "--matched-pull-from 'a b'"
+    assert declared.command_line(FinetuneSettings, {"points": ""}) == "--points ''"

@@ -39,10 +39,14 @@ def setting(
     schema: bool = True,
     flag: str | None = None,
     metavar: str | None = None,
+    quiet_at_default: bool = False,
 ) -> Any:
     """A dataclass field with its default, help and allowed values. ``cli=False``: not a command-line option;
     ``schema=False``: not a key of the config schema (a run's identity, e.g. its seed, which the config lists);
-    ``flag``: the option's name when it is not ``--<field-name>``."""
+    ``flag``: the option's name when it is not ``--<field-name>``; ``quiet_at_default``: a rule's command
+    (:func:`command_line`) gives it only when it is not its default — a setting added after runs were made with
+    its default behaviour, so that their jobs' commands, and Snakemake's reasons to run them again, stay as they
+    were."""
     meta = {
         "help": help,
         "minimum": minimum,
@@ -54,6 +58,7 @@ def setting(
         "schema": schema,
         "flag": flag,
         "metavar": metavar,
+        "quiet_at_default": quiet_at_default,
     }
     return dataclasses.field(default=default, metadata=meta)
 
@@ -252,6 +257,8 @@ def command_line(cls, values: dict) -> str:
     parts = []
     for f in _fields(cls):
         if f.name not in values or not f.metadata["cli"]:
+            continue
+        if f.metadata.get("quiet_at_default") and values[f.name] == f.default:
             continue
         value = values[f.name]
         if _type_of(cls, f) is bool:

@@ -92,6 +92,7 @@ class FinetuneSettings:
         "a folder of fine-tuning runs (seed<S>.parquet) whose recorded pull, epoch by epoch, the mean-direction "
         "control's weight is set to match: at the start of every epoch, the weight that gives the pull the run of "
         "the same seed there had at the start of that epoch (times meandir_weight). Empty: the weight as given",
+        quiet_at_default=True,
     )
     points: str = setting(
         POINTS[0],

@@ -3,7 +3,8 @@ Face model folder (``save_pretrained``) that every other command takes as a loca
 
 The folder holds the model (``BertForMaskedLM`` or ``GPT2LMHeadModel``), its tokenizer, ``pretrain.json`` (settings,
 corpus, parameter and token counts, the held-out scores beside the unigram baseline, time, code version) and
-``curve.csv`` (the training loss every ``log_every`` steps, the held-out scores every ``eval_every`` steps).
+``curve.csv`` (the training loss every ``log_every`` steps, the held-out scores every ``eval_every`` steps) and, with
+``checkpoints``, the checkpoint series ``checkpoints/step<N>/`` (:mod:`.series`).
 While it trains, its state lives in ``<out>.checkpoint/`` (resumed by the same command; removed once the folder is
 written), so an interrupted or preempted run loses at most ``checkpoint_every`` steps.
 """
@@ -11,6 +12,7 @@ written), so an interrupted or preempted run loses at most ``checkpoint_every`` 
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -76,6 +78,7 @@ def run_pretrain(
     from ..records import run_record, write_run_folder
     from ..run_inputs import run_inputs
     from .corpus import read_documents
+    from .series import SERIES, checkpoint_steps
     from .train import Checkpoint, HeldOut, pack, parameter_count, remove_checkpoint, train, write_curve
 
     check(settings)
@@ -85,7 +88,8 @@ def run_pretrain(
             raise FileNotFoundError(
                 f"{corpus}: no {name}; make the corpus first with `isoflow pretrain-corpus --out {corpus}`"
             )
-    check_replaceable(out, expected=OUTPUT_FILES, force=force)
+    expected = OUTPUT_FILES + ((SERIES,) if settings.checkpoints else ())
+    check_replaceable(out, expected=expected, force=force)
     dev = run_inputs(device=device).device
     checkpoint = Checkpoint(checkpoint_folder(out))
     checkpoint.folder.mkdir(parents=True, exist_ok=True)
@@ -137,6 +141,7 @@ def run_pretrain(
         "unigram_baseline": held.unigram,
         "seconds": seconds,
         "device": str(dev),
+        **({"checkpoints": checkpoint_steps(settings.steps, settings.checkpoints)} if settings.checkpoints else {}),
     }
     record = run_record("pretrain", as_dict(settings), measured)
 
@@ -144,10 +149,10 @@ def run_pretrain(
         model.save_pretrained(str(tmp))
         tokenizer.save_pretrained(str(tmp))
         write_curve(curve, tmp / "curve.csv")
+        if checkpoint.series.is_dir():  # the series, written while it trained, goes with the model (copied: kept
+            shutil.copytree(checkpoint.series, tmp / SERIES)  # for a resume until the folder has taken its place)
 
-    write_run_folder(
-        out, "pretrain.json", record, write_files, expected=OUTPUT_FILES, force=force, kind="pretrained model"
-    )
+    write_run_folder(out, "pretrain.json", record, write_files, expected=expected, force=force, kind="pretrained model")
     remove_checkpoint(checkpoint)
     log(
         f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; unigram "

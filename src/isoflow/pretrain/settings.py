@@ -58,15 +58,24 @@ class PretrainSettings:
     seed: int = setting(0, "seeds the initialisation, the batch order, the masks and dropout", minimum=0)
     eval_every: int = setting(250, "steps between held-out evaluations", minimum=1)
     eval_sequences: int = setting(512, "held-out sequences scored (at most)", minimum=1)
-    checkpoint_every: int = setting(250, "steps between checkpoints", minimum=1)
+    checkpoint_every: int = setting(250, "steps between the resumable state's saves", minimum=1)
+    checkpoints: int = setting(
+        0,
+        "a series of this many checkpoints at most, log-spaced as Pythia's (0, 1, 2, 4, ..., then evenly spaced to the "
+        "last step), each a model folder in checkpoints/step<N>/ (0: none; else at least 2)",
+        minimum=0,
+        quiet_at_default=True,
+    )
     log_every: int = setting(50, "steps per point of the training-loss curve", minimum=1)
 
     def __post_init__(self):
         check(self)
+        if self.checkpoints == 1:
+            raise ValueError("checkpoints must be 0 (none) or at least 2 (the first and the last step)")
         if self.hidden % self.heads:
             raise ValueError(f"heads ({self.heads}) must divide hidden ({self.hidden})")
 
     def training_fields(self) -> dict:
         """What a resumed run must share with its checkpoint (evaluation and checkpoint cadence may change)."""
-        skip = {"eval_every", "checkpoint_every", "log_every", "eval_sequences"}
+        skip = {"eval_every", "checkpoint_every", "log_every", "eval_sequences", "checkpoints"}
         return {k: v for k, v in dataclasses.asdict(self).items() if k not in skip}

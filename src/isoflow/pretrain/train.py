@@ -238,6 +238,11 @@ class Checkpoint:
     def tokenizer(self) -> Path:
         return self.folder / "tokenizer"
 
+    @property
+    def series(self) -> Path:
+        """Where the checkpoint series is written while the run trains (moved into the model folder at its end)."""
+        return self.folder / "series"
+
     def save(self, payload: dict) -> None:
         from ..atomic import atomic_file
 
@@ -264,17 +269,22 @@ def train(
     on_step: Callable[[int], None] | None = None,
 ):
     """Train (or resume) to ``settings.steps``; returns (model, curve rows, seconds spent training, over every resume).
+    With ``settings.checkpoints``, the model at each step of the series (:mod:`.series`) is written to
+    ``checkpoint.series``, its held-out scores measured at that step too; a step already written is not written again.
 
     ``stop_after``: leave after that many steps in total (a checkpoint written), as an interrupted run would — the
     tests' way to interrupt a run at a known step. ``on_step(step)`` is called after every step."""
     from .. import interrupt
     from ..progress import progress_bar
+    from .series import checkpoint_steps, step_folder, write_checkpoint
 
     device = torch.device(device)
     model = build_model(settings, tokenizer).to(device)
     optimizer = make_optimizer(model, settings)
     state = checkpoint.load()
     step, curve, spent_before, window = 0, [], 0.0, []  # window: the losses of the curve's current point
+    series_steps = set(checkpoint_steps(settings.steps, settings.checkpoints))
+    since = [0.0, 0]  # the training loss's sum and count since the series' last checkpoint
     if state is not None:
         if state["settings"] != settings.training_fields() or state["corpus_sha256"] != corpus_sha256:
             theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
@@ -287,6 +297,7 @@ def train(
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         step, curve, spent_before, window = state["step"], state["curve"], state["seconds"], state["window"]
+        since = state.get("since_checkpoint", since)
         log(f"resuming from step {step} of {settings.steps} ({checkpoint.state})")
 
     def save() -> None:
@@ -300,6 +311,7 @@ def train(
                 "corpus_sha256": corpus_sha256,
                 "seconds": spent(),
                 "window": window,
+                "since_checkpoint": since,
             }
         )
 
@@ -323,9 +335,35 @@ def train(
             f"{held.unigram['accuracy']:.3f})"
         )
 
+    def keep_checkpoint() -> None:
+        """The model at this step into the series, if the schedule has it (scored on the held-out set at it)."""
+        if step not in series_steps:
+            return
+        if not step_folder(checkpoint.series, step).is_dir():  # written before an interruption: the same model
+            if not (curve and curve[-1]["step"] == step and "heldout_loss" in curve[-1]):
+                record_eval()
+            scores = {k.removeprefix("heldout_"): v for k, v in curve[-1].items() if k != "step"}
+            measured = {
+                "step": step,
+                "tokens_seen": step * settings.batch_size * settings.seq_len,
+                "train_loss": since[0] / since[1] if since[1] else None,  # since the previous checkpoint
+                "train_loss_steps": since[1],
+                "heldout": scores,
+                "objective": settings.objective,
+            }
+            from ..records import run_record
+            from ..settings import as_dict
+
+            record = run_record("pretrain", as_dict(settings), measured)
+            write_checkpoint(checkpoint.series, step, model, tokenizer, record)
+            log(f"checkpoint at step {step} -> {step_folder(checkpoint.series, step)}")
+        since[:] = [0.0, 0]
+
     started = time.perf_counter()
     if step == 0 and not curve:
         record_eval()
+    if step == 0:
+        keep_checkpoint()
     bar = progress_bar(progress, settings.steps, f"pretrain {settings.objective}", "steps")
     if bar is not None and step:
         bar.update(step)
@@ -351,6 +389,7 @@ def train(
             optimizer.step()
             step += 1
             window.append(loss.item())
+            since[0], since[1] = since[0] + window[-1], since[1] + 1
             if bar is not None:
                 bar.update(1)
             if step % settings.log_every == 0 or step == settings.steps:
@@ -367,6 +406,7 @@ def train(
                 window.clear()
             if step % settings.eval_every == 0 or step == settings.steps:
                 record_eval()
+            keep_checkpoint()
             if step % settings.checkpoint_every == 0 or step == settings.steps:
                 save()
             if on_step is not None:
