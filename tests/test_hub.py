@@ -174,3 +174,76 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
     assert "isoflow encode --model isoflow-test/tiny-bert --model-name hub-bert" in commands
     assert "isoflow layers --model isoflow-test/tiny-bert --model-name hub-bert" in commands
     assert "isoflow finetune --task reviews --model isoflow-test/tiny-bert --model-name hub-bert" in commands
+
+
+def place_revisions(cache, model_id: str, folders: dict) -> dict:
+    """Several revisions of ``model_id`` in a Hugging Face cache, as Pythia publishes its checkpoints (a branch per
+    step: ``refs/step<N>`` naming the commit whose snapshot holds it); returns revision -> commit."""
+    repo = cache / f"models--{model_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    commits = {}
+    for i, (revision, folder) in enumerate(folders.items()):
+        commits[revision] = f"{i + 1:x}" * 40
+        shutil.copytree(folder, repo / "snapshots" / commits[revision])
+        (repo / "refs" / revision).write_text(commits[revision])
+    return commits
+
+
+@pytest.fixture(scope="module")
+def two_revisions(tmp_path_factory, tiny_gpt2):
+    """A tiny GPT-2 at two revisions (step0, step1: other weights) under one hub id, in a cache of its own."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    later = tmp_path_factory.mktemp("later") / "tiny-gpt2"
+    shutil.copytree(tiny_gpt2, later)
+    model = AutoModelForCausalLM.from_pretrained(str(tiny_gpt2))
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.01)
+    model.save_pretrained(str(later))
+    cache = tmp_path_factory.mktemp("hf-revisions") / "hub"
+    return cache, place_revisions(cache, "isoflow-test/tiny-series", {"step0": tiny_gpt2, "step1": later})
+
+
+@pytest.mark.slow
+def test_a_hub_model_at_a_named_revision_loads_offline_and_its_record_names_both(two_revisions, tmp_path):
+    """--revision step1 of a hub id, from the cache with HF_HUB_OFFLINE=1: the snapshot of that branch is measured,
+    its outputs go under <name>-step1, and the record names the revision asked for and the commit it resolved to; the
+    other revision is another model (other weights); a revision the cache lacks gets one line naming it."""
+    cache, commits = two_revisions
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(60)) + "\n")
+    common = ["--corpus", str(corpus), "--max-tokens", "150", "--k-lid", "5", "--sample-cap", "150", "--quiet"]
+    sources = {}
+    for revision in ("step0", "step1"):
+        p = isoflow(["layers", "--model", "isoflow-test/tiny-series", "--revision", revision, *common], cache, tmp_path)
+        assert p.returncode == 0, p.stderr
+        meta = json.loads((tmp_path / f"results/layers/runs/tiny-series-{revision}/notes/meta.json").read_text())
+        assert meta["model"] == f"tiny-series-{revision}" and meta["source"]["hub_id"] == "isoflow-test/tiny-series"
+        assert (meta["source"]["revision_name"], meta["source"]["revision"]) == (revision, commits[revision])
+        sources[revision] = meta["source"]["weights_sha256"]
+    assert sources["step0"] != sources["step1"]
+    p = isoflow(["layers", "--model", "isoflow-test/tiny-series", "--revision", "step9", *common], cache, tmp_path)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "'isoflow-test/tiny-series' at revision 'step9'" in lines[0]
+    assert "`hf download isoflow-test/tiny-series --revision step9`" in lines[0]
+
+
+def test_a_local_series_at_a_revision_is_its_checkpoint_folder(tmp_path, tiny_gpt2):
+    """A pretraining run's folder with checkpoints/step<N>/ (isoflow pretrain --checkpoints), or a folder of step
+    folders: --revision names the checkpoint, the outputs go under <folder's name>-<revision> (or --model-name), the
+    record names the revision; a revision the series lacks, or a revision of a built-in model, is one line."""
+    from isoflow.models.resolve import resolve_model
+
+    run = tmp_path / "plain-gpt2"
+    for step in (0, 400):
+        shutil.copytree(tiny_gpt2, run / "checkpoints" / f"step{step}")
+    resolved = resolve_model(run, revision="step400", cache=tmp_path)
+    assert resolved.name == "plain-gpt2-step400" and resolved.source["revision_name"] == "step400"
+    assert resolved.source["path"].endswith("plain-gpt2/checkpoints/step400")
+    assert resolve_model(run / "checkpoints", "mine", revision="step0", cache=tmp_path).name == "mine"
+    with pytest.raises(ValueError, match=r"no checkpoint 'step5' \(revisions there: step0, step400\)"):
+        resolve_model(run, revision="step5", cache=tmp_path)
+    with pytest.raises(ValueError, match="'minilm' is neither"):
+        resolve_model("minilm", revision="step5", cache=tmp_path)

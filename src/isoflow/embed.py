@@ -122,6 +122,7 @@ def encode(
     progress: bool | None = None,
     raw_dir: str | os.PathLike | None = None,
     model_name: str | None = None,
+    revision: str | None = None,
     pooling: str = "mean",
 ) -> Path:
     """Embed the items of a prepared task with ``model`` (a short name, or a local model directory: see
@@ -131,7 +132,7 @@ def encode(
 
     progress = sys.stderr.isatty() if progress is None else progress
     cache = raw_cache(data_dir, raw_dir)
-    resolved = resolve_model(model, model_name, cache=cache, mirror=mirror)
+    resolved = resolve_model(model, model_name, revision=revision, cache=cache, mirror=mirror)
     name, local = resolved.name, resolved.local
     expected_source = None if local else resolved.origin  # an unknown name: one line naming the known ones
     tdata = read_task(task_path or task_dir(task, data_dir))

@@ -46,6 +46,7 @@ def run_inputs(
     task_path: str | os.PathLike | None = None,
     model: str | os.PathLike | None = None,
     model_name: str | None = None,
+    revision: str | None = None,
     data_dir: str | os.PathLike = "data",
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
@@ -54,7 +55,9 @@ def run_inputs(
     model), then the device (``auto``: CUDA when present, else the CPU), then the task (``task_path``, else
     ``<data_dir>/tasks/<task>``; a name neither prepared nor registered is refused, naming the known tasks)."""
     cache = raw_cache(data_dir, raw_dir)
-    resolved = None if model is None else resolve_model(model, model_name, cache=cache, mirror=mirror)
+    resolved = (
+        None if model is None else resolve_model(model, model_name, revision=revision, cache=cache, mirror=mirror)
+    )
     dev = resolve_device(device)
     tpath = None if task is None else prepared_task(task, data_dir, task_path)
     return RunInputs(

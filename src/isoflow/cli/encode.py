@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
         raw_dir=args.raw_dir,
         model_name=args.model_name,
+        revision=args.revision,
         pooling=args.pooling,
     )
     emb, meta = load_embeddings(out)

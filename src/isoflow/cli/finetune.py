@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         raw_dir=args.raw_dir,
         progress=None if not args.quiet else False,
         model_name=args.model_name,
+        revision=args.revision,
         lr_choice=lr_choice,
         states_out=args.states_out,
         **settings,

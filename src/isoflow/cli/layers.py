@@ -56,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         progress=None if not args.quiet else False,
         model_name=args.model_name,
+        revision=args.revision,
     )
     meta = json.loads((out / "meta.json").read_text())
     print(

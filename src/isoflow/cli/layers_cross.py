@@ -17,6 +17,9 @@ def add_parser(sub) -> None:
     options.model(y, static=False, extra="; encoders and decoder-only models such as GPT-2")
     y.add_argument("--other", required=True, help="the second model, given as --model is")
     y.add_argument("--other-name", default=None, help="the name the second model's rows go under, as --model-name")
+    y.add_argument(
+        "--other-revision", default=None, metavar="NAME", help="the second model's checkpoint, as --revision"
+    )
     options.corpus(y)
     y.add_argument(
         "--words",
@@ -49,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         force=args.force,
         model_names=(args.model_name, args.other_name),
+        revisions=(args.revision, args.other_revision),
         corpus_name=args.corpus_name,
     )
     meta = json.loads((out / "cross.json").read_text())

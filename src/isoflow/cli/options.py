@@ -78,6 +78,14 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
         help="the name outputs go under, for a folder, a GGUF file or a hub id (default: the folder's name, the "
         "file's stem, or the id's last part)",
     )
+    p.add_argument(
+        "--revision",
+        default=None,
+        metavar="NAME",
+        help="a checkpoint: of a hub id (a branch or tag, e.g. Pythia's step1000; the cache works offline) or of a "
+        "local checkpoint series (<folder>/checkpoints/NAME, as isoflow pretrain --checkpoints writes); outputs go "
+        "under <name>-NAME, the record names NAME and the commit or folder it resolved to",
+    )
 
 
 def corpus(p: argparse.ArgumentParser) -> None:

@@ -83,17 +83,25 @@ def run_layers(
     force: bool = False,
     progress: bool | None = None,
     model_name: str | None = None,
+    revision: str | None = None,
     corpus_name: str | None = None,
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
-    local model folder (outputs then go under ``model_name`` or the folder's name)."""
+    local model folder (outputs then go under ``model_name`` or the folder's name); ``revision``, a checkpoint of a hub
+    id or of a local series (:func:`isoflow.models.resolve.resolve_model`)."""
     max_tokens = settings.max_tokens
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
     inputs = run_inputs(
-        device=device, model=model, model_name=model_name, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror
+        device=device,
+        model=model,
+        model_name=model_name,
+        revision=revision,
+        data_dir=data_dir,
+        raw_dir=raw_dir,
+        mirror=mirror,
     )
     resolved, cache, dev = inputs.model, inputs.cache, inputs.device
     name = resolved.name

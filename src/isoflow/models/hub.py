@@ -9,7 +9,10 @@ node downloaded; 2. otherwise a download into that cache, when the hub can be re
 3. otherwise one line saying that the id is neither cached nor reachable, and what to do.
 
 Outputs are named by ``--model-name`` or the id's last part, lower-cased (``bert-base-uncased``,
-``all-minilm-l6-v2``); a record names the id and the snapshot's revision beside the weights' sha256.
+``all-minilm-l6-v2``); a record names the id and the snapshot's revision (its commit) beside the weights' sha256.
+At a named revision (``--revision step1000``: a branch or tag, as Pythia's and OLMo's checkpoints are published), the
+outputs go under ``<name>-<revision>`` and the record names the revision asked for (``revision_name``) beside the
+commit it resolved to.
 """
 
 from __future__ import annotations
@@ -51,31 +54,35 @@ def cache_dir() -> str:
     return str(constants.HF_HUB_CACHE)
 
 
-def hub_folder(model_id: str) -> Path:
-    """The local snapshot folder of ``model_id``: cached, else downloaded; else :class:`ModelUnavailableError`."""
+def hub_folder(model_id: str, revision: str | None = None) -> Path:
+    """The local snapshot folder of ``model_id`` at ``revision`` (a branch, tag or commit: Pythia's ``step1000``,
+    OLMo's ``stepN-tokensM``; default the main branch): cached, else downloaded; else :class:`ModelUnavailableError`."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     from .sbert import hub_reachable
 
     try:
-        return Path(snapshot_download(model_id, local_files_only=True))
+        return Path(snapshot_download(model_id, revision=revision, local_files_only=True))
     except LocalEntryNotFoundError:
         pass
     if not hub_reachable():
         from . import MODELS
 
+        at = f" at revision {revision!r}" if revision else ""
+        option = f" --revision {revision}" if revision else ""
         raise ModelUnavailableError(
-            f"{model_id!r} is not one of isoflow's models ({', '.join(MODELS)}), not a folder, not in the Hugging Face "
-            f"cache "
-            f"({cache_dir()}), and the hub cannot be reached (offline, or HF_HUB_OFFLINE is set): download it where "
-            f"the hub "
-            f"is reachable (`hf download {model_id}`, the same HF_HUB_CACHE) or give a local model folder"
+            f"{model_id!r}{at} is not one of isoflow's models ({', '.join(MODELS)}), not a folder, not in the Hugging "
+            f"Face cache ({cache_dir()}), and the hub cannot be reached (offline, or HF_HUB_OFFLINE is set): download "
+            f"it where the hub is reachable (`hf download {model_id}{option}`, the same HF_HUB_CACHE) or give a "
+            "local model folder"
         )
     try:
-        folder = Path(snapshot_download(model_id, allow_patterns=list(PATTERNS)))
+        folder = Path(snapshot_download(model_id, revision=revision, allow_patterns=list(PATTERNS)))
         if not any(folder.glob("*.safetensors")):
-            folder = Path(snapshot_download(model_id, allow_patterns=[*PATTERNS, "pytorch_model.bin"]))
+            folder = Path(
+                snapshot_download(model_id, revision=revision, allow_patterns=[*PATTERNS, "pytorch_model.bin"])
+            )
     except Exception as exc:  # an unknown id, a gated model, a dropped connection: one line
         raise ModelUnavailableError(
             f"{model_id!r} could not be downloaded from the hub ({type(exc).__name__}: "

@@ -11,6 +11,11 @@ a ``.gguf`` file                            its de-quantised folder          ``-
 ``org/repo/file.gguf`` (hub + GGUF file)    its de-quantised folder          ``--model-name``, else the file's stem
 a hub id (``gpt2``, ``org/name``)           its snapshot folder              ``--model-name``, else the id's last part
 ==========================================  ==============================  =======================================
+
+``revision`` (``--revision``) names a checkpoint: of a hub id (a branch or tag: Pythia's ``step1000``; its snapshot at
+that revision), or of a local checkpoint series (``<folder>/checkpoints/<revision>``, what ``isoflow pretrain
+--checkpoints`` writes, or ``<folder>/<revision>``). Outputs then go under ``--model-name``, else the name above with
+``-<revision>``; the record names the revision asked for (``revision_name``) beside what it resolved to.
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ def resolve_model(
     model: str | os.PathLike,
     model_name: str | None = None,
     *,
+    revision: str | None = None,
     cache: str | os.PathLike = "data/raw",
     mirror=None,
     progress=None,
 ) -> ResolvedModel:
     """See the module docstring. A GGUF file is de-quantised once into ``cache`` (``progress``: a function given a
     line before that minute-long step); its record names the file, its sha256 and its quantisation."""
+    if revision is not None:
+        return _at_revision(str(model), model_name, revision, {"cache": cache, "mirror": mirror})
     from .gguf import GGUF_MODELS, dequantised_folder, gguf_name, hub_gguf, hub_gguf_file, is_gguf_file
     from .hub import hub_folder, hub_name, is_hub_id
     from .local import check_not_built_in, describe, is_local, local_name
@@ -73,6 +81,32 @@ def resolve_model(
     if is_local(model):
         return _folder_loader(model)(model, local_name(model, model_name), describe(model), **where)
     return Loader(model, model, None, **where)  # unknown: asked anything, it names the known models
+
+
+def _at_revision(model: str, model_name: str | None, revision: str, where: dict) -> ResolvedModel:
+    """A checkpoint of a local series or of a hub id (module docstring); anything else is refused in one line."""
+    from . import MODELS
+    from .gguf import hub_gguf, is_gguf_file
+    from .hub import hub_folder, hub_name, is_hub_id
+    from .local import describe, is_local, local_name, revision_folder
+
+    if model in MODELS or is_gguf_file(model) or hub_gguf(model) is not None:
+        folder = None
+    elif is_local(model):
+        folder, name = revision_folder(model, revision), local_name(model)
+    elif is_hub_id(model):
+        folder, name = hub_folder(model, revision), hub_name(model)
+    else:
+        folder = None
+    if folder is None:
+        raise ValueError(
+            f"--revision {revision} names a checkpoint of a hub id or of a local checkpoint series; {model!r} is "
+            "neither (a built-in model or a GGUF file has one version)"
+        )
+    source = {**describe(folder), "revision_name": revision}
+    return _folder_loader(folder)(
+        str(folder), local_name(folder, model_name or f"{name}-{revision.lower()}"), source, **where
+    )
 
 
 def _folder_loader(folder) -> type[Loader]:

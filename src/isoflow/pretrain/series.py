@@ -14,7 +14,8 @@ import json
 import math
 from pathlib import Path
 
-SERIES = "checkpoints"  # a model folder's checkpoint series: <model>/checkpoints/step<N>/
+from ..models.local import CHECKPOINT_SERIES as SERIES  # a model folder's series: <model>/checkpoints/step<N>/
+
 RECORD = "checkpoint.json"
 
 
