@@ -210,17 +210,20 @@ def two_revisions(tmp_path_factory, tiny_gpt2):
 def test_a_hub_model_at_a_named_revision_loads_offline_and_its_record_names_both(two_revisions, tmp_path):
     """--revision step1 of a hub id, from the cache with HF_HUB_OFFLINE=1: the snapshot of that branch is measured,
     its outputs go under <name>-step1, and the record names the revision asked for and the commit it resolved to; the
-    other revision is another model (other weights); a revision the cache lacks gets one line naming it."""
+    other revision is another model (other weights), here measured with its weights in bfloat16 (--dtype, recorded);
+    a revision the cache lacks gets one line naming it."""
     cache, commits = two_revisions
     corpus = tmp_path / "notes.txt"
     corpus.write_text("\n".join(" ".join(WORDS[i % 11 : i % 11 + 8]) for i in range(60)) + "\n")
     common = ["--corpus", str(corpus), "--max-tokens", "150", "--k-lid", "5", "--sample-cap", "150", "--quiet"]
     sources = {}
-    for revision in ("step0", "step1"):
-        p = isoflow(["layers", "--model", "isoflow-test/tiny-series", "--revision", revision, *common], cache, tmp_path)
+    for revision, dtype in (("step0", "auto"), ("step1", "bfloat16")):  # step1's weights loaded in bfloat16 too
+        args = ["layers", "--model", "isoflow-test/tiny-series", "--revision", revision, "--dtype", dtype, *common]
+        p = isoflow(args, cache, tmp_path)
         assert p.returncode == 0, p.stderr
         meta = json.loads((tmp_path / f"results/layers/runs/tiny-series-{revision}/notes/meta.json").read_text())
         assert meta["model"] == f"tiny-series-{revision}" and meta["source"]["hub_id"] == "isoflow-test/tiny-series"
+        assert meta["source"].get("dtype", "auto") == dtype
         assert (meta["source"]["revision_name"], meta["source"]["revision"]) == (revision, commits[revision])
         sources[revision] = meta["source"]["weights_sha256"]
     assert sources["step0"] != sources["step1"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import isoflow_cli
+from conftest import WORDS, isoflow_cli
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -323,3 +323,28 @@ def test_a_job_reads_a_gguf_file_itself_a_folder_its_weights(tiny_bert, tmp_path
     assert input_files(tmp_path / "model.Q4_0.GGUF") == [str(tmp_path / "model.Q4_0.GGUF")]  # there or not yet
     assert input_files(tmp_path / "not-yet") == [str(tmp_path / "not-yet/config.json")]
     assert input_files(tiny_bert) == [str(Path(tiny_bert) / "model.safetensors")]
+
+
+def test_a_model_loaded_in_another_dtype_has_its_weights_in_it_and_says_so(tiny_gpt2, tmp_path):
+    """--dtype bfloat16 of a float32 checkpoint: every loader path (layers' transformer, fine-tuning's parts, encode's
+    vectors) holds bfloat16 weights, the record names the dtype, the vectors come out float32 and near the float32
+    model's; auto keeps the checkpoint's own and records nothing; a kind loaded as saved, or an unknown dtype, is one
+    line."""
+    import torch
+
+    from isoflow.models.resolve import resolve_model
+
+    half = resolve_model(tiny_gpt2, dtype="bfloat16", cache=tmp_path)
+    whole = resolve_model(tiny_gpt2, cache=tmp_path)
+    assert half.source["dtype"] == "bfloat16" and "dtype" not in whole.source and half.name == whole.name
+    model, _ = half.transformer("cpu")
+    assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in half.trainable("cpu").model.parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in whole.transformer("cpu")[0].parameters()} == {torch.float32}
+    texts = [" ".join(WORDS[i : i + 6]) for i in range(8)]
+    (a, _), (b, _) = (m.sentence_embeddings(texts, device="cpu") for m in (half, whole))
+    assert a.dtype == b.dtype == np.float32 and np.abs(a - b).max() < 0.05 * np.abs(b).max()
+    with pytest.raises(ValueError, match="minilm is a sentence-transformers model, loaded as it was saved"):
+        resolve_model("minilm", dtype="float16", cache=tmp_path)
+    with pytest.raises(ValueError, match="--dtype must be one of auto, float32, bfloat16, float16; got 'int8'"):
+        resolve_model(tiny_gpt2, dtype="int8", cache=tmp_path)

@@ -123,6 +123,7 @@ def encode(
     raw_dir: str | os.PathLike | None = None,
     model_name: str | None = None,
     revision: str | None = None,
+    dtype: str = "auto",
     pooling: str = "mean",
 ) -> Path:
     """Embed the items of a prepared task with ``model`` (a short name, or a local model directory: see
@@ -132,7 +133,7 @@ def encode(
 
     progress = sys.stderr.isatty() if progress is None else progress
     cache = raw_cache(data_dir, raw_dir)
-    resolved = resolve_model(model, model_name, revision=revision, cache=cache, mirror=mirror)
+    resolved = resolve_model(model, model_name, revision=revision, dtype=dtype, cache=cache, mirror=mirror)
     name, local = resolved.name, resolved.local
     expected_source = None if local else resolved.origin  # an unknown name: one line naming the known ones
     tdata = read_task(task_path or task_dir(task, data_dir))

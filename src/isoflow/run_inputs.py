@@ -47,6 +47,7 @@ def run_inputs(
     model: str | os.PathLike | None = None,
     model_name: str | None = None,
     revision: str | None = None,
+    dtype: str = "auto",
     data_dir: str | os.PathLike = "data",
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
@@ -56,7 +57,9 @@ def run_inputs(
     ``<data_dir>/tasks/<task>``; a name neither prepared nor registered is refused, naming the known tasks)."""
     cache = raw_cache(data_dir, raw_dir)
     resolved = (
-        None if model is None else resolve_model(model, model_name, revision=revision, cache=cache, mirror=mirror)
+        None
+        if model is None
+        else resolve_model(model, model_name, revision=revision, dtype=dtype, cache=cache, mirror=mirror)
     )
     dev = resolve_device(device)
     tpath = None if task is None else prepared_task(task, data_dir, task_path)

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         raw_dir=args.raw_dir,
         model_name=args.model_name,
         revision=args.revision,
+        dtype=args.dtype,
         pooling=args.pooling,
     )
     emb, meta = load_embeddings(out)

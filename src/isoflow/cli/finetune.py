@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
         model_name=args.model_name,
         revision=args.revision,
+        dtype=args.dtype,
         lr_choice=lr_choice,
         states_out=args.states_out,
         **settings,

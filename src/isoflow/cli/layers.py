@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
         model_name=args.model_name,
         revision=args.revision,
+        dtype=args.dtype,
     )
     meta = json.loads((out / "meta.json").read_text())
     print(

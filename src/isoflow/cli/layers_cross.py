@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         model_names=(args.model_name, args.other_name),
         revisions=(args.revision, args.other_revision),
+        dtype=args.dtype,
         corpus_name=args.corpus_name,
     )
     meta = json.loads((out / "cross.json").read_text())

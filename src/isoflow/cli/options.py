@@ -62,7 +62,9 @@ def seed_list(text: str) -> list[int]:
 
 
 def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
-    """--model (a built-in name, a local folder or a Hugging Face hub id) and --model-name."""
+    """--model (a built-in name, a local folder or a Hugging Face hub id), --model-name, --revision and --dtype."""
+    from ..models.loaders import MODEL_DTYPES
+
     built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
     p.add_argument(
         "--model",
@@ -85,6 +87,14 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
         help="a checkpoint: of a hub id (a branch or tag, e.g. Pythia's step1000; the cache works offline) or of a "
         "local checkpoint series (<folder>/checkpoints/NAME, as isoflow pretrain --checkpoints writes); outputs go "
         "under <name>-NAME, the record names NAME and the commit or folder it resolved to",
+    )
+    p.add_argument(
+        "--dtype",
+        default="auto",
+        choices=MODEL_DTYPES,
+        help="the dtype a Hugging Face model's weights are loaded in (auto: the checkpoint's own; bfloat16 halves a "
+        "float32 checkpoint's memory); the hidden states are measured in float32, the measures' sums in float64; "
+        "recorded (source.dtype)",
     )
 
 

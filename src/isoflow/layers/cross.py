@@ -104,6 +104,7 @@ def run_cross(
     force: bool = False,
     model_names: tuple[str | None, str | None] = (None, None),
     revisions: tuple[str | None, str | None] = (None, None),
+    dtype: str = "auto",
     corpus_name: str | None = None,
 ) -> Path:
     """Linear CKA between every layer of ``model_a`` and every layer of ``model_b`` on the same ``n_words`` words of
@@ -118,7 +119,16 @@ def run_cross(
     if isinstance(n_words, bool) or not isinstance(n_words, int) or n_words < 4:
         raise ValueError(f"n_words must be an integer of at least 4 (the debiased CKA's points); got {n_words!r}")
     inputs = [
-        run_inputs(device=device, model=m, model_name=n, revision=r, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+        run_inputs(
+            device=device,
+            model=m,
+            model_name=n,
+            revision=r,
+            dtype=dtype,
+            data_dir=data_dir,
+            raw_dir=raw_dir,
+            mirror=mirror,
+        )
         for m, n, r in zip((model_a, model_b), model_names, revisions)
     ]
     for i in inputs:

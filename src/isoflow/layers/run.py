@@ -84,6 +84,7 @@ def run_layers(
     progress: bool | None = None,
     model_name: str | None = None,
     revision: str | None = None,
+    dtype: str = "auto",
     corpus_name: str | None = None,
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
@@ -99,6 +100,7 @@ def run_layers(
         model=model,
         model_name=model_name,
         revision=revision,
+        dtype=dtype,
         data_dir=data_dir,
         raw_dir=raw_dir,
         mirror=mirror,

@@ -38,6 +38,8 @@ from .sbert import ENCODE_BATCH_SIZE
 PREFIX_SPACE_MODELS = ("gpt2", "roberta", "gpt_neo", "gptj", "bart")
 # How fine-tuning pools a sentence: auto (a causal LM's last token, else the mean), the mean, the last token
 TRAINING_POOLINGS = ("auto", "mean", "last")
+# The dtype a Hugging Face model's weights are loaded in (--dtype): auto, the checkpoint's own (transformers' default)
+MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Loader:
     source: dict | None
     cache: str | os.PathLike | None = None
     mirror: object = None
+    dtype: str = "auto"  # its weights' dtype (MODEL_DTYPES); another than auto for a Hugging Face model only
     kind: ClassVar[str] = "unknown"
     batched: ClassVar[bool] = True  # whether it encodes texts in batches (a record's batch_size)
 
@@ -211,18 +214,18 @@ class HuggingFaceLoader(Loader):
 
         dev = str(resolve_device(device))
         return encode_local(
-            self.load, texts, device=dev, pooling=pooling, batch_size=batch_size, progress=progress
+            self.load, texts, device=dev, pooling=pooling, batch_size=batch_size, progress=progress, dtype=self.dtype
         ), dev
 
     def transformer(self, device, *, split_words: bool = False):
         from .local import check_local
 
-        return _from_pretrained(str(check_local(self.load)), device, split_words)
+        return _from_pretrained(str(check_local(self.load)), device, split_words, self.dtype)
 
     def trainable(self, device, pooling: str = "auto") -> TrainableParts:
         from .local import load_hf
 
-        return transformer_parts(*load_hf(self.load, str(device)), pooling)
+        return transformer_parts(*load_hf(self.load, str(device), self.dtype), pooling)
 
 
 def sentence_transformer_parts(st) -> TrainableParts:
@@ -269,13 +272,16 @@ def is_causal_lm(config) -> bool:
     )
 
 
-def _from_pretrained(where: str, device, split_words: bool):
-    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``."""
+def _from_pretrained(where: str, device, split_words: bool, dtype: str = "auto"):
+    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``, its weights in ``dtype``."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    from .local import weights_dtype
 
     config = AutoConfig.from_pretrained(where)
     extra = {"add_prefix_space": True} if split_words and config.model_type in PREFIX_SPACE_MODELS else {}
-    return AutoModel.from_pretrained(where).to(device), AutoTokenizer.from_pretrained(where, **extra)
+    model = AutoModel.from_pretrained(where, **weights_dtype(dtype)).to(device)
+    return model, AutoTokenizer.from_pretrained(where, **extra)
 
 
 def claiming_kinds() -> list[type[Loader]]:

@@ -140,16 +140,29 @@ def warn_unknown_tokens(tokenizer, texts: list[str], what: str, sample: int = 20
     return share
 
 
-def load_hf(path: str | os.PathLike, device: str = "cpu"):
-    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``; a tokenizer without a
-    padding token (GPT-2) pads with its end-of-text token (padding is masked out)."""
+def weights_dtype(dtype: str = "auto") -> dict:
+    """``from_pretrained``'s arguments that load a model's weights in ``dtype`` (``auto``: the checkpoint's own, as
+    transformers does by default): each tensor is read into that dtype, not a float32 copy of the model first."""
+    import torch
+
+    from .loaders import MODEL_DTYPES
+
+    if dtype not in MODEL_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(MODEL_DTYPES)}; got {dtype!r}")
+    return {} if dtype == "auto" else {"dtype": getattr(torch, dtype)}
+
+
+def load_hf(path: str | os.PathLike, device: str = "cpu", dtype: str = "auto"):
+    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``, its weights in ``dtype``
+    (:func:`weights_dtype`); a tokenizer without a padding token (GPT-2) pads with its end-of-text token (padding is
+    masked out)."""
     from transformers import AutoModel, AutoTokenizer
 
     folder = check_local(path)
     tokenizer = AutoTokenizer.from_pretrained(str(folder))
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
-    return AutoModel.from_pretrained(str(folder)).to(device).eval(), tokenizer
+    return AutoModel.from_pretrained(str(folder), **weights_dtype(dtype)).to(device).eval(), tokenizer
 
 
 def encode_local(
@@ -160,6 +173,7 @@ def encode_local(
     pooling: str = "mean",
     batch_size: int = ENCODE_BATCH_SIZE,
     progress: bool = False,
+    dtype: str = "auto",
 ):
     """float32 (n, d) embeddings of ``texts`` by a Hugging Face model folder: its last hidden states pooled over the
     non-padding tokens (``mean``, or the first token: ``cls``). (A sentence-transformers folder is encoded as it was
@@ -170,7 +184,7 @@ def encode_local(
     if pooling not in POOLINGS:
         raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}; got {pooling!r}")
     folder = check_local(path)
-    model, tokenizer = load_hf(folder, device)
+    model, tokenizer = load_hf(folder, device, dtype)
     warn_unknown_tokens(tokenizer, texts, str(folder))
     limit = max_sequence_length(model, tokenizer)
     parts = []
@@ -179,7 +193,7 @@ def encode_local(
             enc = tokenizer(
                 texts[i : i + batch_size], padding=True, truncation=True, max_length=limit, return_tensors="pt"
             ).to(device)
-            h = model(**enc).last_hidden_state
+            h = model(**enc).last_hidden_state.float()  # pooled in float32 whatever the weights' dtype
             if pooling == "cls":
                 parts.append(h[:, 0].float().cpu().numpy())
             else:

@@ -34,14 +34,42 @@ def resolve_model(
     model_name: str | None = None,
     *,
     revision: str | None = None,
+    dtype: str = "auto",
     cache: str | os.PathLike = "data/raw",
     mirror=None,
     progress=None,
 ) -> ResolvedModel:
     """See the module docstring. A GGUF file is de-quantised once into ``cache`` (``progress``: a function given a
-    line before that minute-long step); its record names the file, its sha256 and its quantisation."""
+    line before that minute-long step); its record names the file, its sha256 and its quantisation. ``dtype``: the
+    weights' dtype for a Hugging Face model (``auto``: the checkpoint's own; its record names any other)."""
     if revision is not None:
-        return _at_revision(str(model), model_name, revision, {"cache": cache, "mirror": mirror})
+        resolved = _at_revision(str(model), model_name, revision, {"cache": cache, "mirror": mirror})
+    else:
+        resolved = _resolved(str(model), model_name, cache, mirror, progress)
+    return _in_dtype(resolved, dtype)
+
+
+def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:
+    """The loader with its weights' dtype, named in its record; refused in one line for a kind without weights to
+    cast (static vectors, a sentence-transformers model: loaded as saved)."""
+    from dataclasses import replace
+
+    from .loaders import MODEL_DTYPES
+
+    if dtype not in MODEL_DTYPES:
+        raise ValueError(f"--dtype must be one of {', '.join(MODEL_DTYPES)}; got {dtype!r}")
+    if dtype == "auto":
+        return resolved
+    if not isinstance(resolved, HuggingFaceLoader):
+        raise ValueError(
+            f"--dtype {dtype}: {resolved.name} is a {resolved.kind} model, loaded as it was saved; --dtype applies to "
+            "Hugging Face model folders, hub ids and GGUF files"
+        )
+    return replace(resolved, dtype=dtype, source={**resolved.source, "dtype": dtype})
+
+
+def _resolved(model: str, model_name, cache, mirror, progress) -> ResolvedModel:
+    """The loader of what ``model`` names, at its one version (module docstring)."""
     from .gguf import GGUF_MODELS, dequantised_folder, gguf_name, hub_gguf, hub_gguf_file, is_gguf_file
     from .hub import hub_folder, hub_name, is_hub_id
     from .local import check_not_built_in, describe, is_local, local_name
