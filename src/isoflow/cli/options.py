@@ -63,7 +63,7 @@ def seed_list(text: str) -> list[int]:
 
 def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
     """--model (a built-in name, a local folder or a Hugging Face hub id), --model-name, --revision and --dtype."""
-    from ..models.loaders import MODEL_DTYPES
+    from ..models.local import MODEL_DTYPES
 
     built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
     p.add_argument(

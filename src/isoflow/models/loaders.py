@@ -38,8 +38,6 @@ from .sbert import ENCODE_BATCH_SIZE
 PREFIX_SPACE_MODELS = ("gpt2", "roberta", "gpt_neo", "gptj", "bart")
 # How fine-tuning pools a sentence: auto (a causal LM's last token, else the mean), the mean, the last token
 TRAINING_POOLINGS = ("auto", "mean", "last")
-# The dtype a Hugging Face model's weights are loaded in (--dtype): auto, the checkpoint's own (transformers' default)
-MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -64,7 +62,7 @@ class Loader:
     source: dict | None
     cache: str | os.PathLike | None = None
     mirror: object = None
-    dtype: str = "auto"  # its weights' dtype (MODEL_DTYPES); another than auto for a Hugging Face model only
+    dtype: str = "auto"  # its weights' dtype (local.MODEL_DTYPES); another than auto for a Hugging Face model only
     kind: ClassVar[str] = "unknown"
     batched: ClassVar[bool] = True  # whether it encodes texts in batches (a record's batch_size)
 

@@ -140,12 +140,14 @@ def warn_unknown_tokens(tokenizer, texts: list[str], what: str, sample: int = 20
     return share
 
 
+# The dtype a Hugging Face model's weights are loaded in (--dtype): auto, the checkpoint's own (transformers' default)
+MODEL_DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+
 def weights_dtype(dtype: str = "auto") -> dict:
     """``from_pretrained``'s arguments that load a model's weights in ``dtype`` (``auto``: the checkpoint's own, as
     transformers does by default): each tensor is read into that dtype, not a float32 copy of the model first."""
     import torch
-
-    from .loaders import MODEL_DTYPES
 
     if dtype not in MODEL_DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(MODEL_DTYPES)}; got {dtype!r}")

@@ -54,7 +54,7 @@ def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:
     cast (static vectors, a sentence-transformers model: loaded as saved)."""
     from dataclasses import replace
 
-    from .loaders import MODEL_DTYPES
+    from .local import MODEL_DTYPES
 
     if dtype not in MODEL_DTYPES:
         raise ValueError(f"--dtype must be one of {', '.join(MODEL_DTYPES)}; got {dtype!r}")
