@@ -49,3 +49,27 @@ def test_untested_says_why_and_other_words_are_refused():
             verdict(*bad)
     assert agreement(-0.808, -0.81, -0.79) == "the paper's -0.808 inside [-0.81, -0.79]"
     assert agreement(-0.978, 0.95, 0.99) == "the paper's -0.978 outside [0.95, 0.99]"
+
+
+def test_the_difference_of_two_arms_is_welchs_and_its_detectable_effect_has_its_power():
+    """difference_interval against SciPy's Welch test (p and interval); detectable_difference against a simulation:
+    at the effect it returns, Welch's test rejects in about 80 % of 40,000 seeded experiments (78.7 %: the noncentral t
+    at the population's Welch df is an approximation, as every power formula for Welch's test is; within 2 points)."""
+    import numpy as np
+    from scipy.stats import ttest_ind
+
+    from isoflow.reporting.significance import detectable_difference, difference_interval
+
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(-0.04, 0.012, 6), rng.normal(0.0, 0.02, 7)
+    ours = difference_interval(a, b)
+    theirs = ttest_ind(a, b, equal_var=False)
+    ci = theirs.confidence_interval(0.95)
+    assert ours["p"] == pytest.approx(theirs.pvalue, rel=1e-10)
+    assert (ours["low"], ours["high"]) == pytest.approx((ci.low, ci.high), rel=1e-10)
+    effect = detectable_difference(0.012, 6, 0.02, 7)
+    x = rng.normal(effect, 0.012, (40_000, 6))
+    y = rng.normal(0.0, 0.02, (40_000, 7))
+    rejected = ttest_ind(x, y, axis=1, equal_var=False).pvalue < 0.05
+    assert rejected.mean() == pytest.approx(0.8, abs=0.02)
+    assert np.isnan(difference_interval([0.1], [0.0, 0.2])["low"]) and np.isnan(detectable_difference(0.1, 1, 0.1, 6))
