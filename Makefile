@@ -5,7 +5,7 @@ PYTHON ?= python3
 PIP_INSTALL = $(PYTHON) -m pip install -q --disable-pip-version-check -c constraints.txt
 INSTALL_STAMP = .make/install-$(shell $(PYTHON) -c 'import hashlib, sys; h = hashlib.sha256(sys.executable.encode()); [h.update(open(f, "rb").read()) for f in ("pyproject.toml", "constraints.txt")]; print(h.hexdigest()[:16])')
 
-.PHONY: install wordnet run test test-fast lint benchmark pull reproduce report redraw diagnose-istar reproduce-finetune-diagnosis reproduce-istar-points example-own
+.PHONY: install wordnet run test test-fast lint generated benchmark pull reproduce report redraw diagnose-istar reproduce-finetune-diagnosis reproduce-istar-points example-own
 
 install: wordnet
 	@if [ -f $(INSTALL_STAMP) ] && $(PYTHON) -c 'import isoflow, sys; sys.exit(not isoflow.__file__.startswith("$(CURDIR)/"))' 2>/dev/null; then \
@@ -53,6 +53,11 @@ lint:
 	# Snakemake writes a log under .snakemake/ even when it only lints: removed again unless it was there before
 	kept=$$(test -e .snakemake && echo yes); snakemake --lint --configfile $(RUN_CONFIG); rc=$$?; \
 		test -n "$$kept" || rm -rf .snakemake; exit $$rc
+
+# Every file written from the section registry (dvc.yaml, docs/README.md's glossary): after adding a section, a
+# command, a module or a publication (the suite names this target when one is stale).
+generated: install
+	$(PYTHON) scripts/generate.py
 
 # The metric step with the BLAS `auto` picks on this host, then with each one forced (about 25 minutes on 2 cores).
 benchmark: install

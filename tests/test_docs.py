@@ -231,14 +231,14 @@ def test_report_categories_are_valid_link_targets():
 
 
 def test_the_glossary_is_written_from_the_registry():
-    """docs/README.md's glossary table is what scripts/write_glossary.py writes from isoflow.sections (edit the
+    """docs/README.md's glossary table is what scripts/generate.py writes from isoflow.sections (edit the
     registry, then run it)."""
     from isoflow.publishing.glossary import END, START
     from isoflow.sections import glossary_table
 
     page = (ROOT / "docs/README.md").read_text(encoding="utf-8")
     table = page.split(START, 1)[1].split(END, 1)[0]
-    assert table == glossary_table(ROOT), "docs/README.md's glossary is stale: run python scripts/write_glossary.py"
+    assert table == glossary_table(ROOT), "docs/README.md's glossary is stale: run python scripts/generate.py"
 
 
 def test_the_glossary_links_every_publication_in_its_sections_row():

@@ -57,11 +57,11 @@ def test_stage_paths_agree_with_the_configs():
 
 
 def test_dvc_yaml_is_written_from_the_registry():
-    """dvc.yaml is what scripts/dvc_stages.py writes from isoflow.sections (edit those, then run it)."""
+    """dvc.yaml is what scripts/generate.py writes from isoflow.sections (edit those, then run it)."""
     from isoflow.publishing import dvc_stages
 
     assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), (
-        "dvc.yaml is stale: run `python scripts/dvc_stages.py`"
+        "dvc.yaml is stale: run `python scripts/generate.py`"
     )
 
 

@@ -18,7 +18,7 @@ A section writes everything under ``<results_dir>/<name>/``: ``runs/`` (one reco
 ``figures/`` (and ``aggregate/``, ``benchmarks/``). Its registration says how its runs are made and reported (the
 ``isoflow`` commands: what its DVC stages depend on), which Snakemake rules make its runs and its report, how a
 publication copies its runs, and how its tables and figures are redrawn from published runs. The workflow
-(rules/*.smk), ``scripts/publish_results.py``, ``scripts/redraw_published.py``, ``scripts/dvc_stages.py`` (which
+(rules/*.smk), ``scripts/publish_results.py``, ``scripts/redraw_published.py``, ``scripts/generate.py`` (which
 writes dvc.yaml) and the Makefile's ``reproduce-*`` targets read this registry; adding a section is one entry here
 plus its code and rule file."""
 

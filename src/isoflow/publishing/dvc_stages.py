@@ -1,7 +1,7 @@
 """Write dvc.yaml from the section registry (isoflow.sections): the shared data stages (prepare, encode), one stage per
 section that makes runs, and one report stage, each for every config of dvc-configs.yaml (``foreach``).
 
-    python scripts/dvc_stages.py            # rewrites dvc.yaml; tests/test_dvc.py checks that it is up to date
+    python scripts/generate.py              # rewrites dvc.yaml; tests/test_dvc.py checks that it is up to date
 
 A stage runs its Snakemake target with only its own rules allowed (files restored by `dvc pull` carry arbitrary
 mtimes, which must not make one stage re-run another's jobs), depends on the isoflow files its commands import
@@ -20,7 +20,7 @@ from . import ROOT
 from .stage_modules import dep_entries
 
 HEADER = """\
-# Written by scripts/dvc_stages.py from the section registry (src/isoflow/sections.py): edit those, not this file.
+# Written by scripts/generate.py from the section registry (src/isoflow/sections.py): edit those, not this file.
 # DVC stages over the Snakemake workflow: the shared data (prepare, encode), one stage per section that makes runs,
 # and the report, each for every config of dvc-configs.yaml, so `dvc repro` re-runs only the steps whose code, config
 # values or inputs changed, and `dvc push` / `dvc pull` share every result.

@@ -1,6 +1,6 @@
 """Rewrite the glossary table of docs/README.md from the section registry (isoflow.sections.glossary_table).
 
-python scripts/write_glossary.py     # tests/test_docs.py checks that the table is up to date
+python scripts/generate.py     # with dvc.yaml; tests/test_docs.py checks that the table is up to date
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 from ..sections import glossary_table
 from . import ROOT
 
-START = "<!-- glossary: written by scripts/write_glossary.py from src/isoflow/sections.py -->\n"
+START = "<!-- glossary: written by scripts/generate.py from src/isoflow/sections.py -->\n"
 END = "<!-- end of the glossary -->\n"
 
 
