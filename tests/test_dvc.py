@@ -60,9 +60,7 @@ def test_dvc_yaml_is_written_from_the_registry():
     """dvc.yaml is what scripts/generate.py writes from isoflow.sections (edit those, then run it)."""
     from isoflow.publishing import dvc_stages
 
-    assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), (
-        "dvc.yaml is stale: run `python scripts/generate.py`"
-    )
+    assert (ROOT / "dvc.yaml").read_text() == dvc_stages.render(), "dvc.yaml is stale: run `python scripts/generate.py`"
 
 
 def test_stage_dependencies_cover_every_imported_module():

@@ -24,6 +24,7 @@ from conftest import (
     job_counts,
     sh,
 )
+from test_tiers import tiers_missing
 
 from isoflow import layout
 
@@ -229,8 +230,9 @@ def test_a_section_of_your_own_is_its_package_one_entry_its_rules_and_its_overla
     and its config, an overlay. Nothing else is edited: `isoflow` offers its commands, the config schema takes its
     settings class's keys (and refuses others), `runs` and the default target include it, the Makefile offers its
     reproduce target, its DVC stage depends on its package, and `snakemake toy` runs it, writing what its library
-    computes. Over 60 s on the slower 2-core machines: eight processes (three dry runs, one run, the CLI, make, the DVC
-    stage list, the library), most of them importing Snakemake or torch."""
+    computes; the one generator (scripts/generate.py) gives it its place in the import contract, which then holds.
+    Over 60 s on the slower 2-core machines: ten processes (three dry runs, one run, the CLI, make, the generator,
+    the import linter, the DVC stage list, the library), most of them importing Snakemake or torch."""
     repo = checkout_copy(tmp_path / "isoflow")
     added = [p for p in TOY_SECTION.rglob("*") if p.is_file() and p.name not in ("README.md", "registry.py")]
     for path in added:
@@ -250,6 +252,10 @@ def test_a_section_of_your_own_is_its_package_one_entry_its_rules_and_its_overla
         in sh([*MAKE, "-n", "reproduce", "PYTHON=python"], repo, env=env).stdout
     )
     assert "toy-report" in sh([sys.executable, "-m", "isoflow.cli", "--help"], repo, env=env).stdout
+    # the one generator: its DVC stages, its glossary row and its place in the import contract's sections tier
+    sh([sys.executable, "scripts/generate.py"], repo, env=env)
+    assert tiers_missing(repo) == (set(), set()) and "| toy" in (repo / "pyproject.toml").read_text()
+    assert "1 kept, 0 broken" in sh(["lint-imports", "--no-cache"], repo, env=env).stdout
     stages = sh([sys.executable, "-m", "isoflow.publishing.stage_modules"], repo, env=env).stdout
     assert "src/isoflow/toy" in stages.split("toy:")[1].split("report:")[0]
     (repo / "config/bad.yaml").write_text("base: config/toy.yaml\ntoy: {points: 1, colour: red}\n")

@@ -362,6 +362,14 @@ def glossary_table(root: Path | str = ".") -> str:
     return "\n".join(lines) + "\n"
 
 
+def section_packages() -> list[str]:
+    """The top-level modules of ``isoflow`` that hold the sections' code (each section's first library module; the
+    istar section's is optimize's), in the registry's order, each once: the import contract's sections tier, whose
+    modules import none of each other (pyproject.toml, written by scripts/generate.py)."""
+    found = [s.library[0].split(".")[1] for s in SECTIONS.values() if s.library]
+    return list(dict.fromkeys(found))
+
+
 def own_command_modules() -> list[str]:
     """The command modules of sections that keep their commands in their own package (not the CLI's), in the
     registry's order."""

@@ -1,5 +1,6 @@
 """Every file written from the section registry, written by one command: ``python scripts/generate.py`` (``make
-generated``) — dvc.yaml's stages (:mod:`.dvc_stages`) and docs/README.md's glossary (:mod:`.glossary`). The suite
+generated``) — dvc.yaml's stages (:mod:`.dvc_stages`), docs/README.md's glossary (:mod:`.glossary`) and the import
+contract's sections tier in pyproject.toml (:mod:`.contract`). The suite
 checks each against what this writes and names this command when one is stale, so adding a section, a command, a
 module or a publication leaves one thing to run, whatever it changed."""
 
@@ -11,9 +12,9 @@ COMMAND = "python scripts/generate.py"  # what a stale file's test says to run
 
 
 def main() -> int:
-    from . import dvc_stages, glossary
+    from . import contract, dvc_stages, glossary
 
-    failed = [step.__name__ for step in (dvc_stages.main, glossary.main) if step() != 0]
+    failed = [step.__name__ for step in (dvc_stages.main, glossary.main, contract.main) if step() != 0]
     return 1 if failed else 0
 
 
