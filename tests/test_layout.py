@@ -178,3 +178,23 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
         {"model_a": "gpt2", "model_b": "bert", "corpus": "brown"}
     ]
     assert layout.runs_in(tmp_path / "absent", layout.FINETUNE_RUN + ".json") == []
+
+
+def test_the_optimisation_runs_are_read_by_their_templates(tmp_path):
+    """records.discover finds the records of the optimize and istar sections' runs, at the linear head and a
+    non-linear one, through layout.OPTIMIZATION_RUNS; a file that is no run's record is not one."""
+    import json
+
+    from isoflow.records import discover
+
+    stems = [
+        layout.optimisation_run(tmp_path, "glue/sst2", "minilm", 0),
+        layout.optimisation_run(tmp_path, "polarity", "glove-50d", 1, head="mlp2"),
+        layout.optimisation_run(tmp_path, "polarity", "minilm", 0, istar_lambda=-5.0),
+        layout.optimisation_run(tmp_path, "glue/mrpc", "minilm", 3, istar_lambda=0.5, head="mlp1"),
+    ]
+    for stem in [*stems, f"{tmp_path}/optimize/runs/polarity/minilm/seeds"]:  # a grouped job's log stem is no run
+        Path(stem).parent.mkdir(parents=True, exist_ok=True)
+        Path(stem + ".json").write_text(json.dumps({"complete": True}))
+        Path(stem + ".parquet").write_text("")
+    assert discover(tmp_path) == sorted(Path(s + ".json") for s in stems)

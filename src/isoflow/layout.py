@@ -68,6 +68,7 @@ WILDCARDS = {
     "model_a": r"[a-z0-9-]+",  # the two models whose layers are compared (layers.cross)
     "model_b": r"[a-z0-9-]+",
     "pretrained": r"[a-z0-9-]+",
+    "head": r"mlp[0-9]+",  # a non-linear head's folder (head_dir)
 }
 
 
@@ -179,6 +180,16 @@ def optimisation_run(results, task: str, model: str, seed, *, istar_lambda=0.0, 
     """An optimisation run's stem (add ``.parquet`` / ``.json``), in the istar section for λ ≠ 0."""
     identity = optimisation_id(task, model, seed, istar_lambda=istar_lambda, head=head)
     return run_path(results, optimisation_section(istar_lambda), identity)
+
+
+# The identities of the optimisation sections' runs folders, as templates (runs_in reads them): a run at the paper's
+# linear head and one at a non-linear head (one folder deeper); istar's at its λ
+OPTIMIZATION_RUNS = {
+    "optimize": tuple(optimisation_id("{task}", "{model}", "{seed}", head=h) for h in ("", "{head}")),
+    "istar": tuple(
+        optimisation_id("{task}", "{model}", "{seed}", istar_lambda="{istar_lambda}", head=h) for h in ("", "{head}")
+    ),
+}
 
 
 def optimize_head(optimize: dict) -> str:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from .atomic import atomic_dir, atomic_file
 from .errors import read_json
-from .layout import OPTIMISATION_SECTIONS, RUNS, lambda_dir, regulariser_dir  # noqa: F401 (re-exported)
+from .layout import OPTIMISATION_SECTIONS, OPTIMIZATION_RUNS, RUNS, lambda_dir, regulariser_dir, runs_in  # noqa: F401
 
 # Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
 # them; the seed is what rows average over. istar_lambda always; the others where some run records them.
@@ -180,8 +180,14 @@ RUN_FOLDERS = tuple(f"{s}/{RUNS}" for s in OPTIMISATION_SECTIONS)  # where optim
 def discover(results: str | os.PathLike) -> list[Path]:
     """The JSON records of every complete optimisation run under ``results/optimize/runs`` and
     ``results/istar/runs`` (sorted)."""
+    records = {
+        path
+        for section, templates in OPTIMIZATION_RUNS.items()
+        for template in templates
+        for _, path in runs_in(Path(results, section, RUNS), f"{template}.json")
+    }
     found = []
-    for meta in sorted(m for folder in RUN_FOLDERS for m in Path(results, folder).rglob("seed*.json")):
+    for meta in sorted(records):
         try:
             complete = json.loads(meta.read_text(encoding="utf-8")).get("complete")
         except (ValueError, UnicodeDecodeError):
