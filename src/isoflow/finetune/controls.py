@@ -28,6 +28,7 @@ import pandas as pd
 
 from ..layout import BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
+from .settings import REGULARISERS
 
 GRADIENTS_CAPTION = (
     "The I-STAR penalty's pull against the task's at the pretrained model (isoflow finetune-diagnosis): per setup, the "
@@ -66,7 +67,7 @@ def _selected(record: Path) -> dict:
     correct = None
     if labels is not None and "predictions" in epochs:
         correct = np.asarray(row["predictions"]) == np.asarray(labels)
-    weight = s.get("istar_lambda", 0.0) if s.get("reg", "istar") == "istar" else s.get("cosreg_weight", 0.0)
+    weight = s.get(REGULARISERS[s.get("reg", "istar")], 0.0)
     last = epochs.iloc[-1]
     return {
         "task": s["task"],

@@ -1,0 +1,104 @@
+"""The strength-matched control's reading (docs/finetune.md, "The strength-matched control"; docs/verdicts.md, "A
+control of strength"), as written before its runs.
+
+Each arm is read against its own λ = 0: per seed, the held-out metric at the run's selected epoch (its best validation
+epoch) minus the λ = 0 run of the same seed *in the same set of runs* — the intervention's (I-STAR at +λ*, the fair
+sweep) and the control's (the mean-direction loss at the matched pull, at its own commit). Then:
+
+* the manipulation check of the control: its IsoScore* against the pretrained Σ_S after the last epoch minus its own
+  λ = 0's, seed by seed; it has not moved isotropy only if that interval lies within ± ``bound`` × the
+  intervention's own shift (a quarter); otherwise both readings are **untested (the control moved IsoScore*)**;
+* (A) *a second loss this strong hurts*: the control's differences (their t-interval over seeds);
+* (B) *the harm is isotropy's*: mean of the intervention's differences minus mean of the control's (Welch's interval:
+  the two arms' seeds are not paired across commits);
+  each read with the vocabulary's words, the claimed size being the intervention's whole harm (its mean difference),
+  the two one family: a **reproduced** or **contradicted** needs its Holm-adjusted p below 0.05."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..reporting.significance import (
+    detectable_difference,
+    detectable_effect,
+    difference_interval,
+    holm,
+    seed_interval,
+)
+from ..reporting.verdicts import verdict
+from .controls import _selected
+
+BOUND = 0.25  # the control's IsoScore* shift, as a share of the intervention's, within which it has not moved isotropy
+
+
+def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
+    """Per seed, the run of ``reg`` at ``weight`` minus the λ = 0 run of the same seed among ``records``: the held-out
+    metric at each run's selected epoch (``metric``) and IsoScore* against the pretrained Σ_S after the last epoch
+    (``isoscore_star``)."""
+    rows = []
+    for record in map(Path, records):
+        row = _selected(record)
+        epochs = pd.read_parquet(record.with_suffix(".parquet"))
+        rows.append({**row, "isoscore_star": float(epochs["isoscore_star_pretrained"].iloc[-1])})
+    runs = pd.DataFrame(rows)
+    arm = runs[(runs.reg == reg) & (runs.weight == weight)].set_index("seed")
+    plain = runs[(runs.reg == "istar") & (runs.weight == 0.0)].set_index("seed")
+    both = arm.join(plain, rsuffix="_plain", how="inner")
+    if both.empty:
+        raise ValueError(f"no seed has both a {reg} {weight:g} run and a plain run among the {len(runs)} records given")
+    return pd.DataFrame(
+        {
+            "metric": both["metric"] - both["metric_plain"],
+            "isoscore_star": both["isoscore_star"] - both["isoscore_star_plain"],
+        }
+    ).sort_index()
+
+
+def strength_control(intervention: pd.DataFrame, control: pd.DataFrame, bound: float = BOUND) -> pd.DataFrame:
+    """The readings (module docstring) from the two arms' per-seed differences (:func:`arm_differences`): one row for
+    the manipulation check, one per claim, with the interval, p, Holm's p, the detectable effect and the word."""
+    shift = seed_interval(control["isoscore_star"])
+    allowed = bound * abs(float(intervention["isoscore_star"].mean()))
+    moved = not (-allowed <= shift["low"] and shift["high"] <= allowed)
+    harm = float(intervention["metric"].mean())  # the claimed size: the intervention's whole harm
+    a = seed_interval(control["metric"])
+    a_detectable = detectable_effect(a["std"], a["seeds"])
+    b = difference_interval(intervention["metric"], control["metric"])
+    sd_i, sd_c = float(intervention["metric"].std(ddof=1)), float(control["metric"].std(ddof=1))
+    b_detectable = detectable_difference(sd_i, len(intervention), sd_c, len(control))
+    adjusted = holm([a["p"], b["p"]])
+    rows = [
+        {
+            "reading": "the control did not move isotropy",
+            "mean": shift["mean"],
+            "low": shift["low"],
+            "high": shift["high"],
+            "bound": allowed,
+            "verdict": "moved" if moved else "within the bound",
+        }
+    ]
+    why = "the control moved IsoScore*" if moved else None
+    for name, r, mean, detectable, p_holm in (
+        ("(A) a second loss this strong hurts", a, a["mean"], a_detectable, adjusted[0]),
+        ("(B) the harm is isotropy's", b, b["difference"], b_detectable, adjusted[1]),
+    ):
+        word = verdict(harm, r["low"], r["high"], detectable=detectable, untested_because=why)
+        if word in ("reproduced", "contradicted") and not p_holm < 0.05:  # the family's correction decides
+            word = verdict(harm, min(r["low"], 0.0), max(r["high"], 0.0), detectable=detectable)
+        rows.append(
+            {
+                "reading": name,
+                "mean": mean,
+                "low": r["low"],
+                "high": r["high"],
+                "p": r["p"],
+                "p_holm": p_holm,
+                "detectable": detectable,
+                "claimed": harm,
+                "verdict": word,
+            }
+        )
+    return pd.DataFrame(rows)
+

@@ -1,0 +1,94 @@
+"""The strength-matched control's reading (isoflow.finetune.strength_control), on runs written for the test: each arm
+against its own λ = 0, the control's manipulation check, the two claims with their words and Holm's correction."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import ttest_1samp, ttest_ind
+
+from isoflow.finetune.strength_control import arm_differences, strength_control
+
+
+def write_run(folder, reg, weight, seed, metrics, isoscore_star):
+    """A run's record and epochs as isoflow finetune writes them (the fields the reading takes)."""
+    name = {"istar": "istar_lambda", "meandir": "meandir_weight"}[reg]
+    stem = folder / f"{reg}{weight:g}" / f"seed{seed}"
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    settings = {"task": "glue/sst2", "model": "m", "reg": reg, "seed": seed, "istar_lambda": 0.0, name: weight}
+    stem.with_suffix(".json").write_text(json.dumps({"settings": settings, "n_train": 100}))
+    epochs = pd.DataFrame(
+        {
+            "epoch": range(len(metrics)),
+            "metric_name": "accuracy",
+            "metric": metrics,
+            "accuracy": metrics,
+            "validation_metric": metrics,  # the best validation epoch is the best held-out one here
+            "isoscore_star_pretrained": isoscore_star,
+        }
+    )
+    epochs.to_parquet(stem.with_suffix(".parquet"))
+    return stem.with_suffix(".json")
+
+
+def test_each_arm_is_read_against_the_plain_run_of_its_own_seed_at_the_selected_epoch(tmp_path):
+    rng = np.random.default_rng(0)
+    records, expected = [], {}
+    for seed in range(4):
+        plain = [0.5, 0.8 + 0.01 * seed, 0.79]
+        run = [0.5, 0.7, 0.76 - 0.005 * seed]
+        records += [write_run(tmp_path, "istar", 0.0, seed, plain, [0.14, 0.15, 0.16])]
+        records += [write_run(tmp_path, "meandir", 1.0, seed, run, [0.14, 0.15, 0.17 + rng.uniform(0, 0.01)])]
+        expected[seed] = max(run) - max(plain)
+    d = arm_differences(records, "meandir", 1.0)
+    assert d.index.tolist() == [0, 1, 2, 3] and d["metric"].tolist() == pytest.approx(list(expected.values()))
+    assert (d["isoscore_star"] > 0.01).all()
+    with pytest.raises(ValueError, match="no seed has both a istar 1 run and a plain run"):
+        arm_differences(records, "istar", 1.0)
+
+
+def _arm(metric, isoscore_star):
+    return pd.DataFrame({"metric": metric, "isoscore_star": isoscore_star}, index=range(len(metric)))
+
+
+INTERVENTION = _arm([-0.04, -0.05, -0.03, -0.045, -0.035, -0.042], [0.21, 0.2, 0.22, 0.2, 0.23, 0.21])
+
+
+def test_a_control_that_does_not_hurt_leaves_the_harm_to_isotropy():
+    """Control differences near 0 (and IsoScore* unmoved): (A) not seen, (B) reproduced, the numbers SciPy's."""
+    control = _arm([0.004, -0.006, 0.002, -0.003, 0.005, -0.001], [0.001, -0.002, 0.0, 0.003, -0.001, 0.002])
+    table = strength_control(INTERVENTION, control).set_index("reading")
+    check, a, b = table.iloc[0], table.iloc[1], table.iloc[2]
+    assert check["verdict"] == "within the bound" and check["bound"] == pytest.approx(0.25 * 0.2117, rel=1e-3)
+    assert a["p"] == pytest.approx(ttest_1samp(control["metric"], 0).pvalue, rel=1e-10)
+    assert b["p"] == pytest.approx(ttest_ind(INTERVENTION["metric"], control["metric"], equal_var=False).pvalue)
+    assert b["mean"] == pytest.approx(INTERVENTION["metric"].mean() - control["metric"].mean())
+    assert a["claimed"] == b["claimed"] == pytest.approx(INTERVENTION["metric"].mean())
+    assert a["verdict"].startswith("not seen") and b["verdict"] == "reproduced"
+
+
+def test_a_control_that_hurts_as_much_leaves_the_harm_to_strength():
+    control = _arm([-0.035, -0.05, -0.04, -0.045, -0.03, -0.044], [0.001, -0.002, 0.0, 0.003, -0.001, 0.002])
+    table = strength_control(INTERVENTION, control).set_index("reading")
+    assert table.iloc[1]["verdict"] == "reproduced" and table.iloc[2]["verdict"].startswith("not seen")
+
+
+def test_a_control_that_moved_isoscore_leaves_both_untested():
+    control = _arm([-0.035, -0.05, -0.04, -0.045, -0.03, -0.044], [0.1, 0.09, 0.12, 0.1, 0.11, 0.1])
+    table = strength_control(INTERVENTION, control)
+    assert table["verdict"].tolist()[0] == "moved"
+    assert table["verdict"].tolist()[1:] == ["untested (the control moved IsoScore*)"] * 2
+
+
+def test_holms_correction_decides_a_word_the_raw_interval_alone_would_give():
+    """Both readings with raw p just below 0.05 (the control's interval excluding 0): over the family of two, Holm's
+    p is not, and the words are those an interval including 0 gives."""
+    intervention = _arm([-0.0175, -0.021, -0.014, -0.01925, -0.01575, -0.0175], [0.21] * 6)
+    control = _arm([-0.02, 0.001, -0.015, -0.003, -0.012, -0.004], [0.0] * 6)
+    table = strength_control(intervention, control)
+    for _, reading in table.iloc[1:].iterrows():
+        assert reading["p"] < 0.05 <= reading["p_holm"] and reading["verdict"].startswith("not seen")
+    assert table.iloc[1]["high"] < 0
