@@ -45,7 +45,7 @@ def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     runs = pd.DataFrame(rows)
     arm = runs[(runs.reg == reg) & (runs.weight == weight)].set_index("seed")
     plain = runs[(runs.reg == "istar") & (runs.weight == 0.0)].set_index("seed")
-    both = arm.join(plain, rsuffix="_plain", how="inner")
+    both = arm.merge(plain, left_index=True, right_index=True, suffixes=("", "_plain"))
     if both.empty:
         raise ValueError(f"no seed has both a {reg} {weight:g} run and a plain run among the {len(runs)} records given")
     return pd.DataFrame(
