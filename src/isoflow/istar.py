@@ -365,7 +365,7 @@ class MeanDirectionLoss(torch.nn.Module):
 
     def __init__(self, weight: float, direction_seed: int = 0):
         super().__init__()
-        self.weight = check_cosreg_weight(weight)
+        self.weight = check_cosreg_weight(weight, "the mean-direction control's weight")
         self.direction_seed = int(direction_seed)
         self.directions: torch.Tensor | None = None  # (layers, d), float64, made on the first call
 

@@ -29,10 +29,10 @@ def check_istar(istar_lambda, zeta, shrinkage: str = "pretrained", dtype: str = 
         raise ValueError(f"unknown penalty dtype {dtype!r}; choose from {', '.join(PENALTY_DTYPE_NAMES)}")
 
 
-def check_cosreg_weight(weight) -> float:
-    """CosReg's weight as a float, if a finite number; else a ValueError."""
+def check_cosreg_weight(weight, name: str = "the CosReg weight") -> float:
+    """A regulariser's weight (CosReg's, or the one ``name`` says) as a float, if a finite number; else a ValueError."""
     if not _is_number(weight) or not math.isfinite(weight):
-        raise ValueError(f"the CosReg weight must be a finite number; got {weight!r}")
+        raise ValueError(f"{name} must be a finite number; got {weight!r}")
     return float(weight)
 
 

@@ -169,7 +169,7 @@ class FinetuneSettings:
         check(self)
         check_istar(self.istar_lambda, self.zeta)
         check_cosreg_weight(self.cosreg_weight)
-        check_cosreg_weight(self.meandir_weight)
+        check_cosreg_weight(self.meandir_weight, "the mean-direction control's weight meandir_weight")
         if self.istar_pull and self.reg != "istar":
             raise ValueError(f"istar_pull sets I-STAR's lambda; it has no meaning with reg={self.reg}")
         if self.matched_pull_from and self.reg != "meandir":

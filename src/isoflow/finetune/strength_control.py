@@ -101,4 +101,3 @@ def strength_control(intervention: pd.DataFrame, control: pd.DataFrame, bound: f
             }
         )
     return pd.DataFrame(rows)
-
