@@ -14,8 +14,10 @@ from IsoScore.IsoScore import IsoScore
 from sklearn.metrics import silhouette_score
 from sklearn.neighbors import NearestNeighbors
 
+from isoflow import cpu_gemm
 from isoflow.metrics import device_policy, isoscore, knn_distances, silhouette
 from isoflow.metrics.isotropy import isoscore_and_star_tensor
+from isoflow.run_inputs import run_inputs
 
 
 @pytest.fixture
@@ -144,23 +146,37 @@ def test_settings_are_checked_and_recorded(monkeypatch):
         device_policy.cpu_gemm()
     monkeypatch.setenv(device_policy.GEMM_ENV, "auto")
     monkeypatch.delenv(device_policy.POLICY_ENV, raising=False)
-    assert device_policy.cpu_gemm() in ("torch", "numpy")  # measured once per process
-    assert device_policy.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": device_policy.cpu_gemm()}
+    monkeypatch.setattr(device_policy, "_host", None)
+    assert device_policy.cpu_gemm() == "torch"  # auto, not settled: torch's
+    device_policy.use_host_choice("numpy")
+    assert device_policy.describe("cpu") == {"block_policy": "cpu", "cpu_gemm": "numpy"}  # auto follows the host
+    with pytest.raises(ValueError, match="torch or numpy; got 'mkl'"):
+        device_policy.use_host_choice("mkl")
 
 
 def test_the_measured_choice_is_kept_per_host(tmp_path, monkeypatch):
-    """auto: measured once per host and kept, so that later runs on the host choose the same BLAS."""
+    """auto: measured once per host and kept, so that later runs on the host choose the same BLAS; a run settles it
+    when it resolves a CPU, and only under auto."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     monkeypatch.setenv(device_policy.GEMM_ENV, "auto")
-    device_policy._measured_cpu_gemm.cache_clear()
+    monkeypatch.setattr(device_policy, "_host", None)
+    cpu_gemm.host_choice.cache_clear()
     calls = []
-    monkeypatch.setattr(device_policy, "measure_cpu_gemm", lambda: calls.append(1) or "numpy")
+    monkeypatch.setattr(cpu_gemm, "measure", lambda: calls.append(1) or "numpy")
+    run_inputs(device="cpu")
     assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1
-    device_policy._measured_cpu_gemm.cache_clear()  # a new process
-    monkeypatch.setattr(device_policy, "measure_cpu_gemm", lambda: calls.append(1) or "torch")
+    cpu_gemm.host_choice.cache_clear()  # a new process
+    device_policy.use_host_choice(None)
+    monkeypatch.setattr(cpu_gemm, "measure", lambda: calls.append(1) or "torch")
+    cpu_gemm.settle(torch.device("cpu"))
     assert device_policy.cpu_gemm() == "numpy" and len(calls) == 1  # read back, not measured again
-    assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {device_policy._host_key(): "numpy"}
-    device_policy._measured_cpu_gemm.cache_clear()
+    assert json.loads((tmp_path / "isoflow/cpu-gemm.json").read_text()) == {cpu_gemm.host_key(): "numpy"}
+    cpu_gemm.host_choice.cache_clear()
+    device_policy.use_host_choice(None)
+    monkeypatch.setenv(device_policy.GEMM_ENV, "torch")
+    cpu_gemm.settle(torch.device("cpu"))  # a forced choice: nothing read or measured
+    assert device_policy._host is None and cpu_gemm.host_choice.cache_info().misses == 0
+    cpu_gemm.host_choice.cache_clear()
 
 
 @pytest.mark.slow
@@ -172,27 +188,8 @@ def test_the_measurement_times_both_paths_and_leaves_the_setting_alone(monkeypat
     silhouette_module = importlib.import_module("isoflow.metrics.silhouette")  # the module, not the function
     real = device_policy.numpy_blas
     monkeypatch.setattr(silhouette_module, "numpy_blas", lambda a: seen.append(device_policy.cpu_gemm()) or real(a))
-    assert device_policy.measure_cpu_gemm() in ("torch", "numpy")  # gemm_choice.measure, imported when due
+    assert cpu_gemm.measure() in ("torch", "numpy")
     assert {"numpy", "torch"} <= set(seen)
     assert device_policy.cpu_gemm() == "torch" and device_policy._timing is None
 
 
-def test_the_policy_imports_no_metric_when_it_loads():
-    """No import circle: the device policy imports nothing of the metrics that import it when it loads; the
-    measurement that times them (gemm_choice) is imported by ``measure_cpu_gemm`` alone, when a measurement is due."""
-    import ast
-    from pathlib import Path
-
-    def imported(nodes):
-        nodes = list(nodes)
-        names = [n.module or "" for n in nodes if isinstance(n, ast.ImportFrom)]
-        return names + [a.name for n in nodes if isinstance(n, ast.Import) for a in n.names]
-
-    tree = ast.parse(Path(device_policy.__file__).read_text())
-    loaded = imported(n for top in tree.body if not isinstance(top, ast.FunctionDef) for n in ast.walk(top))
-    assert not [m for m in loaded if "metrics" in m or m.lstrip(".") in ("silhouette", "isotropy", "_validate")]
-    deferred = {
-        f.name: imported(ast.walk(f)) for f in tree.body if isinstance(f, ast.FunctionDef) and imported(ast.walk(f))
-    }
-    assert deferred.get("measure_cpu_gemm") == ["gemm_choice"]  # ast: the module without its dots
-    assert not [m for f, names in deferred.items() if f != "measure_cpu_gemm" for m in names if "metric" in m]

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from .cpu_gemm import settle
 from .datasets import TaskData, prepared_task, raw_cache, read_task
 from .devices import resolve_device
 from .models.resolve import ResolvedModel, resolve_model
@@ -53,7 +54,8 @@ def run_inputs(
     mirror=None,
 ) -> RunInputs:
     """Resolve a run's inputs, each checked before any work: the model first (an unknown name, a folder that is no
-    model), then the device (``auto``: CUDA when present, else the CPU), then the task (``task_path``, else
+    model), then the device (``auto``: CUDA when present, else the CPU; on the CPU, the host's GEMM choice settled:
+    :mod:`isoflow.cpu_gemm`), then the task (``task_path``, else
     ``<data_dir>/tasks/<task>``; a name neither prepared nor registered is refused, naming the known tasks)."""
     cache = raw_cache(data_dir, raw_dir)
     resolved = (
@@ -62,6 +64,7 @@ def run_inputs(
         else resolve_model(model, model_name, revision=revision, dtype=dtype, cache=cache, mirror=mirror)
     )
     dev = resolve_device(device)
+    settle(dev)  # the CPU GEMM the metrics use on this host, measured once per host (isoflow.cpu_gemm)
     tpath = None if task is None else prepared_task(task, data_dir, task_path)
     return RunInputs(
         device=dev, cache=cache, task=None if tpath is None else read_task(tpath), task_path=tpath, model=resolved

@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..arrays import load_array, load_matrix
-    from ..devices import resolve_device
+    from ..run_inputs import run_inputs
     from ..metrics import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry
 
-    device = resolve_device(args.device)
+    device = run_inputs(device=args.device).device
     metrics = None if args.metrics is None else [m.strip() for m in args.metrics.split(",") if m.strip()]
     if metrics is not None and not metrics:
         raise ValueError(f"--metrics is empty; choose from {', '.join(METRIC_NAMES)}")

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..atomic import atomic_file
-    from ..devices import resolve_device
+    from ..run_inputs import run_inputs
     from ..records import run_record
     from ..settings import as_dict
     from ..stability import StabilitySettings, figure, simulate, tables
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     settings = declared.from_namespace(StabilitySettings, args)
     report = None if args.quiet else (lambda k, n: print(f"stability: {k}/{n} clouds", file=sys.stderr, flush=True))
-    runs = simulate(settings, device=resolve_device(args.device), progress=report)
+    runs = simulate(settings, device=run_inputs(device=args.device).device, progress=report)
     with atomic_file(out / "runs.parquet") as tmp:
         runs.to_parquet(tmp, index=False)
     with atomic_file(out / "meta.json") as tmp:

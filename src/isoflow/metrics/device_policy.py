@@ -14,11 +14,10 @@ multiplies the blocks. One code path for every device; only these two choices di
   the GPU policy on the CPU; it then assumes 2 GiB of free memory).
 * **CPU GEMM.** PyTorch's CPU wheel multiplies through MKL, NumPy through OpenBLAS; on some hosts (this project's AMD
   EPYC machines) OpenBLAS is faster on the bare products, which need not make the metric step faster (below).
-  ``ISOFLOW_CPU_GEMM=torch|numpy`` chooses; ``auto`` (the default) times a whole metric step both ways (silhouette and
-  IsoScore of 8,192 points, then a torch op) and takes NumPy only if it is at least 15 % faster. The measurement is
-  made once per host and kept in ``$XDG_CACHE_HOME/isoflow/cpu-gemm.json`` (keyed by host, CPU and library versions),
-  so that every later run on the host makes the same choice (runs on a busy machine would otherwise flip between the
-  two and differ by rounding). Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
+  ``ISOFLOW_CPU_GEMM=torch|numpy`` chooses; ``auto`` (the default) follows the host's measured choice
+  (:mod:`isoflow.cpu_gemm`: a whole metric step timed both ways, NumPy taken only if at least 15 % faster, once per
+  host and kept), which a run settles when it resolves its device (:func:`isoflow.run_inputs.run_inputs`); until
+  then, torch's. The measurement lives above the metrics because it times them: this module only holds its answer. Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
   With NumPy, the whole metric step stays in NumPy (:func:`numpy_blas`): the silhouette's rescaling, centring,
   products, square roots and per-cluster sums (``silhouette._euclidean_cluster_sums_numpy``) and IsoScore's centring
   and covariance (``isotropy._centred_rescaled``, ``_scatter_matrix``): OpenBLAS's threads keep spinning after a
@@ -27,12 +26,9 @@ multiplies the blocks. One code path for every device; only these two choices di
 
 from __future__ import annotations
 
-import functools
-import json
+import contextlib
 import math
 import os
-import platform
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -53,64 +49,47 @@ def _setting(env: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _cache_file() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "isoflow" / "cpu-gemm.json"
+def gemm_setting() -> str:
+    """``$ISOFLOW_CPU_GEMM``: ``auto`` (the default), ``torch`` or ``numpy``; anything else is refused."""
+    return _setting(GEMM_ENV, GEMMS)
 
 
-def _host_key() -> str:
-    return "|".join(
-        [
-            "metric-step",  # what was measured: a choice measured another way is measured again
-            platform.node(),
-            platform.processor() or platform.machine(),
-            str(os.cpu_count()),
-            torch.__version__,
-            np.__version__,
-            str(torch.get_num_threads()),
-        ]
-    )
+# The host's choice, once :func:`isoflow.cpu_gemm.settle` has measured it or read it back (a run settles it when it
+# resolves its device); None until then, and ``auto`` then means torch's.
+_host: str | None = None
 
 
-def measure_cpu_gemm() -> str:
-    """The host's choice measured now (:func:`isoflow.metrics.gemm_choice.measure`). That module times the metrics,
-    which import this one: it is imported here only when a measurement is due, never when this module loads."""
-    from .gemm_choice import measure
-
-    return measure()
-
-
-@functools.cache
-def _measured_cpu_gemm() -> str:
-    """The host's choice: from the cache file if it has this host's, else measured now and stored (best effort)."""
-    path, key = _cache_file(), _host_key()
-    try:
-        known = json.loads(path.read_text())
-    except (OSError, ValueError):
-        known = {}
-    if isinstance(known, dict) and known.get(key) in ("torch", "numpy"):
-        return known[key]
-    choice = measure_cpu_gemm()
-    try:
-        from ..atomic import atomic_file
-
-        with atomic_file(path) as tmp:
-            tmp.write_text(json.dumps({**(known if isinstance(known, dict) else {}), key: choice}, indent=1) + "\n")
-    except OSError:  # a read-only home: measure again next time
-        pass
-    return choice
+def use_host_choice(choice: str | None) -> None:
+    """Set the host's measured choice (``torch`` or ``numpy``; None: not settled), which ``auto`` follows."""
+    global _host
+    if choice not in (None, "torch", "numpy"):
+        raise ValueError(f"the host's CPU GEMM must be torch or numpy; got {choice!r}")
+    _host = choice
 
 
-# The choice the measurement is timing (:mod:`isoflow.metrics.gemm_choice`), else None: the setting and the host's
-# choice decide.
+# The choice the measurement is timing (:func:`timing`), else None: the setting and the host's choice decide.
 _timing: str | None = None
+
+
+@contextlib.contextmanager
+def timing(choice: str):
+    """Within the block, ``choice`` whatever the setting (:mod:`isoflow.cpu_gemm` times each choice this way)."""
+    global _timing
+    if choice not in ("torch", "numpy"):
+        raise ValueError(f"a CPU GEMM to time must be torch or numpy; got {choice!r}")
+    _timing = choice
+    try:
+        yield
+    finally:
+        _timing = None
 
 
 def cpu_gemm() -> str:
     """The BLAS the CPU block products use: ``torch`` or ``numpy`` (see the module docstring)."""
     if _timing is not None:
         return _timing
-    choice = _setting(GEMM_ENV, GEMMS)
-    return _measured_cpu_gemm() if choice == "auto" else choice
+    choice = gemm_setting()
+    return (_host or "torch") if choice == "auto" else choice
 
 
 def numpy_blas(a: torch.Tensor) -> bool:
