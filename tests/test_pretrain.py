@@ -387,8 +387,9 @@ def test_cli_trains_a_model_every_command_takes(tmp_path, corpus):
     assert_one_record_schema(record, "pretrain")
     from isoflow.layers.encoder import load_encoder
     from isoflow.models.resolve import resolve_model
+    from isoflow.models.spec import ModelSpec
 
-    encoder = load_encoder(resolve_model(out, "probe", cache=tmp_path))
+    encoder = load_encoder(resolve_model(ModelSpec(str(out), "probe"), cache=tmp_path))
     assert (encoder.n_states, encoder.dim, encoder.max_length) == (3, 32, 32)
 
 
@@ -430,6 +431,7 @@ def test_a_run_keeps_its_checkpoint_series_as_model_folders_and_trains_the_same_
 
     from isoflow.layers.encoder import load_encoder
     from isoflow.models.resolve import resolve_model
+    from isoflow.models.spec import ModelSpec
     from isoflow.pretrain import run_pretrain
     from isoflow.pretrain.series import read_series
 
@@ -448,7 +450,7 @@ def test_a_run_keeps_its_checkpoint_series_as_model_folders_and_trains_the_same_
     assert [float(curve[str(s)]["heldout_loss"]) for s, _ in series] == [r["heldout"]["loss"] for r in records]
     last = load_file(series[-1][1] / "model.safetensors")
     assert all(torch.equal(last[k], weights[0][k]) for k in last)
-    encoder = load_encoder(resolve_model(series[1][1], "step1", cache=tmp_path))
+    encoder = load_encoder(resolve_model(ModelSpec(str(series[1][1]), "step1"), cache=tmp_path))
     assert (encoder.n_states, encoder.dim) == (3, 32)
     run_pretrain(corpus, tmp_path / "parts", settings, stop_after=4, **quiet)
     parts = run_pretrain(corpus, tmp_path / "parts", settings, **quiet)

@@ -28,6 +28,7 @@ from .atomic import atomic_dir, check_replaceable
 from .datasets import raw_cache, read_task, resolve_name, task_dir
 from .errors import read_json
 from .models.sbert import ENCODE_BATCH_SIZE
+from .models.spec import ModelSpec
 from .provenance import shown_path
 
 logger = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def load_embeddings(path: str | os.PathLike) -> tuple[np.ndarray, dict]:
 
 
 def encode(
-    model: str,
+    model: str | os.PathLike | ModelSpec,
     task: str,
     *,
     data_dir: str | os.PathLike = "data",
@@ -121,19 +122,16 @@ def encode(
     force: bool = False,
     progress: bool | None = None,
     raw_dir: str | os.PathLike | None = None,
-    model_name: str | None = None,
-    revision: str | None = None,
-    dtype: str = "auto",
     pooling: str = "mean",
 ) -> Path:
     """Embed the items of a prepared task with ``model`` (a short name, or a local model directory: see
-    :mod:`isoflow.models.local`; its outputs go under ``model_name`` or the folder's name); returns the output
-    directory."""
+    :mod:`isoflow.models.local`; a :class:`~isoflow.models.spec.ModelSpec` names the outputs, a revision and a
+    dtype; its outputs go under that name or the folder's); returns the output directory."""
     from .models.resolve import resolve_model
 
     progress = sys.stderr.isatty() if progress is None else progress
     cache = raw_cache(data_dir, raw_dir)
-    resolved = resolve_model(model, model_name, revision=revision, dtype=dtype, cache=cache, mirror=mirror)
+    resolved = resolve_model(model, cache=cache, mirror=mirror)
     name, local = resolved.name, resolved.local
     expected_source = None if local else resolved.origin  # an unknown name: one line naming the known ones
     tdata = read_task(task_path or task_dir(task, data_dir))

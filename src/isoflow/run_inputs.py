@@ -2,10 +2,9 @@
 
 Each section's run (``optimize``, ``finetune``, ``layers``, ``pretrain``, the diagnoses) checks its settings, then asks
 :func:`run_inputs` for what it reads — the task from its prepared folder, the model turned into its loader
-(:mod:`isoflow.models.resolve`), the device chosen (:mod:`isoflow.devices`) — runs its body, and writes its record last
-and atomically: :func:`isoflow.records.write_run` for a run that is files beside its record,
-:func:`isoflow.records.write_run_folder` for a run that is a folder. A new section does the same four steps with these
-three functions; what differs between sections is only its body.
+(:mod:`isoflow.models.resolve`; a name or path, or a :class:`~isoflow.models.spec.ModelSpec`), the device chosen
+(:mod:`isoflow.devices`) — and hands its body to :func:`isoflow.skeleton.run_section`, which writes its record last
+and atomically. What differs between sections is only its body.
 
 Examples
 --------
@@ -26,6 +25,7 @@ from .cpu_gemm import settle
 from .datasets import TaskData, prepared_task, raw_cache, read_task
 from .devices import resolve_device
 from .models.resolve import ResolvedModel, resolve_model
+from .models.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,7 @@ def run_inputs(
     device: str = "auto",
     task: str | None = None,
     task_path: str | os.PathLike | None = None,
-    model: str | os.PathLike | None = None,
-    model_name: str | None = None,
-    revision: str | None = None,
-    dtype: str = "auto",
+    model: str | os.PathLike | ModelSpec | None = None,
     data_dir: str | os.PathLike = "data",
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
@@ -58,11 +55,7 @@ def run_inputs(
     :mod:`isoflow.cpu_gemm`), then the task (``task_path``, else
     ``<data_dir>/tasks/<task>``; a name neither prepared nor registered is refused, naming the known tasks)."""
     cache = raw_cache(data_dir, raw_dir)
-    resolved = (
-        None
-        if model is None
-        else resolve_model(model, model_name, revision=revision, dtype=dtype, cache=cache, mirror=mirror)
-    )
+    resolved = None if model is None else resolve_model(model, cache=cache, mirror=mirror)
     dev = resolve_device(device)
     settle(dev)  # the CPU GEMM the metrics use on this host, measured once per host (isoflow.cpu_gemm)
     tpath = None if task is None else prepared_task(task, data_dir, task_path)

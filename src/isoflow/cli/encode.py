@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from ..embed import encode, load_embeddings
 
     out = encode(
-        args.model,
+        options.model_spec(args),
         args.task,
         data_dir=args.data_dir,
         task_path=args.task_dir,
@@ -50,9 +50,6 @@ def run(args: argparse.Namespace) -> int:
         force=args.force,
         progress=None if not args.quiet else False,
         raw_dir=args.raw_dir,
-        model_name=args.model_name,
-        revision=args.revision,
-        dtype=args.dtype,
         pooling=args.pooling,
     )
     emb, meta = load_embeddings(out)

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         settings["lr"], lr_choice = chosen_lr(args.lr_from)
     parquet, record = run_finetune(
         args.task,
-        args.model,
+        options.model_spec(args),
         args.seed,
         data_dir=args.data_dir,
         task_path=args.task_dir,
@@ -87,9 +87,6 @@ def run(args: argparse.Namespace) -> int:
         mirror=args.mirror,
         raw_dir=args.raw_dir,
         progress=None if not args.quiet else False,
-        model_name=args.model_name,
-        revision=args.revision,
-        dtype=args.dtype,
         lr_choice=lr_choice,
         states_out=args.states_out,
         **settings,

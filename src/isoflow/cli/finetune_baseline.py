@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import json
     from pathlib import Path
 
     from ..datasets import read_task, resolve_name, task_dir
@@ -31,18 +32,19 @@ def run(args: argparse.Namespace) -> int:
     from ..finetune.data import splits
     from ..finetune.settings import FinetuneSettings
     from ..layout import finetune_baseline
-    from ..records import run_record, write_run
+    from ..skeleton import Outcome, Place, run_section
 
     s = declared.from_namespace(FinetuneSettings, args, task=resolve_name(args.task), model="bag-of-words")
     task = read_task(args.task_dir or task_dir(args.task, args.data_dir))
     data = splits(task, s, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror)
-    result = bag_of_words(task.name, data.train, data.heldout, data.validation)
-    split = {k: getattr(s, k) for k in ("heldout_fraction", "max_heldout", "validation_fraction", "max_validation")}
-    record = run_record(
-        "finetune-baseline", {**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result}
-    )
     out = Path(args.out or finetune_baseline(args.results, task.name))
-    write_run(out, record)
+
+    def body() -> Outcome:
+        result = bag_of_words(task.name, data.train, data.heldout, data.validation)
+        split = {k: getattr(s, k) for k in ("heldout_fraction", "max_heldout", "validation_fraction", "max_validation")}
+        return Outcome({**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result})
+
+    result = json.loads(run_section("finetune-baseline", Place(out), body).read_text())
     print(
         f"{task.name}: bag of words (C = {result['C']:g}, by {result['selection']}) held-out {result['metric_name']} "
         f"{result['metric']:.4f}, accuracy {result['accuracy']:.4f} on {result['n_heldout']} examples -> {out}"

@@ -45,12 +45,11 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--model needs --task (a prepared task) and --out (the folder for gradients.json)")
         result = model_gradients(
             args.task,
-            args.model,
+            options.model_spec(args),
             data_dir=args.data_dir,
             task_path=args.task_dir,
             raw_dir=args.raw_dir,
             mirror=args.mirror,
-            model_name=args.model_name,
             pooling=args.pooling,
             batches=args.batches,
         )

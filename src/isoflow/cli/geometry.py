@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from ..arrays import load_array, load_matrix
-    from ..run_inputs import run_inputs
     from ..metrics import METRIC_NAMES, METRIC_NEEDS, MetricInputError, geometry
+    from ..run_inputs import run_inputs
 
     device = run_inputs(device=args.device).device
     metrics = None if args.metrics is None else [m.strip() for m in args.metrics.split(",") if m.strip()]

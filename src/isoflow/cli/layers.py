@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = declared.from_namespace(LayerSettings, args)
     out = run_layers(
-        args.model,
+        options.model_spec(args),
         args.corpus,
         settings=settings,
         corpus_name=args.corpus_name,
@@ -55,9 +55,6 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         force=args.force,
         progress=None if not args.quiet else False,
-        model_name=args.model_name,
-        revision=args.revision,
-        dtype=args.dtype,
     )
     meta = json.loads((out / "meta.json").read_text())
     print(

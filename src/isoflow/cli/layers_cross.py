@@ -36,10 +36,11 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from ..layers.cross import run_cross  # the module itself: DVC's stage deps follow imports
+    from ..models.spec import ModelSpec
 
     out = run_cross(
-        args.model,
-        args.other,
+        options.model_spec(args),
+        ModelSpec(args.other, args.other_name, args.other_revision, args.dtype),
         args.corpus,
         n_words=args.words,
         seed=args.seed,
@@ -51,9 +52,6 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
         batch_size=args.batch_size,
         force=args.force,
-        model_names=(args.model_name, args.other_name),
-        revisions=(args.revision, args.other_revision),
-        dtype=args.dtype,
         corpus_name=args.corpus_name,
     )
     meta = json.loads((out / "cross.json").read_text())

@@ -98,6 +98,14 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
     )
 
 
+def model_spec(args: argparse.Namespace):
+    """What :func:`model`'s options name, as one :class:`~isoflow.models.spec.ModelSpec` (a command without
+    --revision or --dtype leaves them at none and auto)."""
+    from ..models.spec import ModelSpec
+
+    return ModelSpec(args.model, args.model_name, getattr(args, "revision", None), getattr(args, "dtype", "auto"))
+
+
 def corpus(p: argparse.ArgumentParser) -> None:
     """--corpus (a built-in corpus or a text file) and --corpus-name."""
     p.add_argument(

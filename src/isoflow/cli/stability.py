@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .. import settings as declared
 from ..layout import runs_dir
@@ -37,29 +36,29 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from ..atomic import atomic_file
+    import pandas as pd
+
     from ..run_inputs import run_inputs
-    from ..records import run_record
     from ..settings import as_dict
+    from ..skeleton import Outcome, Place, run_section
     from ..stability import StabilitySettings, figure, simulate, tables
 
     out = Path(args.runs)
     if args.from_runs:
-        import pandas as pd
-
         runs = pd.read_parquet(out / "runs.parquet")
         written = tables(runs, args.tables) + figure(runs, args.figures)
         print(f"{len(runs)} estimates from {out / 'runs.parquet'}; wrote {len(written)} files")
         return 0
     settings = declared.from_namespace(StabilitySettings, args)
     report = None if args.quiet else (lambda k, n: print(f"stability: {k}/{n} clouds", file=sys.stderr, flush=True))
-    runs = simulate(settings, device=run_inputs(device=args.device).device, progress=report)
-    with atomic_file(out / "runs.parquet") as tmp:
-        runs.to_parquet(tmp, index=False)
-    with atomic_file(out / "meta.json") as tmp:
-        tmp.write_text(
-            json.dumps(run_record("stability", as_dict(settings), {"estimates": len(runs)}), indent=2) + "\n"
-        )
+    device = run_inputs(device=args.device).device
+
+    def body() -> Outcome:
+        runs = simulate(settings, device=device, progress=report)
+        return Outcome(as_dict(settings), {"estimates": len(runs)}, [(out / "runs.parquet", runs)])
+
+    run_section("stability", Place(out / "meta.json"), body)
+    runs = pd.read_parquet(out / "runs.parquet")  # as written, as --from-runs reads it
     written = tables(runs, args.tables) + figure(runs, args.figures)
     print(
         f"{len(runs)} estimates -> {out / 'runs.parquet'}; wrote {len(written)} files under {args.tables} and "

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from ..istar import IStarLoss
+from ..models.spec import ModelSpec
 from .gradients import gradients_norm
 from .model import ClassificationHead, SentenceEncoder, load_encoder, penalty_points
 
@@ -83,18 +84,18 @@ def gradient_ratios(encoder: SentenceEncoder, texts: list[str], y: np.ndarray, b
 
 def model_gradients(
     task: str,
-    model: str,
+    model: str | os.PathLike | ModelSpec,
     *,
     data_dir: str | os.PathLike = "data",
     task_path: str | os.PathLike | None = None,
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
-    model_name: str | None = None,
     pooling: str = "auto",
     batches: int = 10,
     seed: int = 0,
 ) -> dict:
-    """Part 1 of the diagnosis for any model fine-tuning takes (a built-in name, a folder, a hub id, a GGUF file) on a
+    """Part 1 of the diagnosis for any model fine-tuning takes (a built-in name, a folder, a hub id, a GGUF file; or
+    a :class:`~isoflow.models.spec.ModelSpec`, which names the outputs) on a
     prepared single-label task: the task loss's and 1 − IsoScore*'s gradient norms at the pretrained model, per setup
     (:func:`gradient_ratios`), over ``batches`` batches of 32 of the task's sentences (a seeded stratified subset; the
     first text of a pair). On the CPU, in float32. Returns the numbers with what was measured and the provenance."""
@@ -108,7 +109,6 @@ def model_gradients(
         task=task,
         task_path=task_path,
         model=model,
-        model_name=model_name,
         data_dir=data_dir,
         raw_dir=raw_dir,
         mirror=mirror,

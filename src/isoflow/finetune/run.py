@@ -20,8 +20,9 @@ from ..atomic import in_progress_path
 from ..datasets import resolve_name
 from ..layout import finetune_run, seed_stem
 from ..models import sentence_model
-from ..records import run_record, write_run
+from ..models.spec import ModelSpec
 from ..run_inputs import run_inputs
+from ..skeleton import Outcome, Place, run_section
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import load_encoder
@@ -92,7 +93,7 @@ def shared_pass_path(out: Path, identity: dict) -> Path:
 
 def run_finetune(
     task: str,
-    model: str,
+    model: str | os.PathLike | ModelSpec,
     seed: int,
     *,
     data_dir: str | os.PathLike = "data",
@@ -104,27 +105,24 @@ def run_finetune(
     raw_dir: str | os.PathLike | None = None,
     progress: bool | None = None,
     callback=None,
-    model_name: str | None = None,
-    revision: str | None = None,
-    dtype: str = "auto",
     lr_choice: dict | None = None,
     states_out: str | os.PathLike | None = None,
     **settings,
 ) -> tuple[Path, Path]:
-    """Fine-tune ``model`` on ``task`` (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json).
+    """Fine-tune ``model`` (a name or path, or a :class:`~isoflow.models.spec.ModelSpec`) on ``task``
+    (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json).
     ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record. With
     ``states_points``, the token states CKA between seeds reads go to ``states_out`` (default ``<out>.states.pt``),
     written before the record."""
     name = resolve_name(task)
-    s = FinetuneSettings(task=name, model=str(model), seed=seed, **settings)  # every number checked before any work
+    s = FinetuneSettings(
+        task=name, model=ModelSpec.of(model).model, seed=seed, **settings
+    )  # every number checked before any work
     inputs = run_inputs(
         device=device,
         task=task,
         task_path=task_path,
         model=model,
-        model_name=model_name,
-        revision=revision,
-        dtype=dtype,
         data_dir=data_dir,
         raw_dir=raw_dir,
         mirror=mirror,
@@ -142,53 +140,70 @@ def run_finetune(
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
     checkpoint = Checkpoint(in_progress_path(out), identity)
-    trained, pulled = s, None
-    if s.istar_pull and s.istar_lambda:  # λ in units of λ*, from the penalty's pull at the pretrained model
-        from .points_diagnosis import lambda_for_pull
 
-        pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull, s.pull_batches)
-        trained = replace(s, istar_pull=0.0, istar_lambda=s.istar_lambda * pulled["lambda"])
-    result = finetune(
-        encoder,
-        data.train,
-        data.heldout,
-        trained,
-        shared_pass=shared_pass_path(out, identity),
-        device=dev,
-        progress=progress,
-        callback=callback,
-        validation=data.validation,
-        checkpoint=checkpoint,
-        matched_pulls=None if matched is None else matched["pulls"],
-    )
+    def body() -> Outcome:
+        trained, pulled = _trained_settings(encoder, data, s)
+        result = finetune(
+            encoder,
+            data.train,
+            data.heldout,
+            trained,
+            shared_pass=shared_pass_path(out, identity),
+            device=dev,
+            progress=progress,
+            callback=callback,
+            validation=data.validation,
+            checkpoint=checkpoint,
+            matched_pulls=None if matched is None else matched["pulls"],
+        )
+        measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
+        if lr_choice is not None:
+            measured["lr_selection"] = lr_choice
+        if matched is not None:  # the pulls the control's weight was set to give, and the runs they were read from
+            measured["matched_pull"] = matched
+        if pulled is not None:  # the λ that trained, and the pull it was chosen for
+            measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
+        if result.states is not None:
+            from .seed_floor import write_states
+
+            write_states(Path(states_out or out.with_name(out.name + ".states.pt")), result.states, settings_dict(s))
+        diverged_at = measured.pop("diverged_at", None)
+        return Outcome(
+            settings_dict(s),
+            measured,
+            _tables(result, s, out),
+            diverged_at=diverged_at,
+            unit="epoch",
+            progress=checkpoint,
+        )
+
+    return out.with_suffix(".parquet"), run_section("finetune", Place(out.with_suffix(".json")), body)
+
+
+def _trained_settings(encoder, data, s: FinetuneSettings) -> tuple[FinetuneSettings, dict | None]:
+    """The settings that train: ``s``, or with ``istar_pull`` its λ in units of λ* (the penalty's pull at the
+    pretrained model, :func:`~isoflow.finetune.points_diagnosis.lambda_for_pull`), and what the pull measured."""
+    if not (s.istar_pull and s.istar_lambda):
+        return s, None
+    from .points_diagnosis import lambda_for_pull
+
+    pulled = lambda_for_pull(encoder, data.train, s.points, s.istar_pull, s.pull_batches)
+    return replace(s, istar_pull=0.0, istar_lambda=s.istar_lambda * pulled["lambda"]), pulled
+
+
+def _tables(result, s: FinetuneSettings, out: Path) -> list[tuple[Path, pd.DataFrame]]:
+    """A run's tables: ``<out>.parquet`` (its held-out measurements per epoch, labelled with the run's identity) and
+    ``<out>.steps.parquet`` (training loss and penalty per step)."""
     frame = pd.DataFrame(result.epochs)
     for col, value in (
         *((("meandir_weight", s.meandir_weight),) if s.reg == "meandir" else ()),
         ("cosreg_weight", s.cosreg_weight),
         ("reg", s.reg),
         ("istar_lambda", s.istar_lambda),
-        ("seed", seed),
-        ("model", resolved.name),
-        ("task", tdata.name),
+        ("seed", s.seed),
+        ("model", s.model),
+        ("task", s.task),
     ):
         frame.insert(0, col, value)
     steps = pd.DataFrame(result.steps, columns=["step", "epoch", "loss", "penalty"])
-    parquet = out.with_suffix(".parquet")
-    measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
-    if lr_choice is not None:
-        measured["lr_selection"] = lr_choice
-    if matched is not None:  # the pulls the control's weight was set to give, and the runs they were read from
-        measured["matched_pull"] = matched
-    if pulled is not None:  # the λ that trained, and the pull it was chosen for
-        measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
-    meta = run_record(
-        "finetune", settings_dict(s), measured, diverged_at=measured.pop("diverged_at", None), unit="epoch"
-    )
-    tables = [(parquet, frame), (out.with_name(out.name + ".steps.parquet"), steps)]
-    if result.states is not None:
-        from .seed_floor import write_states
-
-        write_states(Path(states_out or out.with_name(out.name + ".states.pt")), result.states, meta["settings"])
-    record = write_run(out.with_suffix(".json"), meta, tables)
-    checkpoint.remove()
-    return parquet, record
+    return [(out.with_suffix(".parquet"), frame), (out.with_name(out.name + ".steps.parquet"), steps)]

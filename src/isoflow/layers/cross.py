@@ -24,6 +24,7 @@ import torch
 
 from .. import corpora
 from ..layout import layers_cross_run
+from ..models.spec import ModelSpec
 from . import CROSS_COLUMNS, CROSS_FILES, CROSS_WORDS
 from .encoder import Encoder, batches, load_encoder
 
@@ -88,8 +89,8 @@ def cross_model_cka(a: Encoder, b: Encoder, sentences: list[list[str]], batch_si
 
 
 def run_cross(
-    model_a: str,
-    model_b: str,
+    model_a: str | os.PathLike | ModelSpec,
+    model_b: str | os.PathLike | ModelSpec,
     corpus: str,
     *,
     n_words: int = CROSS_WORDS,
@@ -102,34 +103,21 @@ def run_cross(
     device: str = "auto",
     batch_size: int = 32,
     force: bool = False,
-    model_names: tuple[str | None, str | None] = (None, None),
-    revisions: tuple[str | None, str | None] = (None, None),
-    dtype: str = "auto",
     corpus_name: str | None = None,
 ) -> Path:
     """Linear CKA between every layer of ``model_a`` and every layer of ``model_b`` on the same ``n_words`` words of
-    ``corpus`` (:func:`cross_model_cka`); returns the output directory (default
-    ``results/layers/runs/cross/<a>/<b>/<corpus>``)."""
+    ``corpus`` (:func:`cross_model_cka`), each a name or path or a :class:`~isoflow.models.spec.ModelSpec`; returns
+    the output directory (default ``results/layers/runs/cross/<a>/<b>/<corpus>``)."""
     import pandas as pd
 
-    from ..atomic import check_replaceable
-    from ..records import run_record, write_run_folder
     from ..run_inputs import run_inputs
+    from ..skeleton import Outcome, Place, run_section
 
     if isinstance(n_words, bool) or not isinstance(n_words, int) or n_words < 4:
         raise ValueError(f"n_words must be an integer of at least 4 (the debiased CKA's points); got {n_words!r}")
     inputs = [
-        run_inputs(
-            device=device,
-            model=m,
-            model_name=n,
-            revision=r,
-            dtype=dtype,
-            data_dir=data_dir,
-            raw_dir=raw_dir,
-            mirror=mirror,
-        )
-        for m, n, r in zip((model_a, model_b), model_names, revisions)
+        run_inputs(device=device, model=m, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
+        for m in (model_a, model_b)
     ]
     for i in inputs:
         if i.model.kind == "static":
@@ -137,33 +125,28 @@ def run_cross(
     names = [i.model.name for i in inputs]
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_cross_run(results, names[0], names[1], corpus_label))
-    check_replaceable(out, expected=CROSS_FILES, force=force)
-    t0 = time.perf_counter()
-    sentences = words_sample(corpora.load(corpus, inputs[0].cache, mirror), n_words, seed)
-    encoders = [load_encoder(i.model, i.device) for i in inputs]
-    with torch.inference_mode():
-        rows = cross_model_cka(*encoders, sentences, batch_size=batch_size)
-    table = pd.DataFrame(rows, columns=list(CROSS_COLUMNS))
-    for column, value in (("corpus", corpus_label), ("model_b", names[1]), ("model_a", names[0])):
-        table.insert(0, column, value)
-    measured = {
-        "model_a": names[0],
-        "model_b": names[1],
-        "corpus": corpus_label,
-        "n_sentences": len(sentences),
-        "words_sampled": sum(map(len, sentences)),
-        "layers": [e.n_states for e in encoders],
-        "device": str(inputs[0].device),
-        "seconds": round(time.perf_counter() - t0, 1),
-    }
-    record = run_record("layers", {"n_words": n_words, "seed": seed, "batch_size": batch_size}, measured)
-    write_run_folder(
-        out,
-        "cross.json",
-        record,
-        lambda tmp: table.to_parquet(tmp / "cross.parquet", index=False),
-        expected=CROSS_FILES,
-        force=force,
-        kind="cross-model CKA",
-    )
-    return out
+    place = Place(out, "cross.json", expected=CROSS_FILES, force=force, kind="cross-model CKA")
+
+    def body() -> Outcome:
+        t0 = time.perf_counter()
+        sentences = words_sample(corpora.load(corpus, inputs[0].cache, mirror), n_words, seed)
+        encoders = [load_encoder(i.model, i.device) for i in inputs]
+        with torch.inference_mode():
+            rows = cross_model_cka(*encoders, sentences, batch_size=batch_size)
+        table = pd.DataFrame(rows, columns=list(CROSS_COLUMNS))
+        for column, value in (("corpus", corpus_label), ("model_b", names[1]), ("model_a", names[0])):
+            table.insert(0, column, value)
+        measured = {
+            "model_a": names[0],
+            "model_b": names[1],
+            "corpus": corpus_label,
+            "n_sentences": len(sentences),
+            "words_sampled": sum(map(len, sentences)),
+            "layers": [e.n_states for e in encoders],
+            "device": str(inputs[0].device),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        settings = {"n_words": n_words, "seed": seed, "batch_size": batch_size}
+        return Outcome(settings, measured, files=lambda tmp: table.to_parquet(tmp / "cross.parquet", index=False))
+
+    return run_section("layers", place, body)

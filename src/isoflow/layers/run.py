@@ -32,14 +32,14 @@ import pandas as pd
 import torch
 
 from .. import corpora, interrupt
-from ..atomic import check_replaceable
 from ..layout import layers_run
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..models.resolve import ResolvedModel
+from ..models.spec import ModelSpec
 from ..progress import progress_bar
-from ..records import run_record, write_run_folder
 from ..run_inputs import run_inputs
+from ..skeleton import Outcome, Place, run_section
 from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPES_COLUMNS
 from .composition import cluster_composition
 from .encoder import TYPE_MODES, batches, count_points, load_encoder
@@ -66,7 +66,7 @@ def _peak_rss_mb() -> float:
 
 
 def run_layers(
-    model: str,
+    model: str | os.PathLike | ModelSpec,
     corpus: str,
     *,
     settings: LayerSettings = LayerSettings(),
@@ -82,15 +82,11 @@ def run_layers(
     stream: bool = True,
     force: bool = False,
     progress: bool | None = None,
-    model_name: str | None = None,
-    revision: str | None = None,
-    dtype: str = "auto",
     corpus_name: str | None = None,
 ) -> Path:
-    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model`` may be a
-    local model folder (outputs then go under ``model_name`` or the folder's name); ``revision``, a checkpoint of a hub
-    id or of a local series (:func:`isoflow.models.resolve.resolve_model`)."""
-    max_tokens = settings.max_tokens
+    """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model``: a name or
+    path, or a :class:`~isoflow.models.spec.ModelSpec` (outputs under its name, else the folder's; a revision: a
+    checkpoint of a hub id or of a local series; a dtype: :func:`isoflow.models.resolve.resolve_model`)."""
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -98,9 +94,6 @@ def run_layers(
     inputs = run_inputs(
         device=device,
         model=model,
-        model_name=model_name,
-        revision=revision,
-        dtype=dtype,
         data_dir=data_dir,
         raw_dir=raw_dir,
         mirror=mirror,
@@ -109,53 +102,45 @@ def run_layers(
     name = resolved.name
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_dir(name, corpus_label, results))
-    check_replaceable(out, expected=LAYER_FILES, force=force)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    sentences = corpora.load(corpus, cache, mirror)
-    timings["read_corpus"] = time.perf_counter() - t0
-    meta = {
-        "model": name,
-        **({"source": resolved.source} if resolved.local else {}),
-        "corpus": corpus_label,
-        "corpus_sentences": len(sentences),
-        "max_tokens": max_tokens,
-        "types": types,
-        "settings": settings.dict(),
-        "device": str(dev),
-    }
+    place = Place(out, "meta.json", expected=LAYER_FILES, force=force, kind="layers")
 
-    static = resolved.kind == "static"
-    partial = None
-    if stream and not static:
-        what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types", "settings")}
-        partial = PartialRun(out, {**what, "source": resolved.source, "batch_size": batch_size})
-    job = _Job(
-        resolved,
-        name,
-        sentences,
-        settings,
-        types,
-        view_layer,
-        cache,
-        mirror,
-        dev,
-        batch_size,
-        stream,
-        out,
-        timings,
-        progress,
-        partial,
-    )
-    rows, views, clusters, kmeans, dims, types_curve, cka, info = _static(job) if static else _contextual(job)
-    for row in rows:
-        _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
-    meta.update(info)
-    meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
-    meta = run_record("layers", meta.pop("settings"), meta)
+    def body() -> Outcome:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        sentences = corpora.load(corpus, cache, mirror)
+        timings["read_corpus"] = time.perf_counter() - t0
+        meta = {
+            "model": name,
+            **({"source": resolved.source} if resolved.local else {}),
+            "corpus": corpus_label,
+            "corpus_sentences": len(sentences),
+            "max_tokens": settings.max_tokens,
+            "types": types,
+            "device": str(dev),
+        }
+        static, partial = resolved.kind == "static", None
+        if stream and not static:
+            what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types")}
+            partial = PartialRun(
+                out, {**what, "settings": settings.dict(), "source": resolved.source, "batch_size": batch_size}
+            )
+        job = _Job(resolved, name, sentences, settings, types, view_layer, cache, mirror, dev, batch_size, stream, out,
+                   timings, progress, partial)  # fmt: skip
+        outputs = _static(job) if static else _contextual(job)
+        for row in outputs[0]:
+            _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
+        meta.update(outputs[-1])
+        meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
+        return Outcome(settings.dict(), meta, files=_files(name, corpus_label, *outputs[:-1]), progress=partial)
+
+    return run_section("layers", place, body)
+
+
+def _files(name: str, corpus: str, rows, views, clusters, kmeans, dims, types_curve, cka):
+    """What writes a layer analysis' files into the folder it is given, each table labelled with model and corpus."""
 
     def labelled(frame: pd.DataFrame) -> pd.DataFrame:
-        frame.insert(0, "corpus", meta["corpus"])
+        frame.insert(0, "corpus", corpus)
         frame.insert(0, "model", name)
         return frame
 
@@ -173,10 +158,7 @@ def run_layers(
         labelled(pd.DataFrame(types_curve, columns=list(TYPES_COLUMNS))).to_parquet(tmp / "types.parquet", index=False)
         labelled(pd.DataFrame(cka, columns=list(CKA_COLUMNS))).to_parquet(tmp / "cka.parquet", index=False)
 
-    write_run_folder(out, "meta.json", meta, write_files, expected=LAYER_FILES, force=force, kind="layers")
-    if partial is not None:
-        partial.remove()
-    return out
+    return write_files
 
 
 @dataclass

@@ -17,7 +17,8 @@ multiplies the blocks. One code path for every device; only these two choices di
   ``ISOFLOW_CPU_GEMM=torch|numpy`` chooses; ``auto`` (the default) follows the host's measured choice
   (:mod:`isoflow.cpu_gemm`: a whole metric step timed both ways, NumPy taken only if at least 15 % faster, once per
   host and kept), which a run settles when it resolves its device (:func:`isoflow.run_inputs.run_inputs`); until
-  then, torch's. The measurement lives above the metrics because it times them: this module only holds its answer. Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
+  then, torch's. The measurement lives above the metrics because it times them: this module only holds its answer.
+  Results agree to rounding (tested to 1e-6); the choice is recorded in each run's JSON.
   With NumPy, the whole metric step stays in NumPy (:func:`numpy_blas`): the silhouette's rescaling, centring,
   products, square roots and per-cluster sums (``silhouette._euclidean_cluster_sums_numpy``) and IsoScore's centring
   and covariance (``isotropy._centred_rescaled``, ``_scatter_matrix``): OpenBLAS's threads keep spinning after a

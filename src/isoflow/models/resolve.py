@@ -24,29 +24,29 @@ import os
 from pathlib import Path
 
 from .loaders import HuggingFaceLoader, Loader, SentenceTransformersLoader, StaticLoader, claiming_kinds
+from .spec import ModelSpec
 
 # What resolve_model returns: the loader of the model's kind (isoflow.models.loaders)
 ResolvedModel = Loader
 
 
 def resolve_model(
-    model: str | os.PathLike,
-    model_name: str | None = None,
+    model: str | os.PathLike | ModelSpec,
     *,
-    revision: str | None = None,
-    dtype: str = "auto",
     cache: str | os.PathLike = "data/raw",
     mirror=None,
     progress=None,
 ) -> ResolvedModel:
-    """See the module docstring. A GGUF file is de-quantised once into ``cache`` (``progress``: a function given a
-    line before that minute-long step); its record names the file, its sha256 and its quantisation. ``dtype``: the
-    weights' dtype for a Hugging Face model (``auto``: the checkpoint's own; its record names any other)."""
-    if revision is not None:
-        resolved = _at_revision(str(model), model_name, revision, {"cache": cache, "mirror": mirror})
+    """See the module docstring; ``model``: a name or path, or a :class:`~isoflow.models.spec.ModelSpec` with the
+    outputs' name, a revision and a dtype. A GGUF file is de-quantised once into ``cache`` (``progress``: a function
+    given a line before that minute-long step); its record names the file, its sha256 and its quantisation. The dtype:
+    the weights' dtype for a Hugging Face model (``auto``: the checkpoint's own; its record names any other)."""
+    spec = ModelSpec.of(model)
+    if spec.revision is not None:
+        resolved = _at_revision(spec.model, spec.name, spec.revision, {"cache": cache, "mirror": mirror})
     else:
-        resolved = _resolved(str(model), model_name, cache, mirror, progress)
-    return _in_dtype(resolved, dtype)
+        resolved = _resolved(spec.model, spec.name, cache, mirror, progress)
+    return _in_dtype(resolved, spec.dtype)
 
 
 def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:

@@ -19,8 +19,8 @@ from ..datasets import resolve_name
 from ..embed import embeddings_dir, items_digest, load_embeddings
 from ..layout import optimisation_run, optimisation_section
 from ..models import MODELS
-from ..records import run_record, write_run
 from ..run_inputs import run_inputs
+from ..skeleton import Outcome, Place, run_section
 from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
 from .settings import STEPS
 
@@ -48,11 +48,21 @@ def trajectory_path(
 
 
 def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
-    parquet, meta = Path(out).with_suffix(".parquet"), Path(out).with_suffix(".json")
-    # A run that stopped (diverged_at) is recorded as such: the analysis counts it, never averages it.
-    section = optimisation_section(traj.settings.istar_lambda)
-    record = run_record(section, settings_dict(traj.settings), traj.info, diverged_at=diverged_at, unit="step")
-    return parquet, write_run(meta, record, [(parquet, traj.frame())])
+    """A trajectory written as its run's record (:func:`isoflow.skeleton.run_section`); returns (parquet, json)."""
+    return _run_one(traj.settings, Path(out), lambda: (traj, diverged_at))
+
+
+def _run_one(settings: Settings, out: Path, body) -> tuple[Path, Path]:
+    """One seed's run through the skeleton: ``body()`` optimises and gives (trajectory, diverged_at); the record goes
+    in the section of its λ (λ = 0: optimize; else istar). A run that stopped (diverged_at) is recorded as such: the
+    analysis counts it, never averages it."""
+    parquet = out.with_suffix(".parquet")
+
+    def outcome() -> Outcome:
+        traj, diverged_at = body()
+        return Outcome(settings_dict(traj.settings), traj.info, [(parquet, traj.frame())], diverged_at=diverged_at)
+
+    return parquet, run_section(optimisation_section(settings.istar_lambda), Place(out.with_suffix(".json")), outcome)
 
 
 def run_optimize(
@@ -60,6 +70,24 @@ def run_optimize(
 ) -> tuple[Path, Path]:
     """Optimise ``task`` × ``model`` with ``seed`` and write its record; returns (parquet, json): :func:`run_seeds`."""
     return run_seeds(task, model, [seed], out=out, **kwargs)[0]
+
+
+def _embeddings(model: str, task: str, tdata, tpath: Path, data_dir, embeddings_path) -> tuple:
+    """The task's embeddings by ``model`` (``embeddings_path``, else where ``isoflow encode`` puts them), checked to be
+    of the task's items as prepared now; (array, its metadata, the items' digest)."""
+    emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
+    if not (emb_dir / "embeddings.npy").is_file():
+        if model not in MODELS:
+            raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
+        raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --task {task}` first")
+    emb, emb_meta = load_embeddings(emb_dir)
+    digest = items_digest(tdata.items["text"].astype(str).tolist())
+    if emb_meta.get("items_sha256") not in (None, digest):
+        raise ValueError(
+            f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
+            f"again since?); re-encode: `isoflow encode --model {model} --task {task} --force`"
+        )
+    return emb, emb_meta, digest
 
 
 def run_seeds(
@@ -97,36 +125,29 @@ def run_seeds(
         for seed in seeds
     ]
     inputs = run_inputs(device=device, task=task, task_path=task_path, data_dir=data_dir)
-    dev, tpath, tdata = inputs.device, inputs.task_path, inputs.task
-    emb_dir = Path(embeddings_path or embeddings_dir(model, task, data_dir))
-    if not (emb_dir / "embeddings.npy").is_file():
-        if model not in MODELS:
-            raise ValueError(f"unknown model {model!r} (no embeddings at {emb_dir}); known: {', '.join(MODELS)}")
-        raise FileNotFoundError(f"{emb_dir}: no embeddings; run `isoflow encode --model {model} --task {task}` first")
-    emb, emb_meta = load_embeddings(emb_dir)
-    digest = items_digest(tdata.items["text"].astype(str).tolist())
-    if emb_meta.get("items_sha256") not in (None, digest):
-        raise ValueError(
-            f"{emb_dir} was encoded from another item list than the task at {tpath} (the task was prepared "
-            f"again since?); re-encode: `isoflow encode --model {model} --task {task} --force`"
-        )
-    written = []
-    for s in plan:
-        s = replace(s, task=tdata.name)
-        target = (
-            str(out).replace("{seed}", str(s.seed))
-            if out is not None
-            else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda, s.head_dir)
-        )
+    tdata = inputs.task
+    emb, emb_meta, digest = _embeddings(model, task, tdata, inputs.task_path, data_dir, embeddings_path)
+
+    def body(s: Settings, target: Path):
         diverged_at = None
         try:
-            traj = optimize(tdata, emb, s, device=dev, progress=progress, callback=callback)
+            traj = optimize(tdata, emb, s, device=inputs.device, progress=progress, callback=callback)
         except Diverged as exc:
             if not keep_diverged:
                 raise OptimizationError(f"{exc}; no trajectory was written") from exc
             traj, diverged_at = exc.trajectory, exc.step
-            logger.warning("%s; recorded as diverged in %s", exc, Path(target).with_suffix(".json"))
+            logger.warning("%s; recorded as diverged in %s", exc, target.with_suffix(".json"))
         traj.info["embeddings_items_sha256"] = digest
         traj.info["embeddings_sha256"] = emb_meta.get("embeddings_sha256")
-        written.append(write_trajectory(traj, target, diverged_at=diverged_at))
+        return traj, diverged_at
+
+    written = []
+    for s in plan:
+        s = replace(s, task=tdata.name)
+        target = Path(
+            str(out).replace("{seed}", str(s.seed))
+            if out is not None
+            else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda, s.head_dir)
+        )
+        written.append(_run_one(s, target, lambda s=s, target=target: body(s, target)))
     return written

@@ -11,6 +11,7 @@ written), so an interrupted or preempted run loses at most ``checkpoint_every`` 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -71,15 +72,9 @@ def run_pretrain(
 ) -> Path | None:
     """Train the tokenizer and the model on ``corpus`` (a folder written by :func:`isoflow.pretrain.build_corpus`) and
     write the model folder ``out``. Returns ``out``, or None when ``stop_after`` left the run unfinished."""
-    import torch
-
-    from ..atomic import check_replaceable
-    from ..fetch import sha256_of
-    from ..records import run_record, write_run_folder
     from ..run_inputs import run_inputs
-    from .corpus import read_documents
-    from .series import SERIES, checkpoint_steps
-    from .train import Checkpoint, HeldOut, pack, parameter_count, remove_checkpoint, train, write_curve
+    from ..skeleton import Place, run_section
+    from .series import SERIES
 
     check(settings)
     corpus, out = Path(corpus), Path(out)
@@ -89,8 +84,33 @@ def run_pretrain(
                 f"{corpus}: no {name}; make the corpus first with `isoflow pretrain-corpus --out {corpus}`"
             )
     expected = OUTPUT_FILES + ((SERIES,) if settings.checkpoints else ())
-    check_replaceable(out, expected=expected, force=force)
-    dev = run_inputs(device=device).device
+    place = Place(out, "pretrain.json", expected=expected, force=force, kind="pretrained model")
+    written = run_section(
+        "pretrain",
+        place,
+        lambda: _pretrained(corpus, out, settings, run_inputs(device=device).device, progress, log, stop_after),
+    )
+    if written is not None:
+        record = json.loads((out / "pretrain.json").read_text())
+        log(
+            f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; "
+            f"unigram {record['unigram_baseline']['perplexity']:.1f}), accuracy {record['heldout']['accuracy']:.3f} "
+            f"-> {out}"
+        )
+    return written
+
+
+def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progress, log, stop_after):
+    """The body of a pretraining run: the tokenizer and the model trained (resumed from ``<out>.checkpoint``), its
+    outcome (:class:`isoflow.skeleton.Outcome`), or None when ``stop_after`` stopped it before its end."""
+    import torch
+
+    from ..fetch import sha256_of
+    from ..skeleton import Outcome
+    from .corpus import read_documents
+    from .series import SERIES, checkpoint_steps
+    from .train import Checkpoint, HeldOut, pack, parameter_count, train, write_curve
+
     checkpoint = Checkpoint(checkpoint_folder(out))
     checkpoint.folder.mkdir(parents=True, exist_ok=True)
     tokenizer = _tokenizer(settings, corpus, checkpoint, log)
@@ -121,8 +141,6 @@ def run_pretrain(
     if stop_after is not None and stop_after < settings.steps:
         return None
     final = next(row for row in reversed(curve) if "heldout_loss" in row)
-    import json
-
     measured = {
         "objective": settings.objective,
         "architecture": type(model).__name__,
@@ -143,7 +161,6 @@ def run_pretrain(
         "device": str(dev),
         **({"checkpoints": checkpoint_steps(settings.steps, settings.checkpoints)} if settings.checkpoints else {}),
     }
-    record = run_record("pretrain", as_dict(settings), measured)
 
     def write_files(tmp: Path) -> None:
         model.save_pretrained(str(tmp))
@@ -152,10 +169,4 @@ def run_pretrain(
         if checkpoint.series.is_dir():  # the series, written while it trained, goes with the model (copied: kept
             shutil.copytree(checkpoint.series, tmp / SERIES)  # for a resume until the folder has taken its place)
 
-    write_run_folder(out, "pretrain.json", record, write_files, expected=expected, force=force, kind="pretrained model")
-    remove_checkpoint(checkpoint)
-    log(
-        f"held-out loss {record['heldout']['loss']:.3f} (perplexity {record['heldout']['perplexity']:.1f}; unigram "
-        f"{held.unigram['perplexity']:.1f}), accuracy {record['heldout']['accuracy']:.3f} -> {out}"
-    )
-    return out
+    return Outcome(as_dict(settings), measured, files=write_files, progress=checkpoint)

@@ -253,6 +253,10 @@ class Checkpoint:
     def load(self) -> dict | None:
         return torch.load(self.state, weights_only=False) if self.state.is_file() else None
 
+    def remove(self) -> None:
+        """Gone once the model folder stands (:func:`isoflow.skeleton.run_section`)."""
+        shutil.rmtree(self.folder, ignore_errors=True)
+
 
 def train(
     settings: PretrainSettings,
@@ -421,10 +425,6 @@ def train(
     if step < settings.steps:
         save()
     return model, curve, spent()
-
-
-def remove_checkpoint(checkpoint: Checkpoint) -> None:
-    shutil.rmtree(checkpoint.folder, ignore_errors=True)
 
 
 def write_curve(curve: list[dict], path: str | os.PathLike) -> None:

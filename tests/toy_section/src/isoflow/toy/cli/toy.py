@@ -19,15 +19,15 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from isoflow import settings as declared
-    from isoflow.records import run_provenance, write_run
     from isoflow.run_inputs import run_inputs
+    from isoflow.skeleton import Outcome, Place, run_section
 
     from .. import measure
     from ..settings import ToySettings
 
-    settings = declared.from_namespace(ToySettings, args)
+    settings = declared.from_namespace(ToySettings, args)  # the skeleton: settings checked,
     declared.check(settings)
-    inputs = run_inputs(device="cpu")
-    record = {**measure(args.seed, settings), "device": str(inputs.device), **run_provenance()}
-    write_run(args.out, record)
+    inputs = run_inputs(device="cpu")  # inputs resolved, then the body, its record written last and atomically
+    body = lambda: Outcome(declared.as_dict(settings), {**measure(args.seed, settings), "device": str(inputs.device)})  # noqa: E731
+    run_section("toy", Place(args.out), body)
     return 0
