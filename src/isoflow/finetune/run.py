@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -114,25 +114,40 @@ def run_finetune(
     ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record. With
     ``states_points``, the token states CKA between seeds reads go to ``states_out`` (default ``<out>.states.pt``),
     written before the record."""
-    name = resolve_name(task)
-    s = FinetuneSettings(
-        task=name, model=ModelSpec.of(model).model, seed=seed, **settings
-    )  # every number checked before any work
-    inputs = run_inputs(
-        device=device,
-        task=task,
-        task_path=task_path,
-        model=model,
-        data_dir=data_dir,
-        raw_dir=raw_dir,
-        mirror=mirror,
-    )
-    resolved, dev, tdata = inputs.model, inputs.device, inputs.task
+    where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
+    run = _prepared(task, model, seed, settings, task_path=task_path, device=device, results=results, out=out, **where)
+    body = lambda: _finetuned(run, progress, callback, lr_choice, states_out)  # noqa: E731
+    return run.out.with_suffix(".parquet"), run_section("finetune", Place(run.out.with_suffix(".json")), body)
+
+
+@dataclass
+class _Run:
+    """A fine-tuning run past its checks, ready to train: its settings (as recorded), model, device, data, encoder,
+    place, the pulls a control matches, and its saved state (resumed if it is this run's)."""
+
+    s: FinetuneSettings
+    resolved: object
+    device: object
+    data: object
+    encoder: object
+    out: Path
+    matched: dict | None
+    identity: dict
+    checkpoint: Checkpoint
+
+
+def _prepared(task, model, seed, settings, *, task_path, device, results, out, data_dir, raw_dir, mirror) -> _Run:
+    """The skeleton's first steps: the settings checked (every number, before any work), the inputs resolved, the data
+    split and the encoder loaded, the run's place and saved state."""
+    s = FinetuneSettings(task=resolve_name(task), model=ModelSpec.of(model).model, seed=seed, **settings)
+    where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
+    inputs = run_inputs(device=device, task=task, task_path=task_path, model=model, **where)
+    resolved, tdata = inputs.model, inputs.task
     if not resolved.local:
         sentence_model(resolved.load)  # unknown or static models: a clear error before any training
     s = replace(s, model=resolved.name, task=tdata.name)
-    data = splits(tdata, s, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
-    encoder = load_encoder(resolved, s.pooling, dev)
+    data = splits(tdata, s, **where)
+    encoder = load_encoder(resolved, s.pooling, inputs.device)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
     out = Path(out or finetune_path(tdata.name, resolved.name, seed, results=results, reg=s.reg, weight=s.weight))
@@ -140,44 +155,43 @@ def run_finetune(
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}
     checkpoint = Checkpoint(in_progress_path(out), identity)
+    return _Run(s, resolved, inputs.device, data, encoder, out, matched, identity, checkpoint)
 
-    def body() -> Outcome:
-        trained, pulled = _trained_settings(encoder, data, s)
-        result = finetune(
-            encoder,
-            data.train,
-            data.heldout,
-            trained,
-            shared_pass=shared_pass_path(out, identity),
-            device=dev,
-            progress=progress,
-            callback=callback,
-            validation=data.validation,
-            checkpoint=checkpoint,
-            matched_pulls=None if matched is None else matched["pulls"],
-        )
-        measured = {**({"source": resolved.source} if resolved.local else {}), **data.info, **result.info}
-        if lr_choice is not None:
-            measured["lr_selection"] = lr_choice
-        if matched is not None:  # the pulls the control's weight was set to give, and the runs they were read from
-            measured["matched_pull"] = matched
-        if pulled is not None:  # the λ that trained, and the pull it was chosen for
-            measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
-        if result.states is not None:
-            from .seed_floor import write_states
 
-            write_states(Path(states_out or out.with_name(out.name + ".states.pt")), result.states, settings_dict(s))
-        diverged_at = measured.pop("diverged_at", None)
-        return Outcome(
-            settings_dict(s),
-            measured,
-            _tables(result, s, out),
-            diverged_at=diverged_at,
-            unit="epoch",
-            progress=checkpoint,
-        )
+def _finetuned(run: _Run, progress, callback, lr_choice, states_out) -> Outcome:
+    """The body: train (resuming from the run's saved state), then what its record holds; the token states CKA between
+    seeds reads, when asked for, written before the record."""
+    s, data, out, matched = run.s, run.data, run.out, run.matched
+    trained, pulled = _trained_settings(run.encoder, data, s)
+    result = finetune(
+        run.encoder,
+        data.train,
+        data.heldout,
+        trained,
+        shared_pass=shared_pass_path(out, run.identity),
+        device=run.device,
+        progress=progress,
+        callback=callback,
+        validation=data.validation,
+        checkpoint=run.checkpoint,
+        matched_pulls=None if matched is None else matched["pulls"],
+    )
+    measured = {**({"source": run.resolved.source} if run.resolved.local else {}), **data.info, **result.info}
+    if lr_choice is not None:
+        measured["lr_selection"] = lr_choice
+    if matched is not None:  # the pulls the control's weight was set to give, and the runs they were read from
+        measured["matched_pull"] = matched
+    if pulled is not None:  # the λ that trained, and the pull it was chosen for
+        measured["istar_lambda_from_pull"] = {**pulled, "istar_lambda": trained.istar_lambda}
+    if result.states is not None:
+        from .seed_floor import write_states
 
-    return out.with_suffix(".parquet"), run_section("finetune", Place(out.with_suffix(".json")), body)
+        write_states(Path(states_out or out.with_name(out.name + ".states.pt")), result.states, settings_dict(s))
+    diverged_at = measured.pop("diverged_at", None)
+    return Outcome(
+        settings_dict(s), measured, _tables(result, s, out), diverged_at=diverged_at, unit="epoch",
+        progress=run.checkpoint,
+    )  # fmt: skip
 
 
 def _trained_settings(encoder, data, s: FinetuneSettings) -> tuple[FinetuneSettings, dict | None]:

@@ -115,13 +115,10 @@ def run_cross(
 
     if isinstance(n_words, bool) or not isinstance(n_words, int) or n_words < 4:
         raise ValueError(f"n_words must be an integer of at least 4 (the debiased CKA's points); got {n_words!r}")
-    inputs = [
-        run_inputs(device=device, model=m, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
-        for m in (model_a, model_b)
-    ]
-    for i in inputs:
-        if i.model.kind == "static":
-            raise ValueError(f"{i.model.name} is a static table: CKA across layers needs two contextual models")
+    where = {"device": device, "data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
+    inputs = [run_inputs(model=m, **where) for m in (model_a, model_b)]
+    if static := [i.model.name for i in inputs if i.model.kind == "static"]:
+        raise ValueError(f"{static[0]} is a static table: CKA across layers needs two contextual models")
     names = [i.model.name for i in inputs]
     corpus_label = corpus_name or corpora.corpus_name(corpus)
     out = Path(out or layers_cross_run(results, names[0], names[1], corpus_label))

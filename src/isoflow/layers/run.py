@@ -91,49 +91,42 @@ def run_layers(
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
-    inputs = run_inputs(
-        device=device,
-        model=model,
-        data_dir=data_dir,
-        raw_dir=raw_dir,
-        mirror=mirror,
-    )
-    resolved, cache, dev = inputs.model, inputs.cache, inputs.device
-    name = resolved.name
+    inputs = run_inputs(device=device, model=model, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
     corpus_label = corpus_name or corpora.corpus_name(corpus)
-    out = Path(out or layers_dir(name, corpus_label, results))
+    out = Path(out or layers_dir(inputs.model.name, corpus_label, results))
     place = Place(out, "meta.json", expected=LAYER_FILES, force=force, kind="layers")
+    job = _Job(inputs.model, inputs.model.name, [], settings, types, view_layer, inputs.cache, mirror, inputs.device,
+               batch_size, stream, out, {}, progress, None)  # fmt: skip
+    return run_section("layers", place, lambda: _measured(job, corpus, corpus_label))
 
-    def body() -> Outcome:
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        sentences = corpora.load(corpus, cache, mirror)
-        timings["read_corpus"] = time.perf_counter() - t0
-        meta = {
-            "model": name,
-            **({"source": resolved.source} if resolved.local else {}),
-            "corpus": corpus_label,
-            "corpus_sentences": len(sentences),
-            "max_tokens": settings.max_tokens,
-            "types": types,
-            "device": str(dev),
-        }
-        static, partial = resolved.kind == "static", None
-        if stream and not static:
-            what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types")}
-            partial = PartialRun(
-                out, {**what, "settings": settings.dict(), "source": resolved.source, "batch_size": batch_size}
-            )
-        job = _Job(resolved, name, sentences, settings, types, view_layer, cache, mirror, dev, batch_size, stream, out,
-                   timings, progress, partial)  # fmt: skip
-        outputs = _static(job) if static else _contextual(job)
-        for row in outputs[0]:
-            _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
-        meta.update(outputs[-1])
-        meta.update(seconds=timings, peak_rss_mb=round(_peak_rss_mb(), 1))
-        return Outcome(settings.dict(), meta, files=_files(name, corpus_label, *outputs[:-1]), progress=partial)
 
-    return run_section("layers", place, body)
+def _measured(job: _Job, corpus: str, corpus_label: str) -> Outcome:
+    """The body: the corpus read, every layer measured (a contextual model's streamed analysis resumed from what an
+    interrupted run kept), and what the record and the files hold."""
+    resolved, name, settings = job.model, job.name, job.settings
+    t0 = time.perf_counter()
+    job.sentences = corpora.load(corpus, job.cache, job.mirror)
+    job.timings["read_corpus"] = time.perf_counter() - t0
+    meta = {
+        "model": name,
+        **({"source": resolved.source} if resolved.local else {}),
+        "corpus": corpus_label,
+        "corpus_sentences": len(job.sentences),
+        "max_tokens": settings.max_tokens,
+        "types": job.types,
+        "device": str(job.dev),
+    }
+    static = resolved.kind == "static"
+    if job.stream and not static:
+        what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types")}
+        identity = {**what, "settings": settings.dict(), "source": resolved.source, "batch_size": job.batch_size}
+        job.partial = PartialRun(job.out, identity)
+    outputs = _static(job) if static else _contextual(job)
+    for row in outputs[0]:
+        _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
+    meta.update(outputs[-1])
+    meta.update(seconds=job.timings, peak_rss_mb=round(_peak_rss_mb(), 1))
+    return Outcome(settings.dict(), meta, files=_files(name, corpus_label, *outputs[:-1]), progress=job.partial)
 
 
 def _files(name: str, corpus: str, rows, views, clusters, kmeans, dims, types_curve, cka):
@@ -167,7 +160,7 @@ class _Job:
 
     model: ResolvedModel  # its loader
     name: str  # the model's name in the outputs (the config's, or the folder's), also in progress and warnings
-    sentences: list
+    sentences: list  # the corpus, read by the run's body
     settings: LayerSettings
     types: str
     view_layer: int | None
@@ -179,7 +172,7 @@ class _Job:
     out: Path
     timings: dict
     progress: bool | None
-    partial: PartialRun | None  # where a contextual model's streamed analysis keeps its progress
+    partial: PartialRun | None  # where a contextual model's streamed analysis keeps its progress (set by the body)
 
 
 def roll_layer(n_states: int) -> int:

@@ -90,6 +90,17 @@ def _embeddings(model: str, task: str, tdata, tpath: Path, data_dir, embeddings_
     return emb, emb_meta, digest
 
 
+def _plan(task: str, model: str, seeds: list[int], steps: int | None, out, settings: dict) -> list[Settings]:
+    """Each seed's settings, checked first: a number out of range is an error before any file is read."""
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, and at least one; got {list(seeds)}")
+    if out is not None and len(seeds) > 1 and "{seed}" not in str(out):
+        raise ValueError(f"with several seeds, the output path must contain {{seed}}; got {out}")
+    name = resolve_name(task)
+    steps = default_steps(name) if steps is None else steps
+    return [Settings(task=name, model=model, seed=seed, steps=steps, **settings) for seed in seeds]
+
+
 def run_seeds(
     task: str,
     model: str,
@@ -114,16 +125,7 @@ def run_seeds(
     A run that diverges raises :class:`~isoflow.optimize.optimize.Diverged` and writes nothing, unless
     ``keep_diverged``: then its record says ``"diverged": true`` and the step (the states before it are kept), so that
     a sweep's analysis can report it (an I-STAR sweep at large |λ| may diverge by design)."""
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, and at least one; got {list(seeds)}")
-    if out is not None and len(seeds) > 1 and "{seed}" not in str(out):
-        raise ValueError(f"with several seeds, the output path must contain {{seed}}; got {out}")
-    name = resolve_name(task)
-    # Settings first: a number out of range is an error before any file is read.
-    plan = [
-        Settings(task=name, model=model, seed=seed, steps=default_steps(name) if steps is None else steps, **settings)
-        for seed in seeds
-    ]
+    plan = _plan(task, model, seeds, steps, out, settings)
     inputs = run_inputs(device=device, task=task, task_path=task_path, data_dir=data_dir)
     tdata = inputs.task
     emb, emb_meta, digest = _embeddings(model, task, tdata, inputs.task_path, data_dir, embeddings_path)
