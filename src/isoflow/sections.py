@@ -57,7 +57,6 @@ class Section:
     run_rules: tuple[str, ...] = ()  # the Snakemake rules of its runs (their target: <name>_runs)
     report_rules: tuple[str, ...] = ()  # the Snakemake rules of its report (the target <name> needs them all)
     published_runs: str = "tree"  # "listed": the runs its aggregate's runs.csv lists; "tree": the whole runs/ folder
-    run_files: tuple[str, ...] = ()  # a "tree" publication copies only these file patterns (default: every file)
     shares_runs_with: str | None = None  # a section whose runs some of its rows reuse (istar's λ = 0: optimize's)
     # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) ->
     # commands.

@@ -11,7 +11,7 @@ A publication (isoflow.sections.PUBLICATIONS) is a section's results under one c
   so the published folder holds what its tables report; they go to ``runs/`` (paths inside their section's
   ``runs/`` folder kept; the istar section's λ = 0 rows are optimize runs) and the list's paths are rewritten to the
   published copies;
-* ``tree`` (the others): the section's ``runs/`` folder (only the registry's file patterns, where it names some).
+* ``tree`` (the others): the section's ``runs/`` folder (its hidden files, a run's progress, left).
 
 ``PUBLISHED.json`` says how the publication was made: the workflow command (``--made-by``), the results directory
 and the git commit of the workflow checkout (each run's own commit is in its record); paths relative to the
@@ -98,16 +98,10 @@ def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, 
         writer.writerows(rows)
 
 
-def _copy_tree(runs: Path, staging: Path, patterns: tuple[str, ...]) -> None:
+def _copy_tree(runs: Path, staging: Path) -> None:
     if not runs.is_dir():
         raise PublishError(f"{runs}: no runs; run the section's workflow target first")
-    if not patterns:
-        shutil.copytree(runs, staging / RUNS, ignore=shutil.ignore_patterns(".*"))
-        return
-    for pattern in patterns:
-        for path in sorted(runs.glob(pattern)):
-            if path.is_file():
-                _copy(path, staging / RUNS / path.relative_to(runs))
+    shutil.copytree(runs, staging / RUNS, ignore=shutil.ignore_patterns(".*"))
 
 
 def _made(info: dict) -> list[tuple[str, bool, object]]:
@@ -184,7 +178,7 @@ def publish(
             if section.published_runs == "listed":
                 _copy_listed(results, where / "aggregate" / "runs.csv", staging, dest, root)
             else:
-                _copy_tree(where / RUNS, staging, section.run_files)
+                _copy_tree(where / RUNS, staging)
     except OutputExistsError as err:
         raise PublishError(str(err).replace("--out", "another destination")) from None
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
