@@ -157,15 +157,16 @@ def model_option(wildcards):
     return option_of_model(wildcards.model)
 
 
-def option_of_model(model, flag="model"):
+def option_of_model(model, flag="model", name=None):
     """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path);
-    ``flag``: the option's name (`--other`, `--other-name` for a command's second model)."""
+    ``flag``: the option's name (`--other`, `--other-name` for a command's second model); ``name``: another name for
+    the outputs (a checkpoint's)."""
     if model in HUB_MODELS:
-        return f"--{flag} {HUB_MODELS[model]} --{flag}-name {model}"
+        return f"--{flag} {HUB_MODELS[model]} --{flag}-name {name or model}"
     entry = MODEL_FOLDERS.get(model)
     if not entry:
-        return f"--{flag} {model}"
-    return f"--{flag} {shlex.quote(entry['path'])} --{flag}-name {model}"
+        return f"--{flag} {model}" + (f" --{flag}-name {name}" if name else "")
+    return f"--{flag} {shlex.quote(entry['path'])} --{flag}-name {name or model}"
 
 
 # What every job that loads a model is given: where raw files are cached and mirrored, and the model's option.

@@ -15,7 +15,7 @@ from conftest import GIT, MAKE, OFFLINE_CONFIG, ONE_THREAD_PER_JOB, ROOT, checko
 
 OFFLINE_STAGES = [
     f"{stage}@offline"
-    for stage in ("prepare", "encode", "optimize", "istar", "layers", "finetune", "pretrain", "report")
+    for stage in ("prepare", "encode", "optimize", "istar", "layers", "finetune", "pretrain", "dynamics", "report")
 ]
 # The line dvc-configs.yaml documents for sharing the quick start's results, as this CI does.
 OFFLINE_ENTRY = "  offline: {config: config/offline.yaml, data: data/offline, results: results/offline}\n"
@@ -211,12 +211,13 @@ def test_round_trip_through_an_ssh_remote(committed, sshd, tmp_path):
 
 @pytest.mark.slow
 def test_touching_a_module_reports_its_stages_only(committed, tmp_path):
-    """A change to the corpus reader concerns the layer analysis, the pretraining corpus and what is made from them,
-    nothing else. (In a copy of the committed checkout: what a pull brings back is the round trips' test.)"""
+    """A change to the corpus reader concerns the layer analysis (its own and the checkpoints'), the pretraining corpus
+    and what is made from them, nothing else. (In a copy of the committed checkout: what a pull brings back is the round
+    trips' test.)"""
     clone = checkout_copy(tmp_path / "isoflow", committed)
     corpora = clone / "src/isoflow/corpora.py"
     corpora.write_text(corpora.read_text() + "\n# a change to the corpus reader only\n")
-    assert stages_out_of_date(clone) == ["layers@offline", "pretrain@offline", "report@offline"]
+    assert stages_out_of_date(clone) == ["dynamics@offline", "layers@offline", "pretrain@offline", "report@offline"]
 
 
 @pytest.mark.slow

@@ -411,7 +411,7 @@ def test_cli_refuses_bad_settings_in_one_line(tmp_path, corpus):
 def test_the_checkpoint_schedule_has_pythias_shape():
     """Pythia's 154 checkpoints (steps 0, 1, 2, 4, ..., 512, then every 1,000 to 143,000) are the schedule of 143,000
     steps and 154 checkpoints; any run's starts at 0, ends at its last step, keeps within its count and rises."""
-    from isoflow.pretrain.series import checkpoint_steps
+    from isoflow.checkpoints import checkpoint_steps
 
     assert checkpoint_steps(143_000, 154) == [0, *(2**k for k in range(10)), *range(1000, 143_001, 1000)]
     for steps, count in ((4000, 20), (7, 3), (10, 4), (3, 20), (1, 2), (100_000, 30)):
@@ -429,11 +429,11 @@ def test_a_run_keeps_its_checkpoint_series_as_model_folders_and_trains_the_same_
     bit for bit; an interrupted run resumes and writes the series a run never stopped writes."""
     from safetensors.torch import load_file
 
+    from isoflow.checkpoints import read_series
     from isoflow.layers.encoder import load_encoder
     from isoflow.models.resolve import resolve_model
     from isoflow.models.spec import ModelSpec
     from isoflow.pretrain import run_pretrain
-    from isoflow.pretrain.series import read_series
 
     quiet = dict(device="cpu", progress=False, log=lambda line: None)
     settings = PretrainSettings(objective="causal", steps=7, checkpoints=4, **TINY)

@@ -14,9 +14,11 @@ import yaml
 
 from isoflow import settings as declared
 from isoflow.cli import build_parser
+from isoflow.config_checks import load_workflow_schema
 from isoflow.config_files import load as load_config
 from isoflow.config_schema import SchemaError, fill_defaults
 from isoflow.config_schema import load as load_schema
+from isoflow.dynamics.settings import DynamicsSettings
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.layers.settings import LayerSettings
 from isoflow.optimize.settings import Settings as OptimizeSettings
@@ -24,7 +26,7 @@ from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.stability import StabilitySettings
 from tests.conftest import ROOT
 
-SCHEMA = load_schema(ROOT / "schemas" / "config.schema.yaml")["properties"]
+SCHEMA = load_workflow_schema(ROOT / "schemas" / "config.schema.yaml")["properties"]
 SHIPPED_CONFIGS = sorted(
     p.relative_to(ROOT).as_posix() for p in [ROOT / "config.yaml", *(ROOT / "config").glob("*.yaml")]
 )
@@ -55,6 +57,7 @@ IN_SCHEMA = [
     ),
     (LayerSettings, SCHEMA["layers"]["properties"], True, {"models", "static", "corpora", "cross", "cross_words"}),
     (StabilitySettings, SCHEMA["stability"]["properties"], True, set()),
+    (DynamicsSettings, SCHEMA["dynamics"]["properties"], True, set()),
     (
         OptimizeSettings,
         {**SCHEMA["optimize"]["properties"], "zeta": SCHEMA["istar"]["properties"]["zeta"]},
@@ -71,6 +74,9 @@ COMMANDS = {
     StabilitySettings: ("stability", []),
     OptimizeSettings: ("optimize", ["--task", "t", "--model", "m"]),
 }
+# Settings of a section that has no command of its own for them: the dynamics section's are its config key's, and its
+# rules give the layers command the ones it shares (isoflow.settings.command_line).
+CONFIG_ONLY = {DynamicsSettings}
 IDENTITY = {
     FinetuneSettings: {"task": "t", "model": "m"},
     OptimizeSettings: {"task": "t", "model": "m", "seed": 0, "steps": 1},
@@ -179,7 +185,7 @@ def test_every_shipped_config_is_an_overlay_but_those_dvc_shares():
 def test_a_config_writes_only_what_differs_from_its_base_and_the_defaults(config):
     """No shipped config restates a default (a settings class's or the schema's) or its base's value: each writes
     what it changes, so a default changed in its class reaches every config."""
-    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    schema = load_workflow_schema(ROOT / "schemas/config.schema.yaml")
     own = yaml.safe_load((ROOT / config).read_text())
     under = load_config(own["base"], ROOT) if "base" in own else {}
     restated = [
@@ -196,7 +202,7 @@ def test_defaults_filled_in_as_snakemake_fills_them(config, tmp_path):
     same complete config for every shipped config."""
     from snakemake.utils import validate
 
-    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    schema = load_workflow_schema(ROOT / "schemas/config.schema.yaml")
     (tmp_path / "schema.yaml").write_text(yaml.safe_dump(schema))
     ours, theirs = load_config(config, ROOT), load_config(config, ROOT)
     ours.pop("base", None), theirs.pop("base", None)
@@ -210,7 +216,7 @@ def test_no_config_restates_a_default(config):
     base's value, which it changes back). DVC reads the top-level keys dvc.yaml names as params from the file
     itself: a config DVC may track keeps those."""
     raw_schema = yaml.safe_load((ROOT / "schemas/config.schema.yaml").read_text())
-    schema = load_schema(ROOT / "schemas/config.schema.yaml")
+    schema = load_workflow_schema(ROOT / "schemas/config.schema.yaml")
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].values()
     read_by_dvc = {k for s in stages for p in s["do"].get("params", []) for k in sum(p.values(), [])}
     own = yaml.safe_load((ROOT / config).read_text())
@@ -285,7 +291,8 @@ def test_every_settings_class_is_checked_here():
                 and obj.__module__ == module.__name__
                 and any("help" in f.metadata for f in dataclasses.fields(obj))
             }
-    assert found == set(COMMANDS)
+    assert found == set(COMMANDS) | CONFIG_ONLY
+    assert not [f for cls in CONFIG_ONLY for f in dataclasses.fields(cls) if f.metadata.get("cli")]
 
 
 def test_a_list_setting_is_comma_separated_and_each_value_checked():

@@ -116,6 +116,7 @@ def test_the_sections_import_none_of_each_other():
         "finetune",
         "stability",
         "pretrain",
+        "dynamics",
     ]
 
 

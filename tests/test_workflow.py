@@ -100,9 +100,11 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert counts["finetune_baseline"] == 4  # a bag-of-words baseline per task
     # The plain LMs: their corpus, two models, their report.
     assert counts["pretrain_corpus"] == 1 and counts["pretrain_model"] == 2 and counts["pretrain_report"] == 1
+    # Geometry across training: each plain LM at the 20 checkpoints of its series, one report.
+    assert counts["dynamics_run"] == 2 * 20 and counts["dynamics_report"] == 1
     # + 6 reports: 2 optimize, 2 istar, layers, stability
-    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 4 + 1 + 4
-    assert counts["total"] == documented_jobs(r"two plain LMs: (\d+) jobs")
+    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 4 + 1 + 4 + 41
+    assert counts["total"] == documented_jobs(r"the `dynamics`\s+section\): (\d+) jobs")
     # Ungrouped, the same runs are one job per seed.
     ungrouped = job_counts(
         snakemake(
@@ -136,6 +138,7 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "finetune_baseline_all_training": 1,
                 "stability_run": 1,
                 "pretrain_model": 1,
+                "dynamics_run": 3,
             },
         ),
         (
@@ -159,13 +162,15 @@ def test_full_paper_config_plans_completely(tmp_path):
             "config/finetune-longer.yaml",
             {"prepare": 1, "finetune_run": 2 * 3, "finetune_baseline": 1, "finetune_baseline_all_training": 1},
         ),
+        # Six pretraining runs, each measured at its 20 checkpoints on one corpus (and the report).
+        ("config/training-dynamics.yaml", {"pretrain_model": 6, "dynamics_run": 6 * 20}),
     ],
 )
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
     counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
     # + all; + aggregate, report; + the sweep's aggregate and report; + the layers report; + the finetune report;
-    # + the pretraining corpus and report
+    # + the pretraining corpus and report; + the dynamics report
     extra = (
         1
         + 2 * ("optimize_run" in jobs)
@@ -173,6 +178,7 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
         + ("layers_run" in jobs)
         + ("finetune_run" in jobs)
         + 2 * ("pretrain_model" in jobs)
+        + ("dynamics_run" in jobs)
     )
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
@@ -640,7 +646,7 @@ def test_slurm_profile_on_a_real_cluster(offline_checkout, shared_mirror, tmp_pa
         config["optimize"].update(
             pairs=[{"task": "supersense", "model": "glove-50d"}], glue={"tasks": ["glue/wnli"], "models": ["minilm"]}
         )
-        for section in ("istar", "layers", "finetune", "stability", "pretrain"):
+        for section in ("istar", "layers", "finetune", "stability", "pretrain", "dynamics"):
             del config[section]
         (tmp_path / "slurm-test.yaml").write_text(yaml.safe_dump(config))
         # Status checks every 2 s, not the profile's 10 s: the jobs here take seconds, not hours.

@@ -16,6 +16,7 @@ finetune  ``runs/<task>/bag-of-words-all-training.json``       the same on every
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
 layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
 layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
+dynamics  ``runs/<series>/<corpus>/<revision>/``                ``LAYER_FILES``: one checkpoint's layers
 stability ``runs/``                                             ``runs.parquet``, ``meta.json``
 pretrain  ``runs/``                                             the models' records (the report copies them)
 ========= ===================================================== ============================================
@@ -60,6 +61,7 @@ WILDCARDS = {
     "task": r"[a-z0-9-]+(/[a-z0-9]+)?",  # a task, or a collection's task (glue/sst2)
     "model": r"(?!istar)[a-z0-9-]+",  # never the istar<λ> folder of I-STAR runs
     "seed": r"\d+",
+    "step": r"\d+",  # a training step: a checkpoint's (isoflow.checkpoints)
     "istar_lambda": NUMBER,  # I-STAR's λ (the istar section's runs)
     "weight": NUMBER,  # a fine-tuning run's regulariser weight: I-STAR's λ or CosReg's
     "lr": r"[0-9]+(\.[0-9]+)?(e-?[0-9]+)?",
@@ -68,6 +70,8 @@ WILDCARDS = {
     "model_a": r"[a-z0-9-]+",  # the two models whose layers are compared (layers.cross)
     "model_b": r"[a-z0-9-]+",
     "pretrained": r"[a-z0-9-]+",
+    "series": r"[a-z0-9.-]+",  # a model whose checkpoints are measured (the dynamics section)
+    "revision": r"[A-Za-z0-9._-]+",  # one of its checkpoints: step1000, OLMo's step1000-tokens4B
     "head": r"mlp[0-9]+",  # a non-linear head's folder (head_dir)
 }
 
@@ -400,6 +404,17 @@ def layers_cross_runs(layers: dict, results) -> list[str]:
     return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
 
 
+def dynamics_id(series: str, corpus: str, revision: str) -> str:
+    """``<series>/<corpus>/<revision>``: one checkpoint of a series measured on a corpus."""
+    return f"{series}/{corpus}/{revision}"
+
+
+def dynamics_run(results, series: str, corpus: str, revision: str) -> str:
+    """The folder of one checkpoint × corpus measurement of the dynamics section (a layers analysis)."""
+    return run_path(results, "dynamics", dynamics_id(series, corpus, revision))
+
+
+DYNAMICS_RUN = dynamics_id("{series}", "{corpus}", "{revision}")
 LAYERS_RUN = layers_id("{model}", "{corpus}")
 LAYERS_CROSS = layers_cross_id("{model_a}", "{model_b}", "{corpus}")
 PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json

@@ -283,6 +283,22 @@ SECTIONS: dict[str, Section] = {
             manual="pretrain.md",
             config_doc="`pretrain`",
         ),
+        Section(
+            "dynamics",
+            "Geometry across training",
+            ("layers",),
+            ("dynamics-report",),
+            commands_package="isoflow.dynamics.cli",
+            settings="isoflow.dynamics.settings.DynamicsSettings",
+            run_rules=("dynamics_run",),
+            report_rules=("dynamics_report",),
+            config_keys=("dynamics",),
+            run_inputs=("{data}/pretrained",),
+            summary="every checkpoint of a model's series measured layer by layer, on the same tokens at each",
+            library=("isoflow.dynamics",),
+            manual="pretrain.md#geometry-across-training-the-dynamics-section",
+            config_doc="`dynamics`",
+        ),
     )
 }
 
@@ -372,7 +388,11 @@ def section_packages() -> list[str]:
 def own_command_modules() -> list[str]:
     """The command modules of sections that keep their commands in their own package (not the CLI's), in the
     registry's order."""
-    return [s.command_module(c) for s in SECTIONS.values() if s.commands_package != CLI_PACKAGE for c in s.commands]
+    owned, found = set(), []
+    for s in SECTIONS.values():  # a command is its first section's (dynamics runs the layers section's `layers`)
+        found += [s.command_module(c) for c in s.commands if c not in owned and s.commands_package != CLI_PACKAGE]
+        owned.update(s.commands)
+    return found
 
 
 def settings_classes() -> dict[str, str]:

@@ -238,7 +238,9 @@ def schema_properties(cls, *, skip: tuple[str, ...] = ()) -> dict[str, dict]:
             if meta[key] is not None:
                 item[key] = meta[key]
         if is_list:
-            prop = {"type": "array", "items": item, "minItems": 1, "uniqueItems": True, "default": list(f.default)}
+            # At least one item, but where the default is none (a list one may leave empty: dynamics.revisions)
+            least = {"minItems": 1} if f.default else {}
+            prop = {"type": "array", "items": item, **least, "uniqueItems": True, "default": list(f.default)}
         else:
             prop = {**item, "default": f.default}
             prop = {"type": prop.pop("type"), "default": prop.pop("default"), **prop}

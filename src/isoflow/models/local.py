@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 
+from ..checkpoints import SERIES
 from .sbert import ENCODE_BATCH_SIZE, ModelUnavailableError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -24,18 +25,15 @@ POOLINGS = ("mean", "cls")
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
-CHECKPOINT_SERIES = "checkpoints"  # a model folder's checkpoint series: <model>/checkpoints/<revision>/ (pretrain)
-
-
 def revision_folder(model: str | os.PathLike, revision: str) -> Path:
     """A checkpoint of a local series: ``<model>/checkpoints/<revision>`` (a pretraining run's folder, isoflow
     pretrain --checkpoints) or ``<model>/<revision>`` (a folder of checkpoint folders); a ValueError naming the
     revisions there otherwise."""
     folder = Path(model).expanduser()
-    for candidate in (folder / CHECKPOINT_SERIES / revision, folder / revision):
+    for candidate in (folder / SERIES / revision, folder / revision):
         if candidate.is_dir():
             return candidate
-    series = folder / CHECKPOINT_SERIES if (folder / CHECKPOINT_SERIES).is_dir() else folder
+    series = folder / SERIES if (folder / SERIES).is_dir() else folder
     held = sorted(p.name for p in series.iterdir() if p.is_dir())
     shown = ", ".join(held[:6]) + (f" and {len(held) - 6} more" if len(held) > 6 else "") if held else "none"
     raise ValueError(f"{folder}: no checkpoint {revision!r} (revisions there: {shown}); give one with --revision")

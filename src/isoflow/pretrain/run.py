@@ -72,9 +72,9 @@ def run_pretrain(
 ) -> Path | None:
     """Train the tokenizer and the model on ``corpus`` (a folder written by :func:`isoflow.pretrain.build_corpus`) and
     write the model folder ``out``. Returns ``out``, or None when ``stop_after`` left the run unfinished."""
+    from ..checkpoints import SERIES
     from ..run_inputs import run_inputs
     from ..skeleton import Place, run_section
-    from .series import SERIES
 
     check(settings)
     corpus, out = Path(corpus), Path(out)
@@ -105,10 +105,10 @@ def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progre
     outcome (:class:`isoflow.skeleton.Outcome`), or None when ``stop_after`` stopped it before its end."""
     import torch
 
+    from ..checkpoints import SERIES, checkpoint_steps
     from ..fetch import sha256_of
     from ..skeleton import Outcome
     from .corpus import read_documents
-    from .series import SERIES, checkpoint_steps
     from .train import Checkpoint, HeldOut, pack, parameter_count, train, write_curve
 
     checkpoint = Checkpoint(checkpoint_folder(out))

@@ -279,8 +279,9 @@ def train(
     ``stop_after``: leave after that many steps in total (a checkpoint written), as an interrupted run would — the
     tests' way to interrupt a run at a known step. ``on_step(step)`` is called after every step."""
     from .. import interrupt
+    from ..checkpoints import checkpoint_steps, step_folder
     from ..progress import progress_bar
-    from .series import checkpoint_steps, step_folder, write_checkpoint
+    from .series import write_checkpoint
 
     device = torch.device(device)
     model = build_model(settings, tokenizer).to(device)

@@ -1,0 +1,61 @@
+# The dynamics section: every checkpoint of a series measured layer by layer (one job per checkpoint x corpus: the
+# layers section's measures at the section's cheaper settings), on the same tokens at each checkpoint.
+
+
+rule dynamics:
+    input:
+        dynamics_files(),
+
+
+rule dynamics_runs:
+    input:
+        runs_of_dynamics(),
+
+
+rule dynamics_run:
+    input:
+        lambda wildcards: files_of_model(wildcards.series),
+        corpus_files,
+    output:
+        kept(multiext(f"{layout.dynamics_run(RESULTS, '{series}', '{corpus}', '{revision}')}/", *LAYER_FILES)),
+    log:
+        layout.log_path("dynamics", layout.DYNAMICS_RUN),
+    benchmark:
+        layout.benchmark_path(RESULTS, "dynamics", layout.DYNAMICS_RUN)
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=60,
+    params:
+        raw=RAW,
+        mirror=MIRROR,
+        model=series_option,
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+        device=DEVICE,
+        settings=command_line(LayerSettings, DYNAMICS),
+        corpus=corpus_option,
+    shell:
+        "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "
+        "--device {params.device} --out {params.out} "
+        "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
+
+
+rule dynamics_report:
+    input:
+        runs_of_dynamics(),
+    output:
+        tables=kept(reported(DYNAMICS_TABLES, "dynamics")),
+        figures=kept(reported(DYNAMICS_FIGURES, "dynamics")),
+    log:
+        "logs/dynamics_report.log",
+    conda:
+        "../envs/isoflow.yaml"
+    params:
+        runs=lambda wildcards, input: [os.path.dirname(path) for path in input],
+        tables=lambda wildcards, output: os.path.dirname(output.tables[0]),
+        figures=lambda wildcards, output: os.path.dirname(output.figures[0]),
+    shell:
+        "isoflow dynamics-report {params.runs} --tables {params.tables} --figures {params.figures} > {log} 2>&1"

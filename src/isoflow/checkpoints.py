@@ -1,0 +1,66 @@
+"""Checkpoint series: the schedule of steps a pretraining run keeps, and how a series lies on disk — one place that
+``isoflow pretrain`` writes by, the model loader reads a revision by (:func:`isoflow.models.local.revision_folder`) and
+the workflow plans one job per checkpoint by.
+
+A series is a model folder's ``checkpoints/`` (``isoflow pretrain --checkpoints N``), or any folder of checkpoint
+folders, each named as Pythia's hub revisions are: ``step<N>`` (:func:`revision`). The schedule has Pythia's shape
+scaled to the run's steps (Biderman et al. 2023: steps 0, 1, 2, 4, …, 512, then every 1,000 to 143,000): step 0, the
+powers of two below the stride, then ``m`` evenly spaced steps ending at the last, with the largest ``m`` that keeps
+the series within ``count`` checkpoints — :func:`checkpoint_steps` (143,000 steps and 154 checkpoints give Pythia's
+own)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .layout import identity_pattern
+
+SERIES = "checkpoints"  # a model folder's checkpoint series: <model>/checkpoints/step<N>/
+REVISION = "step{step}"  # a checkpoint's name in a series, as Pythia's hub revisions are named (step1000)
+
+
+def revision(step: int) -> str:
+    """A checkpoint's name: ``step<N>``."""
+    return REVISION.format(step=step)
+
+
+def checkpoint_steps(steps: int, count: int) -> list[int]:
+    """The steps a run of ``steps`` steps keeps a checkpoint at, at most ``count`` of them (0: none), ascending; the
+    first is 0 and the last ``steps``.
+
+    >>> checkpoint_steps(4000, 20)
+    [0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 400, 800, 1200, 1600, 2000, 2400, 2800, 3200, 3600, 4000]
+    >>> checkpoint_steps(10, 4)   # too few for the whole shape: the first powers of two, then the last step
+    [0, 1, 2, 10]"""
+    if count == 0:
+        return []
+    if count < 2:
+        raise ValueError(f"a checkpoint series has at least 2 checkpoints (the first and the last step); got {count}")
+
+    def powers_below(stride: float) -> list[int]:
+        return [2**k for k in range(int(math.log2(stride)) + 1) if 2**k < stride] if stride > 1 else []
+
+    best = None
+    for m in range(1, min(count, steps) + 1):
+        chosen = sorted({0, *powers_below(steps / m), *(round(steps * i / m) for i in range(1, m + 1))})
+        if len(chosen) <= count:
+            best = chosen
+    # Too few for the whole shape even with one stride: the first powers of two, then the last step
+    return best or sorted({0, *powers_below(steps)[: count - 2], steps})
+
+
+def step_folder(series: str | Path, step: int) -> Path:
+    """``<series>/step<N>``."""
+    return Path(series) / revision(step)
+
+
+def read_series(folder: str | Path) -> list[tuple[int, Path]]:
+    """The checkpoints of a series (a model folder's ``checkpoints/``, or a folder of ``step<N>`` folders), by step."""
+    folder = Path(folder)
+    folder = folder / SERIES if (folder / SERIES).is_dir() else folder
+    named = identity_pattern(REVISION)
+    found = [(int(m["step"]), p) for p in folder.iterdir() if p.is_dir() and (m := named.fullmatch(p.name))]
+    if not found:
+        raise FileNotFoundError(f"{folder}: no checkpoint folders (step<N>/); pretrain with --checkpoints N first")
+    return sorted(found)

@@ -1,0 +1,51 @@
+"""Geometry across training: every checkpoint of a model's series measured layer by layer, on the same tokens at every
+checkpoint, so that the series is paired (issue "Geometry across training"; docs/pretrain.md, "A checkpoint series").
+
+A series is a model the config knows at a list of revisions (:func:`series_checkpoints`): one of this config's own
+pretraining runs at every checkpoint it keeps (``pretrain --checkpoints N``: the schedule is
+:func:`isoflow.checkpoints.checkpoint_steps` of its settings, known before it trains, so that the workflow plans every
+job at once), or a hub model or model folder at the revisions the config lists (Pythia's ``step0`` … ``step143000``).
+The workflow measures each checkpoint × corpus as one job (the layers section's measures, made cheaper:
+:class:`~isoflow.dynamics.settings.DynamicsSettings`), at ``runs/<series>/<corpus>/<revision>/``
+(:func:`isoflow.layout.dynamics_run`).
+
+Examples
+--------
+>>> from isoflow.dynamics import series_checkpoints
+>>> pretrained = {"plain-gpt2": {"steps": 10, "checkpoints": 4}}
+>>> series_checkpoints({"series": ["plain-gpt2"]}, pretrained)
+[('plain-gpt2', 'step0'), ('plain-gpt2', 'step1'), ('plain-gpt2', 'step2'), ('plain-gpt2', 'step10')]
+"""
+
+from __future__ import annotations
+
+from ..checkpoints import checkpoint_steps, revision
+
+
+class SeriesError(ValueError):
+    """A series the config cannot expand into checkpoints (the message names the key and the fix)."""
+
+
+def series_checkpoints(dynamics: dict, pretrained: dict[str, dict], where: str = "dynamics") -> list[tuple[str, str]]:
+    """(series, revision) of every checkpoint a config's ``dynamics`` section measures, in its series' order: a
+    pretraining run of the config (``pretrained``: name -> its settings, shared ones included) at each step its
+    series keeps; any other model at ``dynamics.revisions``. A pretraining run that keeps no series, or another model
+    without revisions, is refused in one line."""
+    found = []
+    for name in dynamics.get("series") or ():
+        if name in pretrained:
+            settings = pretrained[name]
+            if not settings.get("checkpoints"):
+                raise SeriesError(
+                    f"{where}.series: {name} keeps no checkpoint series; set pretrain.training.checkpoints (or its "
+                    f"pretrain.models.{name}.checkpoints), e.g. 20"
+                )
+            found += [(name, revision(s)) for s in checkpoint_steps(settings["steps"], settings["checkpoints"])]
+        elif dynamics.get("revisions"):
+            found += [(name, r) for r in dynamics["revisions"]]
+        else:
+            raise SeriesError(
+                f"{where}.series: {name} is not a pretraining run of this config, so its checkpoints must be listed; "
+                f"give {where}.revisions (e.g. [step0, step1000])"
+            )
+    return found

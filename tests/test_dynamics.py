@@ -1,0 +1,153 @@
+"""The dynamics section's series: a config's series expanded into one measurement per checkpoint (isoflow.dynamics),
+as the workflow plans them (tests/test_workflow.py::test_shipped_configs_plan counts those of
+config/training-dynamics.yaml)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from isoflow import layout
+from isoflow.checkpoints import checkpoint_steps, read_series, revision, step_folder
+from isoflow.dynamics import SeriesError, series_checkpoints
+
+
+def test_a_pretraining_run_is_measured_at_every_checkpoint_it_keeps():
+    pretrained = {"plain-bert": {"steps": 4000, "checkpoints": 20}, "plain-gpt2": {"steps": 10, "checkpoints": 4}}
+    found = series_checkpoints({"series": ["plain-gpt2", "plain-bert"]}, pretrained)
+    assert found[:4] == [
+        ("plain-gpt2", "step0"),
+        ("plain-gpt2", "step1"),
+        ("plain-gpt2", "step2"),
+        ("plain-gpt2", "step10"),
+    ]
+    assert [r for s, r in found if s == "plain-bert"] == [f"step{s}" for s in checkpoint_steps(4000, 20)]
+    assert len(found) == 4 + 20 and found[-1] == ("plain-bert", "step4000")
+
+
+def test_other_models_are_measured_at_the_listed_revisions():
+    dynamics = {"series": ["pythia-160m", "plain-gpt2"], "revisions": ["step0", "step1000", "step143000"]}
+    found = series_checkpoints(dynamics, {"plain-gpt2": {"steps": 10, "checkpoints": 2}})
+    assert found == [
+        ("pythia-160m", "step0"), ("pythia-160m", "step1000"), ("pythia-160m", "step143000"),
+        ("plain-gpt2", "step0"), ("plain-gpt2", "step10"),
+    ]  # fmt: skip
+    assert series_checkpoints({}, {}) == []
+
+
+def test_a_series_that_cannot_be_expanded_is_refused_in_one_line():
+    with pytest.raises(SeriesError, match=r"dynamics.series: plain-bert keeps no checkpoint series; set pretrain"):
+        series_checkpoints({"series": ["plain-bert"]}, {"plain-bert": {"steps": 100, "checkpoints": 0}})
+    with pytest.raises(SeriesError, match=r"pythia-160m is not a pretraining run .* give dynamics.revisions"):
+        series_checkpoints({"series": ["pythia-160m"]}, {})
+
+
+def test_a_checkpoint_reads_back_from_its_place(tmp_path):
+    """The series' one spelling: what pretrain writes (step_folder) is what the loader and the plan name (revision),
+    and a measurement's folder reads back as its series, corpus and revision."""
+    for step in (0, 1, 400):
+        step_folder(tmp_path / "checkpoints", step).mkdir(parents=True)
+    (tmp_path / "checkpoints" / "notes").mkdir()
+    assert read_series(tmp_path) == [(s, tmp_path / "checkpoints" / revision(s)) for s in (0, 1, 400)]
+    run = layout.dynamics_run("results", "plain-gpt2-seed1", "brown", revision(400))
+    assert run == "results/dynamics/runs/plain-gpt2-seed1/brown/step400"
+    identity = run.removeprefix("results/dynamics/runs/")
+    assert layout.read_identity(layout.DYNAMICS_RUN, identity) == {
+        "series": "plain-gpt2-seed1", "corpus": "brown", "revision": "step400"
+    }  # fmt: skip
+
+
+# ----- the readings of a shape (docs/verdicts.md, "A shape across training") ---------------------------------------
+
+
+PHASES = [10.0, 6.0, 9.0, 14.0, 11.0]  # a collapse, an expansion, a compression (Li et al.)
+
+
+def test_each_shape_and_its_opposite_on_curves_written_for_the_test():
+    from isoflow.dynamics.shapes import dip, expansion_only, late_fall, late_rise, peak, three_phases
+
+    assert three_phases(PHASES) and not expansion_only(PHASES)
+    assert not three_phases([10, 6, 9, 14, 13.5])  # the compression is 3.6 %: below δ, no third phase
+    assert not three_phases([10, 9.6, 12, 14, 11])  # the collapse is 4 %: no first phase
+    assert expansion_only([10, 12, 14, 13.5]) and not three_phases([10, 12, 14, 13.5])
+    assert peak([1.0, 1.5, 2.0, 1.2]) and not dip([1.0, 1.5, 2.0, 1.2])
+    assert dip([2.0, 1.0, 2.5]) and not peak([2.0, 1.0, 2.5])
+    assert not peak([1.0, 1.04, 1.0]) and not peak([1.0, 2.0])  # a wiggle below δ; no interior point
+    steps = [0, 1, 2, 4, 400, 800, 1200, 1600, 2000, 2400, 4000]
+    rising = [1, 1, 1, 1, 1, 1, 1, 1, 1.0, 1.2, 1.3]  # from step 2,000 (the first at half) to the last: +30 %
+    assert late_rise(rising, steps) and not late_fall(rising, steps)
+    assert not late_rise([1, 1, 1, 1, 1, 1, 1, 1, 1.3, 1.3, 1.3], steps)  # it rose before half the steps
+
+
+def test_the_word_over_the_seeds():
+    from isoflow.dynamics.shapes import read_shape
+    from isoflow.reporting.verdicts import word_of
+
+    flat = [10.0, 10.1, 10.0, 10.2, 10.1]
+    rising = [10.0, 11.0, 12.0, 13.0, 14.0]
+    assert read_shape("three phases", [PHASES, PHASES, PHASES]) == "reproduced"
+    assert read_shape("three phases", [rising, rising, rising]) == "contradicted"
+    assert read_shape("three phases", [flat, flat, rising]) == "not seen (could have detected a change of 5%)"
+    assert read_shape("three phases", [PHASES, flat, PHASES]) == "inconclusive (in 2 of 3 seeds)"
+    assert read_shape("rise", [rising, rising]) == "reproduced" and read_shape("fall", [rising]) == "contradicted"
+    assert read_shape("peak", []) == "untested (no series measured)"
+    assert read_shape("peak", [[1.0, float("nan"), 1.0]]) == "untested (a value left empty at a checkpoint)"
+    assert read_shape("late rise", [[1.0, 1.0, 1.5]], steps=[0, 5, 10]) == "reproduced"
+    for phrase in (read_shape("three phases", c) for c in ([PHASES], [flat], [rising], [PHASES, flat])):
+        word_of(phrase)  # every phrase is the vocabulary's
+    with pytest.raises(ValueError, match="give steps"):
+        read_shape("late rise", [[1.0, 2.0]])
+    with pytest.raises(ValueError, match="unknown shape 'bell'; the shapes: peak, three phases"):
+        read_shape("bell", [[1.0, 2.0, 1.0]])
+
+
+# ----- a series measured and reported, end to end on a tiny model -------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_it(tmp_path, capsys):
+    """A tiny causal LM pretrained with a 3-checkpoint series; each checkpoint measured as the workflow's job does
+    (`isoflow layers --revision`), equal to the layers section's measurement of the checkpoint's folder itself; then
+    the report: every checkpoint × layer a row with its step, and the figure."""
+    import pandas as pd
+    from test_pretrain import TINY, write_corpus_text
+
+    from isoflow.cli import main
+    from isoflow.pretrain import CorpusSettings, PretrainSettings, build_corpus, run_pretrain
+
+    write_corpus_text(tmp_path / "text.txt", n_docs=60)
+    corpus = build_corpus(tmp_path / "corpus", sources=[str(tmp_path / "text.txt")], exclude_tasks=[],
+                          settings=CorpusSettings(heldout_fraction=0.1), log=lambda line: None)  # fmt: skip
+    settings = PretrainSettings(objective="causal", steps=5, checkpoints=3, **TINY)
+    model = run_pretrain(corpus, tmp_path / "tiny", settings, device="cpu", progress=False, log=lambda line: None)
+    measured = ["--corpus", str(tmp_path / "text.txt"), "--corpus-name", "notes", "--max-tokens", "300",
+                "--k-lid", "5", "--k-max", "3", "--kmeans-samples", "1", "--kmeans-starts", "1", "--device", "cpu",
+                "--quiet"]  # fmt: skip
+    runs = tmp_path / "results" / "dynamics" / "runs"
+    revisions = [r for _, r in series_checkpoints({"series": ["tiny"]}, {"tiny": {"steps": 5, "checkpoints": 3}})]
+    assert revisions == ["step0", "step1", "step5"]
+    for rev in revisions:
+        out = runs / layout.dynamics_id("tiny", "notes", rev)
+        argv = ["layers", "--model", str(model), "--revision", rev, "--model-name", f"tiny-{rev}", *measured]
+        assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+    direct = tmp_path / "direct"
+    argv = ["layers", "--model", str(model / "checkpoints" / "step1"), "--model-name", "tiny-step1", *measured]
+    assert main([*argv, "--out", str(direct)]) == 0
+    by_revision = pd.read_parquet(runs / "tiny/notes/step1/layers.parquet")
+    pd.testing.assert_frame_equal(by_revision, pd.read_parquet(direct / "layers.parquet"))
+    assert json.loads((runs / "tiny/notes/step1/meta.json").read_text())["source"]["revision_name"] == "step1"
+
+    folders = [str(runs / "tiny" / "notes" / rev) for rev in revisions]
+    assert main(["dynamics-report", *folders, "--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]) == 0
+    table = pd.read_csv(tmp_path / "t" / "dynamics.csv")
+    layers = by_revision.layer.nunique()
+    assert len(table) == 3 * layers and sorted(table.step.unique()) == [0, 1, 5]
+    assert list(table.columns[:6]) == ["model", "series", "corpus", "revision", "step", "layer"]
+    step1 = table[table.step == 1].reset_index(drop=True)
+    assert step1.isoscore.tolist() == pytest.approx(by_revision.isoscore.tolist())
+    assert (tmp_path / "f" / "dynamics_measures.png").stat().st_size > 20_000
+    from isoflow.dynamics.report import read_runs
+
+    with pytest.raises(FileNotFoundError, match="not a checkpoint's measurement"):
+        read_runs([direct])
