@@ -245,8 +245,10 @@ def test_outlier_dimensions_and_the_measures_without_them(small_layer):
         sigma = np.linalg.svd(points, compute_uv=False)
         p = sigma / sigma.sum()
         lam = np.linalg.eigvalsh(np.cov(points, rowvar=False))
+        v = lam[lam > 0] / lam[lam > 0].sum()
         return {
             "effective_rank": np.exp(-(p[p > 0] * np.log(p[p > 0])).sum()),
+            "variance_effective_rank": np.exp(-(v * np.log(v)).sum()),
             "participation_ratio": lam.sum() ** 2 / (lam**2).sum(),
             "stable_rank": (sigma**2).sum() / sigma[0] ** 2,
         }

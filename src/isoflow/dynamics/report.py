@@ -3,7 +3,7 @@
 Each run is a checkpoint × corpus measurement (``runs/<series>/<corpus>/<revision>/``, a layers analysis: its
 ``layers.parquet``). The table (``dynamics``) is their rows, each with its series, the model it is a seed of (the
 series' name without ``-seed<N>``: ``plain-gpt2-seed1`` is a seed of ``plain-gpt2``), its revision and its step. The
-figure (``dynamics_measures``) draws four measures against the step (a symmetric-log axis, so that step 0 shows), one
+figure (``dynamics_measures``) draws five measures against the step (a symmetric-log axis, so that step 0 shows), one
 row of panels per model and corpus, one line per layer coloured by depth: the mean over the model's seeds, a band from
 their smallest to their largest value; the first and the last checkpoint marked.
 """
@@ -21,10 +21,12 @@ from ..layout import DYNAMICS_RUN, read_identity
 from ..reporting.figures import grid, legend_below, save, share_limits, suptitle
 from ..reporting.tables import write_table
 
-# The measures drawn, with their axis labels: the spectrum's effective rank (Garrido et al.'s RankMe, of the singular
-# values), IsoScore, TwoNN's intrinsic dimension and the mean cosine between points.
+# The measures drawn, with their axis labels: the effective rank in both conventions (Li et al.'s RankMe of the
+# explained variance, Garrido et al.'s of the singular values), IsoScore, TwoNN's intrinsic dimension and the mean
+# cosine between points.
 MEASURES = {
-    "effective_rank": "effective rank (RankMe, σ)",
+    "variance_effective_rank": "effective rank (RankMe, σ²: Li et al.)",
+    "effective_rank": "effective rank (RankMe, σ: Garrido et al.)",
     "isoscore": "IsoScore",
     "twonn": "intrinsic dimension (TwoNN)",
     "cosine_anisotropy": "mean cosine (anisotropy)",

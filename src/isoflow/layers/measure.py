@@ -11,7 +11,8 @@ On all points (they are O(n·d)):
   carried by the dimension that carries most (``top_cosine_share``) and by the ``outlier_remove`` largest dimensions
   (``removed_cosine_share``), and ``cosine_anisotropy_removed``, ``s_inter_removed``, ``isoscore_removed`` without
   those dimensions;
-* the spectrum (:mod:`isoflow.metrics.spectrum`): ``effective_rank`` (RankMe, of the points as they are),
+* the spectrum (:mod:`isoflow.metrics.spectrum`): ``effective_rank`` (RankMe, of the points as they are; and
+  ``variance_effective_rank``, Li et al.'s RankMe of the explained variance),
   ``participation_ratio`` (of the covariance: IsoScore is (PR − 1)/(d − 1)), ``stable_rank`` and ``alpha_req`` (the
   covariance spectrum's power-law decay, fitted over its whole numerical rank), each also without the
   ``outlier_remove`` largest dimensions (``*_removed``) and without the sentences' first positions (``*_nofirst``),
@@ -73,6 +74,7 @@ from ..metrics import (
     subtract_cluster_means,
     twonn_from_distances,
     uniformity,
+    variance_effective_rank,
 )
 from . import SPECTRUM, TYPE_RUNGS_FROM
 from .composition import is_symbol
@@ -152,15 +154,20 @@ def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[d
             **_spectrum(rest, "_removed"),
         )
     else:
-        nan = ("cosine_anisotropy", "s_inter", "isoscore", *SPECTRUM)
+        nan = ("cosine_anisotropy", "s_inter", "isoscore", *TABLE_SPECTRUM)
         row.update({f"{name}_removed": float("nan") for name in nan})
     profile = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
     return row, profile
 
 
+# The table's spectrum: the figures' (SPECTRUM) and Li et al.'s RankMe, of the explained variance (σ²), beside Garrido
+# et al.'s (effective_rank, σ): both conventions, named, for the dynamics section's readings.
+TABLE_SPECTRUM = (*SPECTRUM, "variance_effective_rank")
+
+
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
     """The layer's spectrum (module docstring): O(n·d²) from d × d products, on all points."""
-    sizes = spectrum_sizes(x)
+    sizes = {**spectrum_sizes(x), "variance_effective_rank": variance_effective_rank(x)}
     try:
         sizes["alpha_req"] = alpha_req(x)
     except ValueError:  # a covariance of numerical rank < 2 has no decay to fit
@@ -270,7 +277,7 @@ def layer_metrics(
     outlier_row, dims = _outliers(x, codes, s)
     row.update(outlier_row)
     row.update(_uniformity(x, s))
-    shape_names = [f"{name}_nofirst" for name in (*SPECTRUM, "uniformity")]
+    shape_names = [f"{name}_nofirst" for name in (*TABLE_SPECTRUM, "uniformity")]
     row.update(dict.fromkeys(shape_names, float("nan")))
     if positions is not None and int((np.asarray(positions) > 0).sum()) >= 2:
         past_first = x[torch.as_tensor(np.flatnonzero(np.asarray(positions) > 0), device=x.device)]
