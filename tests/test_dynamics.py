@@ -151,3 +151,35 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
 
     with pytest.raises(FileNotFoundError, match="not a checkpoint's measurement"):
         read_runs([direct])
+
+
+def test_the_anchors_findings_are_read_on_a_series_by_the_rules_written_before():
+    """The readings of docs/verdicts.md on a table written for the test: three seeds whose last layer's σ² effective
+    rank has three phases, whose middle layer's TwoNN rises then falls, whose anisotropy across layers is a bell at the
+    last checkpoint, and whose last layer's mean cosine does not rise late."""
+    import pandas as pd
+
+    from isoflow.dynamics.readings import LAST_TOKEN, readings
+
+    steps, rows = [0, 1, 2, 4, 8], []
+    for seed in range(3):
+        for i, step in enumerate(steps):
+            for layer in range(3):
+                rows.append({
+                    "model": "plain-gpt2", "series": f"plain-gpt2-seed{seed}", "corpus": "brown", "step": step,
+                    "layer": layer,
+                    "variance_effective_rank": [10, 6, 9, 14, 11][i] + 0.1 * seed if layer == 2 else 5.0,
+                    "effective_rank": 20.0 + i,  # rises throughout: the opposite of three phases
+                    "twonn": [5, 8, 12, 9, 6][i] if layer == 1 else 4.0,
+                    "pc1_variance": [0.1, 0.6, 0.2][layer],
+                    "cosine_anisotropy": 0.3,  # flat: no late rise
+                })  # fmt: skip
+    got = readings(pd.DataFrame(rows)).set_index(["measure", "curve", "points"])["word"]
+    assert got["variance_effective_rank", "last layer", "the last token of each sequence"] == LAST_TOKEN
+    assert got["variance_effective_rank", "last layer", "every token"] == "reproduced"
+    assert got["effective_rank", "last layer", "every token"] == "contradicted"
+    assert got["twonn", "middle layer", "every token"] == "reproduced"
+    assert got["pc1_variance", "last checkpoint", "every token"] == "reproduced"
+    assert got["cosine_anisotropy", "last layer", "every token"] == "not seen (could have detected a change of 5%)"
+    no_twonn = readings(pd.DataFrame(rows).drop(columns="twonn"))
+    assert "untested (twonn not in these runs)" in no_twonn.word.tolist()
