@@ -138,3 +138,20 @@ def test_spectrum_sizes_are_the_three_measures_each_computes():
         "participation_ratio": participation_ratio(X),
         "stable_rank": stable_rank(X),
     }
+
+
+def test_covariance_spectrum_sizes_are_the_two_measures_each_computes():
+    """One eigendecomposition of the covariance for both: the same numbers as the functions one by one; α NaN where
+    the covariance has no decay to fit, where alpha_req refuses."""
+    from isoflow.metrics import covariance_spectrum_sizes, variance_effective_rank
+
+    X = torch.as_tensor(np.random.default_rng(4).normal(size=(200, 12)) * np.linspace(0.1, 3.0, 12))
+    assert covariance_spectrum_sizes(X) == {
+        "variance_effective_rank": variance_effective_rank(X),
+        "alpha_req": alpha_req(X),
+    }
+    line = torch.tensor([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])  # one direction: numerical rank 1
+    with pytest.raises(ValueError, match="numerical rank"):
+        alpha_req(line)
+    sizes = covariance_spectrum_sizes(line)
+    assert sizes["variance_effective_rank"] == pytest.approx(1.0) and np.isnan(sizes["alpha_req"])

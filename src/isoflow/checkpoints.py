@@ -55,10 +55,15 @@ def step_folder(series: str | Path, step: int) -> Path:
     return Path(series) / revision(step)
 
 
+def series_folder(folder: str | Path) -> Path:
+    """Where a series' checkpoint folders are: a model folder's ``checkpoints/`` where it has one, else ``folder``."""
+    folder = Path(folder)
+    return folder / SERIES if (folder / SERIES).is_dir() else folder
+
+
 def read_series(folder: str | Path) -> list[tuple[int, Path]]:
     """The checkpoints of a series (a model folder's ``checkpoints/``, or a folder of ``step<N>`` folders), by step."""
-    folder = Path(folder)
-    folder = folder / SERIES if (folder / SERIES).is_dir() else folder
+    folder = series_folder(folder)
     named = identity_pattern(REVISION)
     found = [(int(m["step"]), p) for p in folder.iterdir() if p.is_dir() and (m := named.fullmatch(p.name))]
     if not found:

@@ -24,7 +24,6 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import json
     from pathlib import Path
 
     from ..datasets import read_task, resolve_name, task_dir
@@ -38,13 +37,10 @@ def run(args: argparse.Namespace) -> int:
     task = read_task(args.task_dir or task_dir(args.task, args.data_dir))
     data = splits(task, s, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror)
     out = Path(args.out or finetune_baseline(args.results, task.name))
-
-    def body() -> Outcome:
-        result = bag_of_words(task.name, data.train, data.heldout, data.validation)
-        split = {k: getattr(s, k) for k in ("heldout_fraction", "max_heldout", "validation_fraction", "max_validation")}
-        return Outcome({**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result})
-
-    result = json.loads(run_section("finetune-baseline", Place(out), body).read_text())
+    result = bag_of_words(task.name, data.train, data.heldout, data.validation)
+    split = {k: getattr(s, k) for k in ("heldout_fraction", "max_heldout", "validation_fraction", "max_validation")}
+    outcome = Outcome({**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result})
+    run_section("finetune-baseline", Place(out), lambda: outcome)
     print(
         f"{task.name}: bag of words (C = {result['C']:g}, by {result['selection']}) held-out {result['metric_name']} "
         f"{result['metric']:.4f}, accuracy {result['accuracy']:.4f} on {result['n_heldout']} examples -> {out}"

@@ -36,8 +36,6 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    import pandas as pd
-
     from ..run_inputs import run_inputs
     from ..settings import as_dict
     from ..skeleton import Outcome, Place, run_section
@@ -45,20 +43,18 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.runs)
     if args.from_runs:
+        import pandas as pd
+
         runs = pd.read_parquet(out / "runs.parquet")
         written = tables(runs, args.tables) + figure(runs, args.figures)
         print(f"{len(runs)} estimates from {out / 'runs.parquet'}; wrote {len(written)} files")
         return 0
     settings = declared.from_namespace(StabilitySettings, args)
     report = None if args.quiet else (lambda k, n: print(f"stability: {k}/{n} clouds", file=sys.stderr, flush=True))
-    device = run_inputs(device=args.device).device
-
-    def body() -> Outcome:
-        runs = simulate(settings, device=device, progress=report)
-        return Outcome(as_dict(settings), {"estimates": len(runs)}, [(out / "runs.parquet", runs)])
-
-    run_section("stability", Place(out / "meta.json"), body)
-    runs = pd.read_parquet(out / "runs.parquet")  # as written, as --from-runs reads it
+    runs = simulate(settings, device=run_inputs(device=args.device).device, progress=report)
+    # A run of files: nothing to check before the work, so the simulation need not be the skeleton's body.
+    outcome = Outcome(as_dict(settings), {"estimates": len(runs)}, [(out / "runs.parquet", runs)])
+    run_section("stability", Place(out / "meta.json"), lambda: outcome)
     written = tables(runs, args.tables) + figure(runs, args.figures)
     print(
         f"{len(runs)} estimates -> {out / 'runs.parquet'}; wrote {len(written)} files under {args.tables} and "

@@ -115,7 +115,7 @@ def run_finetune(
     ``states_points``, the token states CKA between seeds reads go to ``states_out`` (default ``<out>.states.pt``),
     written before the record."""
     where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
-    run = _prepared(task, model, seed, settings, task_path=task_path, device=device, results=results, out=out, **where)
+    run = _prepared(task, model, seed, settings, where, task_path=task_path, device=device, results=results, out=out)
     body = lambda: _finetuned(run, progress, callback, lr_choice, states_out)  # noqa: E731
     return run.out.with_suffix(".parquet"), run_section("finetune", Place(run.out.with_suffix(".json")), body)
 
@@ -136,11 +136,10 @@ class _Run:
     checkpoint: Checkpoint
 
 
-def _prepared(task, model, seed, settings, *, task_path, device, results, out, data_dir, raw_dir, mirror) -> _Run:
-    """The skeleton's first steps: the settings checked (every number, before any work), the inputs resolved, the data
-    split and the encoder loaded, the run's place and saved state."""
+def _prepared(task, model, seed, settings, where: dict, *, task_path, device, results, out) -> _Run:
+    """The skeleton's first steps: the settings checked (every number, before any work), the inputs resolved (``where``:
+    data_dir, raw_dir, mirror), the data split and the encoder loaded, the run's place and saved state."""
     s = FinetuneSettings(task=resolve_name(task), model=ModelSpec.of(model).model, seed=seed, **settings)
-    where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
     inputs = run_inputs(device=device, task=task, task_path=task_path, model=model, **where)
     resolved, tdata = inputs.model, inputs.task
     if not resolved.local:

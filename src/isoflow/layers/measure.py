@@ -52,10 +52,10 @@ import numpy as np
 import torch
 
 from ..metrics import (
-    alpha_req,
     as_points,
     cosine_anisotropy,
     cosine_shares,
+    covariance_spectrum_sizes,
     distinct_points,
     drop_dimensions,
     encode_labels,
@@ -74,7 +74,6 @@ from ..metrics import (
     subtract_cluster_means,
     twonn_from_distances,
     uniformity,
-    variance_effective_rank,
 )
 from . import SPECTRUM, TYPE_RUNGS_FROM
 from .composition import is_symbol
@@ -167,11 +166,7 @@ TABLE_SPECTRUM = (*SPECTRUM, "variance_effective_rank")
 
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:
     """The layer's spectrum (module docstring): O(n·d²) from d × d products, on all points."""
-    sizes = {**spectrum_sizes(x), "variance_effective_rank": variance_effective_rank(x)}
-    try:
-        sizes["alpha_req"] = alpha_req(x)
-    except ValueError:  # a covariance of numerical rank < 2 has no decay to fit
-        sizes["alpha_req"] = float("nan")
+    sizes = {**spectrum_sizes(x), **covariance_spectrum_sizes(x)}  # the covariance's eigenvalues once, for both
     return {f"{name}{suffix}": value for name, value in sizes.items()}
 
 

@@ -45,6 +45,7 @@ from .similarity import linear_cka, linear_cka_matrices, linear_cka_matrix
 from .spectrum import (
     alignment,
     alpha_req,
+    covariance_spectrum_sizes,
     effective_rank,
     participation_ratio,
     spectrum_sizes,
@@ -56,6 +57,7 @@ from .spectrum import (
 __all__ = [
     "alignment",
     "alpha_req",
+    "covariance_spectrum_sizes",
     "effective_rank",
     "participation_ratio",
     "spectrum_sizes",

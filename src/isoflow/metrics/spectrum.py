@@ -255,7 +255,11 @@ def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float
     >>> round(alpha_req(Q * k ** -0.75), 6)  # variances k^-1.5: standard deviations k^-0.75
     1.5
     """
-    ev = _eigenvalues(X, centred=True)
+    return _alpha_of(_eigenvalues(X, centred=True), first, last)
+
+
+def _alpha_of(ev: torch.Tensor, first: int = 1, last: int | None = None) -> float:
+    """:func:`alpha_req` of the covariance's eigenvalues ``ev`` (descending)."""
     rank = int((ev > ev[0] * 1e-12).sum())
     last = rank if last is None else last
     if not 1 <= first < last <= rank:
@@ -264,6 +268,36 @@ def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float
     x, y = k.log(), ev[first - 1 : last].log()
     x = x - x.mean()
     return float(-(x * (y - y.mean())).sum() / (x * x).sum())
+
+
+def covariance_spectrum_sizes(X: ArrayLike) -> dict[str, float]:
+    """:func:`variance_effective_rank` and :func:`alpha_req` (over the whole numerical rank) of the same points from
+    one eigendecomposition of their covariance, α NaN where the covariance has no decay to fit (numerical rank < 2):
+    what a per-layer table records beside :func:`spectrum_sizes`.
+
+    Parameters
+    ----------
+    X : (n_points, dim) tensor or array
+        The points (any device; the result is computed on it).
+
+    Returns
+    -------
+    dict
+        ``variance_effective_rank``, ``alpha_req``: each what its own function returns.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[3., 0.], [-3., 0.], [0., 1.], [0., -1.]])
+    >>> {k: round(v, 4) for k, v in covariance_spectrum_sizes(x).items()}  # α: log 9 / log 2 over k = 1, 2
+    {'variance_effective_rank': 1.3841, 'alpha_req': 3.1699}
+    """
+    ev = _eigenvalues(X, centred=True)
+    try:
+        alpha = _alpha_of(ev)
+    except ValueError:  # a covariance of numerical rank < 2 has no decay to fit
+        alpha = float("nan")
+    return {"variance_effective_rank": _effective_rank_of(ev**2), "alpha_req": alpha}
 
 
 def uniformity(X: ArrayLike, t: float = 2.0) -> float:

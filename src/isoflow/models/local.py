@@ -17,7 +17,7 @@ import os
 import re
 from pathlib import Path
 
-from ..checkpoints import SERIES
+from ..checkpoints import SERIES, series_folder
 from .sbert import ENCODE_BATCH_SIZE, ModelUnavailableError
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
@@ -33,7 +33,7 @@ def revision_folder(model: str | os.PathLike, revision: str) -> Path:
     for candidate in (folder / SERIES / revision, folder / revision):
         if candidate.is_dir():
             return candidate
-    series = folder / SERIES if (folder / SERIES).is_dir() else folder
+    series = series_folder(folder)
     held = sorted(p.name for p in series.iterdir() if p.is_dir())
     shown = ", ".join(held[:6]) + (f" and {len(held) - 6} more" if len(held) > 6 else "") if held else "none"
     raise ValueError(f"{folder}: no checkpoint {revision!r} (revisions there: {shown}); give one with --revision")

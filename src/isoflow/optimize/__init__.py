@@ -15,7 +15,6 @@ __all__ = [
     "run_optimize",
     "run_seeds",
     "trajectory_path",
-    "write_trajectory",
 ]
 
 _LAZY = {
@@ -27,7 +26,6 @@ _LAZY = {
     "run_optimize": "run",
     "run_seeds": "run",
     "trajectory_path": "run",
-    "write_trajectory": "run",
 }
 
 

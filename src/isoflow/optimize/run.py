@@ -21,7 +21,7 @@ from ..layout import optimisation_run, optimisation_section
 from ..models import MODELS
 from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
-from .loop import Diverged, OptimizationError, Settings, Trajectory, optimize, settings_dict
+from .loop import Diverged, OptimizationError, Settings, optimize, settings_dict
 from .settings import STEPS
 
 logger = logging.getLogger(__name__)
@@ -47,19 +47,14 @@ def trajectory_path(
     return Path(optimisation_run(results, resolve_name(task), model, seed, istar_lambda=istar_lambda, head=head_dir))
 
 
-def write_trajectory(traj: Trajectory, out: str | os.PathLike, *, diverged_at: int | None = None) -> tuple[Path, Path]:
-    """A trajectory written as its run's record (:func:`isoflow.skeleton.run_section`); returns (parquet, json)."""
-    return _run_one(traj.settings, Path(out), lambda: (traj, diverged_at))
-
-
 def _run_one(settings: Settings, out: Path, body) -> tuple[Path, Path]:
-    """One seed's run through the skeleton: ``body()`` optimises and gives (trajectory, diverged_at); the record goes
-    in the section of its λ (λ = 0: optimize; else istar). A run that stopped (diverged_at) is recorded as such: the
-    analysis counts it, never averages it."""
+    """One seed's run through the skeleton: ``body(settings, out)`` optimises and gives (trajectory, diverged_at); the
+    record goes in the section of its λ (λ = 0: optimize; else istar). A run that stopped (diverged_at) is recorded as
+    such: the analysis counts it, never averages it."""
     parquet = out.with_suffix(".parquet")
 
     def outcome() -> Outcome:
-        traj, diverged_at = body()
+        traj, diverged_at = body(settings, out)
         return Outcome(settings_dict(traj.settings), traj.info, [(parquet, traj.frame())], diverged_at=diverged_at)
 
     return parquet, run_section(optimisation_section(settings.istar_lambda), Place(out.with_suffix(".json")), outcome)
@@ -151,5 +146,5 @@ def run_seeds(
             if out is not None
             else trajectory_path(tdata.name, model, s.seed, results, s.istar_lambda, s.head_dir)
         )
-        written.append(_run_one(s, target, lambda s=s, target=target: body(s, target)))
+        written.append(_run_one(s, target, body))
     return written
