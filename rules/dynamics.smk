@@ -1,5 +1,6 @@
-# The dynamics section: every checkpoint of a series measured layer by layer (one job per checkpoint x corpus: the
-# layers section's measures at the section's cheaper settings), on the same tokens at each checkpoint.
+# The dynamics section: every checkpoint of a series measured layer by layer (one job per checkpoint x corpus x kind of
+# point: the layers section's measures at the section's cheaper settings), the same points at each checkpoint; and
+# each checkpoint's layers compared with the next one's and the last one's (one layers-cross job per pair x corpus).
 
 
 rule dynamics:
@@ -10,6 +11,7 @@ rule dynamics:
 rule dynamics_runs:
     input:
         runs_of_dynamics(),
+        cka_of_dynamics(),
 
 
 rule dynamics_run:
@@ -17,7 +19,11 @@ rule dynamics_run:
         lambda wildcards: files_of_model(wildcards.series),
         corpus_files,
     output:
-        kept(multiext(f"{layout.dynamics_run(RESULTS, '{series}', '{corpus}', '{revision}')}/", *LAYER_FILES)),
+        kept(
+            multiext(
+                f"{layout.dynamics_run(RESULTS, '{series}', '{corpus}', '{points}', '{revision}')}/", *LAYER_FILES
+            )
+        ),
     log:
         layout.log_path("dynamics", layout.DYNAMICS_RUN),
     benchmark:
@@ -35,17 +41,55 @@ rule dynamics_run:
         model=series_option,
         out=lambda wildcards, output: os.path.dirname(output[0]),
         device=DEVICE,
-        settings=command_line(LayerSettings, DYNAMICS),
+        settings=dynamics_settings,
         corpus=corpus_option,
     shell:
-        "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "
+        "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} "
+        "--types {wildcards.points} {params.settings} "
         "--device {params.device} --out {params.out} "
+        "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
+
+
+rule dynamics_cka:
+    input:
+        lambda wildcards: files_of_model(wildcards.series),
+        corpus_files,
+    output:
+        kept(
+            multiext(
+                f"{layout.dynamics_cka_run(RESULTS, '{series}', '{corpus}', '{revision}', '{later}')}/", *CROSS_FILES
+            )
+        ),
+    log:
+        layout.log_path("dynamics", layout.DYNAMICS_CKA),
+    benchmark:
+        layout.benchmark_path(RESULTS, "dynamics", layout.DYNAMICS_CKA)
+    conda:
+        "../envs/isoflow.yaml"
+    threads: 2
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=30,
+    params:
+        raw=RAW,
+        mirror=MIRROR,
+        model=series_option,
+        other=lambda wildcards: checkpoint_option(wildcards.series, wildcards.later, flag="other"),
+        corpus=corpus_option,
+        out=lambda wildcards, output: os.path.dirname(output[0]),
+        device=DEVICE,
+        words=DYNAMICS.get("cka_words"),
+    shell:
+        "isoflow layers-cross {params.model} {params.other} --corpus {params.corpus} --corpus-name {wildcards.corpus} "
+        "--words {params.words} --device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 
 rule dynamics_report:
     input:
         runs_of_dynamics(),
+        cka_of_dynamics(),
     output:
         tables=kept(reported(DYNAMICS_TABLES, "dynamics")),
         figures=kept(reported(DYNAMICS_FIGURES, "dynamics")),

@@ -125,6 +125,8 @@ def test_the_spectrum_uniformity_and_s_inter_curve_of_a_layer(small_layer):
     assert row["alpha_req"] == pytest.approx(alpha_req(X), abs=1e-10)
     later = X[positions > 0]
     assert row["alpha_req_nofirst"] == pytest.approx(alpha_req(later), abs=1e-10)
+    # Li et al.'s α needs rank 100: this layer's dimensions are fewer, so its cell is empty, not a fit of less
+    assert X.shape[1] < 100 and np.isnan(row["alpha_req_li"]) and np.isnan(row["alpha_req_li_nofirst"])
     assert row["uniformity_nofirst"] == pytest.approx(uniformity(later[pair_sample(len(later), s)]), abs=1e-12)
     curve = pd.DataFrame(extra["types"])
     n_types = len(set(types))
@@ -298,6 +300,14 @@ def test_special_tokens_are_excluded_and_counted(minilm):
     n_first = len(minilm.tokenizer(["Unbelievably"], is_split_into_words=True, add_special_tokens=False)["input_ids"])
     start = len(pieces[0])
     np.testing.assert_allclose(wl[3][6], layers[3][start : start + n_first].mean(axis=0), atol=1e-5)
+    # The last token: one point per sentence, the state of its last piece (Li et al.'s points), typed as that piece.
+    (last,) = list(batches(minilm, SENTENCES, batch_size=8, mode="last-token"))
+    ends = np.cumsum([len(p) for p in pieces]) - 1
+    assert last.types == [types[i] for i in ends] and last.positions.tolist() == [len(p) - 1 for p in pieces]
+    assert last.token_ids.tolist() == [p[-1] for p in pieces] and last.n_special == n_special
+    for layer in (0, 6):
+        np.testing.assert_allclose(last.layers[layer], layers[layer][ends], atol=1e-5)
+    assert [count_points(minilm, s, "last-token") for s in SENTENCES] == [1, 1, 1]
 
 
 @pytest.mark.slow

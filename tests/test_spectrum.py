@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -96,6 +98,39 @@ def test_alpha_req_recovers_a_power_law_spectrum(alpha, device):
         alpha_req(X, first=10, last=31)
 
 
+def _stringer_alpha(ss: np.ndarray, trange: np.ndarray) -> float:
+    """Stringer et al. (2019)'s power-law fit as the Richards lab's code runs it (utils/powerlaw.py,
+    stringer_get_powerlaw): log ss at the 0-based indices ``trange``, against -log(index + 1), weights 1/(index + 1),
+    the weighted normal equations solved; written from that code for the test."""
+    y = np.log(np.abs(ss))[trange][:, None]
+    ranks = trange + 1
+    x = np.concatenate((-np.log(ranks)[:, None], np.ones((ranks.size, 1))), axis=1)
+    w = 1.0 / ranks.astype(np.float64)[:, None]
+    return float(np.linalg.solve(x.T @ (x * w), (w * x).T @ y).flatten()[0])
+
+
+def test_alpha_req_as_li_et_al_fit_it(device):
+    """α over ranks 12..100 weighted 1/k (LI_ALPHA_RANGE) equals the Richards lab's pipeline on the same points —
+    scikit-learn's PCA explained-variance ratios, Stringer et al.'s fit over np.arange(11, 100) — and differs from the
+    unweighted fit on a spectrum that is not a power law; the layers' table gets it, NaN below rank 100."""
+    from sklearn.decomposition import PCA
+
+    from isoflow.metrics.spectrum import LI_ALPHA_RANGE, covariance_spectrum_sizes
+
+    rng = np.random.default_rng(5)
+    scales = np.arange(1, 161) ** -0.6 * np.exp(rng.normal(scale=0.3, size=160))  # a noisy power law
+    x = rng.normal(size=(2000, 160)) * scales
+    ratios = PCA(svd_solver="full").fit(x).explained_variance_ratio_
+    X = torch.tensor(x, device=device)
+    weighted = alpha_req(X, first=LI_ALPHA_RANGE[0], last=LI_ALPHA_RANGE[1], weighted=True)
+    assert LI_ALPHA_RANGE == (12, 100)
+    assert weighted == pytest.approx(_stringer_alpha(ratios, np.arange(11, 100)), rel=1e-9)
+    assert abs(weighted - alpha_req(X, first=12, last=100)) > 1e-3  # the weights matter off a power law
+    sizes = covariance_spectrum_sizes(X)
+    assert sizes["alpha_req_li"] == pytest.approx(weighted, rel=1e-12)
+    assert math.isnan(covariance_spectrum_sizes(X[:, :99])["alpha_req_li"])  # rank 99: no rank 100 to fit
+
+
 def test_uniformity_and_alignment_as_wang_and_isola_define_them(device):
     g = torch.Generator().manual_seed(3)
     x = torch.randn(2500, 8, generator=g, dtype=torch.float64)  # over two blocks of pairs
@@ -140,15 +175,16 @@ def test_spectrum_sizes_are_the_three_measures_each_computes():
     }
 
 
-def test_covariance_spectrum_sizes_are_the_two_measures_each_computes():
-    """One eigendecomposition of the covariance for both: the same numbers as the functions one by one; α NaN where
-    the covariance has no decay to fit, where alpha_req refuses."""
+def test_covariance_spectrum_sizes_are_the_measures_each_computes():
+    """One eigendecomposition of the covariance for all three: the same numbers as the functions one by one; α NaN
+    where the covariance has no decay to fit, where alpha_req refuses."""
     from isoflow.metrics import covariance_spectrum_sizes, variance_effective_rank
 
-    X = torch.as_tensor(np.random.default_rng(4).normal(size=(200, 12)) * np.linspace(0.1, 3.0, 12))
+    X = torch.as_tensor(np.random.default_rng(4).normal(size=(200, 120)) * np.linspace(0.1, 3.0, 120))
     assert covariance_spectrum_sizes(X) == {
         "variance_effective_rank": variance_effective_rank(X),
         "alpha_req": alpha_req(X),
+        "alpha_req_li": alpha_req(X, first=12, last=100, weighted=True),
     }
     line = torch.tensor([[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]])  # one direction: numerical rank 1
     with pytest.raises(ValueError, match="numerical rank"):

@@ -101,10 +101,12 @@ def test_full_paper_config_plans_completely(tmp_path):
     # The plain LMs: their corpus, two models, their report.
     assert counts["pretrain_corpus"] == 1 and counts["pretrain_model"] == 2 and counts["pretrain_report"] == 1
     # Geometry across training: each plain LM at the 20 checkpoints of its series, one report.
-    assert counts["dynamics_run"] == 2 * 20 and counts["dynamics_report"] == 1
+    assert counts["dynamics_run"] == 2 * 20 * 2 and counts["dynamics_report"] == 1  # every token; the last tokens
+    # ... and each checkpoint compared with the next and with the last: 2 x 20 - 3 pairs a series
+    assert counts["dynamics_cka"] == 2 * 37
     # + 6 reports: 2 optimize, 2 istar, layers, stability
-    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 4 + 1 + 4 + 41
-    assert counts["total"] == documented_jobs(r"the `dynamics`\s+section\): (\d+) jobs")
+    assert counts["total"] == 12 + 28 + 28 + 49 + 10 + 6 + 361 + 4 + 1 + 4 + 81 + 74
+    assert counts["total"] == documented_jobs(r"compared with the next and\s+the last\): (\d+) jobs")
     # Ungrouped, the same runs are one job per seed.
     ungrouped = job_counts(
         snakemake(
@@ -138,7 +140,8 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "finetune_baseline_all_training": 1,
                 "stability_run": 1,
                 "pretrain_model": 1,
-                "dynamics_run": 3,
+                "dynamics_run": 3 * 2,
+                "dynamics_cka": 3,
             },
         ),
         (
@@ -162,8 +165,9 @@ def test_full_paper_config_plans_completely(tmp_path):
             "config/finetune-longer.yaml",
             {"prepare": 1, "finetune_run": 2 * 3, "finetune_baseline": 1, "finetune_baseline_all_training": 1},
         ),
-        # Six pretraining runs, each measured at its 20 checkpoints on one corpus (and the report).
-        ("config/training-dynamics.yaml", {"pretrain_model": 6, "dynamics_run": 6 * 20}),
+        # Six pretraining runs, each measured at its 20 checkpoints on one corpus on two kinds of point, each checkpoint
+        # compared with the next and the last (2 x 20 - 3 pairs a series); and the report.
+        ("config/training-dynamics.yaml", {"pretrain_model": 6, "dynamics_run": 6 * 20 * 2, "dynamics_cka": 6 * 37}),
     ],
 )
 def test_shipped_configs_plan(configfile, jobs, tmp_path):

@@ -1,6 +1,6 @@
 # Input functions and outputs of the dynamics section (rules/dynamics.smk): functions only, as Snakemake's linter wants
 # them apart from rules.
-from isoflow.dynamics import series_checkpoints
+from isoflow.dynamics import REPORT_FIGURES, REPORT_TABLES, checkpoint_pairs, series_checkpoints
 from isoflow.layers.settings import LayerSettings
 
 DYNAMICS = config.get("dynamics") or {}
@@ -12,16 +12,33 @@ def dynamics_checkpoints():
 
 
 def runs_of_dynamics():
-    """Every checkpoint x corpus measurement: its layers table (the folder's other files come with it)."""
+    """Every checkpoint x corpus x points measurement: its layers table (the folder's other files come with it)."""
     return [
-        f"{layout.dynamics_run(RESULTS, series, corpus, revision)}/layers.parquet"
+        f"{layout.dynamics_run(RESULTS, series, corpus, points, revision)}/layers.parquet"
         for series, revision in dynamics_checkpoints()
+        for corpus in DYNAMICS.get("corpora", [])
+        for points in DYNAMICS.get("points", [])
+    ]
+
+
+def dynamics_settings(wildcards):
+    """The layers settings a measurement's job is given: the section's; for the last-token points, max_sequences
+    sentences (one point each) in place of max_tokens."""
+    last = wildcards.points == "last-token"
+    return command_line(LayerSettings, {**DYNAMICS, "max_tokens": DYNAMICS["max_sequences"]} if last else DYNAMICS)
+
+
+def cka_of_dynamics():
+    """Every comparison of two checkpoints x corpus (isoflow.dynamics.checkpoint_pairs): its table."""
+    return [
+        f"{layout.dynamics_cka_run(RESULTS, series, corpus, earlier, later)}/cross.parquet"
+        for series, earlier, later in checkpoint_pairs(dynamics_checkpoints())
         for corpus in DYNAMICS.get("corpora", [])
     ]
 
 
-DYNAMICS_TABLES = tables_of("dynamics", ["dynamics"])
-DYNAMICS_FIGURES = figures_of("dynamics", ["dynamics_measures"])
+DYNAMICS_TABLES = tables_of("dynamics", REPORT_TABLES)
+DYNAMICS_FIGURES = figures_of("dynamics", REPORT_FIGURES)
 
 
 def dynamics_files():
@@ -29,8 +46,15 @@ def dynamics_files():
     return DYNAMICS_TABLES + DYNAMICS_FIGURES if dynamics_checkpoints() else []
 
 
+def checkpoint_option(series, revision, flag="model"):
+    """A checkpoint as a command's model (``flag``: `--model`, or `--other` for a comparison's second): the series' own
+    option (a pretraining run's folder, a hub id, a folder) at the revision, named <series>-<revision> in the
+    records."""
+    name = f"{series}-{revision.lower()}"
+    at = "--revision" if flag == "model" else f"--{flag}-revision"
+    return f"{option_of_model(series, flag=flag, name=name)} {at} {revision}"
+
+
 def series_option(wildcards):
-    """The checkpoint's model: the series' own option (a pretraining run's folder, a hub id, a folder) at the revision,
-    named <series>-<revision> in the records."""
-    name = f"{wildcards.series}-{wildcards.revision.lower()}"
-    return f"{option_of_model(wildcards.series, name=name)} --revision {wildcards.revision}"
+    """The measured checkpoint's model option."""
+    return checkpoint_option(wildcards.series, wildcards.revision)

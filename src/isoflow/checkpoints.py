@@ -12,6 +12,7 @@ own)."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from .layout import identity_pattern
@@ -48,6 +49,19 @@ def checkpoint_steps(steps: int, count: int) -> list[int]:
             best = chosen
     # Too few for the whole shape even with one stride: the first powers of two, then the last step
     return best or sorted({0, *powers_below(steps)[: count - 2], steps})
+
+
+def step_of(name: str) -> int | None:
+    """The step a revision names, or None: ``step<N>`` (ours, Pythia's) and what follows it (OLMo's
+    ``step1000-tokens4B``) read as N.
+
+    >>> step_of("step1000-tokens4B"), step_of("main")
+    (1000, None)"""
+    found = identity_pattern(REVISION).match(name)
+    return None if found is None or not _ENDS_STEP.match(name, found.end()) else int(found["step"])
+
+
+_ENDS_STEP = re.compile(r"$|-")  # what may follow a revision's step: nothing, or OLMo's -tokens<M>
 
 
 def step_folder(series: str | Path, step: int) -> Path:

@@ -16,7 +16,8 @@ finetune  ``runs/<task>/bag-of-words-all-training.json``       the same on every
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
 layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
 layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
-dynamics  ``runs/<series>/<corpus>/<revision>/``                ``LAYER_FILES``: one checkpoint's layers
+dynamics  ``runs/<series>/<corpus>/<points>/<revision>/``       ``LAYER_FILES``: one checkpoint's layers
+dynamics  ``runs/cka/<series>/<corpus>/<revision>/<later>/``     ``CROSS_FILES``: its layers against a later one's
 stability ``runs/``                                             ``runs.parquet``, ``meta.json``
 pretrain  ``runs/``                                             the models' records (the report copies them)
 ========= ===================================================== ============================================
@@ -70,8 +71,10 @@ WILDCARDS = {
     "model_a": r"[a-z0-9-]+",  # the two models whose layers are compared (layers.cross)
     "model_b": r"[a-z0-9-]+",
     "pretrained": r"[a-z0-9-]+",
-    "series": r"[a-z0-9.-]+",  # a model whose checkpoints are measured (the dynamics section)
+    "series": r"(?!cka/)[a-z0-9.-]+",  # a model whose checkpoints are measured (the dynamics section); never cka/
     "revision": r"[A-Za-z0-9._-]+",  # one of its checkpoints: step1000, OLMo's step1000-tokens4B
+    "later": r"[A-Za-z0-9._-]+",  # a later checkpoint of the same series, compared with it (linear CKA)
+    "points": r"[a-z-]+",  # what a point is (isoflow.layers.TYPE_MODES: tokens, last-token)
     "head": r"mlp[0-9]+",  # a non-linear head's folder (head_dir)
 }
 
@@ -404,17 +407,30 @@ def layers_cross_runs(layers: dict, results) -> list[str]:
     return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
 
 
-def dynamics_id(series: str, corpus: str, revision: str) -> str:
-    """``<series>/<corpus>/<revision>``: one checkpoint of a series measured on a corpus."""
-    return f"{series}/{corpus}/{revision}"
+def dynamics_id(series: str, corpus: str, points: str, revision: str) -> str:
+    """``<series>/<corpus>/<points>/<revision>``: one checkpoint of a series measured on a corpus's points (every
+    token, or each sentence's last)."""
+    return f"{series}/{corpus}/{points}/{revision}"
 
 
-def dynamics_run(results, series: str, corpus: str, revision: str) -> str:
-    """The folder of one checkpoint × corpus measurement of the dynamics section (a layers analysis)."""
-    return run_path(results, "dynamics", dynamics_id(series, corpus, revision))
+def dynamics_run(results, series: str, corpus: str, points: str, revision: str) -> str:
+    """The folder of one checkpoint × corpus × points measurement of the dynamics section (a layers analysis)."""
+    return run_path(results, "dynamics", dynamics_id(series, corpus, points, revision))
 
 
-DYNAMICS_RUN = dynamics_id("{series}", "{corpus}", "{revision}")
+def dynamics_cka_id(series: str, corpus: str, revision: str, later: str) -> str:
+    """``cka/<series>/<corpus>/<revision>/<later>``: one checkpoint's layers compared with a later checkpoint's."""
+    return f"{DYNAMICS_CKA_DIR}/{series}/{corpus}/{revision}/{later}"
+
+
+def dynamics_cka_run(results, series: str, corpus: str, revision: str, later: str) -> str:
+    """The folder of one comparison of two checkpoints of a series (a layers-cross analysis)."""
+    return run_path(results, "dynamics", dynamics_cka_id(series, corpus, revision, later))
+
+
+DYNAMICS_CKA_DIR = "cka"  # a dynamics runs folder's comparisons between checkpoints
+DYNAMICS_RUN = dynamics_id("{series}", "{corpus}", "{points}", "{revision}")
+DYNAMICS_CKA = dynamics_cka_id("{series}", "{corpus}", "{revision}", "{later}")
 LAYERS_RUN = layers_id("{model}", "{corpus}")
 LAYERS_CROSS = layers_cross_id("{model_a}", "{model_b}", "{corpus}")
 PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json

@@ -286,11 +286,11 @@ SECTIONS: dict[str, Section] = {
         Section(
             "dynamics",
             "Geometry across training",
-            ("layers",),
+            ("layers", "layers-cross"),
             ("dynamics-report",),
             commands_package="isoflow.dynamics.cli",
             settings="isoflow.dynamics.settings.DynamicsSettings",
-            run_rules=("dynamics_run",),
+            run_rules=("dynamics_run", "dynamics_cka"),
             report_rules=("dynamics_report",),
             config_keys=("dynamics",),
             run_inputs=("{data}/pretrained",),

@@ -12,6 +12,7 @@ HELP = "Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters
 
 
 def add_parser(sub) -> None:
+    from ..layers import TYPE_MODES
     from ..layers.settings import LayerSettings
 
     y = sub.add_parser("layers", help=HELP)
@@ -19,9 +20,10 @@ def add_parser(sub) -> None:
     options.corpus(y)
     y.add_argument(
         "--types",
-        choices=("tokens", "words"),
+        choices=TYPE_MODES,
         default="tokens",
-        help="a point per word piece, typed by its token string (default), or per word (mean of its pieces)",
+        help="a point per word piece, typed by its token string (default); per word (mean of its pieces); or per "
+        "sentence, its last piece (last-token: Li et al.'s points; --max-tokens then counts sentences)",
     )
     declared.add_arguments(y, LayerSettings)
     y.add_argument(

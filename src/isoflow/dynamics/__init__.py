@@ -7,19 +7,29 @@ pretraining runs at every checkpoint it keeps (``pretrain --checkpoints N``: the
 job at once), or a hub model or model folder at the revisions the config lists (Pythia's ``step0`` … ``step143000``).
 The workflow measures each checkpoint × corpus as one job (the layers section's measures, made cheaper:
 :class:`~isoflow.dynamics.settings.DynamicsSettings`), at ``runs/<series>/<corpus>/<revision>/``
-(:func:`isoflow.layout.dynamics_run`).
+(:func:`isoflow.layout.dynamics_run`). Each checkpoint's layers are also compared with the next checkpoint's and with
+the last's (linear CKA on the same words, :func:`checkpoint_pairs`: one ``isoflow layers-cross`` job a pair, at
+``runs/cka/<series>/<corpus>/<revision>/<later>/``).
 
 Examples
 --------
 >>> from isoflow.dynamics import series_checkpoints
 >>> pretrained = {"plain-gpt2": {"steps": 10, "checkpoints": 4}}
->>> series_checkpoints({"series": ["plain-gpt2"]}, pretrained)
+>>> checkpoints = series_checkpoints({"series": ["plain-gpt2"]}, pretrained)
+>>> checkpoints
 [('plain-gpt2', 'step0'), ('plain-gpt2', 'step1'), ('plain-gpt2', 'step2'), ('plain-gpt2', 'step10')]
+>>> checkpoint_pairs(checkpoints)  # (series, earlier, later): each with the next, then each with the last
+[('plain-gpt2', 'step0', 'step1'), ('plain-gpt2', 'step1', 'step2'), ('plain-gpt2', 'step2', 'step10'), \
+('plain-gpt2', 'step0', 'step10'), ('plain-gpt2', 'step1', 'step10')]
 """
 
 from __future__ import annotations
 
 from ..checkpoints import checkpoint_steps, revision
+
+# What `isoflow dynamics-report` writes, whatever the runs: the workflow declares them from here.
+REPORT_TABLES = ("dynamics", "dynamics_cka", "dynamics_readings")
+REPORT_FIGURES = ("dynamics_measures", "dynamics_cka", "dynamics_heatmaps")
 
 
 class SeriesError(ValueError):
@@ -49,3 +59,18 @@ def series_checkpoints(dynamics: dict, pretrained: dict[str, dict], where: str =
                 f"give {where}.revisions (e.g. [step0, step1000])"
             )
     return found
+
+
+def checkpoint_pairs(checkpoints: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    """(series, earlier, later) of every pair of ``checkpoints`` (:func:`series_checkpoints`' pairs, in each series'
+    order) whose layers are compared: each checkpoint with the next (how much one stretch of training moved each
+    layer), then each with the last but the one before it, compared already (how far each layer still was from where
+    it ends); each pair once."""
+    series: dict[str, list[str]] = {}
+    for name, rev in checkpoints:
+        series.setdefault(name, []).append(rev)
+    pairs = []
+    for name, revisions in series.items():
+        pairs += [(name, a, b) for a, b in zip(revisions, revisions[1:])]
+        pairs += [(name, a, revisions[-1]) for a in revisions[:-2]]
+    return pairs

@@ -3,15 +3,17 @@ before any series was measured: one row per claim × model × corpus, its word f
 the model's seeds.
 
 * three phases (Li et al. 2025): ``variance_effective_rank`` of the last layer, by step; the same in Garrido et
-  al.'s convention (``effective_rank``) beside it;
+  al.'s convention (``effective_rank``) beside it; and in α-ReQ as they fit it (``alpha_req_li``), whose phases run
+  the other way (a rise, a fall, a rise);
 * intrinsic dimension rises, then falls (Razzhigaev et al. 2024): ``twonn`` of the middle layer, by step (a peak);
 * anisotropy a bell across layers (Razzhigaev et al. 2024): ``pc1_variance`` (λ_max / Σλ) over the layers, at the
   last checkpoint and at the middle one (a peak);
 * late last-layer anisotropy (Godey et al. 2024): ``cosine_anisotropy`` of the last layer, by step (a late rise).
 
-Li et al. read their phases on the last token of each sequence; the section measures every token (the layers
-section's points), so that row's word on their points is **untested** until the last-token points are measured, and
-the all-token reading stands beside it, never in its place.
+Li et al. read their phases on the last token of each sequence: both conventions are read on their points (the
+section's ``last-token`` points: each sentence's last piece) and on every token, in rows of their own; the other
+findings, read on every token by their papers, on every token. A row whose points were not measured
+(``dynamics.points``) is **untested**, and says so.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ CLAIMS = (
     ("three phases of the effective rank (σ²)", "Li et al. 2025", "variance_effective_rank", "last layer",
      "three phases"),
     ("three phases of the effective rank (σ)", "Li et al. 2025", "effective_rank", "last layer", "three phases"),
+    ("three phases of α-ReQ (ranks 12-100, 1/k)", "Li et al. 2025", "alpha_req_li", "last layer",
+     "three phases of the decay"),
     ("intrinsic dimension rises, then falls", "Razzhigaev et al. 2024", "twonn", "middle layer", "peak"),
     ("anisotropy a bell across layers", "Razzhigaev et al. 2024", "pc1_variance", "last checkpoint", "peak"),
     ("anisotropy a bell across layers", "Razzhigaev et al. 2024", "pc1_variance", "middle checkpoint", "peak"),
     ("late last-layer anisotropy", "Godey et al. 2024", "cosine_anisotropy", "last layer", "late rise"),
 )  # fmt: skip
-LAST_TOKEN = "untested (the last token of each sequence is not measured yet: every token's reading is the next row)"
+POINTS = {"last-token": "the last token of each sequence", "tokens": "every token"}  # the points, as a row names them
 
 
 def _curves(part: pd.DataFrame, measure: str, where: str) -> tuple[list[list[float]], list[int] | None]:
@@ -48,21 +52,25 @@ def _curves(part: pd.DataFrame, measure: str, where: str) -> tuple[list[list[flo
     return [seed.sort_values("layer")[measure].tolist() for _, seed in at.groupby("series")], None
 
 
+def _word(part: pd.DataFrame, measure: str, where: str, shape: str) -> str:
+    if part.empty:
+        return "untested (these points not measured: dynamics.points)"
+    if measure not in part:
+        return f"untested ({measure} not in these runs)"
+    curves, steps = _curves(part, measure, where)
+    return read_shape(shape, curves, steps if shape == "late rise" else None)
+
+
 def readings(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim × model × corpus of ``table`` (the dynamics report's: a row per series, checkpoint and
-    layer): the claim, its paper, the measure, the curve, the points read, the seeds and the word."""
+    """One row per claim × model × corpus × points read of ``table`` (the dynamics report's: a row per series,
+    points, checkpoint and layer): the claim, its paper, the measure, the curve, the points, the seeds and the word.
+    Li et al.'s phases are read on the last tokens and on every token; the other claims on every token."""
     rows = []
     for (model, corpus), part in table.groupby(["model", "corpus"], sort=True):
-        seeds = int(part.series.nunique())
         for claim, paper, measure, where, shape in CLAIMS:
-            base = {"claim": claim, "paper": paper, "model": model, "corpus": corpus, "measure": measure,
-                    "curve": where, "seeds": seeds}  # fmt: skip
-            if claim.startswith("three phases") and measure == "variance_effective_rank":
-                rows.append({**base, "points": "the last token of each sequence", "word": LAST_TOKEN})
-            if measure not in part:
-                rows.append({**base, "points": "every token", "word": f"untested ({measure} not in these runs)"})
-                continue
-            curves, steps = _curves(part, measure, where)
-            word = read_shape(shape, curves, steps if shape == "late rise" else None)
-            rows.append({**base, "points": "every token", "word": word})
+            for points in ("last-token", "tokens") if claim.startswith("three phases") else ("tokens",):
+                at = part[part.points == points]
+                rows.append({"claim": claim, "paper": paper, "model": model, "corpus": corpus, "measure": measure,
+                             "curve": where, "points": POINTS[points], "seeds": int(at.series.nunique()),
+                             "word": _word(at, measure, where, shape)})  # fmt: skip
     return pd.DataFrame(rows)

@@ -1,11 +1,14 @@
-"""The dynamics section's report: every checkpoint's layers in one table, and each measure against the training step.
+"""The dynamics section's report: every checkpoint's layers in one table, the anchors' findings read on it, and three
+figures (:mod:`.figures`).
 
-Each run is a checkpoint × corpus measurement (``runs/<series>/<corpus>/<revision>/``, a layers analysis: its
-``layers.parquet``). The table (``dynamics``) is their rows, each with its series, the model it is a seed of (the
-series' name without ``-seed<N>``: ``plain-gpt2-seed1`` is a seed of ``plain-gpt2``), its revision and its step. The
-figure (``dynamics_measures``) draws five measures against the step (a symmetric-log axis, so that step 0 shows), one
-row of panels per model and corpus, one line per layer coloured by depth: the mean over the model's seeds, a band from
-their smallest to their largest value; the first and the last checkpoint marked.
+Two kinds of run folder are read: a checkpoint × corpus measurement on one kind of point
+(``runs/<series>/<corpus>/<points>/<revision>/``, a layers analysis: its ``layers.parquet``) and a comparison of two
+checkpoints (``runs/cka/<series>/<corpus>/<revision>/<later>/``, a layers-cross analysis on words: its
+``cross.parquet``). The table ``dynamics`` is the measurements' rows, each with its series, the model it is a seed of
+(the series' name without ``-seed<N>``: ``plain-gpt2-seed1`` is a seed of ``plain-gpt2``), its points, its revision and
+its step; ``dynamics_cka`` has a row per checkpoint × layer of each series and corpus: the layer's linear CKA to the
+same layer at the previous checkpoint (``cka_to_previous``; empty at the first) and at the last (``cka_to_last``; empty
+at the last). The readings (``dynamics_readings``) are :func:`isoflow.dynamics.readings.readings` of the first table.
 """
 
 from __future__ import annotations
@@ -17,101 +20,125 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..layout import DYNAMICS_RUN, read_identity
-from ..reporting.figures import grid, legend_below, save, share_limits, suptitle
+from ..checkpoints import step_of
+from ..layout import DYNAMICS_CKA, DYNAMICS_RUN, read_identity
 from ..reporting.tables import write_table
+from .readings import readings
 
-# The measures drawn, with their axis labels: the effective rank in both conventions (Li et al.'s RankMe of the
-# explained variance, Garrido et al.'s of the singular values), IsoScore, TwoNN's intrinsic dimension and the mean
-# cosine between points.
-MEASURES = {
-    "variance_effective_rank": "effective rank (RankMe, σ²: Li et al.)",
-    "effective_rank": "effective rank (RankMe, σ: Garrido et al.)",
-    "isoscore": "IsoScore",
-    "twonn": "intrinsic dimension (TwoNN)",
-    "cosine_anisotropy": "mean cosine (anisotropy)",
-}
-STEP = re.compile(r"step(\d+)")  # Pythia's step1000, OLMo's step1000-tokens4B, our step<N>
 SEED = re.compile(r"-seed\d+$")
+CKA = ("cka_to_previous", "cka_to_last")  # the columns the comparisons fill
+IDS = ("model", "series", "corpus", "points", "revision", "step")  # a row's first columns, before its layer's
+CHECKPOINT = ["series", "corpus", "revision", "layer"]  # a comparison's row: a checkpoint's layer
 
 
-def read_runs(folders: Sequence[str | os.PathLike]) -> pd.DataFrame:
-    """The layers rows of every run folder (``.../runs/<series>/<corpus>/<revision>``), with series, model, revision and
-    step first; a folder that is not such a run, or a revision without a step, is refused in one line."""
-    frames = []
-    for folder in map(Path, folders):
-        named = read_identity(DYNAMICS_RUN, "/".join(folder.parts[-3:]))
-        if named is None or not (folder / "layers.parquet").is_file():
-            raise FileNotFoundError(
-                f"{folder}: not a checkpoint's measurement (<series>/<corpus>/<revision>/layers.parquet); run "
-                "`snakemake dynamics_runs` first"
-            )
-        step = STEP.match(named["revision"])
-        if step is None:
-            raise ValueError(f"{folder}: revision {named['revision']!r} names no step (step<N>); rename its folder")
-        frame = pd.read_parquet(folder / "layers.parquet").drop(columns=["model", "corpus"], errors="ignore")
-        ids = {
-            "model": SEED.sub("", named["series"]),
-            "series": named["series"],
-            "corpus": named["corpus"],
-            "revision": named["revision"],
-            "step": int(step.group(1)),
-        }
-        for i, (key, value) in enumerate(ids.items()):
-            frame.insert(i, key, value)
-        frames.append(frame)
-    if not frames:
-        raise ValueError("no runs given; the report reads the dynamics section's run folders")
-    return pd.concat(frames, ignore_index=True).sort_values(["model", "corpus", "series", "step", "layer"])
-
-
-def measures_figure(table: pd.DataFrame, stem: Path) -> list[Path]:
-    """Each measure against the step: a row of panels per model × corpus, a line per layer (mean over seeds, band from
-    the least to the most of them), the first and last checkpoints marked; each measure on one scale in every row."""
-    import matplotlib
-    import matplotlib.ticker
-
-    rows = list(table.groupby(["model", "corpus"], sort=True))
-    fig, axes = grid(len(rows), len(MEASURES), height=2.8 * len(rows) + 0.9, width=3.3)
-    depth = matplotlib.colormaps["viridis"]
-    layers = sorted(table.layer.unique())
-    handles = {}
-    for r, ((model, corpus), part) in enumerate(rows):
-        seeds = part.series.nunique()
-        for c, (measure, label) in enumerate(MEASURES.items()):
-            ax = axes[r][c]
-            for layer in layers:
-                at = part[part.layer == layer].groupby("step")[measure].agg(["mean", "min", "max"]).dropna()
-                if at.empty:
-                    continue
-                colour = depth(layer / max(1, len(layers) - 1))
-                (line,) = ax.plot(at.index, at["mean"], color=colour, lw=1.2, label=f"layer {layer}")
-                ax.fill_between(at.index, at["min"], at["max"], color=colour, alpha=0.18, lw=0)
-                ax.plot(at.index[[0, -1]], at["mean"].iloc[[0, -1]], ls="none", marker="o", ms=3.5, color=colour)
-                handles.setdefault(layer, line)
-            ax.set_xscale("symlog", linthresh=1)
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))  # 1,000, not 10³
-            ax.set(xlabel="training step", ylabel=label)
-            ax.set_title(f"{model} on {corpus} ({seeds} seed{'s' * (seeds != 1)})", fontsize=8)
-            ax.grid(alpha=0.3)
-    for c in range(len(MEASURES)):
-        share_limits([axes[r][c] for r in range(len(rows))])
-    legend_below(fig, [handles[k] for k in sorted(handles)])
-    suptitle(
-        fig,
-        "Across training: each layer's measures at every checkpoint (the mean over seeds; band: their range; dots: the "
-        "first and last checkpoints)",
+def _named(folder: Path) -> tuple[str, dict[str, str]]:
+    """Which run a folder holds ("layers": a checkpoint's measurement; "cka": two checkpoints compared) and the values
+    that named it; a folder that is neither is refused in one line."""
+    for kind, template, table in (("cka", DYNAMICS_CKA, "cross.parquet"), ("layers", DYNAMICS_RUN, "layers.parquet")):
+        depth = template.count("/") + 1
+        named = read_identity(template, "/".join(folder.parts[-depth:]))
+        if named is not None and (folder / table).is_file():
+            if step_of(named["revision"]) is None:
+                raise ValueError(f"{folder}: revision {named['revision']!r} names no step (step<N>); rename its folder")
+            return kind, named
+    raise FileNotFoundError(
+        f"{folder}: not a checkpoint's measurement (<series>/<corpus>/<points>/<revision>/layers.parquet) nor a "
+        "comparison of "
+        "two (cka/<series>/<corpus>/<revision>/<later>/cross.parquet); run `snakemake dynamics_runs` first"
     )
-    return save(fig, stem)
+
+
+def _identified(frame: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
+    ids = {
+        "model": SEED.sub("", named["series"]),
+        "series": named["series"],
+        "corpus": named["corpus"],
+        "points": named["points"],
+        "revision": named["revision"],
+        "step": step_of(named["revision"]),
+    }
+    frame = frame.drop(columns=["model", "corpus"], errors="ignore")
+    for i, (key, value) in enumerate(ids.items()):
+        frame.insert(i, key, value)
+    return frame
+
+
+def _same_layer_cka(folder: Path, named: dict[str, str]) -> pd.DataFrame:
+    """Each layer's CKA to the same layer of the later checkpoint, on all the words compared: (series, corpus,
+    revision, later, layer, cka)."""
+    cross = pd.read_parquet(folder / "cross.parquet")
+    same = cross[(cross.subset == "all") & (cross.layer_a == cross.layer_b)]
+    return pd.DataFrame(
+        {"series": named["series"], "corpus": named["corpus"], "revision": named["revision"],
+         "later": named["later"], "layer": same.layer_a.to_numpy(), "cka": same.cka.to_numpy()}
+    )  # fmt: skip
+
+
+def cka_table(table: pd.DataFrame, pairs: list[pd.DataFrame]) -> pd.DataFrame:
+    """A row per checkpoint × layer of each series and corpus of ``table`` (the measurements), with :data:`CKA`'s
+    columns: a comparison of a checkpoint with the next fills the later one's ``cka_to_previous``, one with the last
+    checkpoint the earlier one's ``cka_to_last`` (both, for the last two)."""
+    checkpoints = table[["model", *CHECKPOINT[:3], "step", "layer"]].drop_duplicates()
+    filled = []
+    for pair in pairs:
+        key = pair.iloc[0]
+        series = checkpoints[(checkpoints.series == key.series) & (checkpoints.corpus == key.corpus)]
+        order = series.drop_duplicates("revision").sort_values("step").revision.tolist()
+        if key.revision not in order or key.later not in order:
+            raise ValueError(f"{key.series} on {key.corpus}: {key.revision} is compared with {key.later}, whose "
+                             "measurement is not among the runs given; give both checkpoints' run folders")  # fmt: skip
+        if order.index(key.later) == order.index(key.revision) + 1:
+            filled.append(pair.assign(revision=key.later, to="cka_to_previous"))
+        if key.later == order[-1]:
+            filled.append(pair.assign(to="cka_to_last"))
+    out = checkpoints.assign(**{column: float("nan") for column in CKA}).set_index(CHECKPOINT)
+    if filled:
+        out.update(pd.concat(filled).pivot_table(index=CHECKPOINT, columns="to", values="cka"))
+    columns = ["model", "series", "corpus", "revision", "step", "layer", *CKA]
+    return out.reset_index()[columns].sort_values(["model", "corpus", "series", "step", "layer"], ignore_index=True)
+
+
+def read_runs(folders: Sequence[str | os.PathLike]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The layers rows of every measurement, with :data:`IDS` first, sorted by model, corpus, points, series, step and
+    layer; and the comparisons' table (:func:`cka_table`)."""
+    measured, pairs = [], []
+    for folder in map(Path, folders):
+        kind, named = _named(folder)
+        if kind == "layers":
+            measured.append(_identified(pd.read_parquet(folder / "layers.parquet"), named))
+        else:
+            pairs.append(_same_layer_cka(folder, named))
+    if not measured:
+        raise ValueError("no checkpoint's measurement given; the report reads the dynamics section's run folders")
+    table = pd.concat(measured, ignore_index=True)
+    table = table.sort_values(["model", "corpus", "points", "series", "step", "layer"], ignore_index=True)
+    return table, cka_table(table, pairs)
 
 
 def dynamics_report(folders: Sequence[str | os.PathLike], tables: str | os.PathLike, figures: str | os.PathLike):
-    """The table and the figure of the run folders; returns the paths written."""
-    table = read_runs(folders)
+    """The tables and the figures of the run folders; returns the paths written."""
+    from .figures import cka_figure, heatmaps_figure, measures_figure
+
+    table, cka = read_runs(folders)
     caption = (
         "Every checkpoint's layers: the layers section's measures of each checkpoint of each series, on the same "
-        "tokens at every checkpoint (series: a pretraining run; model: what it is a seed of; step: the checkpoint's)"
+        "points at every checkpoint (series: a pretraining run; model: what it is a seed of; points: every token, or "
+        "each sentence's last; step: the checkpoint's)"
     )
-    return write_table(table, Path(tables) / "dynamics", caption=caption) + measures_figure(
-        table, Path(figures) / "dynamics_measures"
+    compared = (
+        "How far each layer moves: its linear CKA to the same layer at the previous and at the last checkpoint, on "
+        "the same words"
     )
+    read = (
+        "The anchors' findings read on the series by docs/verdicts.md's rules (A shape across training): one row per "
+        "claim, model, corpus and points; the seed is the unit"
+    )
+    tables, figures = Path(tables), Path(figures)
+    return [
+        *write_table(table, tables / "dynamics", caption=caption),
+        *write_table(cka, tables / "dynamics_cka", caption=compared),
+        *write_table(readings(table), tables / "dynamics_readings", caption=read),
+        *measures_figure(table, figures / "dynamics_measures"),
+        *cka_figure(cka, figures / "dynamics_cka"),
+        *heatmaps_figure(table, figures / "dynamics_heatmaps"),
+    ]

@@ -2,10 +2,11 @@
 measured: each seed's curve on its own (the seed is the unit), a change counted only where it is at least
 :data:`DELTA` (5 %) of the curve's value where it starts, and one of the vocabulary's words over the seeds.
 
-A curve is a measure's values in order (over checkpoint steps, or over layers), positive (RankMe, TwoNN, LID,
-λ_max / Σλ). The shapes: :func:`peak` (a rise then a fall; the opposite, :func:`dip`), :func:`three_phases` (Li et
-al.: a fall, a rise, a fall; the opposite, :func:`expansion_only`), :func:`late_rise` (Godey et al.; the opposite,
-:func:`late_fall`), and a plain rise or fall over the whole curve.
+A curve is a measure's values in order (over checkpoint steps, or over layers), positive (RankMe, TwoNN, LID, λ_max /
+Σλ, α-ReQ). The shapes: :func:`peak` (a rise then a fall; the opposite, :func:`dip`), :func:`three_phases` (Li et al.: a
+fall, a rise, a fall; the opposite, :func:`expansion_only`), :func:`three_phases_of_decay` (the same phases in α-ReQ,
+which moves against RankMe: a rise, a fall, a rise; the opposite, :func:`compression_only`), :func:`late_rise` (Godey et
+al.; the opposite, :func:`late_fall`), and a plain rise or fall over the whole curve.
 
 Examples
 --------
@@ -73,6 +74,26 @@ def expansion_only(m: Curve) -> bool:
     return rises(m, 0, top) and not any(falls(m, top, j) for j in range(top + 1, len(m)))
 
 
+def three_phases_of_decay(m: Curve) -> bool:
+    """Li et al.'s phases as α-ReQ shows them (the decay rises where RankMe falls): with M the point of the smallest
+    value after the first and N the point of the largest strictly between the first and M, a rise from the first to
+    N, a fall from N to M and a rise from M to the last."""
+    if len(m) < 4:
+        return False
+    low = min(range(1, len(m)), key=lambda i: m[i])
+    if low < 2:
+        return False
+    top = max(range(1, low), key=lambda i: m[i])
+    return rises(m, 0, top) and falls(m, top, low) and rises(m, low, len(m) - 1)
+
+
+def compression_only(m: Curve) -> bool:
+    """The decay's three phases' opposite: a fall from the first point to the smallest value and no rise of δ after
+    it."""
+    low = min(range(len(m)), key=lambda i: m[i])
+    return falls(m, 0, low) and not any(rises(m, low, j) for j in range(low + 1, len(m)))
+
+
 def _half(steps: Sequence[int]) -> int:
     """The first point at or past half the steps."""
     return next(i for i, s in enumerate(steps) if s >= steps[-1] / 2)
@@ -91,6 +112,7 @@ def late_fall(m: Curve, steps: Sequence[int]) -> bool:
 SHAPES: dict[str, tuple[Callable[[Curve], bool], Callable[[Curve], bool]]] = {
     "peak": (peak, dip),
     "three phases": (three_phases, expansion_only),
+    "three phases of the decay": (three_phases_of_decay, compression_only),
     "rise": (lambda m: rises(m, 0, len(m) - 1), lambda m: falls(m, 0, len(m) - 1)),
     "fall": (lambda m: falls(m, 0, len(m) - 1), lambda m: rises(m, 0, len(m) - 1)),
 }

@@ -11,6 +11,9 @@ words), :mod:`.report` (tables and figures over runs).
 
 from .settings import LayerSettings
 
+# What a point is (isoflow.layers.encoder): a word piece, a word (the mean of its pieces), or a sentence's last piece.
+TYPE_MODES = ("tokens", "words", "last-token")
+
 # The files of one analysis (isoflow.layers.run); the workflow's rule declares them from here.
 LAYER_FILES = (
     "layers.parquet",

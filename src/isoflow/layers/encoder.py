@@ -22,7 +22,9 @@ Points and their types:
 
 * ``tokens`` (default): one point per word piece; its type is the token string (``##ing``, ``Ġthe``), as Cai et
   al. count types;
-* ``words``: one point per word of the corpus, the mean of its pieces' states; its type is the word.
+* ``words``: one point per word of the corpus, the mean of its pieces' states; its type is the word;
+* ``last-token``: one point per sentence, its last piece (specials excluded), typed as a token: the state a causal LM
+  reads a sequence by, where Li et al. (2025) measure RankMe and α-ReQ across training.
 """
 
 from __future__ import annotations
@@ -34,8 +36,7 @@ import numpy as np
 import torch
 
 from ..models import ModelUnavailableError
-
-TYPE_MODES = ("tokens", "words")
+from . import TYPE_MODES
 
 
 @dataclass
@@ -142,8 +143,9 @@ def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> in
     """How many points a sentence gives (after truncation to the model's length), specials excluded."""
     enc, word_ids = encoder.tokenize([words], return_special_tokens_mask=True)
     special = enc["special_tokens_mask"][0]
-    if mode == "tokens":
-        return len(special) - sum(special)
+    if mode in ("tokens", "last-token"):
+        pieces = len(special) - sum(special)
+        return pieces if mode == "tokens" else min(pieces, 1)
     return len({w for w in word_ids[0] if w is not None})
 
 
@@ -175,12 +177,16 @@ def batches(
             states = encoder.model(**inputs, output_hidden_states=True).hidden_states
         keep = enc["attention_mask"].bool() & ~special
         n_special = int((enc["attention_mask"].bool() & special).sum())
-        if mode == "tokens":
+        if mode in ("tokens", "last-token"):
+            positions = (torch.cumsum(keep.int(), dim=1) - 1)[keep].numpy()
+            if mode == "last-token":  # each row's last kept piece: the one with no kept piece after it
+                last = keep & (torch.cumsum(keep.int().flip(1), dim=1).flip(1) == 1)
+                positions = (torch.cumsum(keep.int(), dim=1) - 1)[last].numpy()
+                keep = last
             ids = enc["input_ids"][keep]
             types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
             mask = keep.to(encoder.device)
             layers = [s[mask].float().cpu().numpy() for s in states]
-            positions = (torch.cumsum(keep.int(), dim=1) - 1)[keep].numpy()
             yield Batch(layers, types, positions, ids.numpy(), n_special)
             continue
         # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.

@@ -14,7 +14,8 @@ On all points (they are O(n·d)):
 * the spectrum (:mod:`isoflow.metrics.spectrum`): ``effective_rank`` (RankMe, of the points as they are; and
   ``variance_effective_rank``, Li et al.'s RankMe of the explained variance),
   ``participation_ratio`` (of the covariance: IsoScore is (PR − 1)/(d − 1)), ``stable_rank`` and ``alpha_req`` (the
-  covariance spectrum's power-law decay, fitted over its whole numerical rank), each also without the
+  covariance spectrum's power-law decay, fitted over its whole numerical rank; ``alpha_req_li`` over ranks 12 to 100,
+  weighted 1/k, as Li et al.; empty below rank 100), each also without the
   ``outlier_remove`` largest dimensions (``*_removed``) and without the sentences' first positions (``*_nofirst``),
   so that a reader sees whose number it is;
 * ``uniformity`` (Wang & Isola's, t = 2) over every pair of a seeded sample of ``pair_points`` points (the rows the
@@ -160,8 +161,9 @@ def _outliers(x: torch.Tensor, codes: torch.Tensor, s: LayerSettings) -> tuple[d
 
 
 # The table's spectrum: the figures' (SPECTRUM) and Li et al.'s RankMe, of the explained variance (σ²), beside Garrido
-# et al.'s (effective_rank, σ): both conventions, named, for the dynamics section's readings.
-TABLE_SPECTRUM = (*SPECTRUM, "variance_effective_rank")
+# et al.'s (effective_rank, σ): both conventions, named, for the dynamics section's readings; and α-ReQ as Li et al.
+# fit it (ranks 12 to 100, weighted 1/k) beside ours (the whole numerical rank, unweighted).
+TABLE_SPECTRUM = (*SPECTRUM, "variance_effective_rank", "alpha_req_li")
 
 
 def _spectrum(x: torch.Tensor, suffix: str = "") -> dict[str, float]:

@@ -40,9 +40,9 @@ from ..models.spec import ModelSpec
 from ..progress import progress_bar
 from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
-from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPES_COLUMNS
+from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPE_MODES, TYPES_COLUMNS
 from .composition import cluster_composition
-from .encoder import TYPE_MODES, batches, count_points, load_encoder
+from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view

@@ -13,7 +13,9 @@ covariance (centred: :math:`\lambda_k = \sigma_k(X_c)^2/(n-1)`):
   language models' checkpoints; it weighs strong directions more than :func:`effective_rank` does, so it is smaller;
 * :func:`stable_rank` — :math:`\sum\sigma^2/\max\sigma^2`;
 * :func:`alpha_req` — the decay :math:`\alpha` of the covariance's eigenspectrum, :math:`\lambda_k \propto k^{-\alpha}`,
-  a least-squares line through :math:`(\log k, \log\lambda_k)` over a stated range of k (Agrawal et al. 2022);
+  a least-squares line through :math:`(\log k, \log\lambda_k)` over a stated range of k (Agrawal et al. 2022); or,
+  ``weighted``, each k weighted by 1/k as Stringer et al. (2019) fit it and Li et al. (2025) use it over k = 12..100
+  (:data:`LI_ALPHA_RANGE`);
 * :func:`uniformity` and :func:`alignment` — Wang & Isola (2020) on L2-normalised points: the log of the mean
   Gaussian potential over all pairs, and the mean distance of positive pairs.
 
@@ -27,6 +29,8 @@ self-supervised representations by their rank*. ICML 2023. K. K. Agrawal, A. K. 
 M. Z. Li, K. K. Agrawal, A. Ghosh, K. K. Teru, A. Santoro, G. Lajoie, B. A. Richards. *Tracing the representation
 geometry of language models from pretraining to post-training*. NeurIPS 2025. T. Wang, P. Isola. *Understanding
 contrastive representation learning through alignment and uniformity on the hypersphere*. ICML 2020.
+C. Stringer, M. Pachitariu, N. Steinmetz, M. Carandini, K. D. Harris. *High-dimensional geometry of population
+responses in visual cortex*. Nature 571, 2019.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ import torch
 
 from ._validate import ArrayLike, as_points, power_of_two_factor
 from .isotropy import _centred_rescaled, _gram_or_scatter, _participation_ratio, _unit_rows, covariance
+
+# The ranks Li et al. (2025) fit α-ReQ over, weighted 1/k: their code (rankme_alpha_scripts, utils/powerlaw.py) passes
+# np.arange(11, 100) of the 0-based spectrum to Stringer et al.'s fit, which reads ranks 12 to 100.
+LI_ALPHA_RANGE = (12, 100)
 
 UNIFORMITY_BLOCK = 1024  # rows per block of the pairwise sums: at most 1,024² float64 values at once
 
@@ -222,10 +230,12 @@ def spectrum_sizes(X: ArrayLike) -> dict[str, float]:
     }
 
 
-def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float:
+def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None, weighted: bool = False) -> float:
     r"""α-ReQ (Agrawal et al. 2022): the decay :math:`\alpha` of the covariance's eigenspectrum,
     :math:`\lambda_k \propto k^{-\alpha}`, fitted by least squares to :math:`(\log k, \log\lambda_k)` for
-    k = ``first`` .. ``last`` (1-based, descending eigenvalues).
+    k = ``first`` .. ``last`` (1-based, descending eigenvalues); ``weighted``: each k weighted by :math:`1/k`
+    (Stringer et al. 2019's fit, which Li et al. 2025 use over k = 12..100, :data:`LI_ALPHA_RANGE`), so that the many
+    small eigenvalues of a long range do not outweigh the few large ones.
 
     Parameters
     ----------
@@ -234,6 +244,8 @@ def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float
     first, last : int
         The fitted range of k; ``last`` None: the covariance's numerical rank (eigenvalues above 1e-12 of the
         largest, at most min(n − 1, dim)), the whole spectrum the points have.
+    weighted : bool
+        Each k weighted by 1/k (Stringer et al. 2019's fit; Li et al. 2025 over k = 12..100); default unweighted.
 
     Returns
     -------
@@ -243,7 +255,9 @@ def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float
     References
     ----------
     K. K. Agrawal et al. *α-ReQ: Assessing representation quality in self-supervised learning by measuring
-    eigenspectrum decay*. NeurIPS 2022.
+    eigenspectrum decay*. NeurIPS 2022. C. Stringer et al. *High-dimensional geometry of population responses in
+    visual cortex*. Nature 571, 2019. M. Z. Li et al. *Tracing the representation geometry of language models from
+    pretraining to post-training*. NeurIPS 2025.
 
     Examples
     --------
@@ -254,11 +268,13 @@ def alpha_req(X: ArrayLike, *, first: int = 1, last: int | None = None) -> float
     >>> k = torch.arange(1, 9, dtype=torch.float64)
     >>> round(alpha_req(Q * k ** -0.75), 6)  # variances k^-1.5: standard deviations k^-0.75
     1.5
+    >>> round(alpha_req(Q * k ** -0.75, first=2, last=8, weighted=True), 6)  # an exact power law: any weights
+    1.5
     """
-    return _alpha_of(_eigenvalues(X, centred=True), first, last)
+    return _alpha_of(_eigenvalues(X, centred=True), first, last, weighted)
 
 
-def _alpha_of(ev: torch.Tensor, first: int = 1, last: int | None = None) -> float:
+def _alpha_of(ev: torch.Tensor, first: int = 1, last: int | None = None, weighted: bool = False) -> float:
     """:func:`alpha_req` of the covariance's eigenvalues ``ev`` (descending)."""
     rank = int((ev > ev[0] * 1e-12).sum())
     last = rank if last is None else last
@@ -266,14 +282,19 @@ def _alpha_of(ev: torch.Tensor, first: int = 1, last: int | None = None) -> floa
         raise ValueError(f"alpha_req fits k = first..last within 1..{rank} (the numerical rank); got {first}..{last}")
     k = torch.arange(first, last + 1, dtype=torch.float64, device=ev.device)
     x, y = k.log(), ev[first - 1 : last].log()
+    if weighted:  # weighted least squares: the weighted means, then the weighted slope
+        w = 1.0 / k
+        x, y = x - (w * x).sum() / w.sum(), y - (w * y).sum() / w.sum()
+        return float(-(w * x * y).sum() / (w * x * x).sum())
     x = x - x.mean()
     return float(-(x * (y - y.mean())).sum() / (x * x).sum())
 
 
 def covariance_spectrum_sizes(X: ArrayLike) -> dict[str, float]:
-    """:func:`variance_effective_rank` and :func:`alpha_req` (over the whole numerical rank) of the same points from
-    one eigendecomposition of their covariance, α NaN where the covariance has no decay to fit (numerical rank < 2):
-    what a per-layer table records beside :func:`spectrum_sizes`.
+    """:func:`variance_effective_rank`, :func:`alpha_req` over the whole numerical rank and over Li et al.'s ranks
+    (:data:`LI_ALPHA_RANGE`, weighted) of the same points from one eigendecomposition of their covariance, each α NaN
+    where the covariance has no such range to fit (numerical rank below 2, or below 100): what a per-layer table
+    records beside :func:`spectrum_sizes`.
 
     Parameters
     ----------
@@ -283,21 +304,28 @@ def covariance_spectrum_sizes(X: ArrayLike) -> dict[str, float]:
     Returns
     -------
     dict
-        ``variance_effective_rank``, ``alpha_req``: each what its own function returns.
+        ``variance_effective_rank``, ``alpha_req``, ``alpha_req_li``: each what its function returns.
 
     Examples
     --------
     >>> import torch
     >>> x = torch.tensor([[3., 0.], [-3., 0.], [0., 1.], [0., -1.]])
     >>> {k: round(v, 4) for k, v in covariance_spectrum_sizes(x).items()}  # α: log 9 / log 2 over k = 1, 2
-    {'variance_effective_rank': 1.3841, 'alpha_req': 3.1699}
+    {'variance_effective_rank': 1.3841, 'alpha_req': 3.1699, 'alpha_req_li': nan}
     """
     ev = _eigenvalues(X, centred=True)
-    try:
-        alpha = _alpha_of(ev)
-    except ValueError:  # a covariance of numerical rank < 2 has no decay to fit
-        alpha = float("nan")
-    return {"variance_effective_rank": _effective_rank_of(ev**2), "alpha_req": alpha}
+
+    def alpha(*fit) -> float:
+        try:
+            return _alpha_of(ev, *fit)
+        except ValueError:  # a covariance whose numerical rank is below the range has no decay there to fit
+            return float("nan")
+
+    return {
+        "variance_effective_rank": _effective_rank_of(ev**2),
+        "alpha_req": alpha(),
+        "alpha_req_li": alpha(*LI_ALPHA_RANGE, True),
+    }
 
 
 def uniformity(X: ArrayLike, t: float = 2.0) -> float:
