@@ -19,15 +19,11 @@ rule dynamics_run:
         lambda wildcards: files_of_model(wildcards.series),
         corpus_files,
     output:
-        kept(
-            multiext(
-                f"{layout.dynamics_run(RESULTS, '{series}', '{corpus}', '{points}', '{revision}')}/", *LAYER_FILES
-            )
-        ),
+        kept(multiext(f"{Measurement.pattern(RESULTS)}/", *LAYER_FILES)),
     log:
-        layout.log_path("dynamics", layout.DYNAMICS_RUN),
+        Measurement.log_pattern(),
     benchmark:
-        layout.benchmark_path(RESULTS, "dynamics", layout.DYNAMICS_RUN)
+        Measurement.benchmark_pattern(RESULTS)
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -55,15 +51,11 @@ rule dynamics_cka:
         lambda wildcards: files_of_model(wildcards.series),
         corpus_files,
     output:
-        kept(
-            multiext(
-                f"{layout.dynamics_cka_run(RESULTS, '{series}', '{corpus}', '{revision}', '{later}')}/", *CROSS_FILES
-            )
-        ),
+        kept(multiext(f"{Comparison.pattern(RESULTS)}/", *CROSS_FILES)),
     log:
-        layout.log_path("dynamics", layout.DYNAMICS_CKA),
+        Comparison.log_pattern(),
     benchmark:
-        layout.benchmark_path(RESULTS, "dynamics", layout.DYNAMICS_CKA)
+        Comparison.benchmark_pattern(RESULTS)
     conda:
         "../envs/isoflow.yaml"
     threads: 2

@@ -5,13 +5,14 @@ config/training-dynamics.yaml)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from isoflow import layout
 from isoflow.checkpoints import checkpoint_steps, read_series, revision, step_folder, step_of
 from isoflow.dynamics import REPORT_FIGURES, SeriesError, checkpoint_pairs, series_checkpoints
 from isoflow.dynamics.readings import CLAIMS
+from isoflow.dynamics.runs import Comparison, Measurement
 
 
 def test_a_pretraining_run_is_measured_at_every_checkpoint_it_keeps():
@@ -52,18 +53,15 @@ def test_a_checkpoint_reads_back_from_its_place(tmp_path):
         step_folder(tmp_path / "checkpoints", step).mkdir(parents=True)
     (tmp_path / "checkpoints" / "notes").mkdir()
     assert read_series(tmp_path) == [(s, tmp_path / "checkpoints" / revision(s)) for s in (0, 1, 400)]
-    run = layout.dynamics_run("results", "plain-gpt2-seed1", "brown", "last-token", revision(400))
-    assert run == "results/dynamics/runs/plain-gpt2-seed1/brown/last-token/step400"
-    identity = run.removeprefix("results/dynamics/runs/")
-    assert layout.read_identity(layout.DYNAMICS_RUN, identity) == {
-        "series": "plain-gpt2-seed1", "corpus": "brown", "points": "last-token", "revision": "step400"
-    }  # fmt: skip
-    pair = layout.dynamics_cka_id("plain-gpt2-seed1", "brown", revision(0), revision(400))
-    assert pair == "cka/plain-gpt2-seed1/brown/step0/step400"
-    assert layout.read_identity(layout.DYNAMICS_CKA, pair) == {
-        "series": "plain-gpt2-seed1", "corpus": "brown", "revision": "step0", "later": "step400"
-    }  # fmt: skip
-    assert layout.read_identity(layout.DYNAMICS_RUN, "cka/brown/tokens/step0") is None  # never a series named cka
+    run = Measurement("plain-gpt2-seed1", "brown", "last-token", revision(400))
+    assert run.path("results") == "results/dynamics/runs/plain-gpt2-seed1/brown/last-token/step400"
+    assert Measurement.read(run.identity()) == run == Measurement.of_folder(Path("/x") / run.path("results"))
+    pair = Comparison("plain-gpt2-seed1", "brown", revision(0), revision(400))
+    assert pair.identity() == "cka/plain-gpt2-seed1/brown/step0/step400" and Comparison.read(pair.identity()) == pair
+    assert Measurement.read("cka/brown/tokens/step0") is None  # never a series named cka
+    assert Measurement.read("plain-gpt2/brown/tokens") is None and Comparison.read(run.identity()) is None
+    assert Measurement.pattern("r") == "r/dynamics/runs/{series}/{corpus}/{points}/{revision}"
+    assert Measurement.log_pattern() == "logs/dynamics/{series}/{corpus}/{points}/{revision}.log"
     assert [step_of(r) for r in ("step400", "step1000-tokens4B", "main", "step5x")] == [400, 1000, None, None]
 
 
@@ -155,7 +153,7 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
     folders = []
     for rev in revisions:
         for kind, options in points.items():
-            out = runs / layout.dynamics_id("tiny", "notes", kind, rev)
+            out = Path(Measurement("tiny", "notes", kind, rev).path(tmp_path / "results"))
             argv = ["layers", "--model", str(model), "--revision", rev, "--model-name", f"tiny-{rev}", *measured]
             assert main([*argv, *options, "--out", str(out)]) == 0, capsys.readouterr().err
             folders.append(str(out))
@@ -173,7 +171,7 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
     assert pairs == [("tiny", "step0", "step1"), ("tiny", "step1", "step5"), ("tiny", "step0", "step5")]
     compared = []
     for _, earlier, later in pairs:
-        out = runs / layout.dynamics_cka_id("tiny", "notes", earlier, later)
+        out = Path(Comparison("tiny", "notes", earlier, later).path(tmp_path / "results"))
         argv = ["layers-cross", "--model", str(model), "--revision", earlier, "--model-name", f"tiny-{earlier}",
                 "--other", str(model), "--other-revision", later, "--other-name", f"tiny-{later}", "--words", "200",
                 "--corpus", str(tmp_path / "text.txt"), "--corpus-name", "notes", "--device", "cpu",
@@ -194,7 +192,8 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
 
     # Each layer's CKA to the same layer of the previous and of the last checkpoint, read from the comparisons' rows
     def same_layer(earlier, later):
-        cross = pd.read_parquet(runs / layout.dynamics_cka_id("tiny", "notes", earlier, later) / "cross.parquet")
+        folder = Path(Comparison("tiny", "notes", earlier, later).path(tmp_path / "results"))
+        cross = pd.read_parquet(folder / "cross.parquet")
         return cross[(cross.subset == "all") & (cross.layer_a == cross.layer_b)].cka.tolist()
 
     by_step = {step: part.reset_index(drop=True) for step, part in cka.groupby("step")}

@@ -187,6 +187,38 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
     assert {k: counts[k] for k in jobs} == jobs and counts["total"] == sum(jobs.values()) + extra
 
 
+def test_a_hub_series_is_planned_at_its_listed_revisions(tmp_path):
+    """A hub model at listed revisions (Pythia's checkpoints) as a dynamics series: one job per revision × kind of
+    point, each `isoflow layers` of the hub id at `--revision`, named <series>-<revision>; one layers-cross job per
+    pair of checkpoints (each with the next, each with the last); SLURM-ready, nothing downloaded by planning."""
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("a few words\n")
+    config = {
+        "base": "config/offline.yaml",
+        "data_dir": str(tmp_path / "data"),
+        "results_dir": str(tmp_path / "results"),
+        "own": {"models": {"pythia-160m": {"hub": "EleutherAI/pythia-160m"}}, "corpora": {"notes": str(corpus)}},
+        "dynamics": {"series": ["pythia-160m"], "revisions": ["step0", "step1000", "step143000"], "corpora": ["notes"],
+                     "points": ["tokens", "last-token"]},
+    }  # fmt: skip
+    (tmp_path / "series.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake("-n", "-p", "dynamics_runs", "--configfile", str(tmp_path / "series.yaml")).stdout
+    assert job_counts(out)["dynamics_run"] == 3 * 2 and job_counts(out)["dynamics_cka"] == 3
+    commands = [line for line in out.splitlines() if "isoflow layers" in line]
+    runs = tmp_path / "results/dynamics/runs"
+    assert any(
+        "--model EleutherAI/pythia-160m --model-name pythia-160m-step1000 --revision step1000" in c
+        and "--types last-token" in c
+        and f"--out {runs}/pythia-160m/notes/last-token/step1000 " in c
+        for c in commands
+    )
+    assert any(
+        "--model EleutherAI/pythia-160m --model-name pythia-160m-step0 --revision step0 --other EleutherAI/pythia-160m "
+        "--other-name pythia-160m-step143000 --other-revision step143000" in c
+        for c in commands
+    )
+
+
 def test_a_grouped_job_is_given_the_seeds_it_planned(tmp_path):
     """group_seeds: one job per task x model runs every seed; its command names the seeds the rule planned (the
     config's, or istar.seeds for the sweep), not read back from its file names."""

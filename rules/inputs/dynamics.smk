@@ -1,6 +1,7 @@
 # Input functions and outputs of the dynamics section (rules/dynamics.smk): functions only, as Snakemake's linter wants
 # them apart from rules.
 from isoflow.dynamics import REPORT_FIGURES, REPORT_TABLES, checkpoint_pairs, series_checkpoints
+from isoflow.dynamics.runs import Comparison, Measurement
 from isoflow.layers.settings import LayerSettings
 
 DYNAMICS = config.get("dynamics") or {}
@@ -14,7 +15,7 @@ def dynamics_checkpoints():
 def runs_of_dynamics():
     """Every checkpoint x corpus x points measurement: its layers table (the folder's other files come with it)."""
     return [
-        f"{layout.dynamics_run(RESULTS, series, corpus, points, revision)}/layers.parquet"
+        f"{Measurement(series, corpus, points, revision).path(RESULTS)}/layers.parquet"
         for series, revision in dynamics_checkpoints()
         for corpus in DYNAMICS.get("corpora", [])
         for points in DYNAMICS.get("points", [])
@@ -31,7 +32,7 @@ def dynamics_settings(wildcards):
 def cka_of_dynamics():
     """Every comparison of two checkpoints x corpus (isoflow.dynamics.checkpoint_pairs): its table."""
     return [
-        f"{layout.dynamics_cka_run(RESULTS, series, corpus, earlier, later)}/cross.parquet"
+        f"{Comparison(series, corpus, earlier, later).path(RESULTS)}/cross.parquet"
         for series, earlier, later in checkpoint_pairs(dynamics_checkpoints())
         for corpus in DYNAMICS.get("corpora", [])
     ]

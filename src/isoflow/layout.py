@@ -16,14 +16,15 @@ finetune  ``runs/<task>/bag-of-words-all-training.json``       the same on every
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
 layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
 layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
-dynamics  ``runs/<series>/<corpus>/<points>/<revision>/``       ``LAYER_FILES``: one checkpoint's layers
+dynamics  ``runs/<series>/<corpus>/<points>/<revision>/``       ``LAYER_FILES``: one checkpoint's layers (a RunId)
 dynamics  ``runs/cka/<series>/<corpus>/<revision>/<later>/``     ``CROSS_FILES``: its layers against a later one's
 stability ``runs/``                                             ``runs.parquet``, ``meta.json``
 pretrain  ``runs/``                                             the models' records (the report copies them)
 ========= ===================================================== ============================================
 
-A run's *identity* is its path below ``runs/`` (the ``*_id`` functions); the job that made it keeps its timings at the
-same path below ``<results>/<section>/benchmarks/`` and its log below ``logs/<section>/``.
+A run's *identity* is its path below ``runs/`` (a :class:`RunId`: typed fields that write the path and read it back;
+the older sections' ``*_id`` functions, read back through :func:`runs_in`); the job that made it keeps its timings at
+the same path below ``<results>/<section>/benchmarks/`` and its log below ``logs/<section>/``.
 ``<head>`` is a non-linear head's folder (``mlp1``, ``mlp2``; nothing for the paper's linear one), ``<reg><w>`` a
 regulariser and its weight (``istar-1``, ``istar0.0016``, ``cosreg1``): numbers as Python's ``:g`` writes them.
 Every function also takes a wildcard for a value (``"{seed}"``, ``"{weight}"``): a string is written as given, so that
@@ -33,8 +34,10 @@ config's (validated, defaults filled) section and say every run it asks for: wha
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
+from typing import ClassVar
 
 RUNS = "runs"  # a section's runs folder
 BENCHMARKS = "benchmarks"  # a section's job timings (Snakemake's benchmark files), one per run
@@ -122,6 +125,66 @@ def runs_in(folder, template: str) -> list[tuple[dict[str, str], Path]]:
 
 
 # ----- A run's identity: its path below the section's runs/, benchmarks/ and logs/ folders ------------------------
+
+
+class RunId:
+    """A run's identity as one value: a frozen dataclass of strings (its fields) whose ``TEMPLATE`` names the run's
+    folder below ``<results>/<SECTION>/runs/``, each ``{field}`` held to its :data:`WILDCARDS` constraint. The one type
+    that writes the path (:meth:`identity`, :meth:`path`), reads it back (:meth:`read`, :meth:`of_folder`) and gives
+    the workflow's rules their outputs, log and timings with the fields as wildcards (:meth:`pattern`,
+    :meth:`log_pattern`, :meth:`benchmark_pattern`).
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Measured(RunId):
+    ...     SECTION: ClassVar[str] = "dynamics"
+    ...     TEMPLATE: ClassVar[str] = "{series}/{corpus}/{revision}"
+    ...     series: str
+    ...     corpus: str
+    ...     revision: str
+    >>> Measured("plain-gpt2", "brown", "step400").path("results")
+    'results/dynamics/runs/plain-gpt2/brown/step400'
+    >>> Measured.read("plain-gpt2/brown/step400"), Measured.read("plain-gpt2/brown")
+    (Measured(series='plain-gpt2', corpus='brown', revision='step400'), None)
+    >>> Measured.pattern("results")
+    'results/dynamics/runs/{series}/{corpus}/{revision}'
+    """
+
+    SECTION: ClassVar[str]
+    TEMPLATE: ClassVar[str]
+
+    def identity(self) -> str:
+        """The run's path below its section's ``runs/``."""
+        return self.TEMPLATE.format(**dataclasses.asdict(self))
+
+    def path(self, results) -> str:
+        """``<results>/<SECTION>/runs/<identity>``."""
+        return run_path(results, self.SECTION, self.identity())
+
+    @classmethod
+    def read(cls, identity: str):
+        """The run a path below ``runs/`` names, or None."""
+        named = read_identity(cls.TEMPLATE, identity)
+        return None if named is None else cls(**named)
+
+    @classmethod
+    def of_folder(cls, folder):
+        """The run a folder (``…/runs/<identity>``, any prefix) holds, read from its last parts, or None."""
+        depth = cls.TEMPLATE.count("/") + 1
+        return cls.read("/".join(Path(folder).parts[-depth:]))
+
+    @classmethod
+    def pattern(cls, results) -> str:
+        """The run's folder with its fields as wildcards: a rule's outputs."""
+        return run_path(results, cls.SECTION, cls.TEMPLATE)
+
+    @classmethod
+    def log_pattern(cls) -> str:
+        return log_path(cls.SECTION, cls.TEMPLATE)
+
+    @classmethod
+    def benchmark_pattern(cls, results) -> str:
+        return benchmark_path(results, cls.SECTION, cls.TEMPLATE)
+
 
 
 def runs_dir(results, section: str) -> str:
@@ -407,30 +470,6 @@ def layers_cross_runs(layers: dict, results) -> list[str]:
     return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
 
 
-def dynamics_id(series: str, corpus: str, points: str, revision: str) -> str:
-    """``<series>/<corpus>/<points>/<revision>``: one checkpoint of a series measured on a corpus's points (every
-    token, or each sentence's last)."""
-    return f"{series}/{corpus}/{points}/{revision}"
-
-
-def dynamics_run(results, series: str, corpus: str, points: str, revision: str) -> str:
-    """The folder of one checkpoint × corpus × points measurement of the dynamics section (a layers analysis)."""
-    return run_path(results, "dynamics", dynamics_id(series, corpus, points, revision))
-
-
-def dynamics_cka_id(series: str, corpus: str, revision: str, later: str) -> str:
-    """``cka/<series>/<corpus>/<revision>/<later>``: one checkpoint's layers compared with a later checkpoint's."""
-    return f"{DYNAMICS_CKA_DIR}/{series}/{corpus}/{revision}/{later}"
-
-
-def dynamics_cka_run(results, series: str, corpus: str, revision: str, later: str) -> str:
-    """The folder of one comparison of two checkpoints of a series (a layers-cross analysis)."""
-    return run_path(results, "dynamics", dynamics_cka_id(series, corpus, revision, later))
-
-
-DYNAMICS_CKA_DIR = "cka"  # a dynamics runs folder's comparisons between checkpoints
-DYNAMICS_RUN = dynamics_id("{series}", "{corpus}", "{points}", "{revision}")
-DYNAMICS_CKA = dynamics_cka_id("{series}", "{corpus}", "{revision}", "{later}")
 LAYERS_RUN = layers_id("{model}", "{corpus}")
 LAYERS_CROSS = layers_cross_id("{model_a}", "{model_b}", "{corpus}")
 PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json

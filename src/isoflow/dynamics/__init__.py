@@ -7,7 +7,7 @@ pretraining runs at every checkpoint it keeps (``pretrain --checkpoints N``: the
 job at once), or a hub model or model folder at the revisions the config lists (Pythia's ``step0`` … ``step143000``).
 The workflow measures each checkpoint × corpus as one job (the layers section's measures, made cheaper:
 :class:`~isoflow.dynamics.settings.DynamicsSettings`), at ``runs/<series>/<corpus>/<revision>/``
-(:func:`isoflow.layout.dynamics_run`). Each checkpoint's layers are also compared with the next checkpoint's and with
+(:class:`isoflow.dynamics.runs.Measurement`). Each checkpoint's layers are also compared with the next checkpoint's and with
 the last's (linear CKA on the same words, :func:`checkpoint_pairs`: one ``isoflow layers-cross`` job a pair, at
 ``runs/cka/<series>/<corpus>/<revision>/<later>/``).
 

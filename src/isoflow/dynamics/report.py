@@ -21,9 +21,9 @@ from pathlib import Path
 import pandas as pd
 
 from ..checkpoints import step_of
-from ..layout import DYNAMICS_CKA, DYNAMICS_RUN, read_identity
 from ..reporting.tables import write_table
 from .readings import readings
+from .runs import Comparison, Measurement
 
 SEED = re.compile(r"-seed\d+$")
 CKA = ("cka_to_previous", "cka_to_last")  # the columns the comparisons fill
@@ -31,31 +31,30 @@ IDS = ("model", "series", "corpus", "points", "revision", "step")  # a row's fir
 CHECKPOINT = ["series", "corpus", "revision", "layer"]  # a comparison's row: a checkpoint's layer
 
 
-def _named(folder: Path) -> tuple[str, dict[str, str]]:
-    """Which run a folder holds ("layers": a checkpoint's measurement; "cka": two checkpoints compared) and the values
-    that named it; a folder that is neither is refused in one line."""
-    for kind, template, table in (("cka", DYNAMICS_CKA, "cross.parquet"), ("layers", DYNAMICS_RUN, "layers.parquet")):
-        depth = template.count("/") + 1
-        named = read_identity(template, "/".join(folder.parts[-depth:]))
-        if named is not None and (folder / table).is_file():
-            if step_of(named["revision"]) is None:
-                raise ValueError(f"{folder}: revision {named['revision']!r} names no step (step<N>); rename its folder")
-            return kind, named
+def _named(folder: Path) -> Measurement | Comparison:
+    """The run a folder holds (a checkpoint's measurement, or two checkpoints compared); a folder that is neither is
+    refused in one line."""
+    for kind, table in ((Comparison, "cross.parquet"), (Measurement, "layers.parquet")):
+        run = kind.of_folder(folder)
+        if run is not None and (folder / table).is_file():
+            if step_of(run.revision) is None:
+                raise ValueError(f"{folder}: revision {run.revision!r} names no step (step<N>); rename its folder")
+            return run
     raise FileNotFoundError(
         f"{folder}: not a checkpoint's measurement (<series>/<corpus>/<points>/<revision>/layers.parquet) nor a "
-        "comparison of "
-        "two (cka/<series>/<corpus>/<revision>/<later>/cross.parquet); run `snakemake dynamics_runs` first"
+        "comparison of two (cka/<series>/<corpus>/<revision>/<later>/cross.parquet); run `snakemake dynamics_runs` "
+        "first"
     )
 
 
-def _identified(frame: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
+def _identified(frame: pd.DataFrame, run: Measurement) -> pd.DataFrame:
     ids = {
-        "model": SEED.sub("", named["series"]),
-        "series": named["series"],
-        "corpus": named["corpus"],
-        "points": named["points"],
-        "revision": named["revision"],
-        "step": step_of(named["revision"]),
+        "model": SEED.sub("", run.series),
+        "series": run.series,
+        "corpus": run.corpus,
+        "points": run.points,
+        "revision": run.revision,
+        "step": step_of(run.revision),
     }
     frame = frame.drop(columns=["model", "corpus"], errors="ignore")
     for i, (key, value) in enumerate(ids.items()):
@@ -63,14 +62,14 @@ def _identified(frame: pd.DataFrame, named: dict[str, str]) -> pd.DataFrame:
     return frame
 
 
-def _same_layer_cka(folder: Path, named: dict[str, str]) -> pd.DataFrame:
+def _same_layer_cka(folder: Path, run: Comparison) -> pd.DataFrame:
     """Each layer's CKA to the same layer of the later checkpoint, on all the words compared: (series, corpus,
     revision, later, layer, cka)."""
     cross = pd.read_parquet(folder / "cross.parquet")
     same = cross[(cross.subset == "all") & (cross.layer_a == cross.layer_b)]
     return pd.DataFrame(
-        {"series": named["series"], "corpus": named["corpus"], "revision": named["revision"],
-         "later": named["later"], "layer": same.layer_a.to_numpy(), "cka": same.cka.to_numpy()}
+        {"series": run.series, "corpus": run.corpus, "revision": run.revision, "later": run.later,
+         "layer": same.layer_a.to_numpy(), "cka": same.cka.to_numpy()}
     )  # fmt: skip
 
 
@@ -103,11 +102,11 @@ def read_runs(folders: Sequence[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Da
     layer; and the comparisons' table (:func:`cka_table`)."""
     measured, pairs = [], []
     for folder in map(Path, folders):
-        kind, named = _named(folder)
-        if kind == "layers":
-            measured.append(_identified(pd.read_parquet(folder / "layers.parquet"), named))
+        run = _named(folder)
+        if isinstance(run, Measurement):
+            measured.append(_identified(pd.read_parquet(folder / "layers.parquet"), run))
         else:
-            pairs.append(_same_layer_cka(folder, named))
+            pairs.append(_same_layer_cka(folder, run))
     if not measured:
         raise ValueError("no checkpoint's measurement given; the report reads the dynamics section's run folders")
     table = pd.concat(measured, ignore_index=True)

@@ -1,0 +1,49 @@
+"""The dynamics section's runs, each one value (:class:`isoflow.layout.RunId`): the rules name their outputs with
+these, the report reads its folders back with them.
+
+* :class:`Measurement` — one checkpoint of a series measured on a corpus's points (a layers analysis):
+  ``runs/<series>/<corpus>/<points>/<revision>/``;
+* :class:`Comparison` — one checkpoint's layers compared with a later checkpoint's (a layers-cross analysis, linear
+  CKA on the same words): ``runs/cka/<series>/<corpus>/<revision>/<later>/``.
+
+Examples
+--------
+>>> from isoflow.dynamics.runs import Comparison, Measurement
+>>> Measurement("plain-gpt2-seed1", "brown", "last-token", "step400").path("results")
+'results/dynamics/runs/plain-gpt2-seed1/brown/last-token/step400'
+>>> Comparison.read("cka/plain-gpt2/brown/step0/step400")
+Comparison(series='plain-gpt2', corpus='brown', revision='step0', later='step400')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..layout import RunId
+
+COMPARISONS = "cka"  # the folder of the comparisons, beside the series' folders (never a series' name: WILDCARDS)
+
+
+@dataclass(frozen=True)
+class Measurement(RunId):
+    """One checkpoint × corpus × kind of point, measured layer by layer."""
+
+    SECTION: ClassVar[str] = "dynamics"
+    TEMPLATE: ClassVar[str] = "{series}/{corpus}/{points}/{revision}"
+    series: str
+    corpus: str
+    points: str
+    revision: str
+
+
+@dataclass(frozen=True)
+class Comparison(RunId):
+    """One checkpoint's layers against a later checkpoint's of the same series, on a corpus's words."""
+
+    SECTION: ClassVar[str] = "dynamics"
+    TEMPLATE: ClassVar[str] = COMPARISONS + "/{series}/{corpus}/{revision}/{later}"
+    series: str
+    corpus: str
+    revision: str
+    later: str
