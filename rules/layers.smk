@@ -19,11 +19,11 @@ rule layers_run:
         model_files,
         corpus_files,
     output:
-        kept(multiext(f"{layout.layers_run(RESULTS, '{model}', '{corpus}')}/", *LAYER_FILES)),
+        kept(multiext(f"{Analysis.pattern(RESULTS)}/", *LAYER_FILES)),
     log:
-        layout.log_path("layers", layout.layers_id("{model}", "{corpus}")),
+        Analysis.log_pattern(),
     benchmark:
-        layout.benchmark_path(RESULTS, "layers", layout.layers_id("{model}", "{corpus}"))
+        Analysis.benchmark_pattern(RESULTS)
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -49,11 +49,11 @@ rule layers_cross:
         lambda wildcards: files_of_model(wildcards.model_b),
         corpus_files,
     output:
-        kept(multiext(f"{layout.layers_cross_run(RESULTS, '{model_a}', '{model_b}', '{corpus}')}/", *CROSS_FILES)),
+        kept(multiext(f"{CrossComparison.pattern(RESULTS)}/", *CROSS_FILES)),
     log:
-        layout.log_path("layers", layout.layers_cross_id("{model_a}", "{model_b}", "{corpus}")),
+        CrossComparison.log_pattern(),
     benchmark:
-        layout.benchmark_path(RESULTS, "layers", layout.layers_cross_id("{model_a}", "{model_b}", "{corpus}"))
+        CrossComparison.benchmark_pattern(RESULTS)
     conda:
         "../envs/isoflow.yaml"
     threads: 2

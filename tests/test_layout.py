@@ -12,6 +12,7 @@ from snakemake.io import glob_wildcards
 from isoflow import layout
 from isoflow.finetune.run import finetune_path
 from isoflow.layers.run import layers_dir
+from isoflow.layers.runs import Analysis, CrossComparison
 from isoflow.optimize import trajectory_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -155,9 +156,9 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
         layout.finetune_id("polarity", "minilm", 1, reg="meandir", weight=1.0) + ".parquet",
         layout.finetune_lr_id("polarity", "minilm", 1e-5, 0) + ".json",
         layout.finetune_baseline_id("polarity") + ".json",
-        layout.layers_id("gpt2", "brown") + "/meta.json",
-        layout.layers_id("gpt2", "brown") + "/layers/meta.json",
-        layout.layers_cross_id("gpt2", "bert", "brown") + "/cross.json",
+        Analysis("gpt2", "brown").identity() + "/meta.json",
+        Analysis("gpt2", "brown").identity() + "/layers/meta.json",
+        CrossComparison("gpt2", "bert", "brown").identity() + "/cross.json",
     ]
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -171,12 +172,9 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
     assert [v for v, _ in layout.runs_in(tmp_path, layout.FINETUNE_LR_RUN + ".json")] == [
         {"task": "polarity", "model": "minilm", "lr": "1e-05", "seed": "0"}
     ]
-    assert [v for v, _ in layout.runs_in(tmp_path, layout.LAYERS_RUN + "/meta.json")] == [
-        {"model": "gpt2", "corpus": "brown"}
-    ]
-    assert [v for v, _ in layout.runs_in(tmp_path, layout.LAYERS_CROSS + "/cross.json")] == [
-        {"model_a": "gpt2", "model_b": "bert", "corpus": "brown"}
-    ]
+    assert [v for v, _ in Analysis.found_in(tmp_path, "meta.json")] == [Analysis("gpt2", "brown")]
+    compared = CrossComparison("gpt2", "bert", "brown")
+    assert [v for v, _ in CrossComparison.found_in(tmp_path, "cross.json")] == [compared]
     assert layout.runs_in(tmp_path / "absent", layout.FINETUNE_RUN + ".json") == []
 
 

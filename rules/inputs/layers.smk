@@ -1,10 +1,11 @@
 # Input functions and outputs of the layers section (rules/layers.smk): functions only, as Snakemake's linter wants them apart
 # from rules.
+from isoflow.layers.runs import Analysis, CrossComparison, analyses, comparisons
 
 
 def layer_runs():
     """The output directories' tables of every model (and static vectors) x corpus of the `layers` section."""
-    return [f"{folder}/layers.parquet" for folder in layout.layers_runs(LAYERS, RESULTS)]
+    return [f"{run.path(RESULTS)}/layers.parquet" for run in analyses(LAYERS)]
 
 
 def layer_run_files():
@@ -19,7 +20,7 @@ LAYERS_REPORT = LAYERS_TABLES + LAYERS_FIGURES
 
 def cross_runs():
     """The record of every comparison of two models' layers (layers.cross × corpus)."""
-    return [f"{folder}/cross.json" for folder in layout.layers_cross_runs(LAYERS, RESULTS)]
+    return [f"{run.path(RESULTS)}/cross.json" for run in comparisons(LAYERS)]
 
 
 def cross_run_files():

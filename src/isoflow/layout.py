@@ -14,7 +14,7 @@ finetune  ``runs/<task>/<model>/lr-selection/chosen.json``      the choice every
 finetune  ``runs/<task>/bag-of-words.json``                     the task's bag-of-words baseline
 finetune  ``runs/<task>/bag-of-words-all-training.json``       the same on every training example
 finetune  ``runs/<task>/<model>/gradients.json``                the pulls at the pretrained model
-layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers)
+layers    ``runs/<model>/<corpus>/``                            ``LAYER_FILES`` (isoflow.layers; a RunId)
 layers    ``runs/cross/<model a>/<model b>/<corpus>/``          ``CROSS_FILES``: two models' layers compared
 dynamics  ``runs/<series>/<corpus>/<points>/<revision>/``       ``LAYER_FILES``: one checkpoint's layers (a RunId)
 dynamics  ``runs/cka/<series>/<corpus>/<revision>/<later>/``     ``CROSS_FILES``: its layers against a later one's
@@ -171,6 +171,11 @@ class RunId:
         """The run a folder (``…/runs/<identity>``, any prefix) holds, read from its last parts, or None."""
         depth = cls.TEMPLATE.count("/") + 1
         return cls.read("/".join(Path(folder).parts[-depth:]))
+
+    @classmethod
+    def found_in(cls, runs, name: str) -> list:
+        """Every run of this type under ``runs`` (a section's runs folder) that has the file ``name``, by path."""
+        return [(cls(**named), path) for named, path in runs_in(runs, f"{cls.TEMPLATE}/{name}")]
 
     @classmethod
     def pattern(cls, results) -> str:
@@ -444,41 +449,10 @@ def finetune_lr_runs(finetune: dict, results, task: str, model: str) -> list[str
     return [finetune_lr_run(results, task, model, float(lr), seed) for lr in finetune.get("lr_candidates") or []]
 
 
-# ----- layers, stability --------------------------------------------------------------------------------------
+# ----- stability --------------------------------------------------------------------------------------------------
 
 
-def layers_id(model: str, corpus: str) -> str:
-    return f"{model}/{corpus}"
-
-
-def layers_run(results, model: str, corpus: str) -> str:
-    """The folder of one model × corpus analysis."""
-    return run_path(results, "layers", layers_id(model, corpus))
-
-
-def layers_cross_id(model_a: str, model_b: str, corpus: str) -> str:
-    return f"cross/{model_a}/{model_b}/{corpus}"
-
-
-def layers_cross_run(results, model_a: str, model_b: str, corpus: str) -> str:
-    """The folder of one comparison of two models' layers on the same words of a corpus."""
-    return run_path(results, "layers", layers_cross_id(model_a, model_b, corpus))
-
-
-def layers_cross_runs(layers: dict, results) -> list[str]:
-    """Every comparison a config's layers section asks for (folders): each pair of ``layers.cross`` × corpus."""
-    return [layers_cross_run(results, a, b, c) for a, b in layers.get("cross", []) for c in layers.get("corpora", [])]
-
-
-LAYERS_RUN = layers_id("{model}", "{corpus}")
-LAYERS_CROSS = layers_cross_id("{model_a}", "{model_b}", "{corpus}")
 PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json
-
-
-def layers_runs(layers: dict, results) -> list[str]:
-    """Every analysis a config's layers section asks for (folders): each model, then each static table, × corpus."""
-    models = layers.get("models", []) + layers.get("static", [])
-    return [layers_run(results, m, c) for m in models for c in layers.get("corpora", [])]
 
 
 def stability_runs(results) -> list[str]:

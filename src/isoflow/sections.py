@@ -123,10 +123,10 @@ def _redraw_istar(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
-    from .layout import LAYERS_CROSS, LAYERS_RUN, runs_in
+    from .layers.runs import Analysis, CrossComparison
 
-    runs = [p.parent for _, p in runs_in(folder / RUNS, f"{LAYERS_RUN}/meta.json")]
-    runs += [p.parent for _, p in runs_in(folder / RUNS, f"{LAYERS_CROSS}/cross.json")]  # two models' layers compared
+    runs = [p.parent for _, p in Analysis.found_in(folder / RUNS, "meta.json")]
+    runs += [p.parent for _, p in CrossComparison.found_in(folder / RUNS, "cross.json")]  # two models compared
     return [["layers-report", *sorted(map(str, runs)), *_outputs(folder)]]
 
 

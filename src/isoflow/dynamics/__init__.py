@@ -5,11 +5,12 @@ A series is a model the config knows at a list of revisions (:func:`series_check
 pretraining runs at every checkpoint it keeps (``pretrain --checkpoints N``: the schedule is
 :func:`isoflow.checkpoints.checkpoint_steps` of its settings, known before it trains, so that the workflow plans every
 job at once), or a hub model or model folder at the revisions the config lists (Pythia's ``step0`` … ``step143000``).
-The workflow measures each checkpoint × corpus as one job (the layers section's measures, made cheaper:
-:class:`~isoflow.dynamics.settings.DynamicsSettings`), at ``runs/<series>/<corpus>/<revision>/``
-(:class:`isoflow.dynamics.runs.Measurement`). Each checkpoint's layers are also compared with the next checkpoint's and with
-the last's (linear CKA on the same words, :func:`checkpoint_pairs`: one ``isoflow layers-cross`` job a pair, at
-``runs/cka/<series>/<corpus>/<revision>/<later>/``).
+The workflow measures each checkpoint × corpus × kind of point (``dynamics.points``: every token, or each sentence's
+last) as one job (the layers section's measures, made cheaper: :class:`~isoflow.dynamics.settings.DynamicsSettings`), at
+``runs/<series>/<corpus>/<points>/<revision>/`` (:class:`isoflow.dynamics.runs.Measurement`). Each checkpoint's layers
+are also compared with the next checkpoint's and with the last's (linear CKA on the same words,
+:func:`checkpoint_pairs`: one ``isoflow layers-cross`` job a pair, at
+``runs/cka/<series>/<corpus>/<revision>/<later>/``, :class:`isoflow.dynamics.runs.Comparison`).
 
 Examples
 --------

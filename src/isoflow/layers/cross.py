@@ -23,10 +23,10 @@ import numpy as np
 import torch
 
 from .. import corpora
-from ..layout import layers_cross_run
 from ..models.spec import ModelSpec
 from . import CROSS_COLUMNS, CROSS_FILES, CROSS_WORDS
 from .encoder import Encoder, batches, load_encoder
+from .runs import CrossComparison
 
 
 def words_sample(sentences, n_words: int, seed: int) -> list[list[str]]:
@@ -121,7 +121,7 @@ def run_cross(
         raise ValueError(f"{static[0]} is a static table: CKA across layers needs two contextual models")
     names = [i.model.name for i in inputs]
     corpus_label = corpus_name or corpora.corpus_name(corpus)
-    out = Path(out or layers_cross_run(results, names[0], names[1], corpus_label))
+    out = Path(out or CrossComparison(names[0], names[1], corpus_label).path(results))
     place = Place(out, "cross.json", expected=CROSS_FILES, force=force, kind="cross-model CKA")
 
     def body() -> Outcome:

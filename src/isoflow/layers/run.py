@@ -32,7 +32,6 @@ import pandas as pd
 import torch
 
 from .. import corpora, interrupt
-from ..layout import layers_run
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..models.resolve import ResolvedModel
@@ -46,6 +45,7 @@ from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
+from .runs import Analysis
 from .store import LayerStore
 
 logger = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 
 def layers_dir(model: str, corpus: str, results: str | os.PathLike = "results") -> Path:
     """``results/layers/runs/<model>/<corpus>`` (the layers section's runs; ``corpus``: its name)."""
-    return Path(layers_run(results, model, corpus))
+    return Path(Analysis(model, corpus).path(results))
 
 
 def _warn_unmeasured(model: str, corpus: str, layer: int, row: dict) -> None:
