@@ -172,9 +172,9 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
     assert [v for v, _ in layout.runs_in(tmp_path, layout.FINETUNE_LR_RUN + ".json")] == [
         {"task": "polarity", "model": "minilm", "lr": "1e-05", "seed": "0"}
     ]
-    assert [v for v, _ in Analysis.found_in(tmp_path, "meta.json")] == [Analysis("gpt2", "brown")]
+    assert [v for v, _ in Analysis.found_in(tmp_path, "/meta.json")] == [Analysis("gpt2", "brown")]
     compared = CrossComparison("gpt2", "bert", "brown")
-    assert [v for v, _ in CrossComparison.found_in(tmp_path, "cross.json")] == [compared]
+    assert [v for v, _ in CrossComparison.found_in(tmp_path, "/cross.json")] == [compared]
     assert layout.runs_in(tmp_path / "absent", layout.FINETUNE_RUN + ".json") == []
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from pathlib import Path
 from typing import ClassVar
 
@@ -128,8 +129,9 @@ def runs_in(folder, template: str) -> list[tuple[dict[str, str], Path]]:
 
 
 class RunId:
-    """A run's identity as one value: a frozen dataclass of strings (its fields) whose ``TEMPLATE`` names the run's
-    folder below ``<results>/<SECTION>/runs/``, each ``{field}`` held to its :data:`WILDCARDS` constraint. The one type
+    """A run's identity as one value: a frozen dataclass (its fields: strings, or ints such as a seed) whose
+    ``TEMPLATE`` names the run's folder below ``<results>/<SECTION>/runs/``, each ``{field}`` held to its
+    :data:`WILDCARDS` constraint. The one type
     that writes the path (:meth:`identity`, :meth:`path`), reads it back (:meth:`read`, :meth:`of_folder`) and gives
     the workflow's rules their outputs, log and timings with the fields as wildcards (:meth:`pattern`,
     :meth:`log_pattern`, :meth:`benchmark_pattern`).
@@ -162,9 +164,14 @@ class RunId:
 
     @classmethod
     def read(cls, identity: str):
-        """The run a path below ``runs/`` names, or None."""
+        """The run a path below ``runs/`` names, or None; each field as its type (a seed an int)."""
         named = read_identity(cls.TEMPLATE, identity)
-        return None if named is None else cls(**named)
+        return None if named is None else cls._typed(named)
+
+    @classmethod
+    def _typed(cls, named: dict[str, str]):
+        types = typing.get_type_hints(cls)
+        return cls(**{key: types[key](value) for key, value in named.items()})
 
     @classmethod
     def of_folder(cls, folder):
@@ -173,9 +180,10 @@ class RunId:
         return cls.read("/".join(Path(folder).parts[-depth:]))
 
     @classmethod
-    def found_in(cls, runs, name: str) -> list:
-        """Every run of this type under ``runs`` (a section's runs folder) that has the file ``name``, by path."""
-        return [(cls(**named), path) for named, path in runs_in(runs, f"{cls.TEMPLATE}/{name}")]
+    def found_in(cls, runs, suffix: str) -> list:
+        """Every run of this type under ``runs`` (a section's runs folder) with the file its path and ``suffix`` name
+        (``"/meta.json"``: a file in the run's folder; ``".json"``: the run's own file), by path."""
+        return [(cls._typed(named), path) for named, path in runs_in(runs, f"{cls.TEMPLATE}{suffix}")]
 
     @classmethod
     def pattern(cls, results) -> str:

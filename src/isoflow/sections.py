@@ -125,8 +125,8 @@ def _redraw_istar(folder: Path, tmp: Path) -> Commands:
 def _redraw_layers(folder: Path, tmp: Path) -> Commands:
     from .layers.runs import Analysis, CrossComparison
 
-    runs = [p.parent for _, p in Analysis.found_in(folder / RUNS, "meta.json")]
-    runs += [p.parent for _, p in CrossComparison.found_in(folder / RUNS, "cross.json")]  # two models compared
+    runs = [p.parent for _, p in Analysis.found_in(folder / RUNS, "/meta.json")]
+    runs += [p.parent for _, p in CrossComparison.found_in(folder / RUNS, "/cross.json")]  # two models compared
     return [["layers-report", *sorted(map(str, runs)), *_outputs(folder)]]
 
 

@@ -10,7 +10,7 @@ rule toy:
 
 rule toy_run:
     output:
-        f"{section_dir('toy')}/runs/seed{{seed}}.json",
+        f"{ToyRun.pattern(RESULTS)}.json",
     shell:
         "isoflow toy --seed {wildcards.seed} {TOY_OPTIONS} --out {output}"
 

@@ -1,3 +1,4 @@
+from isoflow.toy import ToyRun
 from isoflow.toy.settings import ToySettings
 
 TOY = config["toy"]
@@ -5,7 +6,7 @@ TOY_OPTIONS = command_line(ToySettings, TOY)
 
 
 def runs_of_toy():
-    return [f"{section_dir('toy')}/runs/seed{s}.json" for s in TOY["seeds"]]
+    return [f"{ToyRun(s).path(RESULTS)}.json" for s in TOY["seeds"]]
 
 
 def toy_files():

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 
+from isoflow.layout import RunId
+
 from .settings import ToySettings
+
+
+@dataclass(frozen=True)
+class ToyRun(RunId):
+    """One run: ``<results>/toy/runs/seed<S>`` (add ``.json``), written by the command and named by the rules."""
+
+    SECTION: ClassVar[str] = "toy"
+    TEMPLATE: ClassVar[str] = "seed{seed}"
+    seed: int
 
 
 def cloud(seed: int, settings: ToySettings) -> torch.Tensor:
