@@ -763,7 +763,7 @@ def test_the_roll_depth_is_also_viewed_without_its_far_out_cluster(tmp_path):
         dev=torch.device("cpu"), settings=LayerSettings(sample_cap=10_000, k_max=3, k_lid=5, kmeans_samples=2)
     )
     store = SimpleNamespace(layer=lambda i: X)
-    done = _measure_layer(job, store, 1, types, positions, Counter(types), {"middle": 2, "roll": 1})
+    done = _measure_layer(job, store, 0, 1, types, positions, Counter(types), {"middle": 2, "roll": 1})
     views = pd.concat(done["views"], ignore_index=True).assign(model="m", corpus="c")
     assert done["row"]["cluster_k"] == 2 and sorted(views["view"].unique()) == sorted(["roll", ROLL_LARGEST])
     largest = views[views["view"] == ROLL_LARGEST]
@@ -1025,3 +1025,36 @@ def test_the_spectrum_figure_draws_each_measure_without_outliers_and_without_fir
     labels = [h.get_label() for h in keys[list(figs).index("layers_spectrum")]]
     assert labels == ["minilm", "plain-bert", "each layer", "each layer, without the outlier dimensions",
                       "each layer, without first positions"]  # fmt: skip
+
+
+def test_a_subset_of_layers_is_the_same_measurement_of_those_layers(tiny_gpt2, tmp_path):
+    """--layers: only the named states are stored and measured, each row and CKA cell equal to the full analysis'
+    (the same tokens, the same samples); the record names them; a view layer outside them, an index past the model's
+    states or a spec that is no index or slice is refused in one line (the last before anything loads)."""
+    from isoflow.layers.run import run_layers
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(1)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=8)) for _ in range(80)) + "\n")
+    kw = dict(settings=LayerSettings(max_tokens=300, k_lid=5, k_max=3, kmeans_samples=1, kmeans_starts=1),
+              device="cpu", progress=False, results=tmp_path)  # fmt: skip
+    full = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "full", **kw)
+    some = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "some", layers="0,-1", **kw)
+    n_states = json.loads((full / "meta.json").read_text())["n_layers"]
+    meta = json.loads((some / "meta.json").read_text())
+    assert meta["layers_measured"] == [0, n_states - 1] and meta["view_layer"] == n_states - 1
+    rows = pd.read_parquet(some / "layers.parquet")
+    every = pd.read_parquet(full / "layers.parquet")
+    pd.testing.assert_frame_equal(rows, every[every.layer.isin([0, n_states - 1])].reset_index(drop=True))
+    cka = pd.read_parquet(some / "cka.parquet")
+    full_cka = pd.read_parquet(full / "cka.parquet")
+    kept = full_cka[full_cka.layer_a.isin([0, n_states - 1]) & full_cka.layer_b.isin([0, n_states - 1])]
+    pd.testing.assert_frame_equal(cka.reset_index(drop=True), kept.reset_index(drop=True))
+    measures = rf"\[0, {n_states - 1}\]"
+    with pytest.raises(ValueError, match=rf"view layer 1 is not measured: --layers 0,-1 measures {measures}"):
+        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "v", layers="0,-1", view_layer=1, **kw)
+    with pytest.raises(ValueError, match=rf"layer 9 is out of range; the model has states 0..{n_states - 1}"):
+        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "o", layers="9", **kw)
+    with pytest.raises(ValueError, match=r"'every' is neither a layer's index nor a slice; give e.g. 0,6,12"):
+        run_layers("no-such-model", str(corpus), out=tmp_path / "s", layers="every", **kw)

@@ -199,7 +199,6 @@ class RunId:
         return benchmark_path(results, cls.SECTION, cls.TEMPLATE)
 
 
-
 def runs_dir(results, section: str) -> str:
     """``<results>/<section>/runs``."""
     return f"{results}/{section}/{RUNS}"

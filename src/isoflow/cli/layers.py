@@ -30,7 +30,14 @@ def add_parser(sub) -> None:
         "--view-layer",
         type=options.int_at_least(0),
         default=None,
-        help="layer of the PCA view (default: the middle one)",
+        help="layer of the PCA view (default: the middle one measured)",
+    )
+    y.add_argument(
+        "--layers",
+        default=None,
+        metavar="SPEC",
+        help="measure only these states (0 = embeddings, -1 = the last; indices and slices, e.g. 0,6,12 or ::4,-1: "
+        "every fourth and the last); only they are stored (default: every layer)",
     )
     options.layer_run(y, "results/layers/runs/<model>/<corpus>")
     y.set_defaults(func=run)
@@ -48,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         corpus_name=args.corpus_name,
         types=args.types,
         view_layer=args.view_layer,
+        layers=args.layers,
         out=args.out,
         results=args.results,
         data_dir=args.data_dir,

@@ -47,6 +47,7 @@ from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
 from .store import LayerStore
+from .subset import check_spec, chosen_layers
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +84,13 @@ def run_layers(
     force: bool = False,
     progress: bool | None = None,
     corpus_name: str | None = None,
+    layers: str | None = None,
 ) -> Path:
     """Analyse ``model`` on ``corpus`` (see the module docstring); returns the output directory. ``model``: a name or
     path, or a :class:`~isoflow.models.spec.ModelSpec` (outputs under its name, else the folder's; a revision: a
-    checkpoint of a hub id or of a local series; a dtype: :func:`isoflow.models.resolve.resolve_model`)."""
+    checkpoint of a hub id or of a local series; a dtype: :func:`isoflow.models.resolve.resolve_model`). ``layers``:
+    the states measured (:mod:`isoflow.layers.subset`; None: every one) — only those are stored and measured."""
+    check_spec(layers)
     if types not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {types!r}")
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -96,7 +100,7 @@ def run_layers(
     out = Path(out or layers_dir(inputs.model.name, corpus_label, results))
     place = Place(out, "meta.json", expected=LAYER_FILES, force=force, kind="layers")
     job = _Job(inputs.model, inputs.model.name, [], settings, types, view_layer, inputs.cache, mirror, inputs.device,
-               batch_size, stream, out, {}, progress, None)  # fmt: skip
+               batch_size, stream, out, {}, progress, None, layers)  # fmt: skip
     return run_section("layers", place, lambda: _measured(job, corpus, corpus_label))
 
 
@@ -120,6 +124,8 @@ def _measured(job: _Job, corpus: str, corpus_label: str) -> Outcome:
     if job.stream and not static:
         what = {k: meta[k] for k in ("model", "corpus", "corpus_sentences", "types")}
         identity = {**what, "settings": settings.dict(), "source": resolved.source, "batch_size": job.batch_size}
+        if job.layers is not None:  # a subset is another run (the states kept are the subset's)
+            identity["layers"] = job.layers
         job.partial = PartialRun(job.out, identity)
     outputs = _static(job) if static else _contextual(job)
     for row in outputs[0]:
@@ -173,6 +179,7 @@ class _Job:
     timings: dict
     progress: bool | None
     partial: PartialRun | None  # where a contextual model's streamed analysis keeps its progress (set by the body)
+    layers: str | None  # the states measured (isoflow.layers.subset); None: every one
 
 
 def roll_layer(n_states: int) -> int:
@@ -237,10 +244,14 @@ def _contextual(job: _Job):
     encoder = load_encoder(model, dev)
     timings["load_model"] = time.perf_counter() - t
     n_layers = encoder.n_states
-    view_layer = n_layers // 2 if job.view_layer is None else job.view_layer
+    measured = chosen_layers(job.layers, n_layers)
+    view_layer = measured[len(measured) // 2] if job.view_layer is None else job.view_layer
     if not 0 <= view_layer < n_layers:
         raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
-    views_wanted = {"middle": view_layer, "roll": roll_layer(n_layers)}  # a shallow model may have them at one layer
+    if view_layer not in measured:
+        raise ValueError(f"view layer {view_layer} is not measured: --layers {job.layers} measures {measured}")
+    # A shallow model may have both views at one layer; a subset, the roll's at the measured layer nearest its depth
+    views_wanted = {"middle": view_layer, "roll": min(measured, key=lambda k: abs(k - roll_layer(n_layers)))}
     t = time.perf_counter()
     chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
     n_points = sum(count_points(encoder, words, types) for words in chosen)
@@ -249,17 +260,17 @@ def _contextual(job: _Job):
         raise ValueError(f"the corpus gave no {types} to analyse")
     timings["sample"] = time.perf_counter() - t
     partial = job.partial
-    store = (
-        partial.store(n_layers, n_points, encoder.dim)
+    store = (  # the measured states only, the store's k-th the state measured[k]
+        partial.store(len(measured), n_points, encoder.dim)
         if partial is not None
-        else LayerStore(n_layers, n_points, encoder.dim, out.parent if stream else None)
+        else LayerStore(len(measured), n_points, encoder.dim, out.parent if stream else None)
     )
     with store:
         tokens = partial.encoded() if partial is not None else None
         # The stages an earlier process made, and its threads (this one's are the record's own `threads`).
         earlier_threads = {} if tokens is None else {"encode": _threads(tokens)}
         if tokens is None:
-            tokens = _encode(job, encoder, chosen, store)
+            tokens = _encode(job, encoder, chosen, store, measured)
             if partial is not None:
                 partial.save_encoded(**tokens)
         else:
@@ -272,12 +283,12 @@ def _contextual(job: _Job):
         rows, views, clusters, kmeans, dims, types_curve, resumed = [], [], [], [], [], [], []
         before = partial.measured_layers() if partial is not None else []
         resuming = f" ({len(before)} measured before, resumed)" if before else ""
-        bar = progress_bar(progress, n_layers, f"{job.name}: measuring{resuming}", "layer")
-        for layer in range(n_layers):
+        bar = progress_bar(progress, len(measured), f"{job.name}: measuring{resuming}", "layer")
+        for stored, layer in enumerate(measured):
             done = partial.measured(layer) if partial is not None else None
             if done is None:
                 t = time.perf_counter()
-                done = _measure_layer(job, store, layer, type_arr, position_arr, freq, views_wanted)
+                done = _measure_layer(job, store, stored, layer, type_arr, position_arr, freq, views_wanted)
                 done["seconds"] = time.perf_counter() - t
                 done["threads"] = torch.get_num_threads()
                 if partial is not None:
@@ -298,7 +309,7 @@ def _contextual(job: _Job):
         if bar is not None:
             bar.close()
         t = time.perf_counter()
-        cka = layer_cka(store, position_arr, settings, dev)
+        cka = layer_cka(store, position_arr, settings, dev, measured)
         timings["cka"] = time.perf_counter() - t
         streamed = store.on_disk
     t = time.perf_counter()
@@ -306,6 +317,7 @@ def _contextual(job: _Job):
     timings["input_table"] = time.perf_counter() - t
     info = {
         "n_layers": n_layers,
+        **({"layers_measured": measured} if job.layers is not None else {}),
         "dim": encoder.dim,
         "n_points": n_points,
         "sentences_used": len(chosen),
@@ -336,8 +348,9 @@ def _contextual(job: _Job):
     return rows, views, clusters, kmeans, dims, types_curve, cka, info
 
 
-def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings, dev) -> list[dict]:
-    """Linear CKA (biased and debiased) between every pair of the store's layers on the seeded sample of
+def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings, dev, layers: list[int]) -> list[dict]:
+    """Linear CKA (biased and debiased) between every pair of the store's layers (``layers``: the state each holds) on
+    the seeded sample of
     ``pair_points`` points that uniformity is measured on (:func:`isoflow.layers.measure.pair_sample`), and on the
     same kind of sample of the points past each sentence's first position (a pre-norm LM's first position carries
     most of the centred variance in the middle layers, so the two can differ): rows of :data:`CKA_COLUMNS`, both
@@ -363,8 +376,8 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
                 out.append(
                     {
                         "subset": subset,
-                        "layer_a": a,
-                        "layer_b": b,
+                        "layer_a": layers[a],
+                        "layer_b": layers[b],
                         "n_points": len(chosen),
                         "cka": float(biased[a, b]),
                         "cka_debiased": float(debiased[a, b]),
@@ -378,9 +391,9 @@ def _threads(saved: dict) -> int | None:
     return None if saved.get("threads") is None else int(saved["threads"])
 
 
-def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
-    """Every layer's states of the chosen sentences into ``store``; returns what the tokens are (types, positions,
-    ids), the special tokens left out and the seconds it took."""
+def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[int]) -> dict:
+    """The ``measured`` layers' states of the chosen sentences into ``store``; returns what the tokens are (types,
+    positions, ids), the special tokens left out and the seconds it took."""
     t = time.perf_counter()
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []
@@ -388,7 +401,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
     n_special = 0
     bar = progress_bar(job.progress, len(chosen), f"{job.name}: encoding", "sent")
     for batch in batches(encoder, chosen, batch_size=job.batch_size, mode=job.types):
-        store.append(batch.layers)
+        store.append([batch.layers[i] for i in measured])
         type_list += batch.types
         position_parts.append(batch.positions)
         id_parts.append(batch.token_ids)
@@ -408,9 +421,12 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore) -> dict:
     }
 
 
-def _measure_layer(job: _Job, store: LayerStore, layer: int, type_arr, position_arr, freq, views_wanted) -> dict:
-    """One layer's row of layers.parquet and what it adds to the other files (PCA views where one is wanted)."""
-    points = torch.from_numpy(store.layer(layer)).to(job.dev)
+def _measure_layer(
+    job: _Job, store: LayerStore, stored: int, layer: int, type_arr, position_arr, freq, views_wanted
+) -> dict:
+    """One layer's row of layers.parquet (``layer``: the model's state, ``stored``: its place in ``store``) and what
+    it adds to the other files (PCA views where one is wanted)."""
+    points = torch.from_numpy(store.layer(stored)).to(job.dev)
     row, extra = layer_metrics(points, type_arr, job.settings, position_arr)
     layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
     views = []
