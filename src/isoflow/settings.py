@@ -92,10 +92,6 @@ def _kind(cls, f: dataclasses.Field) -> tuple[type, bool]:
     return (args[0] if args else hint), False
 
 
-def _is_list(cls, f: dataclasses.Field) -> bool:
-    return _kind(cls, f)[1]
-
-
 def check_value(name: str, value: Any, meta: dict) -> None:
     """Raise ValueError naming ``name``, the allowed range and the value, unless ``value`` is allowed."""
     if meta.get("choices") is not None:

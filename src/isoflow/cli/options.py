@@ -44,13 +44,6 @@ def unit_interval(text: str) -> float:
     return value
 
 
-def positive_float(text: str) -> float:
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0; got {text}")
-    return value
-
-
 def seed_list(text: str) -> list[int]:
     try:
         seeds = [int(x) for x in text.split(",") if x.strip()]
