@@ -72,7 +72,7 @@ pull:
 
 # docs/results/<publication>: a section of the workflow under its config (isoflow.sections.PUBLICATIONS: optimize,
 # supersense-ablation, istar, nonlinear-head(-2), layers, finetune, finetune-longer, finetune-plain, stability,
-# pretrain), then its tables, figures and the
+# pretrain, training-dynamics), then its tables, figures and the
 # runs they were made from copied to docs/results/<publication> (replaced as a whole, only on success; other
 # publications are left as they are), by scripts/publish_results.py, which records the command in PUBLISHED.json.
 # Hours on 2 CPU cores in all (far less on a GPU); resumable. `make reproduce` does every publication.

@@ -179,15 +179,16 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
         assert main(argv) == 0, capsys.readouterr().err
         compared.append(str(out))
 
-    where = ["--tables", str(tmp_path / "t"), "--figures", str(tmp_path / "f")]
+    section = tmp_path / "results" / "dynamics"
+    where = ["--tables", str(section / "tables"), "--figures", str(section / "figures")]
     assert main(["dynamics-report", *folders, *compared, *where]) == 0
-    table = pd.read_csv(tmp_path / "t" / "dynamics.csv")
+    table = pd.read_csv(section / "tables" / "dynamics.csv")
     layers = by_revision.layer.nunique()
     assert len(table) == 2 * 3 * layers and sorted(table.step.unique()) == [0, 1, 5]
     assert list(table.columns[:7]) == ["model", "series", "corpus", "points", "revision", "step", "layer"]
     step1 = table[(table.step == 1) & (table.points == "tokens")].reset_index(drop=True)
     assert step1.isoscore.tolist() == pytest.approx(by_revision.isoscore.tolist())
-    cka = pd.read_csv(tmp_path / "t" / "dynamics_cka.csv")
+    cka = pd.read_csv(section / "tables" / "dynamics_cka.csv")
     assert len(cka) == 3 * layers
 
     # Each layer's CKA to the same layer of the previous and of the last checkpoint, read from the comparisons' rows
@@ -203,7 +204,7 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
     assert by_step[0].cka_to_last.tolist() == pytest.approx(same_layer("step0", "step5"))
     assert by_step[1].cka_to_last.tolist() == pytest.approx(same_layer("step1", "step5"))
     assert 0 < cka.cka_to_last.min() and cka.cka_to_last.max() <= 1 + 1e-9
-    read = pd.read_csv(tmp_path / "t" / "dynamics_readings.csv")
+    read = pd.read_csv(section / "tables" / "dynamics_readings.csv")
     assert len(read) == len(CLAIMS) + 3 and set(read.seeds) == {1}  # + Li et al.'s phases on their own points
     # Every reading made, but α-ReQ on Li et al.'s ranks 12-100: the tiny model has fewer dimensions
     untested = read[read.word.str.startswith("untested")]
@@ -211,7 +212,23 @@ def test_a_series_is_measured_at_each_checkpoint_as_the_layers_section_measures_
         "untested (a value left empty at a checkpoint)"
     }
     for stem in REPORT_FIGURES:
-        assert (tmp_path / "f" / f"{stem}.png").stat().st_size > 20_000
+        assert (section / "figures" / f"{stem}.png").stat().st_size > 20_000
+
+    # Published: the tables, the figures and each run's compact record (no samples); redrawn from them, the same tables
+    from isoflow.publishing.publish import publish
+    from isoflow.sections import SECTIONS
+
+    published = tmp_path / "published"
+    files = publish("training-dynamics", tmp_path / "results", published, root=tmp_path)
+    kept = {p.name for p in files if p.parts[len(published.parts)] == "runs"}
+    assert kept == {"meta.json", "layers.csv", "cross.json", "cross.parquet"}
+    one = published / "runs" / Measurement("tiny", "notes", "tokens", "step1").identity()
+    assert (one / "layers.csv").is_file() and not (one / "pca.parquet").exists()
+    for command in SECTIONS["dynamics"].redraw(published, tmp_path):
+        assert main(command) == 0
+    for name in ("dynamics", "dynamics_cka", "dynamics_readings"):
+        redrawn = (published / "tables" / f"{name}.csv").read_text()
+        assert redrawn == (section / "tables" / f"{name}.csv").read_text(), name
     from isoflow.dynamics.report import read_runs
 
     with pytest.raises(FileNotFoundError, match="not a checkpoint's measurement"):

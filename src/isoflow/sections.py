@@ -57,6 +57,9 @@ class Section:
     run_rules: tuple[str, ...] = ()  # the Snakemake rules of its runs (their target: <name>_runs)
     report_rules: tuple[str, ...] = ()  # the Snakemake rules of its report (the target <name> needs them all)
     published_runs: str = "tree"  # "listed": the runs its aggregate's runs.csv lists; "tree": the whole runs/ folder
+    # "tree" only: the names of the run files published (none: every file) — a section of many runs publishes compact
+    # records, not its samples (the dynamics section: each checkpoint's record and row of measures)
+    published_files: tuple[str, ...] = ()
     shares_runs_with: str | None = None  # a section whose runs some of its rows reuse (istar's λ = 0: optimize's)
     # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) ->
     # commands.
@@ -149,6 +152,14 @@ def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
 def _redraw_stability(folder: Path, tmp: Path) -> Commands:
     """From its committed estimates (recomputing them, seeded, agrees only to rounding: BLAS and threads differ)."""
     return [["stability", "--from-runs", "--runs", str(folder / RUNS), *_outputs(folder)]]
+
+
+def _redraw_dynamics(folder: Path, tmp: Path) -> Commands:
+    from .dynamics.runs import Comparison, Measurement
+
+    runs = [p.parent for _, p in Measurement.found_in(folder / RUNS, "/meta.json")]
+    runs += [p.parent for _, p in Comparison.found_in(folder / RUNS, "/cross.json")]
+    return [["dynamics-report", *sorted(map(str, runs)), *_outputs(folder)]]
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
@@ -292,6 +303,8 @@ SECTIONS: dict[str, Section] = {
             settings="isoflow.dynamics.settings.DynamicsSettings",
             run_rules=("dynamics_run", "dynamics_cka"),
             report_rules=("dynamics_report",),
+            published_files=("meta.json", "layers.csv", "cross.json", "cross.parquet"),
+            redraw=_redraw_dynamics,
             config_keys=("dynamics",),
             run_inputs=("{data}/pretrained",),
             summary="every checkpoint of a model's series measured layer by layer, on the same tokens at each",
@@ -341,6 +354,7 @@ PUBLICATIONS: dict[str, Publication] = {
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),
         Publication("stability", "stability", "config/reproduce-offline.yaml"),
         Publication("pretrain", "pretrain", "config/reproduce-offline.yaml"),
+        Publication("training-dynamics", "dynamics", "config/training-dynamics.yaml"),
     )
 }
 

@@ -29,14 +29,15 @@ SEED = re.compile(r"-seed\d+$")
 CKA = ("cka_to_previous", "cka_to_last")  # the columns the comparisons fill
 IDS = ("model", "series", "corpus", "points", "revision", "step")  # a row's first columns, before its layer's
 CHECKPOINT = ["series", "corpus", "revision", "layer"]  # a comparison's row: a checkpoint's layer
+LAYERS = ("layers.parquet", "layers.csv")  # a measurement's rows: in its run folder, and in a publication
 
 
 def _named(folder: Path) -> Measurement | Comparison:
     """The run a folder holds (a checkpoint's measurement, or two checkpoints compared); a folder that is neither is
     refused in one line."""
-    for kind, table in ((Comparison, "cross.parquet"), (Measurement, "layers.parquet")):
+    for kind, tables in ((Comparison, ("cross.parquet",)), (Measurement, LAYERS)):
         run = kind.of_folder(folder)
-        if run is not None and (folder / table).is_file():
+        if run is not None and any((folder / table).is_file() for table in tables):
             if step_of(run.revision) is None:
                 raise ValueError(f"{folder}: revision {run.revision!r} names no step (step<N>); rename its folder")
             return run
@@ -45,6 +46,14 @@ def _named(folder: Path) -> Measurement | Comparison:
         "comparison of two (cka/<series>/<corpus>/<revision>/<later>/cross.parquet); run `snakemake dynamics_runs` "
         "first"
     )
+
+
+def _layers(folder: Path) -> pd.DataFrame:
+    """A measurement's rows: its layers.parquet, or in a publication its layers.csv (the same numbers, exactly: pandas
+    writes floats with every digit they need)."""
+    if (folder / "layers.parquet").is_file():
+        return pd.read_parquet(folder / "layers.parquet")
+    return pd.read_csv(folder / "layers.csv")
 
 
 def _identified(frame: pd.DataFrame, run: Measurement) -> pd.DataFrame:
@@ -104,7 +113,7 @@ def read_runs(folders: Sequence[str | os.PathLike]) -> tuple[pd.DataFrame, pd.Da
     for folder in map(Path, folders):
         run = _named(folder)
         if isinstance(run, Measurement):
-            measured.append(_identified(pd.read_parquet(folder / "layers.parquet"), run))
+            measured.append(_identified(_layers(folder), run))
         else:
             pairs.append(_same_layer_cka(folder, run))
     if not measured:

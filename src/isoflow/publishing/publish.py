@@ -98,10 +98,17 @@ def _copy_listed(results: Path, runs_csv: Path, staging: Path, published: Path, 
         writer.writerows(rows)
 
 
-def _copy_tree(runs: Path, staging: Path) -> None:
+def _copy_tree(runs: Path, staging: Path, names: tuple[str, ...] = ()) -> None:
+    """The runs folder, but hidden files (a run in progress); ``names``: only the files so named (and their folders)."""
     if not runs.is_dir():
         raise PublishError(f"{runs}: no runs; run the section's workflow target first")
-    shutil.copytree(runs, staging / RUNS, ignore=shutil.ignore_patterns(".*"))
+
+    def ignored(folder: str, entries: list[str]) -> set[str]:
+        hidden = {e for e in entries if e.startswith(".")}
+        others = {e for e in entries if names and e not in names and not (Path(folder) / e).is_dir()}
+        return hidden | others
+
+    shutil.copytree(runs, staging / RUNS, ignore=ignored)
 
 
 def _made(info: dict) -> list[tuple[str, bool, object]]:
@@ -178,7 +185,7 @@ def publish(
             if section.published_runs == "listed":
                 _copy_listed(results, where / "aggregate" / "runs.csv", staging, dest, root)
             else:
-                _copy_tree(where / RUNS, staging)
+                _copy_tree(where / RUNS, staging, section.published_files)
     except OutputExistsError as err:
         raise PublishError(str(err).replace("--out", "another destination")) from None
     return sorted(p for p in dest.rglob("*") if p.is_file() and p.name != MARKER)
