@@ -7,11 +7,14 @@
 #                                          # carry=[".whl"], timeout_s=600)
 #   OUT=/tmp/x bash benchmarks/gpu_check.sh dry   # here, on the CPU: every step on a tiny case, saying what it skipped
 #                                                 # (the test suite runs it, so a lent GPU never meets a broken script)
+#   bash benchmarks/gpu_check.sh large     # there, a call of its own (about 5 minutes): every layer of a random
+#                                          # Llama-3.2-1B shape in bf16 over 20,000 tokens (benchmarks/large_layers.py)
 #
 # There it writes under $OUT: gpu.txt (the GPU, driver, versions), tests.log (the CUDA metric and device tests),
 # metric-step-cuda.json and .log (benchmarks/metric_step_device.py: the step against one X·Xᵀ, strips against square
 # blocks, kernel launches) and metrics-cuda.json and .log (benchmarks/metrics.py --device cuda against the reference
-# on the machine's CPU). Copy the JSONs to benchmarks/results/ and say in docs/performance.md what they show.
+# on the machine's CPU); `large`: large-layers-cuda.json and .log (tokens/s, each layer's seconds, peak host and GPU
+# memory). Copy the JSONs to benchmarks/results/ and say in docs/performance.md what they show.
 set -o pipefail
 WHEELS=(IsoScore==2.0.1 scikit-dimension==0.5.0)
 
@@ -24,7 +27,9 @@ fi
 
 : "${OUT:?run on the device machine, where \$OUT is set (or set it to a folder for a dry run)}"
 DEVICE=cuda TINY=() STEP_TIMEOUT=100 METRICS_TIMEOUT=330 TESTS=()
+LARGE=(--shape llama-3.2-1b --dtype bfloat16 --tokens 20000 --sample-cap 5000)
 if [[ "${1:-}" == dry ]]; then
+    LARGE=(--shape tiny-llama --dtype bfloat16 --tokens 2000 --sample-cap 500)
     # the device tests' CPU cases are the suite's own: collected here (the selection is checked), not run twice
     DEVICE=cpu TINY=(--tiny) STEP_TIMEOUT=300 METRICS_TIMEOUT=300 TESTS=(--collect-only)
     echo "dry run on the CPU: skipped (GPU only): nvidia-smi, the CUDA parametrisations of the tests (collected, not" \
@@ -36,6 +41,14 @@ if compgen -G ".whl/*.whl" >/dev/null; then
     export PYTHONPATH=/tmp/site
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
+large() {
+    timeout 500 python3 benchmarks/large_layers.py --device $DEVICE "${LARGE[@]}" --out "$OUT/large-layers-$DEVICE.json" \
+        2>&1 | tail -5 | tee "$OUT/large-layers-$DEVICE.log"
+}
+if [[ "${1:-}" == large ]]; then
+    large
+    exit
+fi
 {
     [[ $DEVICE == cuda ]] && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
     python3 -c "import torch, sklearn; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'sklearn', sklearn.__version__)"
@@ -47,3 +60,4 @@ timeout $STEP_TIMEOUT python3 benchmarks/metric_step_device.py --device $DEVICE 
     --out "$OUT/metric-step-$DEVICE.json" 2>&1 | tee "$OUT/metric-step-$DEVICE.log"
 timeout $METRICS_TIMEOUT python3 benchmarks/metrics.py --device $DEVICE --runs 1 "${TINY[@]}" \
     --out "$OUT/metrics-$DEVICE.json" 2>&1 | tail -14 | tee "$OUT/metrics-$DEVICE.log"
+if [[ "${1:-}" == dry ]]; then large; fi  # the large step's own call is `large`; dry, it runs here too

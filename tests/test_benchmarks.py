@@ -227,8 +227,8 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     """`gpu_check.sh dry`: every step of the prepared device check on the CPU and a tiny case, saying what it
     skipped; both benchmarks run end to end as a reader runs them, their JSON written and read back (once
     benchmarks/metrics.py crashed after the first case's timings, on a name the flop count reused; a broken script is
-    found here, not on a lent GPU's minutes). The device tests are collected, not run (the suite runs them). Over 60 s
-    on 2 cores: two benchmark processes, each timing every side."""
+    found here, not on a lent GPU's minutes). The device tests are collected, not run (the suite runs them); the
+    large-model step (its own call there) runs on the tiny shape. Over 60 s on 2 cores: three benchmark processes."""
     import json
     import re
 
@@ -246,6 +246,9 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     assert [(r["name"], r["dtype"]) for r in rows] == [("tiny", "float32"), ("tiny", "float64")]
     assert all(r["abs_diff_silhouette"] < 1e-5 and r["ours_gflop"] > 0 and r["ours_over_xxt"] > 0 for r in rows)
     assert written["provenance"]["code"] and written["environment"]["gemm_gflops"]["float64"] > 0
+    (large,) = json.loads((tmp_path / "large-layers-cpu.json").read_text())["results"]  # `gpu_check.sh large`'s step
+    assert large["shape"] == "tiny-llama" and large["dtype"] == "bfloat16" and large["tokens_per_second"] > 0
+    assert set(large["layer_seconds"]) == {f"layer{i}" for i in range(large["n_states"])}
 
 
 def test_the_suite_durations_record_names_every_test_as_pytest_does(tmp_path):
@@ -339,3 +342,46 @@ def test_every_test_a_committed_suite_record_found_over_a_minute_says_why():
         if found and "Over 60 s" not in (ast.get_docstring(found[0]) or ""):
             unexplained.append(test)
     assert unexplained == []
+
+
+def test_the_published_shapes_have_their_model_cards_parameters():
+    """benchmarks/model_shapes.py: each shape, built on the meta device, has the parameter count its model card
+    publishes (SmolLM2-135M, Qwen2.5-0.5B, Llama-3.2-1B, Llama-3.1-8B), so the weights' bytes and FLOPs a budget reads
+    from it are the real model's."""
+    import model_shapes
+
+    assert {name: model_shapes.parameters(name) for name in model_shapes.PUBLISHED_PARAMETERS} == (
+        model_shapes.PUBLISHED_PARAMETERS
+    )
+
+
+@pytest.mark.slow
+def test_a_shape_saved_in_bfloat16_is_measured_in_bfloat16_at_a_subset_of_layers(tmp_path):
+    """A random model of a Llama shape saved in bfloat16 (built in it, no float32 copy), read by `isoflow layers
+    --dtype bfloat16 --layers ::2`: its weights stay bf16, the record names the dtype and the layers measured, and
+    every measured row is finite (the states are taken in float32 before any measure)."""
+    import json
+
+    import model_shapes
+    import pandas as pd
+    from safetensors import safe_open
+
+    from isoflow.cli import main
+
+    text = tmp_path / "text.txt"
+    rng = np.random.default_rng(0)
+    words = "the model reads every layer of a large network in bounded memory and time".split()
+    text.write_text("\n".join(" ".join(rng.choice(words, size=12)) for _ in range(400)) + "\n")
+    made = model_shapes.write_model("tiny-llama", tmp_path / "model", "bfloat16", text, vocab=300)
+    assert made["weights_bytes"] == 2 * made["parameters"]
+    with safe_open(str(tmp_path / "model" / "model.safetensors"), "pt") as weights:
+        assert {str(weights.get_tensor(k).dtype) for k in weights.keys()} == {"torch.bfloat16"}
+    out = tmp_path / "run"
+    argv = ["layers", "--model", str(tmp_path / "model"), "--dtype", "bfloat16", "--layers", "::2", "--corpus",
+            str(text), "--max-tokens", "300", "--k-lid", "5", "--k-max", "3", "--kmeans-samples", "1",
+            "--kmeans-starts", "1", "--device", "cpu", "--quiet", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["source"]["dtype"] == "bfloat16" and meta["layers_measured"] == [0, 2] and meta["n_layers"] == 3
+    rows = pd.read_parquet(out / "layers.parquet")
+    assert rows.layer.tolist() == [0, 2] and np.isfinite(rows[["isoscore", "effective_rank", "twonn"]]).all().all()

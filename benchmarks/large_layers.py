@@ -1,0 +1,98 @@
+"""Benchmark: every layer of a large model's shape (random weights, benchmarks/model_shapes.py) through `isoflow
+layers`, in the dtype asked for: tokens encoded per second, each layer's measuring time, peak host memory and, on a
+GPU, peak GPU memory. Not a test; the GPU check runs it on the Llama-3.2-1B shape in bf16
+(`bash benchmarks/gpu_check.sh large`), the suite on the tiny shape.
+
+    python benchmarks/large_layers.py --shape llama-3.2-1b --dtype bfloat16 --device cuda --out large.json
+
+The text is examples/own/corpus.txt's 80 sentences in seeded orders, repeated until ``--tokens`` (a timing needs
+tokens, not a real corpus: the GPU machine reaches no mirror); the K decision takes one sample of ``--sample-cap``
+points and one start (the section's cheap settings).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import time
+from pathlib import Path
+
+import model_shapes
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTENCES = ROOT / "examples" / "own" / "corpus.txt"
+
+
+def text_of(tokens: int, out: Path) -> Path:
+    """examples/own/corpus.txt's sentences in seeded orders until about ``tokens`` words (twice: the tokenizer's
+    pieces outnumber them)."""
+    lines = [line for line in SENTENCES.read_text().splitlines() if line.strip()]
+    rng, chosen, words = random.Random(0), [], 0
+    while words < 2 * tokens:
+        order = lines[:]
+        rng.shuffle(order)
+        chosen += order
+        words += sum(len(line.split()) for line in order)
+    out.write_text("\n".join(chosen) + "\n")
+    return out
+
+
+def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path) -> dict:
+    import torch
+
+    from isoflow.layers import LayerSettings
+    from isoflow.layers.run import run_layers
+    from isoflow.models.spec import ModelSpec
+
+    text = text_of(tokens, work / "text.txt")
+    t = time.perf_counter()
+    made = model_shapes.write_model(shape, work / "model", dtype, text)
+    made["build_seconds"] = round(time.perf_counter() - t, 1)
+    settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1)
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    out = run_layers(ModelSpec(str(work / "model"), shape, None, dtype), str(text), settings=settings,
+                     out=work / "run", device=device, progress=False)  # fmt: skip
+    wall = time.perf_counter() - t
+    meta = json.loads((out / "meta.json").read_text())
+    seconds = meta["seconds"]
+    layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
+    return {
+        **made,
+        "device": meta["device"],
+        "n_points": meta["n_points"],
+        "n_states": meta["n_layers"],
+        "dim": meta["dim"],
+        "wall_seconds": round(wall, 1),
+        "encode_seconds": round(seconds["encode"], 2),
+        "tokens_per_second": round(meta["n_points"] / seconds["encode"], 1),
+        "layer_seconds": layers,
+        "peak_rss_mb": meta["peak_rss_mb"],
+        "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None,
+        "run_code": meta.get("code"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    from isoflow.records import run_provenance
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shape", default="llama-3.2-1b", choices=sorted(model_shapes.SHAPES))
+    parser.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--tokens", type=int, default=20_000)
+    parser.add_argument("--sample-cap", type=int, default=5_000)
+    parser.add_argument("--out", type=Path, required=True, help="the JSON written")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as work:
+        result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work))
+    args.out.write_text(json.dumps({"provenance": run_provenance(), "results": [result]}, indent=1) + "\n")
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
