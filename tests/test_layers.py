@@ -1058,3 +1058,27 @@ def test_a_subset_of_layers_is_the_same_measurement_of_those_layers(tiny_gpt2, t
         run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "o", layers="9", **kw)
     with pytest.raises(ValueError, match=r"'every' is neither a layer's index nor a slice; give e.g. 0,6,12"):
         run_layers("no-such-model", str(corpus), out=tmp_path / "s", layers="every", **kw)
+
+
+def test_a_model_spread_over_devices_measures_as_one_on_a_device(tiny_gpt2, tmp_path, capsys):
+    """--device-map auto (accelerate places each block; here every one on the CPU, the only device): the same rows as
+    the model loaded whole, the record naming the placement; a model that is not a Hugging Face folder is refused in
+    one line."""
+    from isoflow.cli import main
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(2)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=8)) for _ in range(60)) + "\n")
+    common = ["layers", "--model", str(tiny_gpt2), "--corpus", str(corpus), "--max-tokens", "200", "--k-lid", "5",
+              "--k-max", "3", "--kmeans-samples", "1", "--kmeans-starts", "1", "--device", "cpu",
+              "--quiet"]  # fmt: skip
+    assert main([*common, "--out", str(tmp_path / "whole")]) == 0
+    assert main([*common, "--device-map", "auto", "--out", str(tmp_path / "spread")]) == 0
+    spread = pd.read_parquet(tmp_path / "spread" / "layers.parquet")
+    pd.testing.assert_frame_equal(spread, pd.read_parquet(tmp_path / "whole" / "layers.parquet"))
+    assert json.loads((tmp_path / "spread" / "meta.json").read_text())["source"]["device_map"] == "auto"
+    capsys.readouterr()
+    assert main(["layers", "--model", "glove-50d", "--corpus", str(corpus), "--device-map", "auto", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--device-map auto: glove-50d is a static model, loaded whole" in err[-1]

@@ -17,6 +17,7 @@ def add_parser(sub) -> None:
 
     y = sub.add_parser("layers", help=HELP)
     options.model(y, extra="; encoders and decoder-only models such as GPT-2")
+    options.device_map(y)
     options.corpus(y)
     y.add_argument(
         "--types",

@@ -96,7 +96,27 @@ def model_spec(args: argparse.Namespace):
     --revision or --dtype leaves them at none and auto)."""
     from ..models.spec import ModelSpec
 
-    return ModelSpec(args.model, args.model_name, getattr(args, "revision", None), getattr(args, "dtype", "auto"))
+    return ModelSpec(
+        args.model,
+        args.model_name,
+        getattr(args, "revision", None),
+        getattr(args, "dtype", "auto"),
+        getattr(args, "device_map", None),
+    )
+
+
+def device_map(p: argparse.ArgumentParser) -> None:
+    """--device-map: a Hugging Face model's weights spread over the devices there are (a model too large for one)."""
+    from ..models.resolve import DEVICE_MAPS
+
+    p.add_argument(
+        "--device-map",
+        default=None,
+        choices=DEVICE_MAPS,
+        help="spread the model's weights over the devices (GPUs, then the CPU) as transformers' device_map does, for a "
+        "model larger than one device; its states are gathered to --device for the measures; recorded "
+        "(source.device_map). Default: the whole model on --device",
+    )
 
 
 def corpus(p: argparse.ArgumentParser) -> None:

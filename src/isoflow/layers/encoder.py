@@ -117,6 +117,8 @@ def load_encoder(model, device: str | torch.device = "cpu") -> Encoder:
             f"{name}: its tokenizer is not a fast tokenizer; word ids (needed to group pieces) are unavailable"
         )
     model.eval()
+    if getattr(model, "hf_device_map", None):  # spread over devices: the inputs go where the embeddings are
+        device = model.get_input_embeddings().weight.device
     n_states, dim = hidden_state_shape(model, tokenizer, name, device)
     probe = tokenizer("the cat", return_special_tokens_mask=True)
     specials = tuple(
@@ -185,8 +187,8 @@ def batches(
                 keep = last
             ids = enc["input_ids"][keep]
             types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
-            mask = keep.to(encoder.device)
-            layers = [s[mask].float().cpu().numpy() for s in states]
+            # each state where its block is (a model spread over devices has them on several)
+            layers = [s[keep.to(s.device)].float().cpu().numpy() for s in states]
             yield Batch(layers, types, positions, ids.numpy(), n_special)
             continue
         # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
@@ -207,7 +209,6 @@ def batches(
         weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
         weight[rows, cols] = 1.0
         weight /= weight.sum(dim=1, keepdim=True)
-        weight = weight.to(encoder.device)
-        layers = [(weight @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
+        layers = [(weight.to(s.device) @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
         positions = np.asarray(word_positions, dtype=np.int64)
         yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special)

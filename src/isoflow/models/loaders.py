@@ -63,6 +63,7 @@ class Loader:
     cache: str | os.PathLike | None = None
     mirror: object = None
     dtype: str = "auto"  # its weights' dtype (local.MODEL_DTYPES); another than auto for a Hugging Face model only
+    device_map: str | None = None  # its weights' placement over devices (resolve.DEVICE_MAPS); Hugging Face only
     kind: ClassVar[str] = "unknown"
     batched: ClassVar[bool] = True  # whether it encodes texts in batches (a record's batch_size)
 
@@ -218,7 +219,7 @@ class HuggingFaceLoader(Loader):
     def transformer(self, device, *, split_words: bool = False):
         from .local import check_local
 
-        return _from_pretrained(str(check_local(self.load)), device, split_words, self.dtype)
+        return _from_pretrained(str(check_local(self.load)), device, split_words, self.dtype, self.device_map)
 
     def trainable(self, device, pooling: str = "auto") -> TrainableParts:
         from .local import load_hf
@@ -270,15 +271,19 @@ def is_causal_lm(config) -> bool:
     )
 
 
-def _from_pretrained(where: str, device, split_words: bool, dtype: str = "auto"):
-    """(model, tokenizer) of a Hugging Face model folder, in evaluation mode on ``device``, its weights in ``dtype``."""
+def _from_pretrained(where: str, device, split_words: bool, dtype: str = "auto", device_map: str | None = None):
+    """(model, tokenizer) of a Hugging Face model folder, its weights in ``dtype``: on ``device``, or spread over the
+    devices by ``device_map`` (accelerate places each block as it loads it: no copy of the whole model on one)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     from .local import weights_dtype
 
     config = AutoConfig.from_pretrained(where)
     extra = {"add_prefix_space": True} if split_words and config.model_type in PREFIX_SPACE_MODELS else {}
-    model = AutoModel.from_pretrained(where, **weights_dtype(dtype)).to(device)
+    if device_map is not None:
+        model = AutoModel.from_pretrained(where, device_map=device_map, **weights_dtype(dtype))
+    else:
+        model = AutoModel.from_pretrained(where, **weights_dtype(dtype)).to(device)
     return model, AutoTokenizer.from_pretrained(where, **extra)
 
 

@@ -46,7 +46,27 @@ def resolve_model(
         resolved = _at_revision(spec.model, spec.name, spec.revision, {"cache": cache, "mirror": mirror})
     else:
         resolved = _resolved(spec.model, spec.name, cache, mirror, progress)
-    return _in_dtype(resolved, spec.dtype)
+    return _placed(_in_dtype(resolved, spec.dtype), spec.device_map)
+
+
+DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's strategies (transformers' device_map)
+
+
+def _placed(resolved: ResolvedModel, device_map: str | None) -> ResolvedModel:
+    """The loader with its weights spread over the devices by ``device_map`` (None: on the run's one device), named in
+    its record; refused in one line for a kind that is not a Hugging Face model."""
+    from dataclasses import replace
+
+    if device_map is None:
+        return resolved
+    if device_map not in DEVICE_MAPS:
+        raise ValueError(f"--device-map must be one of {', '.join(DEVICE_MAPS)}; got {device_map!r}")
+    if not isinstance(resolved, HuggingFaceLoader):
+        raise ValueError(
+            f"--device-map {device_map}: {resolved.name} is a {resolved.kind} model, loaded whole; --device-map "
+            "applies to Hugging Face model folders, hub ids and GGUF files"
+        )
+    return replace(resolved, device_map=device_map, source={**resolved.source, "device_map": device_map})
 
 
 def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:
