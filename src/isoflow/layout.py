@@ -459,9 +459,6 @@ def finetune_lr_runs(finetune: dict, results, task: str, model: str) -> list[str
 # ----- stability --------------------------------------------------------------------------------------------------
 
 
-PRETRAIN_RUN = "{pretrained}"  # a pretrained model's record: runs/<name>/pretrain.json
-
-
 def stability_runs(results) -> list[str]:
     """The stability section's one job's run files."""
     return [run_path(results, "stability", name) for name in STABILITY_FILES]

@@ -163,15 +163,10 @@ def _redraw_dynamics(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_pretrain(folder: Path, tmp: Path) -> Commands:
-    from .layout import PRETRAIN_RUN, runs_in
+    from .pretrain.runs import PretrainedRecords
 
-    return [
-        [
-            "pretrain-report",
-            *sorted(str(p.parent) for _, p in runs_in(folder / RUNS, f"{PRETRAIN_RUN}/pretrain.json")),
-            *_outputs(folder),
-        ]
-    ]
+    records = PretrainedRecords.found_in(folder / RUNS, "/pretrain.json")
+    return [["pretrain-report", *sorted(str(p.parent) for _, p in records), *_outputs(folder)]]
 
 
 EMBEDDED = ("{data}/tasks", "{data}/embeddings")
