@@ -56,42 +56,51 @@ def dip(m: Curve) -> bool:
     return p is not None and falls(m, 0, p) and rises(m, p, len(m) - 1)
 
 
+def _phases(m: Curve, way: int) -> bool:
+    """Three phases running ``way`` (1: RankMe's, a fall, a rise, a fall; -1: α-ReQ's, a rise, a fall, a rise): with
+    M the point of the most extreme value after the first (the largest for 1) and N that of the opposite extreme
+    strictly between the first and M, a move against ``way`` from the first to N, with it from N to M, against it
+    from M to the last."""
+    if len(m) < 4:
+        return False
+    far, near = (max, min) if way == 1 else (min, max)
+    turn = far(range(1, len(m)), key=lambda i: m[i])
+    if turn < 2:
+        return False
+    back = near(range(1, turn), key=lambda i: m[i])
+    against, along = (falls, rises) if way == 1 else (rises, falls)
+    return against(m, 0, back) and along(m, back, turn) and against(m, turn, len(m) - 1)
+
+
+def _only(m: Curve, way: int) -> bool:
+    """Three phases' opposite: a move ``way`` from the first point to its extreme, and none back of δ after it."""
+    far, along, against = (max, rises, falls) if way == 1 else (min, falls, rises)
+    turn = far(range(len(m)), key=lambda i: m[i])
+    return along(m, 0, turn) and not any(against(m, turn, j) for j in range(turn + 1, len(m)))
+
+
 def three_phases(m: Curve) -> bool:
     """Li et al.'s phases: with M the point of the largest value after the first and N the point of the smallest
     strictly between the first and M, a fall from the first to N, a rise from N to M and a fall from M to the last."""
-    if len(m) < 4:
-        return False
-    top = max(range(1, len(m)), key=lambda i: m[i])
-    if top < 2:
-        return False
-    low = min(range(1, top), key=lambda i: m[i])
-    return falls(m, 0, low) and rises(m, low, top) and falls(m, top, len(m) - 1)
+    return _phases(m, 1)
 
 
 def expansion_only(m: Curve) -> bool:
     """Three phases' opposite: a rise from the first point to the largest value and no fall of δ after it."""
-    top = max(range(len(m)), key=lambda i: m[i])
-    return rises(m, 0, top) and not any(falls(m, top, j) for j in range(top + 1, len(m)))
+    return _only(m, 1)
 
 
 def three_phases_of_decay(m: Curve) -> bool:
     """Li et al.'s phases as α-ReQ shows them (the decay rises where RankMe falls): with M the point of the smallest
     value after the first and N the point of the largest strictly between the first and M, a rise from the first to
     N, a fall from N to M and a rise from M to the last."""
-    if len(m) < 4:
-        return False
-    low = min(range(1, len(m)), key=lambda i: m[i])
-    if low < 2:
-        return False
-    top = max(range(1, low), key=lambda i: m[i])
-    return rises(m, 0, top) and falls(m, top, low) and rises(m, low, len(m) - 1)
+    return _phases(m, -1)
 
 
 def compression_only(m: Curve) -> bool:
     """The decay's three phases' opposite: a fall from the first point to the smallest value and no rise of δ after
     it."""
-    low = min(range(len(m)), key=lambda i: m[i])
-    return falls(m, 0, low) and not any(rises(m, low, j) for j in range(low + 1, len(m)))
+    return _only(m, -1)
 
 
 def _half(steps: Sequence[int]) -> int:
