@@ -140,7 +140,7 @@ def test_full_paper_config_plans_completely(tmp_path):
                 "finetune_baseline_all_training": 1,
                 "stability_run": 1,
                 "pretrain_model": 1,
-                "dynamics_run": 3 * 2,
+                "dynamics_run": 3,
                 "dynamics_cka": 3,
             },
         ),
