@@ -62,7 +62,9 @@ def test_a_checkpoint_reads_back_from_its_place(tmp_path):
     assert Measurement.read("plain-gpt2/brown/tokens") is None and Comparison.read(run.identity()) is None
     assert Measurement.pattern("r") == "r/dynamics/runs/{series}/{corpus}/{points}/{revision}"
     assert Measurement.log_pattern() == "logs/dynamics/{series}/{corpus}/{points}/{revision}.log"
-    assert [step_of(r) for r in ("step400", "step1000-tokens4B", "main", "step5x")] == [400, 1000, None, None]
+    olmo = ("step1000-tokens4B", "stage1-step140000-tokens294B")
+    names = ("step400", *olmo, "main", "step5x", "step1-step2")
+    assert [step_of(r) for r in names] == [400, 1000, 140000, None, None, None]
 
 
 # ----- the readings of a shape (docs/verdicts.md, "A shape across training") ---------------------------------------

@@ -12,7 +12,6 @@ own)."""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 from .layout import identity_pattern
@@ -52,16 +51,16 @@ def checkpoint_steps(steps: int, count: int) -> list[int]:
 
 
 def step_of(name: str) -> int | None:
-    """The step a revision names, or None: ``step<N>`` (ours, Pythia's) and what follows it (OLMo's
-    ``step1000-tokens4B``) read as N.
+    """The step a revision names, or None: ``step<N>`` (ours, Pythia's) read as N, also as one dash-separated part of
+    a longer name (OLMo's ``step1000-tokens4B``, OLMo 2's ``stage1-step140000-tokens294B``).
 
-    >>> step_of("step1000-tokens4B"), step_of("main")
-    (1000, None)"""
-    found = identity_pattern(REVISION).match(name)
-    return None if found is None or not _ENDS_STEP.match(name, found.end()) else int(found["step"])
+    >>> step_of("step1000-tokens4B"), step_of("stage1-step140000-tokens294B"), step_of("main")
+    (1000, 140000, None)"""
+    steps = [int(found["step"]) for part in name.split("-") if (found := _STEP.fullmatch(part))]
+    return steps[0] if len(steps) == 1 else None
 
 
-_ENDS_STEP = re.compile(r"$|-")  # what may follow a revision's step: nothing, or OLMo's -tokens<M>
+_STEP = identity_pattern(REVISION)  # one part of a revision's name: step<N>
 
 
 def step_folder(series: str | Path, step: int) -> Path:
