@@ -179,16 +179,17 @@ def batches(
             states = encoder.model(**inputs, output_hidden_states=True).hidden_states
         keep = enc["attention_mask"].bool() & ~special
         n_special = int((enc["attention_mask"].bool() & special).sum())
+        # A model spread over devices has its states on several: what selects from them, once on each
+        devices = {s.device for s in states}
         if mode in ("tokens", "last-token"):
-            positions = (torch.cumsum(keep.int(), dim=1) - 1)[keep].numpy()
+            picked = keep
             if mode == "last-token":  # each row's last kept piece: the one with no kept piece after it
-                last = keep & (torch.cumsum(keep.int().flip(1), dim=1).flip(1) == 1)
-                positions = (torch.cumsum(keep.int(), dim=1) - 1)[last].numpy()
-                keep = last
-            ids = enc["input_ids"][keep]
+                picked = keep & (torch.cumsum(keep.int().flip(1), dim=1).flip(1) == 1)
+            positions = (torch.cumsum(keep.int(), dim=1) - 1)[picked].numpy()
+            ids = enc["input_ids"][picked]
             types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
-            # each state where its block is (a model spread over devices has them on several)
-            layers = [s[keep.to(s.device)].float().cpu().numpy() for s in states]
+            masks = {d: picked.to(d) for d in devices}
+            layers = [s[masks[s.device]].float().cpu().numpy() for s in states]
             yield Batch(layers, types, positions, ids.numpy(), n_special)
             continue
         # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
@@ -209,6 +210,7 @@ def batches(
         weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
         weight[rows, cols] = 1.0
         weight /= weight.sum(dim=1, keepdim=True)
-        layers = [(weight.to(s.device) @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
+        weights = {d: weight.to(d) for d in devices}
+        layers = [(weights[s.device] @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
         positions = np.asarray(word_positions, dtype=np.int64)
         yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special)
