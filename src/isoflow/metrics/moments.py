@@ -41,7 +41,7 @@ import torch
 
 from ._validate import ArrayLike, as_points
 from .isotropy import _isoscore_from_pr, _participation_ratio, _unit_rows
-from .spectrum import LI_ALPHA_RANGE, _alpha_of, _effective_rank_of, _stable_rank_of
+from .spectrum import _effective_rank_of, _stable_rank_of, covariance_sizes_of, descending_eigenvalues
 
 
 class Moments:
@@ -91,22 +91,14 @@ class Moments:
         self._need(2)
         covariance = self.covariance()
         pr = _participation_ratio(covariance)
-        raw, centred = (self._eigenvalues(m) for m in (self.second_moment(), covariance))
-
-        def alpha(*fit) -> float:
-            try:
-                return _alpha_of(centred, *fit)
-            except ValueError:  # no decay to fit over that range
-                return float("nan")
-
+        size = max(self.n, self.dim)  # the tolerance of the in-memory eigenvalues (spectrum._eigenvalues)
+        raw, centred = (descending_eigenvalues(m, size) for m in (self.second_moment(), covariance))
         return {
             "isoscore": float(_isoscore_from_pr(pr, self.dim)),
             "participation_ratio": float(pr),
             "effective_rank": _effective_rank_of(raw),
             "stable_rank": _stable_rank_of(raw),
-            "variance_effective_rank": _effective_rank_of(centred**2),
-            "alpha_req": alpha(),
-            "alpha_req_li": alpha(*LI_ALPHA_RANGE, True),
+            **covariance_sizes_of(centred),
             "cosine_anisotropy": float((self.unit_sum @ self.unit_sum - self.n) / (self.n * (self.n - 1))),
         }
 
@@ -114,13 +106,6 @@ class Moments:
         """Each dimension's mean |activation| (what outlier dimensions are read from)."""
         self._need(1)
         return self.abs_sum / self.n
-
-    def _eigenvalues(self, m: torch.Tensor) -> torch.Tensor:
-        """Descending eigenvalues of a d × d scatter, those within the eigensolver's rounding of 0 set to 0, as
-        :func:`isoflow.metrics.spectrum._eigenvalues` sets them (tolerance max(n, d)·ε·λ_max)."""
-        ev = torch.linalg.eigvalsh(m).flip(0)
-        tol = max(self.n, self.dim) * torch.finfo(ev.dtype).eps * ev[0].clamp(min=0.0)
-        return torch.where(ev > tol, ev, torch.zeros_like(ev))
 
     def _need(self, n: int) -> None:
         if self.n < n:

@@ -58,12 +58,17 @@ def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
     else:
         x = x if x.dtype == torch.float32 else x.to(torch.float64)
         xc = x * power_of_two_factor(x)
-    G = _gram_or_scatter(xc).to(xc.device)
+    return descending_eigenvalues(_gram_or_scatter(xc).to(xc.device), max(x.shape))
+
+
+def descending_eigenvalues(G: torch.Tensor, size: int) -> torch.Tensor:
+    """The eigenvalues of a symmetric scatter ``G`` of points whose larger side (n or d) is ``size``, descending, those
+    within the eigensolver's rounding of 0 set to 0."""
     ev = torch.linalg.eigvalsh(G).flip(0)
     # Within the eigensolver's rounding of 0 (LAPACK's rank tolerance, max(n, d)·eps·λ_max) is 0: a direction the
     # points lack (a centred cloud's last one) otherwise comes back as a singular value of about √eps·σ_max, which
     # moves the effective rank by ~1e-8 relative, differently on each CPU's kernels.
-    tol = max(x.shape) * torch.finfo(G.dtype).eps * ev[0].clamp(min=0.0)
+    tol = size * torch.finfo(G.dtype).eps * ev[0].clamp(min=0.0)
     return torch.where(ev > tol, ev, torch.zeros_like(ev))
 
 
@@ -313,7 +318,11 @@ def covariance_spectrum_sizes(X: ArrayLike) -> dict[str, float]:
     >>> {k: round(v, 4) for k, v in covariance_spectrum_sizes(x).items()}  # α: log 9 / log 2 over k = 1, 2
     {'variance_effective_rank': 1.3841, 'alpha_req': 3.1699, 'alpha_req_li': nan}
     """
-    ev = _eigenvalues(X, centred=True)
+    return covariance_sizes_of(_eigenvalues(X, centred=True))
+
+
+def covariance_sizes_of(ev: torch.Tensor) -> dict[str, float]:
+    """:func:`covariance_spectrum_sizes` from the covariance's eigenvalues ``ev`` (descending, any common scale)."""
 
     def alpha(*fit) -> float:
         try:
