@@ -17,6 +17,7 @@ from pathlib import Path
 
 from isoflow import layout
 from isoflow.datasets import WORD_TASKS
+from isoflow.finetune import runs as finetune_runs
 from isoflow.finetune.settings import FinetuneSettings
 from isoflow.finetune.settings import report_outputs as finetune_report_outputs
 from isoflow.finetune.settings import weight_option

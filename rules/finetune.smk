@@ -28,7 +28,7 @@ rule finetune_lr_run:
         steps=kept(f"{FINETUNE_LR_RUN}.steps.parquet"),
         record=kept(f"{FINETUNE_LR_RUN}.json"),
     log:
-        layout.log_path("finetune", FINETUNE_LR_ID),
+        finetune_runs.LrRun.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -61,9 +61,9 @@ use rule finetune_lr_run as finetune_run with:
         steps=kept(f"{FINETUNE_RUN}.steps.parquet"),
         record=kept(f"{FINETUNE_RUN}.json"),
     log:
-        layout.log_path("finetune", FINETUNE_RUN_ID),
+        finetune_runs.SweepRun.log_pattern(),
     benchmark:
-        layout.benchmark_path(RESULTS, "finetune", FINETUNE_RUN_ID)
+        finetune_runs.SweepRun.benchmark_pattern(RESULTS)
     params:
         **FINETUNE_PARAMS,
         weight=lambda wildcards: weight_option(wildcards.reg, wildcards.weight),
@@ -75,9 +75,9 @@ rule finetune_lr_choice:
     input:
         lr_candidate_records,
     output:
-        choice=FINETUNE_LR_CHOICE,
+        choice=finetune_runs.LrChoice.pattern(RESULTS) + ".json",
     log:
-        layout.log_path("finetune", layout.finetune_lr_choice_id("{task}", "{model}")),
+        finetune_runs.LrChoice.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     shell:
@@ -88,9 +88,9 @@ rule finetune_baseline:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
     output:
-        record=kept(FINETUNE_BASELINE),
+        record=kept(finetune_runs.Baseline.pattern(RESULTS) + ".json"),
     log:
-        layout.log_path("finetune", layout.finetune_baseline_id("{task}")),
+        finetune_runs.Baseline.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     params:
@@ -106,9 +106,9 @@ rule finetune_baseline_all_training:
     input:
         task=f"{DATA}/tasks/{{task}}/meta.json",
     output:
-        record=kept(FINETUNE_BASELINE_ALL),
+        record=kept(finetune_runs.BaselineAllTraining.pattern(RESULTS) + ".json"),
     log:
-        layout.log_path("finetune", layout.finetune_baseline_id("{task}", every=True)),
+        finetune_runs.BaselineAllTraining.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     params:
@@ -124,9 +124,9 @@ rule finetune_gradients:
         task=f"{DATA}/tasks/{{task}}/meta.json",
         model=model_files,
     output:
-        record=kept(FINETUNE_GRADIENTS),
+        record=kept(finetune_runs.Gradients.pattern(RESULTS) + ".json"),
     log:
-        layout.log_path("finetune", layout.finetune_gradients_id("{task}", "{model}")),
+        finetune_runs.Gradients.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     threads: 2
@@ -150,9 +150,9 @@ rule finetune_seed_floor:
     input:
         seed_floor_states,
     output:
-        floor=kept(FINETUNE_SEED_FLOOR),
+        floor=kept(finetune_runs.SeedFloor.pattern(RESULTS) + ".json"),
     log:
-        layout.log_path("finetune", layout.finetune_seed_floor_id("{task}", "{model}", "{reg}", "{weight}")),
+        finetune_runs.SeedFloor.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     shell:
@@ -166,9 +166,9 @@ rule finetune_same_as:
         run=f"{FINETUNE_RUN}.json",
         other=namesake,
     output:
-        compared=kept(FINETUNE_SAME_AS),
+        compared=kept(finetune_runs.SameAs.pattern(RESULTS) + ".json"),
     log:
-        layout.log_path("finetune", FINETUNE_SAME_AS_ID),
+        finetune_runs.SameAs.log_pattern(),
     conda:
         "../envs/isoflow.yaml"
     shell:

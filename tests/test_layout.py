@@ -11,6 +11,7 @@ from snakemake.io import glob_wildcards
 
 from isoflow import layout
 from isoflow.finetune.run import finetune_path
+from isoflow.finetune.runs import Baseline, LrRun, SweepRun, lr_runs, sweep_runs
 from isoflow.layers.run import layers_dir
 from isoflow.layers.runs import Analysis, CrossComparison
 from isoflow.optimize import trajectory_path
@@ -46,17 +47,17 @@ def test_an_optimisation_run_reads_back_as_the_values_that_named_it(lam, head):
 
 @pytest.mark.parametrize("reg, weight", [("istar", -1.0), ("istar", 0.0016), ("istar", 0.0), ("cosreg", 1.0)])
 def test_a_finetuning_run_reads_back_as_the_values_that_named_it(reg, weight):
-    path = layout.finetune_run("res", "polarity", "smollm2-135m", 12, reg=reg, weight=weight)
-    pattern = layout.finetune_run("res", "{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
-    values = read_back(pattern, path + ".json")
+    run = SweepRun("polarity", "smollm2-135m", reg, weight, 12)
+    path, pattern = run.path("res"), SweepRun.pattern("res")
     assert read_back(pattern + ".json", path + ".json") == {
         "task": "polarity",
         "model": "smollm2-135m",
         "seed": "12",
         "reg": reg,
-        "weight": values.get("weight", f"{weight:g}"),
+        "weight": f"{weight:g}",
     }
-    assert float(read_back(pattern + ".json", path + ".json")["weight"]) == weight
+    assert SweepRun.of_wildcards(read_back(pattern + ".json", path + ".json")) == run
+    assert SweepRun.read(run.identity()) == run and isinstance(SweepRun.read(run.identity()).seed, int)
 
 
 def test_a_model_named_like_a_weight_folder_is_not_read_as_a_model():
@@ -72,7 +73,7 @@ def test_the_library_names_a_run_as_the_layout_does(tmp_path):
     )
     assert trajectory_path("glue/sst2", "minilm", 2, tmp_path) == tmp_path / "optimize/runs/glue/sst2/minilm/seed2"
     assert finetune_path("polarity", "minilm", 1, 0.0, tmp_path, cosreg_weight=2.0) == Path(
-        layout.finetune_run(tmp_path, "polarity", "minilm", 1, reg="cosreg", weight=2.0)
+        SweepRun("polarity", "minilm", "cosreg", 2.0, 1).path(tmp_path)
     )
     plain = tmp_path / "finetune/runs/polarity/minilm/istar-1/seed1"
     assert finetune_path("polarity", "minilm", 1, -1.0, tmp_path) == plain
@@ -88,11 +89,11 @@ def test_a_config_s_runs_are_every_combination_it_names():
         "seeds": [0, 1],
         "lr_candidates": [1e-5, 3e-5],
     }
-    runs = layout.finetune_runs(finetune, "r")
+    runs = [run.path("r") for run in sweep_runs(finetune)]
     assert len(runs) == 2 * (2 + 1) * 2 and len(set(runs)) == len(runs)  # CosReg at 0 is the plain run: not twice
     assert "r/finetune/runs/polarity/b/cosreg1/seed1" in runs and "r/finetune/runs/polarity/a/istar0/seed0" in runs
     assert not any("cosreg0" in r for r in runs)
-    assert layout.finetune_lr_runs(finetune, "r", "polarity", "a") == [
+    assert [run.path("r") for run in lr_runs(finetune, "polarity", "a")] == [
         "r/finetune/runs/polarity/a/lr-selection/lr1e-05/seed0",
         "r/finetune/runs/polarity/a/lr-selection/lr3e-05/seed0",
     ]
@@ -133,9 +134,10 @@ def test_the_rules_spell_no_run_folder_of_their_own():
 def test_an_identity_reads_back_through_the_library_as_through_the_rules(reg, weight):
     """layout.read_identity reads a run's identity with the template the rules declare it with, as Snakemake's
     wildcards do (glob_wildcards, the constraints of layout.WILDCARDS)."""
-    identity = layout.finetune_id("glue/sst2", "smollm2-135m", 3, reg=reg, weight=weight)
-    values = layout.read_identity(layout.FINETUNE_RUN, identity)
-    assert values == read_back(layout.FINETUNE_RUN, identity)
+    identity = SweepRun("glue/sst2", "smollm2-135m", reg, weight, 3).identity()
+    template = layout.wildcards_of(SweepRun.TEMPLATE)
+    values = layout.read_identity(SweepRun.TEMPLATE, identity)
+    assert values == read_back(template, identity)
     assert (values["task"], values["model"], values["reg"], float(values["weight"]), values["seed"]) == (
         "glue/sst2",
         "smollm2-135m",
@@ -143,7 +145,7 @@ def test_an_identity_reads_back_through_the_library_as_through_the_rules(reg, we
         weight,
         "3",
     )
-    assert layout.read_identity(layout.FINETUNE_RUN, layout.finetune_lr_id("glue/sst2", "m", 3e-5, 0)) is None
+    assert SweepRun.read(LrRun("glue/sst2", "m", 3e-5, 0).identity()) is None
 
 
 def test_a_runs_folder_is_read_by_its_templates(tmp_path):
@@ -151,11 +153,11 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
     values that named them, and nothing else: a learning-rate candidate is not a sweep's run, a layer analysis' files
     below its folder are not its record."""
     files = [
-        layout.finetune_id("glue/sst2", "minilm", 0, reg="istar", weight=-1.0) + ".json",
-        layout.finetune_id("polarity", "minilm", 1, reg="meandir", weight=1.0) + ".json",
-        layout.finetune_id("polarity", "minilm", 1, reg="meandir", weight=1.0) + ".parquet",
-        layout.finetune_lr_id("polarity", "minilm", 1e-5, 0) + ".json",
-        layout.finetune_baseline_id("polarity") + ".json",
+        SweepRun("glue/sst2", "minilm", "istar", -1.0, 0).identity() + ".json",
+        SweepRun("polarity", "minilm", "meandir", 1.0, 1).identity() + ".json",
+        SweepRun("polarity", "minilm", "meandir", 1.0, 1).identity() + ".parquet",
+        LrRun("polarity", "minilm", 1e-5, 0).identity() + ".json",
+        Baseline("polarity").identity() + ".json",
         Analysis("gpt2", "brown").identity() + "/meta.json",
         Analysis("gpt2", "brown").identity() + "/layers/meta.json",
         CrossComparison("gpt2", "bert", "brown").identity() + "/cross.json",
@@ -163,19 +165,15 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
     for name in files:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("{}")
-    runs = layout.runs_in(tmp_path, layout.FINETUNE_RUN + ".json")
-    assert [(v["task"], v["reg"], v["seed"]) for v, _ in runs] == [
-        ("glue/sst2", "istar", "0"),
-        ("polarity", "meandir", "1"),
-    ]
+    runs = SweepRun.found_in(tmp_path, ".json")
+    assert [(v.task, v.reg, v.seed) for v, _ in runs] == [("glue/sst2", "istar", 0), ("polarity", "meandir", 1)]
     assert [p.relative_to(tmp_path).as_posix() for _, p in runs] == [files[0], files[1]]
-    assert [v for v, _ in layout.runs_in(tmp_path, layout.FINETUNE_LR_RUN + ".json")] == [
-        {"task": "polarity", "model": "minilm", "lr": "1e-05", "seed": "0"}
-    ]
+    assert [v for v, _ in LrRun.found_in(tmp_path, ".json")] == [LrRun("polarity", "minilm", 1e-5, 0)]
+    assert [v for v, _ in Baseline.found_in(tmp_path, ".json")] == [Baseline("polarity")]
     assert [v for v, _ in Analysis.found_in(tmp_path, "/meta.json")] == [Analysis("gpt2", "brown")]
     compared = CrossComparison("gpt2", "bert", "brown")
     assert [v for v, _ in CrossComparison.found_in(tmp_path, "/cross.json")] == [compared]
-    assert layout.runs_in(tmp_path / "absent", layout.FINETUNE_RUN + ".json") == []
+    assert SweepRun.found_in(tmp_path / "absent", ".json") == []
 
 
 def test_the_optimisation_runs_are_read_by_their_templates(tmp_path):

@@ -1,25 +1,16 @@
 # Input functions and outputs of the finetune section (rules/finetune.smk): functions only, as Snakemake's linter wants them apart
 # from rules.
 
-# A run's files as the rules' outputs name them (isoflow.layout: the library names them the same way).
-FINETUNE_RUN_ID = layout.FINETUNE_RUN
-FINETUNE_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_RUN_ID)
-FINETUNE_LR_ID = layout.FINETUNE_LR_RUN
-FINETUNE_LR_RUN = layout.run_path(RESULTS, "finetune", FINETUNE_LR_ID)
-FINETUNE_LR_CHOICE = layout.finetune_lr_choice(RESULTS, "{task}", "{model}")
-FINETUNE_BASELINE = layout.finetune_baseline(RESULTS, "{task}")
-FINETUNE_BASELINE_ALL = layout.finetune_baseline(RESULTS, "{task}", every=True)
-FINETUNE_GRADIENTS = layout.finetune_gradients(RESULTS, "{task}", "{model}")
-FINETUNE_SAME_AS_ID = layout.FINETUNE_SAME_AS
-FINETUNE_SAME_AS = layout.run_path(RESULTS, "finetune", FINETUNE_SAME_AS_ID) + ".json"
+# A run's files as the rules' outputs name them: its run id (isoflow.finetune.runs), which the library writes and reads.
+FINETUNE_RUN = finetune_runs.SweepRun.pattern(RESULTS)
+FINETUNE_LR_RUN = finetune_runs.LrRun.pattern(RESULTS)
 SAME_AS = FINETUNE.get("same_as")  # a runs folder whose namesakes the runs are compared with, bit for bit
-FINETUNE_SEED_FLOOR = layout.finetune_seed_floor(RESULTS, "{task}", "{model}", reg="{reg}", weight="{weight}")
 # Runs with states_points write their token states (outside runs/, deleted once the seed floor has read them); the
 # floor needs two seeds or more.
 STATES_POINTS = FINETUNE.get("states_points") or 0
 SEED_FLOOR = bool(STATES_POINTS) and len(FINETUNE.get("seeds", [])) > 1
 FINETUNE_STATES = (
-    {"states": temp(layout.finetune_states(RESULTS, "{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}"))}
+    {"states": temp(finetune_runs.SweepRun.states_pattern(RESULTS))}
     if SEED_FLOOR
     else {}
 )
@@ -51,7 +42,7 @@ UNSTATED = {**settings_of("istar"), "states_points": 0}
 def finetune_records():
     """Every run: istar<lambda> for each I-STAR weight (0: the plain run), cosreg<w> and meandir<w> for each non-zero
     CosReg and control weight."""
-    return [f"{stem}.json" for stem in layout.finetune_runs(FINETUNE, RESULTS)]
+    return [f"{run.path(RESULTS)}.json" for run in finetune_runs.sweep_runs(FINETUNE)]
 
 
 LR_CANDIDATES = FINETUNE.get("lr_candidates") or []
@@ -59,19 +50,18 @@ LR_CANDIDATES = FINETUNE.get("lr_candidates") or []
 
 def lr_candidate_records(wildcards):
     """The plain candidate runs (λ = 0, the first seed) of one task × model, one per candidate learning rate."""
-    return [f"{stem}.json" for stem in layout.finetune_lr_runs(FINETUNE, RESULTS, wildcards.task, wildcards.model)]
+    return [f"{run.path(RESULTS)}.json" for run in finetune_runs.lr_runs(FINETUNE, wildcards.task, wildcards.model)]
 
 
 def matched_pull(wildcards):
     """The run whose recorded pull a mean-direction control run matches (finetune.matched_pull_from), seed by seed."""
     folder = FINETUNE.get("matched_pull_from")
-    stem = layout.seed_stem(wildcards.seed)
-    return [os.path.join(folder, f"{stem}.parquet")] if folder and wildcards.reg == "meandir" else []
+    return [finetune_runs.in_arm(folder, wildcards.seed, ".parquet")] if folder and wildcards.reg == "meandir" else []
 
 
 def lr_choice(wildcards):
     """The learning-rate choice a run of the sweep reads, where the config has candidates."""
-    return [layout.finetune_lr_choice(RESULTS, wildcards.task, wildcards.model)] if LR_CANDIDATES else []
+    return [finetune_runs.LrChoice(wildcards.task, wildcards.model).path(RESULTS) + ".json"] if LR_CANDIDATES else []
 
 
 # What every fine-tuning run's command is given, the sweep's runs and the learning-rate candidates' alike.
@@ -100,7 +90,8 @@ def finetune_baselines():
     """Each task's bag-of-words baseline on the runs' own splits; where the runs train on a subset
     (finetune.max_train), also on every training example."""
     every = (False, True) if FINETUNE.get("max_train") else (False,)
-    return [layout.finetune_baseline(RESULTS, t, e) for t in FINETUNE.get("tasks", []) for e in every]
+    kinds = (finetune_runs.Baseline, finetune_runs.BaselineAllTraining)[: len(every)]
+    return [kind(t).path(RESULTS) + ".json" for t in FINETUNE.get("tasks", []) for kind in kinds]
 
 
 GRADIENT_BATCHES = FINETUNE.get("gradient_batches") or 0
@@ -110,7 +101,7 @@ def finetune_gradients():
     """Each task x model's gradients at its pretrained model, where the config asks for them (gradient_batches)."""
     if not GRADIENT_BATCHES:
         return []
-    return [layout.finetune_gradients(RESULTS, t, m) for t, m in layout.finetune_pairs(FINETUNE)]
+    return [finetune_runs.Gradients(t, m).path(RESULTS) + ".json" for t, m in finetune_runs.pairs(FINETUNE)]
 
 
 def finetune_seed_floors():
@@ -118,30 +109,25 @@ def finetune_seed_floors():
     or more."""
     if not SEED_FLOOR:
         return []
-    return layout.finetune_seed_floors(FINETUNE, RESULTS)
+    return [floor.path(RESULTS) + ".json" for floor in finetune_runs.seed_floors(FINETUNE)]
 
 
 def finetune_comparisons():
     """Each run compared with its namesake in the same_as folder, where the config names one."""
     if not SAME_AS:
         return []
-    return layout.finetune_comparisons(FINETUNE, RESULTS)
+    return [run.same_as().path(RESULTS) + ".json" for run in finetune_runs.sweep_runs(FINETUNE)]
 
 
 def namesake(wildcards):
     """The run of the same task, model, weight and seed in the same_as folder."""
-    identity = layout.finetune_id(
-        wildcards.task, wildcards.model, wildcards.seed, reg=wildcards.reg, weight=wildcards.weight
-    )
-    return os.path.join(SAME_AS, f"{identity}.json")
+    return os.path.join(SAME_AS, f"{finetune_runs.SweepRun.of_wildcards(wildcards).identity()}.json")
 
 
 def seed_floor_states(wildcards):
     """The states files of one weight's runs, every seed."""
-    return [
-        layout.finetune_states(RESULTS, wildcards.task, wildcards.model, s, reg=wildcards.reg, weight=wildcards.weight)
-        for s in FINETUNE["seeds"]
-    ]
+    floor = finetune_runs.SeedFloor.of_wildcards(wildcards)
+    return [run.states(RESULTS) for run in floor.runs(FINETUNE["seeds"])]
 
 
 def finetune_run_files():

@@ -9,7 +9,7 @@ def all_task_model_pairs():
 
 def all_tasks():
     """Every task the config prepares (fine-tuning needs only the task, no embeddings)."""
-    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in layout.finetune_pairs(FINETUNE)})
+    return sorted({t for t, _ in all_task_model_pairs()} | {t for t, _ in finetune_runs.pairs(FINETUNE)})
 
 
 def report_files():

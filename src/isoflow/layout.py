@@ -44,18 +44,6 @@ RUNS = "runs"  # a section's runs folder
 BENCHMARKS = "benchmarks"  # a section's job timings (Snakemake's benchmark files), one per run
 LOGS = "logs"  # the workflow's job logs, one per run
 GROUPED = "seeds"  # the stem of one job's log and timings when it runs every seed of a task × model
-BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline, on the runs' training examples
-BASELINE_ALL = "bag-of-words-all-training"  # the same on every training example (the runs train on a subset)
-GRADIENTS = "gradients"  # a task × model's pulls at its pretrained model (isoflow.finetune.diagnosis)
-LR_SELECTION = "lr-selection"  # a task × model's candidate learning rates and the choice
-LR_CHOICE = "chosen"
-SAME_AS = "same-as"  # a fine-tuning run compared with its namesake elsewhere: <dir>/same-as-seed<S>.json
-SEED_FLOOR = "cka-between-seeds"  # one weight's CKA between its seeds' fine-tuned models (isoflow.finetune.seed_floor)
-STATES = "states"  # beside runs/: fine-tuning runs' token states for the seed floor (tens of MB a run; not published)
-BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE, SEED_FLOOR_FILE = (
-    f"{stem}.json" for stem in (BASELINE, BASELINE_ALL, GRADIENTS, SEED_FLOOR)
-)
-BASELINE_FILES = (BASELINE_FILE, BASELINE_ALL_FILE)
 STABILITY_FILES = ("runs.parquet", "meta.json")
 OPTIMISATION_SECTIONS = ("optimize", "istar")  # the sections whose runs are optimisation runs (one schema)
 
@@ -95,12 +83,20 @@ def _join(*parts) -> str:
 # ----- A run's identity read back: a template's identities under a runs folder ------------------------------------
 
 
+FIELD = re.compile(r"\{(\w+)(:[^}]*)?\}")  # a template's field, with its format (``{weight:g}``) if it has one
+
+
+def wildcards_of(template: str) -> str:
+    """A template as the workflow's rules spell it: each field a plain wildcard (``{weight:g}`` → ``{weight}``)."""
+    return FIELD.sub(r"{\1}", template)
+
+
 def identity_pattern(template: str) -> re.Pattern:
     """The identities an identity template spells (``finetune_id("{task}", ...)``: the same function that names a
     run, given wildcards), each ``{field}`` held to its :data:`WILDCARDS` constraint and captured by name, as the
     workflow's rules read their wildcards."""
     parts, at = [], 0
-    for field in re.finditer(r"\{(\w+)\}", template):
+    for field in FIELD.finditer(template):
         parts += [re.escape(template[at : field.start()]), f"(?P<{field.group(1)}>{WILDCARDS[field.group(1)]})"]
         at = field.end()
     return re.compile("".join([*parts, re.escape(template[at:])]))
@@ -169,6 +165,11 @@ class RunId:
         return None if named is None else cls._typed(named)
 
     @classmethod
+    def of_wildcards(cls, wildcards):
+        """The run a job's wildcards (anything indexable by field name, strings as a path spells them) name."""
+        return cls._typed({f.name: wildcards[f.name] for f in dataclasses.fields(cls)})
+
+    @classmethod
     def _typed(cls, named: dict[str, str]):
         types = typing.get_type_hints(cls)
         return cls(**{key: types[key](value) for key, value in named.items()})
@@ -188,15 +189,15 @@ class RunId:
     @classmethod
     def pattern(cls, results) -> str:
         """The run's folder with its fields as wildcards: a rule's outputs."""
-        return run_path(results, cls.SECTION, cls.TEMPLATE)
+        return run_path(results, cls.SECTION, wildcards_of(cls.TEMPLATE))
 
     @classmethod
     def log_pattern(cls) -> str:
-        return log_path(cls.SECTION, cls.TEMPLATE)
+        return log_path(cls.SECTION, wildcards_of(cls.TEMPLATE))
 
     @classmethod
     def benchmark_pattern(cls, results) -> str:
-        return benchmark_path(results, cls.SECTION, cls.TEMPLATE)
+        return benchmark_path(results, cls.SECTION, wildcards_of(cls.TEMPLATE))
 
 
 def runs_dir(results, section: str) -> str:
@@ -333,127 +334,6 @@ def istar_runs(istar: dict, optimize: dict, results) -> list[str]:
         for lam in istar_lambdas(istar, t)
         for s in istar_seeds(istar, optimize)
     ]
-
-
-# ----- finetune -------------------------------------------------------------------------------------------------
-
-
-def finetune_id(task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
-    """``<task>/<model>/<reg><w>/seed<S>``."""
-    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{seed_stem(seed)}"
-
-
-def finetune_lr_id(task: str, model: str, lr, seed) -> str:
-    """``<task>/<model>/lr-selection/lr<r>/seed<S>``: a candidate learning rate's plain run."""
-    return f"{task}/{model}/{LR_SELECTION}/lr{number(lr)}/{seed_stem(seed)}"
-
-
-def finetune_same_as_id(task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
-    """``<task>/<model>/<reg><w>/same-as-seed<S>``: a run compared with its namesake (isoflow.finetune.same_as)."""
-    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{SAME_AS}-{seed_stem(seed)}"
-
-
-def finetune_seed_floor_id(task: str, model: str, reg: str, weight) -> str:
-    """``<task>/<model>/<reg><w>/cka-between-seeds``: the job that compares one weight's seeds."""
-    return f"{task}/{model}/{regulariser_dir(reg, weight)}/{SEED_FLOOR}"
-
-
-def finetune_lr_choice_id(task: str, model: str) -> str:
-    return f"{task}/{model}/{LR_SELECTION}/{LR_CHOICE}"
-
-
-def finetune_baseline_id(task: str, every: bool = False) -> str:
-    return f"{task}/{BASELINE_ALL if every else BASELINE}"
-
-
-def finetune_gradients_id(task: str, model: str) -> str:
-    return f"{task}/{model}/{GRADIENTS}"
-
-
-def finetune_run(results, task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
-    """A fine-tuning run's stem (add ``.parquet``, ``.steps.parquet``, ``.json``)."""
-    return run_path(results, "finetune", finetune_id(task, model, seed, reg=reg, weight=weight))
-
-
-def finetune_states(results, task: str, model: str, seed, *, reg: str = "istar", weight=0.0) -> str:
-    """Where the workflow has a run with ``states_points`` write its token states: ``<results>/finetune/states/<task>/
-    <model>/<reg><w>/seed<S>.pt``, outside ``runs/`` (neither published nor saved with a sweep's parts: the seed floor
-    made from them is)."""
-    return f"{results}/finetune/{STATES}/{finetune_id(task, model, seed, reg=reg, weight=weight)}.pt"
-
-
-def finetune_seed_floor(results, task: str, model: str, *, reg: str = "istar", weight=0.0) -> str:
-    """One weight's CKA between its seeds: ``<results>/finetune/runs/<task>/<model>/<reg><w>/cka-between-seeds.json``
-    (:mod:`isoflow.finetune.seed_floor`)."""
-    return run_path(results, "finetune", finetune_seed_floor_id(task, model, reg, weight)) + ".json"
-
-
-def finetune_lr_run(results, task: str, model: str, lr, seed) -> str:
-    """A candidate learning rate's plain run (stem)."""
-    return run_path(results, "finetune", finetune_lr_id(task, model, lr, seed))
-
-
-def finetune_lr_choice(results, task: str, model: str) -> str:
-    return run_path(results, "finetune", finetune_lr_choice_id(task, model)) + ".json"
-
-
-def finetune_baseline(results, task: str, every: bool = False) -> str:
-    """A task's bag-of-words baseline on the runs' training examples (``every``: on all the training examples)."""
-    return run_path(results, "finetune", finetune_baseline_id(task, every)) + ".json"
-
-
-def finetune_gradients(results, task: str, model: str) -> str:
-    return run_path(results, "finetune", finetune_gradients_id(task, model)) + ".json"
-
-
-# The identities of a fine-tuning runs folder, as templates (the rules name their outputs with them; runs_in reads them)
-FINETUNE_RUN = finetune_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
-FINETUNE_LR_RUN = finetune_lr_id("{task}", "{model}", "{lr}", "{seed}")
-FINETUNE_SAME_AS = finetune_same_as_id("{task}", "{model}", "{seed}", reg="{reg}", weight="{weight}")
-FINETUNE_SEED_FLOOR = finetune_seed_floor_id("{task}", "{model}", "{reg}", "{weight}")
-FINETUNE_GRADIENTS = finetune_gradients_id("{task}", "{model}")
-FINETUNE_BASELINES = tuple(finetune_baseline_id("{task}", every) for every in (False, True))
-
-
-def finetune_pairs(finetune: dict) -> list[tuple[str, str]]:
-    return [(t, m) for t in finetune.get("tasks", []) for m in finetune.get("models", [])]
-
-
-def finetune_runs(finetune: dict, results) -> list[str]:
-    """Every sweep run a config's finetune section asks for (stems): I-STAR at each λ (0: the plain run), CosReg and
-    the mean-direction control at each non-zero weight, every seed."""
-    return [finetune_run(results, t, m, s, reg=reg, weight=w) for t, m, s, reg, w in _finetune_identities(finetune)]
-
-
-def finetune_comparisons(finetune: dict, results) -> list[str]:
-    """Where each of those runs' comparison with its namesake goes (``same-as-seed<S>.json`` beside the run)."""
-    return [
-        run_path(results, "finetune", finetune_same_as_id(t, m, s, reg=reg, weight=w)) + ".json"
-        for t, m, s, reg, w in _finetune_identities(finetune)
-    ]
-
-
-def finetune_seed_floors(finetune: dict, results) -> list[str]:
-    """Each weight's CKA between its seeds (:func:`finetune_seed_floor`), once per task, model and weight."""
-    arms = {(t, m, reg, w) for t, m, _, reg, w in _finetune_identities(finetune)}
-    return sorted(finetune_seed_floor(results, t, m, reg=reg, weight=w) for t, m, reg, w in arms)
-
-
-def _finetune_identities(finetune: dict):
-    """(task, model, seed, regulariser, weight) of every sweep run of a config's finetune section."""
-    regs = [("istar", float(lam)) for lam in finetune.get("istar_lambdas", [])]
-    regs += [("cosreg", float(w)) for w in finetune.get("cosreg_weights", []) if float(w) != 0]
-    regs += [("meandir", float(w)) for w in finetune.get("meandir_weights", []) if float(w) != 0]
-    for t, m in finetune_pairs(finetune):
-        for reg, w in regs:
-            for s in finetune.get("seeds", []):
-                yield t, m, s, reg, w
-
-
-def finetune_lr_runs(finetune: dict, results, task: str, model: str) -> list[str]:
-    """A task × model's candidate runs (stems): λ = 0, the first seed, one per candidate learning rate."""
-    seed = finetune["seeds"][0]
-    return [finetune_lr_run(results, task, model, float(lr), seed) for lr in finetune.get("lr_candidates") or []]
 
 
 # ----- stability --------------------------------------------------------------------------------------------------

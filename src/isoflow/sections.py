@@ -134,18 +134,9 @@ def _redraw_layers(folder: Path, tmp: Path) -> Commands:
 
 
 def _redraw_finetune(folder: Path, tmp: Path) -> Commands:
-    from .layout import (
-        FINETUNE_BASELINES,
-        FINETUNE_GRADIENTS,
-        FINETUNE_RUN,
-        FINETUNE_SAME_AS,
-        FINETUNE_SEED_FLOOR,
-        runs_in,
-    )
+    from .finetune.runs import REPORTED
 
-    # as the workflow's report rule: the sweep's runs, not the learning-rate candidates chosen between before it
-    kinds = (FINETUNE_RUN, *FINETUNE_BASELINES, FINETUNE_GRADIENTS, FINETUNE_SEED_FLOOR, FINETUNE_SAME_AS)
-    runs = [p for kind in kinds for _, p in runs_in(folder / RUNS, f"{kind}.json")]
+    runs = [p for kind in REPORTED for _, p in kind.found_in(folder / RUNS, ".json")]
     return [["finetune-report", *sorted(str(p) for p in runs), *_outputs(folder)]]
 
 

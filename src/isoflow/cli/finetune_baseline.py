@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import settings as declared
-from ..layout import BASELINE_FILE
+from ..finetune.runs import BASELINE_FILE
 from . import options
 
 HELP = "TF-IDF + logistic regression on a fine-tuning sweep's training examples, scored on its held-out examples"
@@ -29,14 +29,14 @@ def run(args: argparse.Namespace) -> int:
     from ..datasets import read_task, resolve_name, task_dir
     from ..finetune.baseline import bag_of_words
     from ..finetune.data import splits
+    from ..finetune.runs import Baseline
     from ..finetune.settings import FinetuneSettings
-    from ..layout import finetune_baseline
     from ..skeleton import Outcome, Place, run_section
 
     s = declared.from_namespace(FinetuneSettings, args, task=resolve_name(args.task), model="bag-of-words")
     task = read_task(args.task_dir or task_dir(args.task, args.data_dir))
     data = splits(task, s, data_dir=args.data_dir, raw_dir=args.raw_dir, mirror=args.mirror)
-    out = Path(args.out or finetune_baseline(args.results, task.name))
+    out = Path(args.out or Baseline(task.name).path(args.results) + ".json")
     result = bag_of_words(task.name, data.train, data.heldout, data.validation)
     split = {k: getattr(s, k) for k in ("heldout_fraction", "max_heldout", "validation_fraction", "max_validation")}
     outcome = Outcome({**split, "max_train": s.max_train}, {"task": task.name, **data.info, **result})

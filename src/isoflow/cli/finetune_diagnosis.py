@@ -38,7 +38,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..finetune.diagnosis import diagnose, model_gradients  # the module itself: DVC's stage deps follow imports
-    from ..layout import GRADIENTS_FILE
+    from ..finetune.runs import GRADIENTS_FILE
 
     if args.model:
         if not (args.task and args.out):

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..layout import BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
+from .runs import BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from .settings import REGULARISERS
 
 GRADIENTS_CAPTION = (

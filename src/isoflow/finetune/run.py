@@ -18,7 +18,6 @@ import pandas as pd
 
 from ..atomic import in_progress_path
 from ..datasets import resolve_name
-from ..layout import finetune_run, seed_stem
 from ..models import sentence_model
 from ..models.spec import ModelSpec
 from ..run_inputs import run_inputs
@@ -26,6 +25,7 @@ from ..skeleton import Outcome, Place, run_section
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import load_encoder
+from .runs import SweepRun, in_arm
 from .train import FinetuneSettings, finetune, settings_dict
 
 
@@ -44,7 +44,7 @@ def finetune_path(
     ``.../<reg><weight>/seed<S>`` for any regulariser and its weight."""
     if reg is None:
         reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
-    return Path(finetune_run(results, resolve_name(task), model, seed, reg=reg, weight=weight))
+    return Path(SweepRun(resolve_name(task), model, reg, float(weight), int(seed)).path(results))
 
 
 def matched_pulls(folder: str | os.PathLike, seed: int, epochs: int) -> dict:
@@ -53,7 +53,7 @@ def matched_pulls(folder: str | os.PathLike, seed: int, epochs: int) -> dict:
     sha256 (for the record); a ValueError naming the file and what is missing otherwise."""
     from ..fetch import sha256_of
 
-    path = Path(folder) / f"{seed_stem(seed)}.parquet"
+    path = Path(in_arm(folder, seed, ".parquet"))
     if not path.is_file():
         raise ValueError(
             f"{path}: no such run to match the pull of (finetune.matched_pull_from names a folder of runs with a "

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 
 from ..atomic import MARKER, OutputExistsError, atomic_dir
-from ..layout import FINETUNE_LR_RUN, FINETUNE_RUN, RUNS, runs_in
+from ..finetune.runs import LrRun, SweepRun
+from ..layout import RUNS
 from ..provenance import PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -126,7 +127,7 @@ def check_one_commit(runs: Path) -> None:
     runs that record their CPU (``machine.cpu``; older records do not), on more than one kind of CPU: a sweep whose
     runs are compared must differ only in what it varies."""
     made, cpus = {}, {}
-    records = [p for kind in (FINETUNE_RUN, FINETUNE_LR_RUN) for _, p in runs_in(runs, f"{kind}.json")]
+    records = [p for kind in (SweepRun, LrRun) for _, p in kind.found_in(runs, ".json")]
     for record in sorted(records):
         info = json.loads(record.read_text())
         made[record] = _made(info)
