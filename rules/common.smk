@@ -26,6 +26,7 @@ from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.resolve import input_files as model_input_files
+from isoflow.optimize import runs as optimize_runs
 from isoflow.optimize.settings import Settings as OptimizeSettings
 from isoflow.optimize.settings import istar_report_outputs
 from isoflow.optimize.settings import report_outputs as optimize_report_outputs

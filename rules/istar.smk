@@ -23,9 +23,9 @@ use rule optimize_run as istar_run with:
         parquet=kept(run_files(".parquet", "{istar_lambda}", ISTAR_SEEDS)),
         record=kept(run_files(".json", "{istar_lambda}", ISTAR_SEEDS)),
     log:
-        layout.log_path("istar", run_id("{istar_lambda}")),
+        job_kind("{istar_lambda}").log_pattern(head=HEAD_DIR),
     benchmark:
-        layout.benchmark_path(RESULTS, "istar", run_id("{istar_lambda}"))
+        job_kind("{istar_lambda}").benchmark_pattern(RESULTS, head=HEAD_DIR)
     params:
         **{**OPTIMIZE_PARAMS, "seeds": seed_option(ISTAR_SEEDS)},
         istar=lambda wildcards: f"--istar-lambda {wildcards.istar_lambda} --keep-diverged",

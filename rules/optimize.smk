@@ -10,7 +10,7 @@
 
 
 # The classifier of the optimize and istar sections' runs: the paper's linear layer, or a non-linear head whose runs go
-# one folder deeper (isoflow.layout.head_dir), so that they never replace the linear head's.
+# one folder deeper (isoflow.optimize.runs.head_dir), so that they never replace the linear head's.
 
 
 rule optimize:
@@ -31,9 +31,9 @@ rule optimize_run:
         parquet=kept(run_files(".parquet")),
         record=kept(run_files(".json")),
     log:
-        layout.log_path("optimize", run_id()),
+        job_kind().log_pattern(head=HEAD_DIR),
     benchmark:
-        layout.benchmark_path(RESULTS, "optimize", run_id())
+        job_kind().benchmark_pattern(RESULTS, head=HEAD_DIR)
     conda:
         "../envs/isoflow.yaml"
     threads: 2

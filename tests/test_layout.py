@@ -14,7 +14,9 @@ from isoflow.finetune.run import finetune_path
 from isoflow.finetune.runs import Baseline, LrRun, SweepRun, lr_runs, sweep_runs
 from isoflow.layers.run import layers_dir
 from isoflow.layers.runs import Analysis, CrossComparison
+from isoflow.optimize import runs as optimize_runs
 from isoflow.optimize import trajectory_path
+from isoflow.optimize.runs import IstarRun, PlainRun, optimisation_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,11 +35,10 @@ def read_back(pattern: str, path: str) -> dict:
     "lam, head", [(0.0, ""), (-5.0, ""), (0.5, "mlp1"), (1e-3, "mlp2")], ids=["plain", "istar", "head", "small"]
 )
 def test_an_optimisation_run_reads_back_as_the_values_that_named_it(lam, head):
-    path = layout.optimisation_run("res", "glue/sst2", "glove-6b-300", 3, istar_lambda=lam, head=head)
-    pattern = layout.optimisation_run(
-        "res", "{task}", "{model}", "{seed}", istar_lambda="{istar_lambda}" if lam else 0.0, head=head
-    )
+    run = optimisation_run("glue/sst2", "glove-6b-300", 3, istar_lambda=lam, head=head)
+    path, pattern = run.path("res"), optimize_runs.run_kind(lam).pattern("res", head=head)
     values = read_back(pattern, path)
+    assert type(run).read(run.identity()) == run and run.head == head
     assert values["task"] == "glue/sst2" and values["model"] == "glove-6b-300" and values["seed"] == "3"
     if lam:
         assert float(values["istar_lambda"]) == lam and "/istar/runs/" in path
@@ -62,14 +63,17 @@ def test_a_finetuning_run_reads_back_as_the_values_that_named_it(reg, weight):
 
 def test_a_model_named_like_a_weight_folder_is_not_read_as_a_model():
     """An I-STAR run's λ folder must never be taken for a model (the optimize rule would claim the istar run)."""
-    istar_run = layout.optimisation_run("res", "polarity", "minilm", 0, istar_lambda=-1.0)
-    plain = layout.optimisation_run("res", "{task}", "{model}", "{seed}").replace("/optimize/", "/istar/")
+    istar_run = IstarRun("polarity", "minilm", -1.0, 0).path("res")
+    plain = PlainRun.pattern("res", head="").replace("/optimize/", "/istar/")
     assert read_back(plain + ".parquet", istar_run + ".parquet") == {}
+    assert PlainRun.read("polarity/minilm/mlp1/seed0") == PlainRun("polarity", "minilm", 0, "mlp1")  # a head folder
+    assert PlainRun.read("glue/sst2/minilm/mlp1/seed0") == PlainRun("glue/sst2", "minilm", 0, "mlp1")
+    assert PlainRun.read("glue/sst2/minilm/seed0") == PlainRun("glue/sst2", "minilm", 0)
 
 
 def test_the_library_names_a_run_as_the_layout_does(tmp_path):
     assert trajectory_path("glue/sst2", "minilm", 2, tmp_path, -1.0, "mlp1") == Path(
-        layout.optimisation_run(tmp_path, "glue/sst2", "minilm", 2, istar_lambda=-1.0, head="mlp1")
+        IstarRun("glue/sst2", "minilm", -1.0, 2, "mlp1").path(tmp_path)
     )
     assert trajectory_path("glue/sst2", "minilm", 2, tmp_path) == tmp_path / "optimize/runs/glue/sst2/minilm/seed2"
     assert finetune_path("polarity", "minilm", 1, 0.0, tmp_path, cosreg_weight=2.0) == Path(
@@ -99,18 +103,20 @@ def test_a_config_s_runs_are_every_combination_it_names():
     ]
     optimize = {"pairs": [{"task": "polarity", "model": "glove"}], "glue": {"tasks": [], "models": []}, "seeds": [4]}
     istar = {"tasks": ["polarity"], "models": ["glove"], "istar_lambdas": [0, 1], "seeds": None}
-    assert layout.istar_runs(istar, optimize, "r") == [
+    assert [run.path("r") for run in optimize_runs.istar_runs(istar, optimize)] == [
         "r/optimize/runs/polarity/glove/seed4",  # λ = 0: the optimize section's run, not a second one
         "r/istar/runs/polarity/glove/istar1/seed4",
     ]
-    assert layout.optimize_runs({**optimize, "head": "mlp", "head_layers": 2}, "r") == [
+    assert [run.path("r") for run in optimize_runs.optimize_runs({**optimize, "head": "mlp", "head_layers": 2})] == [
         "r/optimize/runs/polarity/glove/mlp2/seed4"
     ]
     both = {**optimize, "glue": {"tasks": ["glue/rte", "glue/wnli"], "models": ["minilm"]}}
-    assert layout.optimize_pairs(both) == [("polarity", "glove"), ("glue/rte", "minilm"), ("glue/wnli", "minilm")]
-    assert layout.optimize_pairs(both) == layout.paper_pairs(both) + layout.glue_pairs(both)
-    assert layout.istar_pairs({**istar, "models": ["a", "b"]}) == [("polarity", "a"), ("polarity", "b")]
-    assert (layout.optimize_head(optimize), layout.optimize_head({**optimize, "head": "mlp", "head_layers": 1})) == (
+    pairs = optimize_runs.optimize_pairs(both)
+    assert pairs == [("polarity", "glove"), ("glue/rte", "minilm"), ("glue/wnli", "minilm")]
+    assert pairs == optimize_runs.paper_pairs(both) + optimize_runs.glue_pairs(both)
+    assert optimize_runs.istar_pairs({**istar, "models": ["a", "b"]}) == [("polarity", "a"), ("polarity", "b")]
+    head = optimize_runs.optimize_head
+    assert (head(optimize), head({**optimize, "head": "mlp", "head_layers": 1})) == (
         "",
         "mlp1",
     )
@@ -177,17 +183,17 @@ def test_a_runs_folder_is_read_by_its_templates(tmp_path):
 
 
 def test_the_optimisation_runs_are_read_by_their_templates(tmp_path):
-    """records.discover finds the records of the optimize and istar sections' runs, at the linear head and a
-    non-linear one, through layout.OPTIMIZATION_RUNS; a file that is no run's record is not one."""
+    """optimize.runs.discover finds the records of the optimize and istar sections' runs, at the linear head and a
+    non-linear one, through their run ids; a file that is no run's record is not one."""
     import json
 
-    from isoflow.records import discover
+    from isoflow.optimize.runs import discover
 
     stems = [
-        layout.optimisation_run(tmp_path, "glue/sst2", "minilm", 0),
-        layout.optimisation_run(tmp_path, "polarity", "glove-50d", 1, head="mlp2"),
-        layout.optimisation_run(tmp_path, "polarity", "minilm", 0, istar_lambda=-5.0),
-        layout.optimisation_run(tmp_path, "glue/mrpc", "minilm", 3, istar_lambda=0.5, head="mlp1"),
+        optimisation_run("glue/sst2", "minilm", 0).path(tmp_path),
+        optimisation_run("polarity", "glove-50d", 1, head="mlp2").path(tmp_path),
+        optimisation_run("polarity", "minilm", 0, istar_lambda=-5.0).path(tmp_path),
+        optimisation_run("glue/mrpc", "minilm", 3, istar_lambda=0.5, head="mlp1").path(tmp_path),
     ]
     for stem in [*stems, f"{tmp_path}/optimize/runs/polarity/minilm/seeds"]:  # a grouped job's log stem is no run
         Path(stem).parent.mkdir(parents=True, exist_ok=True)

@@ -26,10 +26,10 @@ from conftest import (
 )
 from test_tiers import tiers_missing
 
-from isoflow import layout
+from isoflow.optimize import runs as optimize_runs
 
-# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models (isoflow.layout).
-SUITE_OPTIMIZE_RUNS = len(layout.optimize_pairs(SUITE_OFFLINE["optimize"]))
+# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models (isoflow.optimize.runs).
+SUITE_OPTIMIZE_RUNS = len(optimize_runs.optimize_pairs(SUITE_OFFLINE["optimize"]))
 
 PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)
 

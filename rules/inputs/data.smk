@@ -4,7 +4,7 @@
 
 def vocab_of(task):
     """A word task's words come from its (single) static model's vocabulary."""
-    models = sorted({m for t, m in layout.paper_pairs(OPTIMIZE) + layout.istar_pairs(ISTAR) if t == task})
+    models = sorted({m for t, m in optimize_runs.paper_pairs(OPTIMIZE) + optimize_runs.istar_pairs(ISTAR) if t == task})
     vocabularies = sorted({VOCABULARY.get(m, m) for m in models})
     if len(vocabularies) != 1 or not set(models) <= set(STATIC_MODELS):
         raise ValueError(

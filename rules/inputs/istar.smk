@@ -2,12 +2,12 @@
 # from rules.
 
 
-ISTAR_SEEDS = layout.istar_seeds(ISTAR, OPTIMIZE)
+ISTAR_SEEDS = optimize_runs.istar_seeds(ISTAR, OPTIMIZE)
 
 
 def istar_trajectories():
     """Every run of the sweep (.parquet): lambda 0 is the plain run (shared with the paper's runs)."""
-    return [f"{stem}.parquet" for stem in layout.istar_runs(ISTAR, OPTIMIZE, RESULTS)]
+    return [f"{run.path(RESULTS)}.parquet" for run in optimize_runs.istar_runs(ISTAR, OPTIMIZE)]
 
 
 ISTAR_AGGREGATE = [f"{section_dir('istar')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
@@ -35,7 +35,7 @@ def baseline_records():
 
 
 def istar_files():
-    return ISTAR_REPORT if layout.istar_pairs(ISTAR) and ISTAR.get("istar_lambdas") else []
+    return ISTAR_REPORT if optimize_runs.istar_pairs(ISTAR) and ISTAR.get("istar_lambdas") else []
 
 
 def runs_of_istar():

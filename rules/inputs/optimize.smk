@@ -2,20 +2,19 @@
 # from rules.
 
 
-HEAD_DIR = layout.optimize_head(OPTIMIZE)
-RUN_SEED = None if GROUP_SEEDS else "{seed}"  # a job per seed, or one job for every seed (isoflow.layout.seed_stem)
+HEAD_DIR = optimize_runs.optimize_head(OPTIMIZE)
 
 
 def trajectories():
     """Every run the config's optimize section asks for (.parquet)."""
-    return [f"{stem}.parquet" for stem in layout.optimize_runs(OPTIMIZE, RESULTS)]
+    return [f"{run.path(RESULTS)}.parquet" for run in optimize_runs.optimize_runs(OPTIMIZE)]
 
 
 LABEL_CENTRED_EVERY = OPTIMIZE["label_centred_every"]
 OPTIMIZE_AGGREGATE = [f"{section_dir('optimize')}/aggregate/{name}" for name in ("trajectories.parquet", "runs.csv")]
 _OPTIMIZE_TABLES, _OPTIMIZE_FIGURES = optimize_report_outputs(
-    main=bool(layout.paper_pairs(OPTIMIZE)),
-    glue=bool(layout.glue_pairs(OPTIMIZE)),
+    main=bool(optimize_runs.paper_pairs(OPTIMIZE)),
+    glue=bool(optimize_runs.glue_pairs(OPTIMIZE)),
     seeds=len(OPTIMIZE["seeds"]),
     label_centred=bool(LABEL_CENTRED_EVERY),
 )
@@ -28,26 +27,23 @@ def optimize_tables():
 
 
 def optimize_files():
-    return optimize_tables() + OPTIMIZE_FIGURES if layout.optimize_pairs(OPTIMIZE) else []
+    return optimize_tables() + OPTIMIZE_FIGURES if optimize_runs.optimize_pairs(OPTIMIZE) else []
 
 
 # ----- Optimisation runs (grouped or one per seed) (optimize.smk) ---------------------------------------------
 
 
-def run_id(istar_lambda=0.0):
-    """A job's identity below its section's runs/, benchmarks/ and logs/ (isoflow.layout, as the library names it)."""
-    return layout.optimisation_id("{task}", "{model}", RUN_SEED, istar_lambda=istar_lambda, head=HEAD_DIR)
+def job_kind(istar_lambda=0.0):
+    """A job's run id (isoflow.optimize.runs): one seed's run, or the job that runs every seed (group_seeds)."""
+    return optimize_runs.run_kind(istar_lambda, grouped=GROUP_SEEDS)
 
 
 def run_files(suffix, istar_lambda=0.0, seeds=None):
     """A job's outputs: every seed's file when seeds are grouped, else the one seed's."""
-
-    def stem(seed):
-        return layout.optimisation_run(RESULTS, "{task}", "{model}", seed, istar_lambda=istar_lambda, head=HEAD_DIR)
-
+    kind = optimize_runs.run_kind(istar_lambda)
     if GROUP_SEEDS:
-        return [stem(s) + suffix for s in seeds or OPTIMIZE["seeds"]]
-    return stem("{seed}") + suffix
+        return [kind.pattern(RESULTS, head=HEAD_DIR, seed=s) + suffix for s in seeds or OPTIMIZE["seeds"]]
+    return kind.pattern(RESULTS, head=HEAD_DIR) + suffix
 
 
 def seed_option(seeds=None):
@@ -58,7 +54,7 @@ def seed_option(seeds=None):
         first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
         if GROUP_SEEDS:
             planned = ",".join(str(s) for s in seeds or OPTIMIZE["seeds"])
-            return f"--seeds {planned} --out '{os.path.dirname(first)}/{layout.seed_stem('{seed}')}'"
+            return f"--seeds {planned} --out '{os.path.dirname(first)}/{optimize_runs.SEED}'"
         return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
 
     return option

@@ -4,7 +4,7 @@
 
 def all_task_model_pairs():
     """Every (task, model) whose embeddings the config's optimisation runs read (isoflow.layout)."""
-    return layout.embedding_pairs(OPTIMIZE, ISTAR)
+    return optimize_runs.embedding_pairs(OPTIMIZE, ISTAR)
 
 
 def all_tasks():

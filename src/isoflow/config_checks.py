@@ -22,10 +22,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from . import layout
 from .config_files import ConfigError, resolve
 from .config_schema import RENAMED_KEYS, fill_defaults
 from .config_schema import load as load_schema
+from .optimize import runs as optimize_runs
 from .sections import SECTIONS, settings_classes
 
 
@@ -234,7 +234,7 @@ def vectors_problems(config: dict) -> list[str]:
     """Vectors made elsewhere come with a file for every task the optimisation runs pair them with."""
     models = (config.get("own") or {}).get("models") or {}
     vectors = {name: entry["embeddings"] for name, entry in models.items() if "embeddings" in entry}
-    pairs = layout.embedding_pairs(config["optimize"], config.get("istar") or {})
+    pairs = optimize_runs.embedding_pairs(config["optimize"], config.get("istar") or {})
     return [
         f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of "
         "the task)"

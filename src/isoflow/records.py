@@ -26,7 +26,6 @@ import pandas as pd
 
 from .atomic import atomic_dir, atomic_file
 from .errors import read_json
-from .layout import OPTIMISATION_SECTIONS, OPTIMIZATION_RUNS, RUNS, lambda_dir, regulariser_dir, runs_in  # noqa: F401
 
 # Settings that identify a row of the tables (besides task and model), with the value of runs that do not record
 # them; the seed is what rows average over. istar_lambda always; the others where some run records them.
@@ -172,34 +171,6 @@ def record_pair(path: str | os.PathLike) -> tuple[Path, Path]:
     p = Path(path)
     stem = p.with_suffix("") if p.suffix in (".parquet", ".json") else p
     return stem.with_suffix(".parquet"), stem.with_suffix(".json")
-
-
-RUN_FOLDERS = tuple(f"{s}/{RUNS}" for s in OPTIMISATION_SECTIONS)  # where optimisation runs are (isoflow.layout)
-
-
-def discover(results: str | os.PathLike) -> list[Path]:
-    """The JSON records of every complete optimisation run under ``results/optimize/runs`` and
-    ``results/istar/runs`` (sorted)."""
-    records = {
-        path
-        for section, templates in OPTIMIZATION_RUNS.items()
-        for template in templates
-        for _, path in runs_in(Path(results, section, RUNS), f"{template}.json")
-    }
-    found = []
-    for meta in sorted(records):
-        try:
-            complete = json.loads(meta.read_text(encoding="utf-8")).get("complete")
-        except (ValueError, UnicodeDecodeError):
-            complete = False  # reported by load_runs if the run is asked for explicitly
-        if complete and meta.with_suffix(".parquet").is_file():
-            found.append(meta)
-    if not found:
-        raise FileNotFoundError(
-            f"no complete optimisation runs under {Path(results, RUN_FOLDERS[0])} or {Path(results, RUN_FOLDERS[1])}; "
-            "run `isoflow optimize` first"
-        )
-    return found
 
 
 def read_record(meta: Path) -> dict:

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ..records import aggregate, discover
+    from ..optimize.runs import discover
+    from ..records import aggregate
 
     runs = options.runs_of(args)
     out = args.out or str(Path(args.results) / "optimize" / "aggregate")

@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..records import aggregate, discover, load_aggregate, load_runs
+from ..records import aggregate, load_aggregate, load_runs
 from ..reporting import write_table
 from ..reporting.significance import seed_interval
 from . import paper
 from .figures import figures
+from .runs import discover
 
 
 def load_trajectories(results: str | os.PathLike = "results") -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from ..datasets import resolve_name
 from ..embed import embeddings_dir, items_digest, load_embeddings
-from ..layout import optimisation_run, optimisation_section
 from ..models import MODELS
 from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from .loop import Diverged, OptimizationError, Settings, optimize, settings_dict
+from .runs import optimisation_run
 from .settings import STEPS
 
 logger = logging.getLogger(__name__)
@@ -44,7 +44,9 @@ def trajectory_path(
     ``results/istar/runs/<task>/<model>/istar<λ>/seed<S>`` for I-STAR runs with λ ≠ 0 (the istar section's; its λ = 0
     rows are the optimize runs); a non-linear head's runs one folder deeper, ``<model>/<head_dir>/`` (``mlp1``); add
     .parquet / .json."""
-    return Path(optimisation_run(results, resolve_name(task), model, seed, istar_lambda=istar_lambda, head=head_dir))
+    return Path(
+        optimisation_run(resolve_name(task), model, seed, istar_lambda=istar_lambda, head=head_dir).path(results)
+    )
 
 
 def _run_one(settings: Settings, out: Path, body) -> tuple[Path, Path]:
@@ -57,7 +59,8 @@ def _run_one(settings: Settings, out: Path, body) -> tuple[Path, Path]:
         traj, diverged_at = body(settings, out)
         return Outcome(settings_dict(traj.settings), traj.info, [(parquet, traj.frame())], diverged_at=diverged_at)
 
-    return parquet, run_section(optimisation_section(settings.istar_lambda), Place(out.with_suffix(".json")), outcome)
+    section = optimisation_run(settings.task, settings.model, settings.seed, istar_lambda=settings.istar_lambda).SECTION
+    return parquet, run_section(section, Place(out.with_suffix(".json")), outcome)
 
 
 def run_optimize(

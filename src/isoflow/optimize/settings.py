@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..istar_settings import SHRINKAGE_KINDS, check_istar, zeta_setting
-from ..layout import head_dir  # noqa: F401 (the settings, the rules and the I-STAR report name a head by it)
 from ..settings import check, setting
 from .paper import MAIN_SEEDS, PAPER_STEPS
+from .runs import head_dir  # noqa: F401 (the settings, the rules and the I-STAR report name a head by it)
 
 # Updates per run by default: the paper's (1,000; 250 for the GLUE tasks, its Appendix A), for the command line and the
 # workflow config's `optimize.steps` (the schema's x-default names this).
