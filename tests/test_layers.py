@@ -474,6 +474,34 @@ def test_layer_store_reads_back_what_was_written(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
+
+def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    """The states' bytes (layers × points × dims × 4) against the disk's free space — plus what a resumed store's
+    files hold already — or the memory available: one line naming the place, the need and the fixes, nothing left."""
+    import shutil
+    from collections import namedtuple
+
+    from isoflow.layers import store as store_module
+
+    assert store_module.states_bytes(33, 100_000, 4096) == 54_067_200_000  # an 8B model's every state, 100k tokens
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 3 * 14 * 4 * 4 - 1))
+    where = tmp_path / "runs" / "m"
+    with pytest.raises(store_module.NotEnoughSpace, match=r"need 0\.0 GB of disk \(3 layers x 14 points x 4 dims"):
+        LayerStore(3, 14, 4, where)
+    assert not where.exists()  # refused before its folder was made
+    kept = tmp_path / "kept"
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 10**9))
+    with LayerStore(3, 14, 4, kept, keep=True):  # a kept store, as an interrupted analysis leaves it
+        pass
+    held = sum(p.stat().st_blocks * 512 for p in kept.iterdir())
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 3 * 14 * 4 * 4 - held))
+    with LayerStore(3, 14, 4, kept, keep=True) as store:  # resumed: its own files count as room
+        assert store.n_points == 14
+    monkeypatch.setattr(store_module, "_available_memory", lambda: 100)
+    with pytest.raises(store_module.NotEnoughSpace, match="GB of memory .* keep them on disk"):
+        LayerStore(1, 14, 4)
+
 # ----- corpora --------------------------------------------------------------------------------------------------------
 
 

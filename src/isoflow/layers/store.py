@@ -15,6 +15,60 @@ from pathlib import Path
 
 import numpy as np
 
+STATE_BYTES = np.dtype(np.float32).itemsize  # a stored state's coordinate
+
+
+class NotEnoughSpace(OSError):
+    """The states would not fit where they go (the message names the place, the need, what is free and the fix)."""
+
+
+def states_bytes(n_layers: int, n_points: int, dim: int) -> int:
+    """What a store of ``n_layers`` layers × ``n_points`` points × ``dim`` float32 coordinates takes, on disk or in
+    memory: the layer analysis' largest allocation after the model's weights (docs/performance.md)."""
+    return n_layers * n_points * dim * STATE_BYTES
+
+
+def _allocated(paths) -> int:
+    """The bytes the existing files among ``paths`` hold on disk (a kept store's, resumed: already paid for)."""
+    return sum(p.stat().st_blocks * 512 for p in paths if p.is_file())
+
+
+def _available_memory() -> int | None:
+    """MemAvailable of /proc/meminfo in bytes (None where there is none: not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | None, kept=()) -> None:
+    """Refuse, in one line and before anything is written, a store that would not fit: on disk, the free space of
+    ``directory`` (plus what the ``kept`` files of a resumed store hold already); in memory (``directory`` None),
+    the memory available now. A memory-mapped file on a full disk would otherwise end the process with SIGBUS
+    mid-encoding."""
+    need = states_bytes(n_layers, n_points, dim)
+    shape = f"{n_layers} layers x {n_points:,} points x {dim} dims x {STATE_BYTES} B"
+    if directory is not None:
+        where = Path(directory)
+        probe = next(p for p in (where, *where.parents) if p.exists())  # the folder may not exist yet
+        free = shutil.disk_usage(probe).free + _allocated(kept)
+        if need > free:
+            raise NotEnoughSpace(
+                f"{where}: the layers' states need {need / 1e9:.1f} GB of disk ({shape}), {free / 1e9:.1f} GB is "
+                "free; measure fewer layers (--layers), fewer tokens (--max-tokens), or write the run elsewhere (--out)"
+            )
+        return
+    free = _available_memory()
+    if free is not None and need > free:
+        raise NotEnoughSpace(
+            f"the layers' states need {need / 1e9:.1f} GB of memory ({shape}), {free / 1e9:.1f} GB is available; "
+            "keep them on disk (streaming, the default), measure fewer layers (--layers) or fewer tokens (--max-tokens)"
+        )
+
 
 class LayerStore:
     """(n_layers, n_points, dim) float32 points, filled batch by batch, read layer by layer."""
@@ -26,6 +80,8 @@ class LayerStore:
         self.filled = 0
         self._dir = None
         self._keep = keep and directory is not None
+        kept = [Path(directory) / f"layer{i}.npy" for i in range(n_layers)] if self._keep else []
+        check_space(n_layers, n_points, dim, directory, kept)
         if directory is None:
             self._layers = [np.empty((n_points, dim), dtype=np.float32) for _ in range(n_layers)]
         else:
