@@ -186,14 +186,6 @@ def test_one_run_has_one_regulariser_the_control_too(capsys):
     assert "--istar-lambda and --meandir-weight name two regularisers" in capsys.readouterr().err
 
 
-def test_the_report_refuses_control_runs_by_name():
-    from isoflow.finetune.report import summary
-
-    epochs = pd.DataFrame({"reg": ["meandir"], "epoch": [0]})
-    with pytest.raises(ValueError, match="mean-direction control's runs"):
-        summary(epochs, epochs.copy())
-
-
 @pytest.mark.slow
 def test_the_control_config_plans_both_arms_with_the_matched_pulls_as_inputs(plan_checkout):
     """config/finetune-smollm2-fair-control.yaml: 6 seeds of λ = 0 and of the control; each control run reads the

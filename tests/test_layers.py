@@ -474,7 +474,6 @@ def test_layer_store_reads_back_what_was_written(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-
 def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
     """The states' bytes (layers × points × dims × 4) against the disk's free space — plus what a resumed store's
     files hold already — or the memory available: one line naming the place, the need and the fixes, nothing left."""
@@ -501,6 +500,7 @@ def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_pa
     monkeypatch.setattr(store_module, "_available_memory", lambda: 100)
     with pytest.raises(store_module.NotEnoughSpace, match="GB of memory .* keep them on disk"):
         LayerStore(1, 14, 4)
+
 
 # ----- corpora --------------------------------------------------------------------------------------------------------
 

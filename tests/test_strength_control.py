@@ -10,16 +10,19 @@ import pandas as pd
 import pytest
 from scipy.stats import ttest_1samp, ttest_ind
 
-from isoflow.finetune.strength_control import arm_differences, strength_control
+from isoflow.finetune.runs import arm_records
+from isoflow.finetune.strength_control import arm_differences, control_reading, strength_control
 
 
-def write_run(folder, reg, weight, seed, metrics, isoscore_star):
-    """A run's record and epochs as isoflow finetune writes them (the fields the reading takes)."""
+def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None):
+    """A run's record and epochs as isoflow finetune writes them (the fields the reading takes); a control run names
+    the arm whose pull it matched (``matched``)."""
     name = {"istar": "istar_lambda", "meandir": "meandir_weight"}[reg]
     stem = folder / f"{reg}{weight:g}" / f"seed{seed}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     settings = {"task": "glue/sst2", "model": "m", "reg": reg, "seed": seed, "istar_lambda": 0.0, name: weight}
-    stem.with_suffix(".json").write_text(json.dumps({"settings": settings, "n_train": 100}))
+    record = {"settings": settings, "n_train": 100, **({"matched_pull": {"from": str(matched)}} if matched else {})}
+    stem.with_suffix(".json").write_text(json.dumps(record))
     epochs = pd.DataFrame(
         {
             "epoch": range(len(metrics)),
@@ -92,3 +95,26 @@ def test_holms_correction_decides_a_word_the_raw_interval_alone_would_give():
     for _, reading in table.iloc[1:].iterrows():
         assert reading["p"] < 0.05 <= reading["p_holm"] and reading["verdict"].startswith("not seen")
     assert table.iloc[1]["high"] < 0
+
+
+def test_the_report_reads_the_control_against_the_arm_its_runs_matched(tmp_path):
+    """finetune-report's reading of a control (control_reading): the intervention's arm named by the control runs'
+    matched_pull.from and that sweep's λ = 0 runs beside it, against the control and its own λ = 0 runs."""
+    sweep, mine = tmp_path / "sweep", tmp_path / "control"
+    records = []
+    for seed in range(3):
+        write_run(sweep, "istar", 0.0, seed, [0.5, 0.8, 0.79], [0.14, 0.15, 0.15])
+        write_run(sweep, "istar", 1.0, seed, [0.5, 0.76 - 0.01 * seed, 0.75], [0.14, 0.3, 0.36])
+        records.append(write_run(mine, "istar", 0.0, seed, [0.5, 0.81, 0.8], [0.14, 0.15, 0.15]))
+        control = [0.5, 0.7 + 0.01 * seed, 0.7]
+        records.append(write_run(mine, "meandir", 1.0, seed, control, [0.14, 0.15, 0.16], matched=sweep / "istar1"))
+    readings, seeds = control_reading(records)
+    assert [p.name for p in arm_records(sweep / "istar1")] == ["seed0.json", "seed1.json", "seed2.json"]
+    intervention = arm_differences(arm_records(sweep / "istar1") + arm_records(sweep / "istar0"), "istar", 1.0)
+    pd.testing.assert_frame_equal(readings, strength_control(intervention, arm_differences(records, "meandir", 1.0)))
+    by_arm = seeds.groupby("arm")["metric"].apply(list)
+    assert by_arm["mean-direction control at 1"] == pytest.approx([0.7 - 0.81, 0.71 - 0.81, 0.72 - 0.81])
+    assert by_arm[f"I-STAR at 1 ({sweep / 'istar1'})"] == pytest.approx([0.76 - 0.8, 0.75 - 0.8, 0.75 - 0.8])
+    write_run(mine, "meandir", 1.0, 3, [0.5, 0.7, 0.7], [0.14, 0.15, 0.16], matched=tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match="must each name one and the same matched run folder"):
+        control_reading([*records, mine / "meandir1" / "seed3.json"])

@@ -28,7 +28,7 @@ from test_tiers import tiers_missing
 
 from isoflow.optimize import runs as optimize_runs
 
-# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models (isoflow.optimize.runs).
+# The scaled-down quick start's optimisation runs per seed: its pairs, then GLUE's tasks x models.
 SUITE_OPTIMIZE_RUNS = len(optimize_runs.optimize_pairs(SUITE_OFFLINE["optimize"]))
 
 PLAN: dict = {}  # the copy of the working tree the workflow's dry runs run in (set once per module)

@@ -141,6 +141,7 @@ _FINETUNE_TABLES, _FINETUNE_FIGURES = finetune_report_outputs(
     FINETUNE.get("zeta"),
     SEED_FLOOR,
     bool(SAME_AS),
+    any(float(w) != 0 for w in FINETUNE.get("meandir_weights", [])),
 )
 FINETUNE_TABLES = tables_of("finetune", _FINETUNE_TABLES)
 FINETUNE_FIGURES = figures_of("finetune", _FINETUNE_FIGURES)

@@ -64,11 +64,6 @@ def _complete(epochs: pd.DataFrame, info: pd.DataFrame) -> tuple[pd.DataFrame, p
     for frame in (epochs, info):
         if "reg" not in frame:
             frame["reg"] = "istar"
-        if (frame["reg"] == "meandir").any():
-            raise ValueError(
-                "finetune-report reads I-STAR and CosReg runs; the mean-direction control's runs (reg meandir, "
-                "config finetune.meandir_weights) are not reported by it: leave them out of its records"
-            )
         if "cosreg_weight" not in frame:
             frame["cosreg_weight"] = 0.0
     if "mean_abs_activation" in epochs and "activation_peak_ratio" not in epochs:
@@ -301,12 +296,24 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     (``cka-between-seeds.json``) and its runs' comparisons with their namesakes elsewhere (``same-as-seed<S>.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
     from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
+    from .strength_control import CAPTION as CONTROL_CAPTION
+    from .strength_control import SEEDS_CAPTION, control_reading, is_control
 
     records, baselines, gradients, floors, same_as = split_inputs(records)
+    written = []
+    if any(is_control(r) for r in records):  # the strength-matched control: its reading, then the rest without it
+        readings, seeds = control_reading(records)
+        written += write_table(
+            readings, Path(tables_dir) / "finetune_strength_control", caption=CONTROL_CAPTION, floatfmt="%.4f"
+        )
+        written += write_table(
+            seeds, Path(tables_dir) / "finetune_strength_control_seeds", caption=SEEDS_CAPTION, floatfmt="%.4f"
+        )
+        records = [r for r in records if not is_control(r)]
     epochs, info = _complete(*load_runs(records))
     unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)
-    written = write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
+    written += write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
     controls = controls_table(records, baselines)
     written += write_table(
         controls,

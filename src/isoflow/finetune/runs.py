@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
-from ..layout import RunId, wildcards_of
+from ..layout import RunId, runs_in, wildcards_of
 
 SECTION = "finetune"
 BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline, on the runs' training examples
@@ -49,6 +50,12 @@ BASELINE_FILE, BASELINE_ALL_FILE, GRADIENTS_FILE, SEED_FLOOR_FILE = (
 BASELINE_FILES = (BASELINE_FILE, BASELINE_ALL_FILE)
 ARM = "{task}/{model}/{reg}{weight:g}"  # one regulariser at one weight: the folder of its seeds' runs
 SEED = "seed{seed}"  # a run's stem in its arm's folder
+
+
+def arm_records(folder) -> list[Path]:
+    """The records of an arm's runs (``<folder>/seed<S>.json``), by seed: how a report reads another sweep's arm."""
+    found = runs_in(folder, f"{SEED}.json")
+    return [path for _, path in sorted(found, key=lambda item: int(item[0]["seed"]))]
 
 
 def in_arm(folder, seed, suffix: str) -> str:

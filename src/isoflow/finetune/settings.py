@@ -29,13 +29,15 @@ def report_outputs(
     zeta: float | None = None,
     seed_floor: bool = False,
     same_as: bool = False,
+    control: bool = False,
 ) -> tuple[list[str], list[str]]:
     """(tables, figures) `isoflow finetune-report` writes (isoflow.finetune.report): runs measured per layer add a
     table and a figure each of finetune_layers and finetune_layers_epochs; gradients measured at the pretrained model
     the table finetune_gradients; runs with IsoScore*'s shrinkage (``zeta``, default: the setting's; not 0) the
     manipulation check, finetune_manipulation; runs that wrote their states (``seed_floor``: states_points, two seeds
     or more) CKA between seeds, finetune_seed_floor; runs compared with their namesakes elsewhere (``same_as``)
-    finetune_same_as. The workflow declares them from here."""
+    finetune_same_as; the strength-matched control's runs (``control``: meandir weights) its reading,
+    finetune_strength_control and finetune_strength_control_seeds. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
     shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
@@ -47,6 +49,7 @@ def report_outputs(
         *layers,
         *(["finetune_seed_floor"] if seed_floor else []),
         *(["finetune_same_as"] if same_as else []),
+        *(["finetune_strength_control", "finetune_strength_control_seeds"] if control else []),
     ]
     figures = [
         "finetune_performance",

@@ -16,6 +16,7 @@ sweep) and the control's (the mean-direction loss at the matched pull, at its ow
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +30,7 @@ from ..reporting.significance import (
 )
 from ..reporting.verdicts import verdict
 from .controls import _selected
+from .runs import arm_records
 
 BOUND = 0.25  # the control's IsoScore* shift, as a share of the intervention's, within which it has not moved isotropy
 
@@ -101,3 +103,56 @@ def strength_control(intervention: pd.DataFrame, control: pd.DataFrame, bound: f
             }
         )
     return pd.DataFrame(rows)
+
+
+CAPTION = (
+    'The strength-matched control (docs/finetune.md, "The strength-matched control"; the rule: docs/verdicts.md, '
+    "\"A control of strength\"): each arm's held-out metric at its runs' best validation epoch minus its own λ = 0 "
+    "run of the same seed — the intervention's (I-STAR at +λ*, the published fair sweep the control's runs matched "
+    "their pull to) and the control's (the mean-direction loss, its own commit); mean and 95 % interval over seeds "
+    "(B: Welch's, the arms' seeds not paired across commits), p and Holm's p over the two claims, the smallest effect "
+    "the seeds could detect, the size claimed (the intervention's whole harm) and the verdict. The first row is the "
+    "manipulation check: the control's IsoScore* shift against the pretrained Σ_S, within ± a quarter of the "
+    "intervention's or not."
+)
+SEEDS_CAPTION = (
+    "The strength-matched control seed by seed: each arm's run minus its own λ = 0 run of the same seed, the held-out "
+    "metric at the selected epoch and IsoScore* against the pretrained Σ_S after the last epoch (what the table "
+    "finetune_strength_control reads)."
+)
+
+
+def is_control(record) -> bool:
+    """Whether a run record is the mean-direction control's (``reg`` meandir)."""
+    return json.loads(Path(record).read_text())["settings"].get("reg") == "meandir"
+
+
+def matched_arm(control_records) -> Path:
+    """The intervention's arm folder the control's runs matched their pull to (each record's ``matched_pull.from``):
+    one for all of them, else a ValueError naming the records."""
+    found = {json.loads(Path(r).read_text()).get("matched_pull", {}).get("from") for r in control_records}
+    if len(found) != 1 or None in found:
+        raise ValueError(
+            f"{', '.join(map(str, control_records))}: the control's runs must each name one and the same matched run "
+            f"folder (matched_pull.from); found {sorted(map(str, found))}"
+        )
+    return Path(found.pop())
+
+
+def control_reading(records) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the readings, the per-seed differences) of the control's runs among ``records`` (with their own λ = 0 runs)
+    against the intervention's arm they matched and that arm's λ = 0 runs, beside it in its sweep (``istar0``)."""
+    control = [r for r in records if is_control(r)]
+    arm = matched_arm(control)
+    intervention_runs = arm_records(arm) + arm_records(arm.parent / "istar0")
+    weight = _selected(Path(intervention_runs[0]))["weight"]
+    intervention = arm_differences(intervention_runs, "istar", weight)
+    control_weight = _selected(Path(control[0]))["weight"]
+    mine = arm_differences(records, "meandir", control_weight)
+    seeds = pd.concat(
+        [
+            intervention.assign(arm=f"I-STAR at {weight:g} ({arm})"),
+            mine.assign(arm=f"mean-direction control at {control_weight:g}"),
+        ]
+    ).reset_index(names="seed")
+    return strength_control(intervention, mine), seeds[["arm", "seed", "metric", "isoscore_star"]]
