@@ -12,6 +12,8 @@ import torch
 from isoflow.metrics import (
     alpha_req,
     cosine_anisotropy,
+    cosine_shares,
+    drop_dimensions,
     effective_rank,
     isoscore,
     participation_ratio,
@@ -54,6 +56,20 @@ def test_the_streamed_measures_equal_the_in_memory_ones(offset):
     for name, value in expected.items():
         assert got[name] == pytest.approx(value, rel=1e-8), name
     np.testing.assert_allclose(m.mean_abs().numpy(), np.abs(x).mean(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(m.cosine_shares().numpy(), cosine_shares(X).numpy(), rtol=1e-8, atol=1e-15)
+    dropped = [3, 0, 77]  # as a layer's largest mean-|activation| dimensions come, any order
+    rest, points = m.without(dropped).sizes(), drop_dimensions(X, dropped)
+    expected_rest = {
+        "isoscore": isoscore(points),
+        "participation_ratio": participation_ratio(points),
+        "effective_rank": effective_rank(points),
+        "stable_rank": stable_rank(points),
+        "alpha_req": alpha_req(points),
+        "alpha_req_li": alpha_req(points, first=12, last=100, weighted=True),
+    }
+    for name, value in expected_rest.items():
+        assert rest[name] == pytest.approx(value, rel=1e-8), name
+    assert math.isnan(rest["cosine_anisotropy"])  # the rows' directions changed with their lengths
 
 
 def test_the_order_and_size_of_batches_do_not_matter_and_too_little_is_refused():

@@ -401,6 +401,12 @@ def s_inter(X: ArrayLike, types: ArrayLike) -> float:
     T = sums.shape[0]
     if T < 2:
         raise ValueError("S_inter needs at least two distinct types")
+    return s_inter_of_sums(sums, sizes)
+
+
+def s_inter_of_sums(sums: torch.Tensor, sizes: torch.Tensor) -> float:
+    """:func:`s_inter` from the types' sums of unit rows (T × d, float64) and their sizes (T ≥ 2)."""
+    T = sums.shape[0]
     m = sums / sizes[:, None]
     total = m.sum(dim=0)
     return float(((total @ total) - (m * m).sum()) / (T * (T - 1)))
@@ -464,9 +470,16 @@ def s_inter_by_type_count(
             raise ValueError(f"frequency must give one number per row ({x.shape[0]}); got shape {tuple(f.shape)}")
         key = torch.full((T,), -torch.inf, dtype=torch.float64, device=x.device)
         key = key.scatter_reduce(0, clusters.codes, f, reduce="amax")
+    return s_inter_curve_of_sums(sums, sizes, key, wanted)
+
+
+def s_inter_curve_of_sums(sums: torch.Tensor, sizes: torch.Tensor, key: torch.Tensor, wanted: list[int]) -> list[float]:
+    """:func:`s_inter_by_type_count` from the types' sums of unit rows (T × d, float64), their sizes and rank keys
+    (descending; ties in the order of the rows): what a run that streams its points keeps instead of them
+    (:mod:`isoflow.layers.streamed`)."""
     order = torch.sort(-key, stable=True).indices
     m = (sums / sizes[:, None])[order]
-    total = torch.zeros(m.shape[1], dtype=torch.float64, device=x.device)
+    total = torch.zeros(m.shape[1], dtype=torch.float64, device=sums.device)
     squares, done, found = 0.0, 0, {}
     for n in sorted(set(wanted)):  # running sums from one size to the next
         block = m[done:n]

@@ -51,7 +51,7 @@ class Moments:
     def __init__(self, dim: int):
         self.dim = int(dim)
         self.n = 0
-        self.mean = self.scatter = self.unit_sum = self.abs_sum = None
+        self.mean = self.scatter = self.unit_sum = self.unit_squares = self.abs_sum = None
 
     def update(self, X: ArrayLike) -> Moments:
         """Fold the rows of ``X`` (n_b × dim) in; returns self."""
@@ -60,7 +60,12 @@ class Moments:
             raise ValueError(f"a batch of {x.shape[1]} dimensions; these moments are of {self.dim}")
         if self.mean is None:
             zeros = torch.zeros(self.dim, dtype=torch.float64, device=x.device)
-            self.mean, self.unit_sum, self.abs_sum = zeros, zeros.clone(), zeros.clone()
+            self.mean, self.unit_sum, self.unit_squares, self.abs_sum = (
+                zeros,
+                zeros.clone(),
+                zeros.clone(),
+                zeros.clone(),
+            )
             self.scatter = torch.zeros(self.dim, self.dim, dtype=torch.float64, device=x.device)
         n_b = x.shape[0]
         mean_b = x.mean(dim=0)
@@ -70,7 +75,9 @@ class Moments:
         self.scatter += xc.T @ xc + (self.n * n_b / total) * torch.outer(delta, delta)
         self.mean += delta * (n_b / total)
         self.n = total
-        self.unit_sum += _unit_rows(x).sum(dim=0)
+        unit = _unit_rows(x)
+        self.unit_sum += unit.sum(dim=0)
+        self.unit_squares += (unit * unit).sum(dim=0)
         self.abs_sum += x.abs().sum(dim=0)
         return self
 
@@ -99,8 +106,30 @@ class Moments:
             "effective_rank": _effective_rank_of(raw),
             "stable_rank": _stable_rank_of(raw),
             **covariance_sizes_of(centred),
-            "cosine_anisotropy": float((self.unit_sum @ self.unit_sum - self.n) / (self.n * (self.n - 1))),
+            "cosine_anisotropy": (
+                float((self.unit_sum @ self.unit_sum - self.n) / (self.n * (self.n - 1)))
+                if self.unit_sum is not None
+                else float("nan")  # dimensions dropped (without): the rows' lengths, so their directions, changed
+            ),
         }
+
+    def cosine_shares(self) -> torch.Tensor:
+        r"""Each dimension's share of the mean cosine of all distinct pairs, as
+        :func:`isoflow.metrics.outliers.cosine_shares`: :math:`((\sum_i u_{ik})^2 - \sum_i u_{ik}^2)/(n(n-1))`."""
+        self._need(2)
+        return (self.unit_sum**2 - self.unit_squares) / (self.n * (self.n - 1))
+
+    def without(self, dims) -> Moments:
+        """The moments of the same points without the dimensions ``dims`` (their spectrum and IsoScore, as of
+        :func:`isoflow.metrics.outliers.drop_dimensions`'s points; not their cosines, which the dropped coordinates'
+        share of each row's length changes: NaN)."""
+        self._need(1)
+        keep = torch.ones(self.dim, dtype=torch.bool, device=self.mean.device)
+        keep[list(dims)] = False
+        rest = Moments(int(keep.sum()))
+        rest.n, rest.mean, rest.abs_sum = self.n, self.mean[keep].clone(), self.abs_sum[keep].clone()
+        rest.scatter = self.scatter[keep][:, keep].clone()
+        return rest
 
     def mean_abs(self) -> torch.Tensor:
         """Each dimension's mean |activation| (what outlier dimensions are read from)."""

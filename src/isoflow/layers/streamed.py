@@ -1,0 +1,139 @@
+"""A layer's measures that need only sums over its points, accumulated batch by batch while the model runs (issue
+"Every layer of a 1B–8B model in bounded memory", item 2): what a layer analysis that keeps only a sample of its
+points (``states: sample``) measures on all of them.
+
+Per measured layer, :class:`LayerStatistics` keeps the moments of all its points and of those past each sentence's
+first position (:class:`isoflow.metrics.moments.Moments`: O(d²)) and each type's sum of unit rows (O(types × d)).
+From them, :meth:`LayerStatistics.columns` gives the layer's row as :func:`isoflow.layers.measure.layer_metrics`
+computes it on all the points, column for column (tested, to float64 rounding):
+
+* ``n_points``, ``n_types``, ``s_inter`` (from the types' mean unit rows), ``isoscore``, ``cosine_anisotropy``;
+* the outlier dimensions (``outlier_count``, ``outlier_dims``, ``peak_ratio``, ``top_cosine_share``,
+  ``removed_cosine_share``, from each dimension's mean |activation| and share of the mean cosine);
+* the spectrum (``effective_rank``, ``participation_ratio``, ``stable_rank``, ``alpha_req``,
+  ``variance_effective_rank``, ``alpha_req_li``), also without the ``outlier_remove`` largest dimensions
+  (``*_removed``, with ``isoscore_removed``: the moments without those rows and columns) and without the sentences'
+  first positions (``*_nofirst``);
+* the S_inter curve's raw values (S_inter over the n most frequent types).
+
+What needs the points themselves — K-means and the K decision, silhouettes, LID, TwoNN, uniformity, CKA, the PCA
+views, S_intra, the centred measures and the cosines without the outlier dimensions (``cosine_anisotropy_removed``,
+``s_inter_removed``: dropping coordinates changes each row's length, so its direction) — is measured on the sample.
+
+Examples
+--------
+>>> import numpy as np, torch
+>>> from isoflow.layers.streamed import LayerStatistics, TypeIndex
+>>> x = torch.randn(40, 6, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+>>> words = np.array(["a", "b", "c", "a"] * 10, dtype=object)
+>>> index, stats = TypeIndex(), LayerStatistics(6)
+>>> for rows in (slice(0, 25), slice(25, 40)):
+...     stats.update(x[rows], index.codes(words[rows]), torch.arange(40)[rows] % 4 > 0)
+>>> from isoflow.metrics import s_inter
+>>> abs(stats.columns(index, outlier_factor=5.0, outlier_remove=1)["s_inter"] - s_inter(x, words)) < 1e-12
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..metrics import outlier_dimensions, peak_ratio
+from ..metrics.isotropy import _unit_rows, s_inter_curve_of_sums, s_inter_of_sums
+from ..metrics.moments import Moments
+from .measure import TABLE_SPECTRUM, type_rungs
+
+
+class TypeIndex:
+    """Each type's code, in the order of first appearance, and its count over the run's points: shared by the
+    layers of one run."""
+
+    def __init__(self):
+        self.code_of: dict = {}
+        self.counts: list[int] = []
+
+    def codes(self, types) -> torch.Tensor:
+        """The codes of a batch's types (new types get the next codes), counting them."""
+        out = np.empty(len(types), dtype=np.int64)
+        for i, t in enumerate(types):
+            code = self.code_of.setdefault(t, len(self.code_of))
+            if code == len(self.counts):
+                self.counts.append(0)
+            self.counts[code] += 1
+            out[i] = code
+        return torch.from_numpy(out)
+
+    def sorted_order(self) -> np.ndarray:
+        """The codes in the order of the types' sorted values: the in-memory measures' codes (np.unique), on which
+        the S_inter curve breaks ties in frequency."""
+        names = np.array(list(self.code_of), dtype=object)
+        return np.array([self.code_of[t] for t in np.sort(names.astype(str))], dtype=np.int64)
+
+
+class LayerStatistics:
+    """One layer's running sums over a run's points (module docstring)."""
+
+    def __init__(self, dim: int):
+        self.dim = int(dim)
+        self.all, self.later = Moments(dim), Moments(dim)
+        self.type_sums: torch.Tensor | None = None  # (types seen, d) float64 sums of unit rows, by code
+
+    def update(self, points, codes: torch.Tensor, later: torch.Tensor) -> None:
+        """Fold in a batch: its points (b × d), their types' codes (:meth:`TypeIndex.codes`) and which of them lie
+        past their sentence's first position."""
+        x = torch.as_tensor(points).to(torch.float64)
+        self.all.update(x)
+        later = torch.as_tensor(later, dtype=torch.bool, device=x.device)
+        if bool(later.any()):
+            self.later.update(x[later])
+        codes = codes.to(x.device)
+        needed = int(codes.max()) + 1
+        if self.type_sums is None or self.type_sums.shape[0] < needed:
+            grown = torch.zeros(max(needed, 2 * (0 if self.type_sums is None else self.type_sums.shape[0])), self.dim,
+                                dtype=torch.float64, device=x.device)  # fmt: skip
+            if self.type_sums is not None:
+                grown[: self.type_sums.shape[0]] = self.type_sums
+            self.type_sums = grown
+        self.type_sums.index_add_(0, codes, _unit_rows(x))
+
+    def columns(self, types: TypeIndex, *, outlier_factor: float, outlier_remove: int) -> dict:
+        """The layer's columns that sums give (module docstring), named as the layer's row names them, with
+        ``profile`` (each dimension's mean |activation| and cosine share: the dims table) and ``curve`` (rows of
+        n_types and raw S_inter, :func:`isoflow.layers.measure.type_rungs`) beside them."""
+        order = torch.from_numpy(types.sorted_order()).to(self.type_sums.device)
+        sums = self.type_sums[order]
+        sizes = torch.as_tensor(types.counts, dtype=torch.float64, device=sums.device)[order]
+        n_types = int(sums.shape[0])
+        sizes_all = self.all.sizes()
+        activation = self.all.mean_abs()
+        shares = self.all.cosine_shares()
+        total = float(shares.sum())
+        largest = torch.argsort(activation, descending=True)
+        removed = largest[:outlier_remove].tolist()
+        found = outlier_dimensions(activation[None, :], outlier_factor)  # a profile is its own one-row point set
+        row = {
+            "n_points": float(self.all.n),
+            "n_types": float(n_types),
+            "s_inter": s_inter_of_sums(sums, sizes) if n_types >= 2 else float("nan"),
+            "isoscore": sizes_all["isoscore"],
+            "cosine_anisotropy": sizes_all["cosine_anisotropy"],
+            "outlier_count": float(len(found)),
+            "outlier_dims": " ".join(str(k) for k in found[:5]),
+            "peak_ratio": peak_ratio(activation[None, :]),
+            "top_cosine_share": float(shares.max()) / total if total else float("nan"),
+            "removed_cosine_share": float(shares[removed].sum()) / total if total and removed else float("nan"),
+            **{name: sizes_all[name] for name in TABLE_SPECTRUM},
+        }
+        if removed and len(removed) < self.dim:
+            rest = self.all.without(removed).sizes()
+            row.update({f"{name}_removed": rest[name] for name in ("isoscore", *TABLE_SPECTRUM)})
+        else:
+            row.update({f"{name}_removed": float("nan") for name in ("isoscore", *TABLE_SPECTRUM)})
+        later = self.later.sizes() if self.later.n >= 2 else {}
+        row.update({f"{name}_nofirst": later.get(name, float("nan")) for name in TABLE_SPECTRUM})
+        rungs = type_rungs(n_types)
+        raw = s_inter_curve_of_sums(sums, sizes, sizes, rungs) if rungs else []
+        row["profile"] = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
+        row["curve"] = [{"n_types": n, "s_inter": v} for n, v in zip(rungs, raw)]
+        return row

@@ -1,0 +1,56 @@
+"""A layer's measures from sums streamed batch by batch (isoflow.layers.streamed) equal the layer analysis' own
+(isoflow.layers.measure.layer_metrics) on all the points, column for column."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from isoflow.layers import LayerSettings, layer_metrics
+from isoflow.layers.streamed import LayerStatistics, TypeIndex
+
+SETTINGS = LayerSettings(sample_cap=200, k_max=3, kmeans_samples=1, kmeans_starts=1, k_lid=5, pair_points=50)
+
+
+def _layer(seed: int, n: int = 900, dim: int = 24):
+    """Points with two outlier dimensions and an offset (as a transformer's states), Zipf-like types (some 300 of them,
+    so that the S_inter curve has rungs below its last) and each point's position in a sentence of 2-12 tokens."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, dim)) * np.linspace(2.0, 0.2, dim) + rng.uniform(-1, 1, size=dim)
+    x[:, [3, 17]] *= 12.0
+    weights = 1.0 / np.arange(1, 301) ** 0.8
+    types = np.array([f"w{k}" for k in rng.choice(300, size=n, p=weights / weights.sum())], dtype=object)
+    lengths = rng.integers(2, 13, size=n)
+    positions = np.concatenate([np.arange(k) for k in lengths])[:n]
+    return x.astype(np.float32), types, positions
+
+
+@pytest.mark.parametrize(
+    "seed, batches, dtype, rel",
+    [(0, [1, 399, 500], np.float64, 1e-9), (1, [300] * 3, np.float64, 1e-9), (2, [450, 450], np.float32, 1e-6)],
+)
+def test_the_streamed_columns_equal_the_in_memory_row(seed, batches, dtype, rel):
+    """To float64 rounding on float64 points; to float32's on float32 points, whose in-memory products are float32
+    (added up in float64: docs/performance.md) where the sums are float64 throughout."""
+    x, types, positions = _layer(seed)
+    x = x.astype(dtype)
+    index, stats, at = TypeIndex(), LayerStatistics(x.shape[1]), 0
+    for size in batches:
+        rows = slice(at, at + size)
+        stats.update(torch.from_numpy(x[rows]), index.codes(types[rows]), torch.from_numpy(positions[rows] > 0))
+        at += size
+    streamed = stats.columns(index, outlier_factor=SETTINGS.outlier_factor, outlier_remove=SETTINGS.outlier_remove)
+    profile, curve = streamed.pop("profile"), streamed.pop("curve")
+    row, extra = layer_metrics(torch.from_numpy(x), types, SETTINGS, positions)
+    assert len(streamed) == 29 and row["outlier_count"] >= 2  # the outlier dimensions are there to find
+    for name, value in streamed.items():
+        if isinstance(value, str):
+            assert value == row[name], name
+        else:
+            assert value == pytest.approx(row[name], rel=rel, abs=1e-12, nan_ok=True), name
+    for name, values in profile.items():
+        np.testing.assert_allclose(values, extra["dims"][name], rtol=rel, atol=1e-15)
+    assert [c["n_types"] for c in curve] == [c["n_types"] for c in extra["types"]] and len(curve) >= 2
+    for mine, theirs in zip(curve, extra["types"]):
+        assert mine["s_inter"] == pytest.approx(theirs["s_inter"], rel=rel), mine["n_types"]
