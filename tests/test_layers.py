@@ -1110,3 +1110,119 @@ def test_a_model_spread_over_devices_measures_as_one_on_a_device(tiny_gpt2, tmp_
     assert main(["layers", "--model", "glove-50d", "--corpus", str(corpus), "--device-map", "auto", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert "--device-map auto: glove-50d is a static model, loaded whole" in err[-1]
+
+
+def test_a_run_keeping_its_samples_points_measures_the_sums_over_all_of_them(tiny_gpt2, tmp_path):
+    """states: sample — only the K-means samples' points are stored (their union, the same rows in every layer); the
+    measures that sums give are taken over all points while encoding and equal the full run's; with every point in
+    the samples (n ≤ sample_cap) every column equals the full run's (float tolerance), and so do the other files.
+    α-ReQ over the whole numerical rank is the one exception, and the sums' is the right one: after GPT-2's final
+    LayerNorm the states lack a direction (their coordinates' mean is 0), whose eigenvalue float32 products give as
+    ~1e-7 of the largest, which the in-memory fit counts; the float64 sums give it as ~1e-15, as the float64 states
+    do."""
+    import torch
+
+    from isoflow import corpora
+    from isoflow.layers.encoder import batches, count_points, load_encoder
+    from isoflow.layers.run import run_layers
+    from isoflow.metrics import alpha_req
+    from isoflow.models.resolve import resolve_model
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(3)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it", "a"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=9)) for _ in range(120)) + "\n")
+    base = dict(max_tokens=600, k_lid=5, k_max=3, kmeans_samples=2, kmeans_starts=1, pair_points=60)
+    kw = dict(device="cpu", progress=False, results=tmp_path)
+
+    def run(name, **settings):
+        out = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / name, settings=LayerSettings(**settings), **kw)
+        return out, pd.read_parquet(out / "layers.parquet"), json.loads((out / "meta.json").read_text())
+
+    encoder = load_encoder(resolve_model(str(tiny_gpt2)), "cpu")
+    sentences = corpora.sample(corpora.load(str(corpus), tmp_path), 600, 0, lambda w: count_points(encoder, w))
+    states = [np.concatenate(layer) for layer in zip(*(b.layers for b in batches(encoder, sentences)))]
+    in_float64 = [alpha_req(torch.from_numpy(layer.astype(np.float64))) for layer in states]
+
+    full, every, _ = run("full", **base, sample_cap=2000)
+    kept, some, meta = run("kept", **base, sample_cap=2000, states="sample")
+    assert meta["points_kept"] == meta["n_points"] == len(states[0]) and meta["settings"]["states"] == "sample"
+    np.testing.assert_allclose(some["alpha_req"], in_float64, rtol=1e-9)
+    assert every["alpha_req"].iloc[-1] > in_float64[-1] + 0.5  # float32's eigenvalue, fitted
+    others = [c for c in every.columns if c != "alpha_req"]
+    pd.testing.assert_frame_equal(some[others], every[others], rtol=1e-5, atol=1e-7)  # every other column
+    for table in ("types", "dims", "cka", "clusters", "pca", "kmeans"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(kept / f"{table}.parquet"), pd.read_parquet(full / f"{table}.parquet"), rtol=1e-5, atol=1e-7
+        )
+    full, every, _ = run("full-capped", **base, sample_cap=150)
+    kept, some, meta = run("kept-capped", **base, sample_cap=150, states="sample")
+    assert 150 < meta["points_kept"] <= 300 < meta["n_points"]  # the two samples' union, not the whole run
+    summed = sorted(_streamed_columns() - {"alpha_req"})
+    assert len(summed) == 28
+    pd.testing.assert_frame_equal(some[summed], every[summed], rtol=1e-5, atol=1e-7)  # over all points, as in memory
+    np.testing.assert_allclose(some["alpha_req"], in_float64, rtol=1e-9)
+    for name in ("cluster_k", "cluster_silhouette", "lid_euclidean", "twonn", "symbol_silhouette", "n_sample"):
+        np.testing.assert_allclose(some[name], every[name], rtol=1e-5, err_msg=name)  # the same samples
+
+
+def _streamed_columns() -> set[str]:
+    """The names of the columns LayerStatistics.columns gives, read off a tiny cloud."""
+    import torch
+
+    from isoflow.layers.streamed import LayerStatistics, TypeIndex
+
+    index, stats = TypeIndex(), LayerStatistics(4)
+    x = torch.randn(12, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    stats.update(x, index.codes([f"w{i % 5}" for i in range(12)]), torch.arange(12) % 3 > 0)
+    return set(stats.columns(index, outlier_factor=5.0, outlier_remove=1)) - {"profile", "curve"}
+
+
+def test_a_stopped_run_keeping_its_samples_points_resumes_with_its_sums(tiny_gpt2, tmp_path, monkeypatch):
+    """states: sample, stopped while measuring: the same call reads the sums kept beside the tokens (no second
+    encoding) and writes what an uninterrupted run writes; a progress folder holding the tokens without the sums is
+    encoded again."""
+    import isoflow.layers.run as layers_run
+    from isoflow.atomic import in_progress_path
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(5)
+    words = ["the", "film", "plot", "good", "bad", "dull", "is", "was", "not", "and", "it"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=8)) for _ in range(80)) + "\n")
+    settings = LayerSettings(max_tokens=400, k_lid=5, k_max=3, kmeans_samples=2, kmeans_starts=1, sample_cap=120,
+                             pair_points=40, states="sample")  # fmt: skip
+    kw = dict(settings=settings, device="cpu", progress=False, results=tmp_path)
+    whole = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "whole", **kw)
+    measure, encode = layers_run._measure_layer, layers_run._encode
+    calls = {"encode": 0}
+
+    def stop_at_layer_one(job, store, stored, layer, *args):
+        if layer == 1:
+            raise KeyboardInterrupt
+        return measure(job, store, stored, layer, *args)
+
+    def counted(*args):
+        calls["encode"] += 1
+        return encode(*args)
+
+    monkeypatch.setattr(layers_run, "_encode", counted)
+    monkeypatch.setattr(layers_run, "_measure_layer", stop_at_layer_one)
+    with pytest.raises(KeyboardInterrupt):
+        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "again", **kw)
+    progress = in_progress_path(tmp_path / "again")
+    assert (progress / "statistics.pt").is_file() and calls["encode"] == 1
+    monkeypatch.setattr(layers_run, "_measure_layer", measure)
+    again = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "again", **kw)
+    assert calls["encode"] == 1 and json.loads((again / "meta.json").read_text())["resumed"]["layers"] == [0]
+    for name in ("layers", "types", "dims", "cka"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(again / f"{name}.parquet"), pd.read_parquet(whole / f"{name}.parquet")
+        )
+    monkeypatch.setattr(layers_run, "_measure_layer", stop_at_layer_one)
+    with pytest.raises(KeyboardInterrupt):
+        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "third", **kw)
+    (in_progress_path(tmp_path / "third") / "statistics.pt").unlink()  # a folder left before the sums were kept
+    monkeypatch.setattr(layers_run, "_measure_layer", measure)
+    third = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "third", **kw)
+    assert calls["encode"] == 3
+    pd.testing.assert_frame_equal(pd.read_parquet(third / "layers.parquet"), pd.read_parquet(whole / "layers.parquet"))

@@ -57,16 +57,19 @@ def decide_k(
     min_silhouette: float = 0.1,
     seed: int = 0,
     extra=(),
+    drawn=None,
 ) -> KDecision:
     """K-means' K for the points ``x`` with its spread over ``samples`` samples (module docstring). ``extra``: label
-    vectors over all points whose silhouettes are wanted on the first sample (they share its distance pass)."""
+    vectors over all points whose silhouettes are wanted on the first sample (they share its distance pass).
+    ``drawn``: the samples' rows in ``x``, drawn before (a run that keeps only its samples' points:
+    :class:`isoflow.layers.streamed.SharedSample`); by default each is drawn here, seeded ``seed + s``."""
     k_values = list(k_values)
     per_sample: list[dict[int, float]] = []
     first_labels: dict[int, torch.Tensor] = {}
     extra_scores = [float("nan")] * len(extra)
     first_index = None
     for s in range(samples):
-        idx = sample_rows(x.shape[0], sample_cap, seed + s, x.device)
+        idx = sample_rows(x.shape[0], sample_cap, seed + s, x.device) if drawn is None else drawn[s]
         xs = x if idx is None else x[idx]
         labelings = {k: kmeans(xs, k, n_init=starts, seed=seed + s, tol=1e-4, dtype=torch.float32)[0] for k in k_values}
         usable = {k: lab for k, lab in labelings.items() if int(torch.unique(lab).numel()) >= 2}  # not collapsed

@@ -230,7 +230,7 @@ def _decision_row(decision: KDecision, prefix: str = "") -> dict:
     }
 
 
-def _decide(x: torch.Tensor, s: LayerSettings, extra=()) -> KDecision:
+def _decide(x: torch.Tensor, s: LayerSettings, extra=(), drawn=None) -> KDecision:
     return decide_k(
         x,
         range(2, s.k_max + 1),
@@ -240,6 +240,7 @@ def _decide(x: torch.Tensor, s: LayerSettings, extra=()) -> KDecision:
         min_silhouette=s.min_silhouette,
         seed=s.seed,
         extra=extra,
+        drawn=drawn,
     )
 
 
@@ -249,6 +250,8 @@ def layer_metrics(
     settings: LayerSettings = LayerSettings(),
     positions: np.ndarray | None = None,
     frequency: np.ndarray | None = None,
+    drawn: list[torch.Tensor] | None = None,
+    type_counts: dict | None = None,
 ) -> tuple[dict, dict]:
     """The measurements of one layer (see the module docstring) and what the figures and the cluster tables need:
     ``(row, extra)``, ``extra`` holding the first sample's indices and cluster labels (``sample``, ``clusters``), the
@@ -259,13 +262,17 @@ def layer_metrics(
     ``points``: (n, d) tensor or array; ``types``: a type per point (strings, or ints); ``positions``: each point's
     position in its sentence (None for static vectors); ``frequency``: each point's type frequency, which ranks the
     types for the S_inter curve (``extra["types"]``: rows of n_types, s_inter, s_inter_centred; default the type's
-    points here; static vectors, one point per word, give the corpus' counts)."""
+    points here; static vectors, one point per word, give the corpus' counts).
+
+    A run that keeps only its K-means samples' points (``states: sample``) passes them as ``points``, with ``drawn``
+    (each sample's rows among them: :class:`isoflow.layers.streamed.SharedSample`) and ``type_counts`` (each type's
+    count over all the run's points, for the principal components' ρ with log frequency)."""
     x = as_points(points)
     types = np.asarray(types)
     codes = encode_labels(types, x.shape[0], device=x.device).codes
     n = x.shape[0]
     s = settings
-    idx = sample_rows(n, s.sample_cap, s.seed, x.device)
+    idx = sample_rows(n, s.sample_cap, s.seed, x.device) if drawn is None else drawn[0]
     m = n if idx is None else int(idx.shape[0])
     intra = torch.as_tensor(cap_per_type(codes.cpu().numpy(), s.max_per_type, s.seed), device=x.device)
     row: dict = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
@@ -292,7 +299,7 @@ def layer_metrics(
     if m < s.k_max + 1:
         notes.append(f"clusters: {m} points, too few for K-means with K up to {s.k_max} (--k-max); no centring")
     else:
-        decision = _decide(x, s, extra=[symbols])
+        decision = _decide(x, s, extra=[symbols], drawn=drawn)
         row.update(_decision_row(decision), symbol_silhouette=decision.extra[0])
         extra["kmeans"] += [{"subset": "all", **r} for r in decision.scores]
         extra["clusters"] = decision.labels
@@ -320,7 +327,7 @@ def layer_metrics(
 
     xs = x if idx is None else x[idx]
     chosen = np.arange(n) if idx is None else idx.cpu().numpy()
-    frequency = dict(zip(*np.unique(types.astype(str), return_counts=True)))
+    frequency = type_counts or dict(zip(*np.unique(types.astype(str), return_counts=True)))
     log_frequency = np.log(np.array([frequency[t] for t in types.astype(str)[chosen]], dtype=np.float64))
     row.update(orderings(xs, None if positions is None else np.asarray(positions)[chosen], log_frequency))
 

@@ -7,6 +7,7 @@ runs, ``<runs>/<model>/.<corpus>.partial/`` holds
 - ``what.json``: what the analysis is (model and its weights' sha256, corpus, settings, sentences, batch size);
 - ``states/``: every layer's token states (the streaming store's files, :class:`~isoflow.layers.store.LayerStore`);
 - ``encoded.npz``: the tokens' types, positions and ids, written once encoding has finished;
+- ``statistics.pt``: a run keeping a sample of its points (``states: sample``), the sums it folded in while encoding;
 - ``layer<i>.pkl``: each measured layer's outputs.
 
 The same command picks it up: encoding is skipped once finished, measured layers are read back. A folder made for
@@ -70,6 +71,21 @@ class PartialRun:
     def save_encoded(self, **arrays) -> None:
         with atomic_file(self.dir / "encoded.npz") as tmp, open(tmp, "wb") as fh:
             np.savez(fh, **arrays)
+
+    def save_statistics(self, statistics) -> None:
+        """The sums a run that keeps a sample of its points folded in while encoding (isoflow.layers.streamed), saved
+        before the tokens: a run whose tokens are kept has its sums too."""
+        import torch
+
+        with atomic_file(self.dir / "statistics.pt") as tmp, open(tmp, "wb") as fh:
+            torch.save(statistics, fh)
+
+    def statistics(self):
+        """The saved sums (on the CPU), or None."""
+        import torch
+
+        path = self.dir / "statistics.pt"
+        return torch.load(path, map_location="cpu", weights_only=False) if path.is_file() else None
 
     def measured(self, layer: int) -> dict | None:
         path = self.dir / f"layer{layer}.pkl"

@@ -47,6 +47,7 @@ from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
 from .store import LayerStore
+from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
 
 logger = logging.getLogger(__name__)
@@ -260,26 +261,36 @@ def _contextual(job: _Job):
         raise ValueError(f"the corpus gave no {types} to analyse")
     timings["sample"] = time.perf_counter() - t
     partial = job.partial
+    # A run keeping its K-means samples' points alone (states: sample) keeps those rows, and sums over all points
+    shared = SharedSample.of(n_points, settings) if settings.states == "sample" else None
+    kept = n_points if shared is None else len(shared.rows)
     store = (  # the measured states only, the store's k-th the state measured[k]
-        partial.store(len(measured), n_points, encoder.dim)
+        partial.store(len(measured), kept, encoder.dim)
         if partial is not None
-        else LayerStore(len(measured), n_points, encoder.dim, out.parent if stream else None)
+        else LayerStore(len(measured), kept, encoder.dim, out.parent if stream else None)
     )
     with store:
         tokens = partial.encoded() if partial is not None else None
+        sums = partial.statistics() if tokens is not None and shared is not None else None
+        if shared is not None and sums is None:
+            tokens = None  # a progress folder without the sums: encode again
         # The stages an earlier process made, and its threads (this one's are the record's own `threads`).
         earlier_threads = {} if tokens is None else {"encode": _threads(tokens)}
         if tokens is None:
-            tokens = _encode(job, encoder, chosen, store, measured)
+            tokens, sums = _encode(job, encoder, chosen, store, measured, shared)
             if partial is not None:
+                if sums is not None:  # before the tokens: kept tokens mean kept sums
+                    partial.save_statistics(sums)
                 partial.save_encoded(**tokens)
         else:
-            store.filled = n_points  # the states on disk are the finished encoding's
+            store.filled = kept  # the states on disk are the finished encoding's
             if progress is not False:  # a resumed run says so where its progress goes
                 print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
         timings["encode"] = float(tokens["seconds"])
         type_arr, position_arr = tokens["types"], tokens["positions"]
         freq = Counter(type_arr.tolist())
+        if shared is not None:  # the measures that need the points read the kept ones
+            type_arr, position_arr = type_arr[shared.rows], position_arr[shared.rows]
         rows, views, clusters, kmeans, dims, types_curve, resumed = [], [], [], [], [], [], []
         before = partial.measured_layers() if partial is not None else []
         resuming = f" ({len(before)} measured before, resumed)" if before else ""
@@ -288,7 +299,8 @@ def _contextual(job: _Job):
             done = partial.measured(layer) if partial is not None else None
             if done is None:
                 t = time.perf_counter()
-                done = _measure_layer(job, store, stored, layer, type_arr, position_arr, freq, views_wanted)
+                kept_only = None if shared is None else (shared, sums["types"], sums["layers"][stored])
+                done = _measure_layer(job, store, stored, layer, type_arr, position_arr, freq, views_wanted, kept_only)
                 done["seconds"] = time.perf_counter() - t
                 done["threads"] = torch.get_num_threads()
                 if partial is not None:
@@ -320,6 +332,7 @@ def _contextual(job: _Job):
         **({"layers_measured": measured} if job.layers is not None else {}),
         "dim": encoder.dim,
         "n_points": n_points,
+        **({"points_kept": kept} if shared is not None else {}),
         "sentences_used": len(chosen),
         "special_tokens_excluded": int(tokens["n_special"]),
         "view_layer": view_layer,
@@ -391,17 +404,32 @@ def _threads(saved: dict) -> int | None:
     return None if saved.get("threads") is None else int(saved["threads"])
 
 
-def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[int]) -> dict:
-    """The ``measured`` layers' states of the chosen sentences into ``store``; returns what the tokens are (types,
-    positions, ids), the special tokens left out and the seconds it took."""
+def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[int], shared=None) -> tuple:
+    """The ``measured`` layers' states of the chosen sentences into ``store`` — with ``shared`` (a
+    :class:`~isoflow.layers.streamed.SharedSample`), its rows only, and every point folded into each layer's sums;
+    returns what the tokens are (types, positions, ids), the special tokens left out and the seconds it took, and the
+    sums (``{"types": TypeIndex, "layers": [LayerStatistics per measured layer]}``; None without ``shared``)."""
     t = time.perf_counter()
+    sums = (
+        None if shared is None else {"types": TypeIndex(), "layers": [LayerStatistics(encoder.dim) for _ in measured]}
+    )
+    offset = 0
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
     n_special = 0
     bar = progress_bar(job.progress, len(chosen), f"{job.name}: encoding", "sent")
     for batch in batches(encoder, chosen, batch_size=job.batch_size, mode=job.types):
-        store.append([batch.layers[i] for i in measured])
+        size = len(batch.types)
+        if shared is None:
+            store.append([batch.layers[i] for i in measured])
+        elif size:
+            take = shared.in_batch(offset, size)
+            store.append([batch.layers[i][take] for i in measured])
+            codes, later = sums["types"].codes(batch.types), torch.from_numpy(np.asarray(batch.positions) > 0)
+            for statistics, i in zip(sums["layers"], measured):
+                statistics.update(torch.from_numpy(batch.layers[i]).to(job.dev), codes, later)
+        offset += size
         type_list += batch.types
         position_parts.append(batch.positions)
         id_parts.append(batch.token_ids)
@@ -418,16 +446,27 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
         "n_special": np.int64(n_special),
         "seconds": np.float64(time.perf_counter() - t),
         "threads": np.int64(torch.get_num_threads()),  # a resumed run's record names it (its seconds depend on it)
-    }
+    }, sums
 
 
 def _measure_layer(
-    job: _Job, store: LayerStore, stored: int, layer: int, type_arr, position_arr, freq, views_wanted
+    job: _Job, store: LayerStore, stored: int, layer: int, type_arr, position_arr, freq, views_wanted, kept_only=None
 ) -> dict:
     """One layer's row of layers.parquet (``layer``: the model's state, ``stored``: its place in ``store``) and what
-    it adds to the other files (PCA views where one is wanted)."""
+    it adds to the other files (PCA views where one is wanted). ``kept_only``: (the shared sample, the run's types,
+    this layer's sums) of a run that keeps its samples' points alone (``type_arr``, ``position_arr``: theirs)."""
     points = torch.from_numpy(store.layer(stored)).to(job.dev)
-    row, extra = layer_metrics(points, type_arr, job.settings, position_arr)
+    if kept_only is None:
+        row, extra = layer_metrics(points, type_arr, job.settings, position_arr)
+    else:
+        shared, types, statistics = kept_only
+        counts = np.array([freq[t] for t in type_arr])  # the types' counts over all points rank them, as in memory
+        row, extra = layer_metrics(
+            points, type_arr, job.settings, position_arr, counts, drawn=shared.on(job.dev), type_counts=dict(freq)
+        )
+        s = job.settings
+        sums = statistics.columns(types, outlier_factor=s.outlier_factor, outlier_remove=s.outlier_remove)
+        row, extra = with_streamed(row, extra, sums)
     layer_clusters, layer_kmeans, layer_dims = _layer_outputs(layer, row, extra, type_arr, position_arr)
     views = []
     idx = extra["sample"]

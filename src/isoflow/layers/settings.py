@@ -40,6 +40,14 @@ class LayerSettings:
         minimum=4,
     )
     seed: int = setting(0, "seed of the sentence order, the samples and K-means", minimum=0)
+    states: str = setting(
+        "all",
+        "which states a contextual model's run keeps: all (every point of every measured layer, on disk) or sample "
+        "(only its K-means samples' points, the measures that sums give taken over all points while encoding: "
+        "docs/layers.md)",
+        choices=("all", "sample"),
+        quiet_at_default=True,
+    )
 
     def __post_init__(self):
         check(self)

@@ -36,13 +36,43 @@ True
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import torch
 
-from ..metrics import outlier_dimensions, peak_ratio
+from ..metrics import outlier_dimensions, peak_ratio, sample_rows
 from ..metrics.isotropy import _unit_rows, s_inter_curve_of_sums, s_inter_of_sums
 from ..metrics.moments import Moments
 from .measure import TABLE_SPECTRUM, type_rungs
+
+
+@dataclass(frozen=True)
+class SharedSample:
+    """The points a run keeps: ``rows``, sorted indices into its n points — the union of its ``kmeans_samples``
+    K-means samples of ``sample_cap`` points, drawn as the in-memory run draws them (seeds ``seed``, ``seed + 1``,
+    ...) — and ``drawn``, each sample's rows among them; ``drawn`` None where a sample takes every point (n ≤
+    ``sample_cap``: the run keeps them all, as the in-memory one does). Every layer keeps the same rows, so that
+    the layers' CKA stays paired."""
+
+    rows: np.ndarray
+    drawn: tuple[torch.Tensor, ...] | None
+
+    @classmethod
+    def of(cls, n: int, settings) -> SharedSample:
+        draws = [sample_rows(n, settings.sample_cap, settings.seed + s, "cpu") for s in range(settings.kmeans_samples)]
+        if any(d is None for d in draws):
+            return cls(np.arange(n), None)
+        rows = np.unique(np.concatenate([d.numpy() for d in draws]))
+        return cls(rows, tuple(torch.from_numpy(np.searchsorted(rows, d.numpy())) for d in draws))
+
+    def in_batch(self, offset: int, size: int) -> np.ndarray:
+        """The kept rows among a batch's ``size`` points starting at point ``offset``, as indices into the batch."""
+        lo, hi = np.searchsorted(self.rows, [offset, offset + size])
+        return self.rows[lo:hi] - offset
+
+    def on(self, device) -> list[torch.Tensor] | None:
+        return None if self.drawn is None else [d.to(device) for d in self.drawn]
 
 
 class TypeIndex:
@@ -137,3 +167,18 @@ class LayerStatistics:
         row["profile"] = {"mean_abs_activation": activation.cpu().numpy(), "cosine_share": shares.cpu().numpy()}
         row["curve"] = [{"n_types": n, "s_inter": v} for n, v in zip(rungs, raw)]
         return row
+
+
+def with_streamed(row: dict, extra: dict, streamed: dict) -> tuple[dict, dict]:
+    """A layer's row and extras as measured on its kept points, with what the sums give over all its points in their
+    place (:meth:`LayerStatistics.columns`): the columns, the dims profile and the S_inter curve's raw values (its
+    centred values stay the kept points', at the rungs both have; NaN at the others)."""
+    streamed = dict(streamed)
+    profile, curve = streamed.pop("profile"), streamed.pop("curve")
+    centred = {c["n_types"]: c["s_inter_centred"] for c in extra["types"]}
+    extra = {
+        **extra,
+        "dims": profile,
+        "types": [{**c, "s_inter_centred": centred.get(c["n_types"], float("nan"))} for c in curve],
+    }
+    return {**row, **streamed}, extra
