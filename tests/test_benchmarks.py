@@ -169,6 +169,24 @@ def test_the_layer_benchmarks_run_end_to_end_on_a_tiny_corpus_sample(script, tmp
 
 
 @pytest.mark.slow
+def test_the_alpha_req_precision_measurement_runs_on_a_few_tokens(tmp_path, bench_data, monkeypatch, shared_mirror):
+    """MiniLM over 300 Brown tokens: a row per state with α-ReQ of its float32 states and of their float64 copy; the
+    float64 copy counts no eigenvalue near float32's rounding (its smallest counted above 1e-12 of the largest, or a
+    rounding direction left out: every state of a BERT is a LayerNorm's output)."""
+    import importlib
+    import json
+
+    out = tmp_path / "precision.json"
+    argv = ["alpha_req_precision.py", "--tokens", "300", "--data-dir", str(bench_data), "--mirror", str(shared_mirror)]
+    monkeypatch.setattr(sys, "argv", [*argv, "--out", str(out)])
+    assert importlib.import_module("alpha_req_precision").main() == 0
+    written = json.loads(out.read_text())
+    assert [r["layer"] for r in written["rows"]] == list(range(7)) and written["code"] and written["machine"]["cpu"]
+    for row in written["rows"]:
+        assert row["smallest_counted_float64"] > 1e-12 and row["smallest_counted_float32"] > 0
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,count",
     [("silhouette_paths.py", "results"), ("metric_step_parts.py", "seconds")],
