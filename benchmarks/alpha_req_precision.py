@@ -1,8 +1,8 @@
 """Measurement, not a timing: how much a layer's α-ReQ (fitted over the covariance's whole numerical rank) depends on
 the precision its products are taken in. A LayerNorm's output lacks a direction (its coordinates' mean is 0); the
-layer analysis' in-memory spectrum takes float32 products of float32 states (added up in float64), which give that
-direction an eigenvalue of about 1e-7 of the largest, above the float64 rank tolerance, so the fit counts it; the
-same states in float64 (and the streamed sums of ``states: sample``) give about 1e-15, below it.
+layer analysis' in-memory spectrum takes float32 products of float32 states (added up in float64), whose rounding
+can give that direction an eigenvalue above the float64 rank tolerance, which the fit then counts; the same states
+in float64 (and the streamed sums of ``states: sample``) do not.
 
 For each ``--model``, on ``--tokens`` Brown tokens (the layer analysis' seeded sentence sample): per state, α-ReQ and
 Li et al.'s α (ranks 12-100) on the float32 states and on their float64 copy, and the smallest eigenvalue each counts,

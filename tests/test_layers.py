@@ -1117,9 +1117,8 @@ def test_a_run_keeping_its_samples_points_measures_the_sums_over_all_of_them(tin
     measures that sums give are taken over all points while encoding and equal the full run's; with every point in
     the samples (n ≤ sample_cap) every column equals the full run's (float tolerance), and so do the other files.
     α-ReQ over the whole numerical rank is the one exception, and the sums' is the right one: after GPT-2's final
-    LayerNorm the states lack a direction (their coordinates' mean is 0), whose eigenvalue float32 products give as
-    ~1e-7 of the largest, which the in-memory fit counts; the float64 sums give it as ~1e-15, as the float64 states
-    do."""
+    LayerNorm the states lack a direction (their coordinates' mean is 0), to which float32 products give a rounding
+    eigenvalue that the in-memory fit counts; the float64 sums do not, as the float64 states do not."""
     import torch
 
     from isoflow import corpora
