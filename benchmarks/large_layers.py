@@ -39,18 +39,19 @@ def text_of(tokens: int, out: Path) -> Path:
     return out
 
 
-def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path) -> dict:
+def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path, states: str = "all") -> dict:
     import torch
 
     from isoflow.layers import LayerSettings
     from isoflow.layers.run import run_layers
+    from isoflow.layers.store import states_bytes
     from isoflow.models.spec import ModelSpec
 
     text = text_of(tokens, work / "text.txt")
     t = time.perf_counter()
     made = model_shapes.write_model(shape, work / "model", dtype, text)
     made["build_seconds"] = round(time.perf_counter() - t, 1)
-    settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1)
+    settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
@@ -64,6 +65,12 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
         **made,
         "device": meta["device"],
         "n_points": meta["n_points"],
+        "states": states,
+        "points_kept": meta.get("points_kept", meta["n_points"]),
+        # the store's bytes on disk: every measured state's kept points, float32 (isoflow.layers.store.states_bytes)
+        "states_disk_mb": round(
+            states_bytes(meta["n_layers"], meta.get("points_kept", meta["n_points"]), meta["dim"]) / 2**20, 1
+        ),
         "n_states": meta["n_layers"],
         "dim": meta["dim"],
         "wall_seconds": round(wall, 1),
@@ -85,10 +92,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--sample-cap", type=int, default=5_000)
+    parser.add_argument(
+        "--states", default="all", choices=("all", "sample"), help="what the run keeps (docs/layers.md)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as work:
-        result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work))
+        result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states)
     args.out.write_text(json.dumps({"provenance": run_provenance(), "results": [result]}, indent=1) + "\n")
     print(json.dumps(result))
     return 0
