@@ -55,7 +55,7 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     t = time.perf_counter()
-    out = run_layers(ModelSpec(str(work / "model"), shape, None, dtype), str(text), settings=settings,
+    out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
                      out=work / "run", device=device, progress=False)  # fmt: skip
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
