@@ -9,11 +9,7 @@ SAME_AS = FINETUNE.get("same_as")  # a runs folder whose namesakes the runs are 
 # floor needs two seeds or more.
 STATES_POINTS = FINETUNE.get("states_points") or 0
 SEED_FLOOR = bool(STATES_POINTS) and len(FINETUNE.get("seeds", [])) > 1
-FINETUNE_STATES = (
-    {"states": temp(finetune_runs.SweepRun.states_pattern(RESULTS))}
-    if SEED_FLOOR
-    else {}
-)
+FINETUNE_STATES = {"states": temp(finetune_runs.SweepRun.states_pattern(RESULTS))} if SEED_FLOOR else {}
 
 
 def settings_of(reg):
