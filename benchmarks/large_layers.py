@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -49,7 +51,11 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
 
     text = text_of(tokens, work / "text.txt")
     t = time.perf_counter()
-    made = model_shapes.write_model(shape, work / "model", dtype, text)
+    # Built in a process of its own, so that this one's peak memory is the run's alone (the weights it built are
+    # not what `isoflow layers` holds)
+    built = [sys.executable, str(Path(model_shapes.__file__)), shape, "--dtype", dtype, "--text", str(text)]
+    made = json.loads(subprocess.run([*built, "--out", str(work / "model")], check=True, capture_output=True,
+                                     text=True).stdout.strip().splitlines()[-1])  # fmt: skip
     made["build_seconds"] = round(time.perf_counter() - t, 1)
     settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
     if device.startswith("cuda"):
