@@ -141,7 +141,7 @@ def test_an_identity_reads_back_through_the_library_as_through_the_rules(reg, we
     """layout.read_identity reads a run's identity with the template the rules declare it with, as Snakemake's
     wildcards do (glob_wildcards, the constraints of layout.WILDCARDS)."""
     identity = SweepRun("glue/sst2", "smollm2-135m", reg, weight, 3).identity()
-    template = layout.wildcards_of(SweepRun.TEMPLATE)
+    template = SweepRun.wildcard_identity()
     values = layout.read_identity(SweepRun.TEMPLATE, identity)
     assert values == read_back(template, identity)
     assert (values["task"], values["model"], values["reg"], float(values["weight"]), values["seed"]) == (

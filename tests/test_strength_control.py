@@ -11,7 +11,7 @@ import pytest
 from scipy.stats import ttest_1samp, ttest_ind
 
 from isoflow.finetune.runs import arm_records
-from isoflow.finetune.strength_control import arm_differences, control_reading, strength_control
+from isoflow.finetune.strength_control import arm_differences, control_reading, split_control, strength_control
 
 
 def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None):
@@ -108,7 +108,9 @@ def test_the_report_reads_the_control_against_the_arm_its_runs_matched(tmp_path)
         records.append(write_run(mine, "istar", 0.0, seed, [0.5, 0.81, 0.8], [0.14, 0.15, 0.15]))
         control = [0.5, 0.7 + 0.01 * seed, 0.7]
         records.append(write_run(mine, "meandir", 1.0, seed, control, [0.14, 0.15, 0.16], matched=sweep / "istar1"))
-    readings, seeds = control_reading(records)
+    control, others = split_control(records)
+    assert len(control) == len(others) == 3
+    readings, seeds = control_reading(control, others)
     assert [p.name for p in arm_records(sweep / "istar1")] == ["seed0.json", "seed1.json", "seed2.json"]
     intervention = arm_differences(arm_records(sweep / "istar1") + arm_records(sweep / "istar0"), "istar", 1.0)
     pd.testing.assert_frame_equal(readings, strength_control(intervention, arm_differences(records, "meandir", 1.0)))
@@ -117,4 +119,4 @@ def test_the_report_reads_the_control_against_the_arm_its_runs_matched(tmp_path)
     assert by_arm[f"I-STAR at 1 ({sweep / 'istar1'})"] == pytest.approx([0.76 - 0.8, 0.75 - 0.8, 0.75 - 0.8])
     write_run(mine, "meandir", 1.0, 3, [0.5, 0.7, 0.7], [0.14, 0.15, 0.16], matched=tmp_path / "elsewhere")
     with pytest.raises(ValueError, match="must each name one and the same matched run folder"):
-        control_reading([*records, mine / "meandir1" / "seed3.json"])
+        control_reading(*split_control([*records, mine / "meandir1" / "seed3.json"]))

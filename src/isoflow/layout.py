@@ -54,11 +54,6 @@ WILDCARDS = {
 FIELD = re.compile(r"\{(\w+)(:[^}]*)?\}")  # a template's field, with its format (``{weight:g}``) if it has one
 
 
-def wildcards_of(template: str) -> str:
-    """A template as the workflow's rules spell it: each field a plain wildcard (``{weight:g}`` → ``{weight}``)."""
-    return FIELD.sub(r"{\1}", template)
-
-
 def identity_pattern(template: str, optional=()) -> re.Pattern:
     """The identities an identity template spells, each ``{field}`` held to its :data:`WILDCARDS` constraint and
     captured by name, as the workflow's rules read their wildcards; a field in ``optional`` may be absent with the
@@ -78,7 +73,12 @@ def read_identity(template: str, identity: str, optional=()) -> dict[str, str] |
     """The values that named ``identity`` under ``template`` (strings, as a wildcard reads them; an absent optional
     field ``""``), or None."""
     found = identity_pattern(template, optional).fullmatch(identity)
-    return None if found is None else {k: v or "" for k, v in found.groupdict().items()}
+    return None if found is None else _values(found)
+
+
+def _values(found: re.Match) -> dict[str, str]:
+    """The values a matched identity holds, an absent optional field as ``""``."""
+    return {k: v or "" for k, v in found.groupdict().items()}
 
 
 def runs_in(folder, template: str, optional=()) -> list[tuple[dict[str, str], Path]]:
@@ -90,7 +90,7 @@ def runs_in(folder, template: str, optional=()) -> list[tuple[dict[str, str], Pa
     for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
         named = pattern.fullmatch(path.relative_to(folder).as_posix()) if path.is_file() else None
         if named:
-            found.append(({k: v or "" for k, v in named.groupdict().items()}, path))
+            found.append((_values(named), path))
     return found
 
 
@@ -175,22 +175,22 @@ class RunId:
         return [(cls._typed(named), path) for named, path in runs_in(runs, f"{cls.TEMPLATE}{suffix}", cls.OPTIONAL)]
 
     @classmethod
-    def identity_pattern(cls, **values) -> str:
+    def wildcard_identity(cls, **values) -> str:
         """The identity with the fields in ``values`` written and the others as wildcards."""
         return filled(cls.TEMPLATE, values, cls.OPTIONAL)
 
     @classmethod
     def pattern(cls, results, **values) -> str:
         """The run's folder with its fields as wildcards (those in ``values`` written): a rule's outputs."""
-        return run_path(results, cls.SECTION, cls.identity_pattern(**values))
+        return run_path(results, cls.SECTION, cls.wildcard_identity(**values))
 
     @classmethod
     def log_pattern(cls, **values) -> str:
-        return log_path(cls.SECTION, cls.identity_pattern(**values))
+        return log_path(cls.SECTION, cls.wildcard_identity(**values))
 
     @classmethod
     def benchmark_pattern(cls, results, **values) -> str:
-        return benchmark_path(results, cls.SECTION, cls.identity_pattern(**values))
+        return benchmark_path(results, cls.SECTION, cls.wildcard_identity(**values))
 
 
 def runs_dir(results, section: str) -> str:

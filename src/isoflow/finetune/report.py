@@ -297,19 +297,19 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     from .controls import CAPTION as CONTROLS_CAPTION
     from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
     from .strength_control import CAPTION as CONTROL_CAPTION
-    from .strength_control import SEEDS_CAPTION, control_reading, is_control
+    from .strength_control import SEEDS_CAPTION, control_reading, split_control
 
     records, baselines, gradients, floors, same_as = split_inputs(records)
     written = []
-    if any(is_control(r) for r in records):  # the strength-matched control: its reading, then the rest without it
-        readings, seeds = control_reading(records)
+    control, records = split_control(records)
+    if control:  # the strength-matched control: its reading, then the rest without it
+        readings, seeds = control_reading(control, records)
         written += write_table(
             readings, Path(tables_dir) / "finetune_strength_control", caption=CONTROL_CAPTION, floatfmt="%.4f"
         )
         written += write_table(
             seeds, Path(tables_dir) / "finetune_strength_control_seeds", caption=SEEDS_CAPTION, floatfmt="%.4f"
         )
-        records = [r for r in records if not is_control(r)]
     epochs, info = _complete(*load_runs(records))
     unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)

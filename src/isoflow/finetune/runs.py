@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ..layout import RunId, runs_in, wildcards_of
+from ..layout import RunId, runs_in
 
 SECTION = "finetune"
 BASELINE = "bag-of-words"  # a fine-tuning task's bag-of-words baseline, on the runs' training examples
@@ -58,6 +58,10 @@ def arm_records(folder) -> list[Path]:
     return [path for _, path in sorted(found, key=lambda item: int(item[0]["seed"]))]
 
 
+def _states_file(results, identity: str) -> str:
+    return f"{results}/{SECTION}/{STATES}/{identity}.pt"
+
+
 def in_arm(folder, seed, suffix: str) -> str:
     """A file of the run of ``seed`` in an arm's folder (``<folder>/seed<S><suffix>``): how a run reads the runs of
     another sweep's arm (``finetune.matched_pull_from``)."""
@@ -80,12 +84,12 @@ class SweepRun(RunId):
         """Where the workflow has the run write its token states (``states_points``): ``<results>/finetune/states/
         <identity>.pt``, outside ``runs/`` (neither published nor saved with a sweep's parts: the seed floor made from
         them is)."""
-        return f"{results}/{SECTION}/{STATES}/{self.identity()}.pt"
+        return _states_file(results, self.identity())
 
     @classmethod
     def states_pattern(cls, results) -> str:
         """:meth:`states` with the fields as wildcards: a rule's output."""
-        return f"{results}/{SECTION}/{STATES}/{wildcards_of(cls.TEMPLATE)}.pt"
+        return _states_file(results, cls.wildcard_identity())
 
     def same_as(self) -> SameAs:
         return SameAs(self.task, self.model, self.reg, self.weight, self.seed)

@@ -122,9 +122,10 @@ SEEDS_CAPTION = (
 )
 
 
-def is_control(record) -> bool:
-    """Whether a run record is the mean-direction control's (``reg`` meandir)."""
-    return json.loads(Path(record).read_text())["settings"].get("reg") == "meandir"
+def split_control(records) -> tuple[list, list]:
+    """(the mean-direction control's run records, the others) among ``records``, each read once."""
+    control = [r for r in records if json.loads(Path(r).read_text())["settings"].get("reg") == "meandir"]
+    return control, [r for r in records if r not in control]
 
 
 def matched_arm(control_records) -> Path:
@@ -139,16 +140,16 @@ def matched_arm(control_records) -> Path:
     return Path(found.pop())
 
 
-def control_reading(records) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the readings, the per-seed differences) of the control's runs among ``records`` (with their own λ = 0 runs)
-    against the intervention's arm they matched and that arm's λ = 0 runs, beside it in its sweep (``istar0``)."""
-    control = [r for r in records if is_control(r)]
+def control_reading(control, others) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the readings, the per-seed differences) of the control's runs (``control``; their own λ = 0 runs among
+    ``others``: :func:`split_control`) against the intervention's arm they matched and that arm's λ = 0 runs, beside
+    it in its sweep (``istar0``)."""
     arm = matched_arm(control)
     intervention_runs = arm_records(arm) + arm_records(arm.parent / "istar0")
     weight = _selected(Path(intervention_runs[0]))["weight"]
     intervention = arm_differences(intervention_runs, "istar", weight)
     control_weight = _selected(Path(control[0]))["weight"]
-    mine = arm_differences(records, "meandir", control_weight)
+    mine = arm_differences([*control, *others], "meandir", control_weight)
     seeds = pd.concat(
         [
             intervention.assign(arm=f"I-STAR at {weight:g} ({arm})"),

@@ -59,7 +59,8 @@ def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | 
         if need > free:
             raise NotEnoughSpace(
                 f"{where}: the layers' states need {need / 1e9:.1f} GB of disk ({shape}), {free / 1e9:.1f} GB is "
-                "free; measure fewer layers (--layers), fewer tokens (--max-tokens), or write the run elsewhere (--out)"
+                "free; measure fewer layers (--layers), keep only the samples' points (--states sample), fewer tokens "
+                "(--max-tokens), or write the run elsewhere (--out)"
             )
         return
     free = _available_memory()
@@ -68,6 +69,11 @@ def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | 
             f"the layers' states need {need / 1e9:.1f} GB of memory ({shape}), {free / 1e9:.1f} GB is available; "
             "keep them on disk (streaming, the default), measure fewer layers (--layers) or fewer tokens (--max-tokens)"
         )
+
+
+def _layer_file(directory, layer: int) -> Path:
+    """Where a store in ``directory`` keeps its ``layer``-th layer's points."""
+    return Path(directory) / f"layer{layer}.npy"
 
 
 class LayerStore:
@@ -80,14 +86,14 @@ class LayerStore:
         self.filled = 0
         self._dir = None
         self._keep = keep and directory is not None
-        kept = [Path(directory) / f"layer{i}.npy" for i in range(n_layers)] if self._keep else []
+        kept = [_layer_file(directory, i) for i in range(n_layers)] if self._keep else []
         check_space(n_layers, n_points, dim, directory, kept)
         if directory is None:
             self._layers = [np.empty((n_points, dim), dtype=np.float32) for _ in range(n_layers)]
         else:
             Path(directory).mkdir(parents=True, exist_ok=True)
             self._dir = Path(directory) if keep else Path(tempfile.mkdtemp(prefix=".layer-states.", dir=directory))
-            self._layers = [self._open(self._dir / f"layer{i}.npy") for i in range(n_layers)]
+            self._layers = [self._open(_layer_file(self._dir, i)) for i in range(n_layers)]
 
     def _open(self, path: Path) -> np.ndarray:
         shape = (self.n_points, self.dim)

@@ -21,7 +21,7 @@ from ..models import MODELS
 from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from .loop import Diverged, OptimizationError, Settings, optimize, settings_dict
-from .runs import optimisation_run
+from .runs import optimisation_run, run_kind
 from .settings import STEPS
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ def _run_one(settings: Settings, out: Path, body) -> tuple[Path, Path]:
         traj, diverged_at = body(settings, out)
         return Outcome(settings_dict(traj.settings), traj.info, [(parquet, traj.frame())], diverged_at=diverged_at)
 
-    section = optimisation_run(settings.task, settings.model, settings.seed, istar_lambda=settings.istar_lambda).SECTION
+    section = run_kind(settings.istar_lambda).SECTION
     return parquet, run_section(section, Place(out.with_suffix(".json")), outcome)
 
 
