@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -440,6 +441,206 @@ def validate(
     }
 
 
+class _Training:
+    """One fine-tuning run's moving parts (the encoder and its head, AdamW, the batch order, the regulariser) and what
+    it has measured so far; :func:`finetune` drives it. Made in the order a run never stopped makes them, so that the
+    seeded random state is the same whichever way a run goes."""
+
+    def __init__(self, encoder, train, heldout, s, device, progress, validation, checkpoint, shared_pass, matched):
+        self.note = (
+            (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
+        )
+        self.label = f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}"
+        self.encoder, self.train, self.heldout, self.s, self.validation = encoder, train, heldout, s, validation
+        self.device, self.checkpoint, self.shared_pass, self.matched = (
+            torch.device(device),
+            checkpoint,
+            shared_pass,
+            matched,
+        )
+        torch.manual_seed(s.seed)
+        encoder.to(self.device).train()
+        self.head = ClassificationHead(encoder.dim, len(train.label_names), s.dropout).to(self.device).train()
+        # foreach: the per-tensor loop's arithmetic (torch's CPU default) bit for bit, in a few large ops (MiniLM's
+        # step 818 -> 786 ms on 2 quiet cores, benchmarks/finetune.py)
+        self.opt = torch.optim.AdamW(
+            [*encoder.parameters(), *self.head.parameters()], lr=s.lr, weight_decay=s.weight_decay, foreach=True
+        )
+        self.gen = torch.Generator().manual_seed(s.seed)
+        self.reg = regulariser(s)
+        self.active = s.weight != 0.0
+        self.epochs, self.steps, self.references = [], [], []
+        self.timing = {"train_seconds": 0.0, "train_sentences": 0, "eval_seconds": 0.0, "eval_sentences": 0}
+        self.timing["shrinkage_seconds"] = 0.0
+        self.diverged_at = None
+        self.pretrained = Pretrained()
+        self.log_pull = self.active and isinstance(self.reg, (IStarLoss, MeanDirectionLoss))
+        if matched is not None and (not isinstance(self.reg, MeanDirectionLoss) or len(matched) < s.epochs):
+            raise ValueError(f"matched pulls need the mean-direction control and one pull per epoch; got {matched}")
+        self.resumed = {}  # where a stopped run was picked up, and the code that ran its first epochs
+        self.bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), self.label, "step")
+
+    def reference(self, epoch: int):
+        """Σ_S from the model as it is (None without ζ); an I-STAR penalty takes it for the next epoch."""
+        s = self.s
+        if not s.zeta:
+            return None
+        self.note(f"{self.label}: epoch {epoch}, Sigma_S from up to {s.shrinkage_points} training points")
+        t = time.perf_counter()
+        reference, n = estimate_reference(self.encoder, self.train, s, self.device, epoch)
+        self.timing["shrinkage_seconds"] += time.perf_counter() - t
+        self.note(f"{self.label}: epoch {epoch}, Sigma_S from {n} points ({time.perf_counter() - t:.0f} s)")
+        self.references.append(n)
+        if self.active and isinstance(self.reg, IStarLoss):
+            self.reg.reference = reference  # the next epoch's Σ_S: this model's
+        return reference
+
+    def measure(self, epoch: int) -> None:
+        """Epoch ``epoch``'s row (held-out measurements, the pull, validation), then the state to resume from."""
+        s, note, label = self.s, self.note, self.label
+        reference = self.reference(epoch)
+        t = time.perf_counter()
+        note(f"{label}: epoch {epoch}, evaluating {len(self.heldout)} held-out examples")
+        twonn_now = s.layer_twonn == "every-epoch" or epoch in (0, s.epochs)
+        shared = _load_shared(self.shared_pass) if epoch == 0 and self.shared_pass is not None else None
+        made_here = shared is not None and not shared
+        if shared is not None:
+            note(f"{label}: epoch 0, the pretrained model's pass " + ("made here" if made_here else "shared"))
+        measured = evaluate(
+            self.encoder, self.head, self.heldout, s, reference, self.device, self.pretrained, twonn_now, shared
+        )
+        row = {"epoch": epoch, **measured}
+        if self.log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
+            row["pull"] = pull_at(self.encoder, self.head, self.reg, self.train, s, self.device)
+            if self.matched is not None and epoch < s.epochs:  # the weight of the next epoch, set to match
+                row.update(match_pull(self.reg, row["pull"], epoch, self.matched, s))
+        if self.validation is not None:
+            note(f"{label}: epoch {epoch}, validating on {len(self.validation)} examples")
+            row.update(validate(self.encoder, self.head, self.validation, s, self.device, shared))
+            self.timing["eval_sentences"] += len(self.validation)
+        if made_here:
+            _save_shared(self.shared_pass, shared)
+        self.epochs.append(row)
+        self.timing["eval_seconds"] += time.perf_counter() - t
+        self.timing["eval_sentences"] += len(self.heldout)
+        seconds = time.perf_counter() - t
+        note(f"{label}: epoch {epoch}, held-out {row['metric_name']} {row['metric']:.4f} ({seconds:.0f} s)")
+        if self.checkpoint is not None and epoch < s.epochs:
+            t = time.perf_counter()
+            self.checkpoint.save(self.state(epoch))
+            note(f"{label}: epoch {epoch}, saved to resume from ({time.perf_counter() - t:.0f} s)")
+
+    def state(self, epoch: int) -> dict:
+        """What a run stopped after ``epoch`` resumes from (:meth:`resume`)."""
+        reg, pretrained, device = self.reg, self.pretrained, self.device
+        return {
+            "epoch": epoch,
+            "encoder": self.encoder.state_dict(),
+            "head": self.head.state_dict(),
+            "optimizer": self.opt.state_dict(),
+            "batch_order": self.gen.get_state(),
+            "torch_rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            "reference": reg.reference if isinstance(reg, IStarLoss) else None,
+            "reg_weight": reg.weight if isinstance(reg, MeanDirectionLoss) else None,
+            "pretrained": {
+                "reference": pretrained.reference,
+                "layers": pretrained.layers,
+                "past_first": pretrained.past_first,
+                "ids": pretrained.ids,
+            },
+            "epochs": self.epochs,
+            "steps": self.steps,
+            "references": self.references,
+            "timing": self.timing,
+            "code": code_version(),  # a resumed run's record names the code of its first epochs too
+        }
+
+    def resume(self, state: dict) -> int:
+        """Put back a saved state (:meth:`state`'s); return the epochs it had finished."""
+        self.encoder.load_state_dict(state["encoder"])
+        self.head.load_state_dict(state["head"])
+        self.opt.load_state_dict(state["optimizer"])
+        self.gen.set_state(state["batch_order"])
+        torch.set_rng_state(state["torch_rng"])
+        if state["cuda_rng"] is not None and self.device.type == "cuda":
+            torch.cuda.set_rng_state(state["cuda_rng"], self.device)
+        if isinstance(self.reg, IStarLoss):
+            self.reg.reference = state["reference"]
+        if isinstance(self.reg, MeanDirectionLoss):  # the weight matched for the next epoch
+            self.reg.weight = state["reg_weight"]
+        if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
+            saved, pretrained = state["pretrained"], self.pretrained
+            pretrained.reference, pretrained.layers = saved["reference"], saved["layers"]
+            pretrained.past_first, pretrained.ids = saved.get("past_first"), saved.get("ids")
+        self.epochs.extend(state["epochs"])
+        self.steps.extend(state["steps"])
+        self.references.extend(state["references"])
+        self.timing.update(state["timing"])
+        self.resumed.update(after_epoch=state["epoch"], code=state["code"])
+        self.note(f"{self.label}: resumed after epoch {state['epoch']} ({self.checkpoint.path})")
+        if self.bar is not None:
+            self.bar.update(len(self.steps))
+        return state["epoch"]
+
+    def train_epoch(self, epoch: int, callback) -> None:
+        """One pass over the training examples in this epoch's order; a NaN objective raises FloatingPointError."""
+        s, device, train = self.s, self.device, self.train
+        for idx in _batches(len(train), s.batch_size, self.gen):
+            t = time.perf_counter()
+            a, b = _texts(train, idx)
+            hidden = self.active and s.points != "pooled"
+            pooled, states, mask = self.encoder(self.encoder.tokenize(a, b, device), hidden_states=hidden)
+            labels = torch.as_tensor(train.y[idx.numpy()], device=device)
+            loss = torch.nn.functional.cross_entropy(self.head(pooled), labels)
+            penalty = penalty_of(self.reg, s, pooled, states, mask) if self.active else torch.zeros((), device=device)
+            objective = loss + penalty
+            step = len(self.steps) + 1
+            if not torch.isfinite(objective):
+                self.diverged_at = epoch
+                raise FloatingPointError(f"loss became NaN/inf at epoch {epoch}, step {step - 1} (diverged)")
+            self.opt.zero_grad(set_to_none=True)
+            objective.backward()
+            self.opt.step()
+            self.timing["train_seconds"] += time.perf_counter() - t
+            self.timing["train_sentences"] += len(a)
+            loss_value, penalty_value = float(loss.detach()), float(penalty.detach())  # one host transfer each
+            self.steps.append({"step": step, "epoch": epoch, "loss": loss_value, "penalty": penalty_value})
+            if callback is not None:
+                callback(epoch, step, loss_value)
+            interrupt.check()
+            if self.bar is not None:
+                self.bar.set_postfix(loss=f"{loss_value:.4f}", penalty=f"{penalty_value:.4f}", refresh=False)
+                self.bar.update(1)
+
+    def info(self) -> dict:
+        """The run's record beyond its settings and rows: sizes, where it ran, how fast, where it stopped."""
+        timing, encoder = self.timing, self.encoder
+        per_second = lambda n, seconds: n / seconds if seconds else None  # noqa: E731
+        info = {
+            "n_train": len(self.train),
+            "n_heldout": len(self.heldout),
+            "n_validation": len(self.validation) if self.validation is not None else 0,
+            "pooling": encoder.pooling,
+            "heldout_labels": self.heldout.y.tolist(),  # with each epoch's predictions: paired tests, same sentences
+            "pair": self.train.pair,
+            "labels": self.train.label_names,
+            "dim": encoder.dim,
+            "n_params": sum(p.numel() for p in (*encoder.parameters(), *self.head.parameters())),
+            "device": str(self.device),
+            "reference_points": self.references,
+            **timing,
+            "train_sentences_per_second": per_second(timing["train_sentences"], timing["train_seconds"]),
+            "eval_sentences_per_second": per_second(timing["eval_sentences"], timing["eval_seconds"]),
+            "seconds_per_step": timing["train_seconds"] / max(len(self.steps), 1),
+        }
+        if self.diverged_at is not None:
+            info.update(diverged_at=self.diverged_at)
+        if self.resumed:
+            info["resumed"] = self.resumed
+        return info
+
+
 def finetune(
     encoder: SentenceEncoder,
     train: Examples,
@@ -465,199 +666,21 @@ def finetune(
     (:func:`evaluate`); the numbers are the same either way. With ``matched_pulls`` (one per epoch trained: the pull
     another run had at the start of each), the mean-direction control's weight is set before every epoch to pull as
     hard (:func:`match_pull`)."""
-    import sys
-
-    note = (lambda line: None) if progress is False else (lambda line: print(line, file=sys.stderr, flush=True))
-    label = f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}"
-    device = torch.device(device)
-    torch.manual_seed(s.seed)
-    encoder.to(device).train()
-    head = ClassificationHead(encoder.dim, len(train.label_names), s.dropout).to(device).train()
-    # foreach: the per-tensor loop's arithmetic (torch's CPU default) bit for bit, in a few large ops (MiniLM's step
-    # 818 -> 786 ms on 2 quiet cores, benchmarks/finetune.py)
-    opt = torch.optim.AdamW(
-        [*encoder.parameters(), *head.parameters()], lr=s.lr, weight_decay=s.weight_decay, foreach=True
-    )
-    gen = torch.Generator().manual_seed(s.seed)
-    reg = regulariser(s)
-    active = s.weight != 0.0
-    epochs, steps, references = [], [], []
-    timing = {
-        "train_seconds": 0.0,
-        "train_sentences": 0,
-        "eval_seconds": 0.0,
-        "eval_sentences": 0,
-        "shrinkage_seconds": 0.0,
-    }
-    diverged_at = None
-    pretrained = Pretrained()
-    log_pull = active and isinstance(reg, (IStarLoss, MeanDirectionLoss))
-    if matched_pulls is not None and (not isinstance(reg, MeanDirectionLoss) or len(matched_pulls) < s.epochs):
-        raise ValueError(f"matched pulls need the mean-direction control and one pull per epoch; got {matched_pulls}")
-    resumed = {}  # where a stopped run was picked up, and the code that ran its first epochs
-    bar = progress_bar(progress, s.epochs * math.ceil(len(train) / s.batch_size), label, "step")
-
-    def measure(epoch: int) -> None:
-        reference = None
-        if s.zeta:
-            note(f"{label}: epoch {epoch}, Sigma_S from up to {s.shrinkage_points} training points")
-            t = time.perf_counter()
-            reference, n = estimate_reference(encoder, train, s, device, epoch)
-            timing["shrinkage_seconds"] += time.perf_counter() - t
-            note(f"{label}: epoch {epoch}, Sigma_S from {n} points ({time.perf_counter() - t:.0f} s)")
-            references.append(n)
-            if active and isinstance(reg, IStarLoss):
-                reg.reference = reference  # the next epoch's Σ_S: this model's
-        t = time.perf_counter()
-        note(f"{label}: epoch {epoch}, evaluating {len(heldout)} held-out examples")
-        twonn_now = s.layer_twonn == "every-epoch" or epoch in (0, s.epochs)
-        shared = _load_shared(shared_pass) if epoch == 0 and shared_pass is not None else None
-        made_here = shared is not None and not shared
-        if shared is not None:
-            note(f"{label}: epoch 0, the pretrained model's pass " + ("made here" if made_here else "shared"))
-        row = {
-            "epoch": epoch,
-            **evaluate(encoder, head, heldout, s, reference, device, pretrained, twonn_now, shared),
-        }
-        if log_pull:  # the penalty's pull at this model, at the run's own λ (its own head, this epoch's Σ_S)
-            row["pull"] = pull_at(encoder, head, reg, train, s, device)
-            if matched_pulls is not None and epoch < s.epochs:  # the weight of the next epoch, set to match
-                row.update(match_pull(reg, row["pull"], epoch, matched_pulls, s))
-        if validation is not None:
-            note(f"{label}: epoch {epoch}, validating on {len(validation)} examples")
-            row.update(validate(encoder, head, validation, s, device, shared))
-            timing["eval_sentences"] += len(validation)
-        if made_here:
-            _save_shared(shared_pass, shared)
-        epochs.append(row)
-        timing["eval_seconds"] += time.perf_counter() - t
-        timing["eval_sentences"] += len(heldout)
-        seconds = time.perf_counter() - t
-        note(f"{label}: epoch {epoch}, held-out {row['metric_name']} {row['metric']:.4f} ({seconds:.0f} s)")
-        if checkpoint is not None and epoch < s.epochs:
-            t = time.perf_counter()
-            checkpoint.save(
-                {
-                    "epoch": epoch,
-                    "encoder": encoder.state_dict(),
-                    "head": head.state_dict(),
-                    "optimizer": opt.state_dict(),
-                    "batch_order": gen.get_state(),
-                    "torch_rng": torch.get_rng_state(),
-                    "cuda_rng": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-                    "reference": reg.reference if isinstance(reg, IStarLoss) else None,
-                    "reg_weight": reg.weight if isinstance(reg, MeanDirectionLoss) else None,
-                    "pretrained": {
-                        "reference": pretrained.reference,
-                        "layers": pretrained.layers,
-                        "past_first": pretrained.past_first,
-                        "ids": pretrained.ids,
-                    },
-                    "epochs": epochs,
-                    "steps": steps,
-                    "references": references,
-                    "timing": timing,
-                    "code": code_version(),  # a resumed run's record names the code of its first epochs too
-                }
-            )
-            note(f"{label}: epoch {epoch}, saved to resume from ({time.perf_counter() - t:.0f} s)")
-
-    def resume(state: dict) -> int:
-        """Put back a saved state (``measure``'s); return the epochs it had finished."""
-        encoder.load_state_dict(state["encoder"])
-        head.load_state_dict(state["head"])
-        opt.load_state_dict(state["optimizer"])
-        gen.set_state(state["batch_order"])
-        torch.set_rng_state(state["torch_rng"])
-        if state["cuda_rng"] is not None and device.type == "cuda":
-            torch.cuda.set_rng_state(state["cuda_rng"], device)
-        if isinstance(reg, IStarLoss):
-            reg.reference = state["reference"]
-        if isinstance(reg, MeanDirectionLoss):  # the weight matched for the next epoch
-            reg.weight = state["reg_weight"]
-        if state.get("pretrained") is not None:  # a state saved before the comparisons existed has none
-            saved = state["pretrained"]
-            pretrained.reference, pretrained.layers = saved["reference"], saved["layers"]
-            pretrained.past_first, pretrained.ids = saved.get("past_first"), saved.get("ids")
-        epochs.extend(state["epochs"])
-        steps.extend(state["steps"])
-        references.extend(state["references"])
-        timing.update(state["timing"])
-        resumed.update(after_epoch=state["epoch"], code=state["code"])
-        note(f"{label}: resumed after epoch {state['epoch']} ({checkpoint.path})")
-        if bar is not None:
-            bar.update(len(steps))
-        return state["epoch"]
-
+    run = _Training(encoder, train, heldout, s, device, progress, validation, checkpoint, shared_pass, matched_pulls)
     try:
         saved = checkpoint.load() if checkpoint is not None else None
-        if saved is not None:
-            done = resume(saved)
-        else:
-            done = 0
-            measure(0)
-        step = len(steps)
+        done = run.resume(saved) if saved is not None else 0
+        if saved is None:
+            run.measure(0)
         for epoch in range(done + 1, s.epochs + 1):
-            for idx in _batches(len(train), s.batch_size, gen):
-                t = time.perf_counter()
-                a, b = _texts(train, idx)
-                pooled, states, mask = encoder(
-                    encoder.tokenize(a, b, device), hidden_states=active and s.points != "pooled"
-                )
-                loss = torch.nn.functional.cross_entropy(
-                    head(pooled), torch.as_tensor(train.y[idx.numpy()], device=device)
-                )
-                penalty = penalty_of(reg, s, pooled, states, mask) if active else torch.zeros((), device=device)
-                objective = loss + penalty
-                if not torch.isfinite(objective):
-                    diverged_at = epoch
-                    raise FloatingPointError(f"loss became NaN/inf at epoch {epoch}, step {step} (diverged)")
-                opt.zero_grad(set_to_none=True)
-                objective.backward()
-                opt.step()
-                step += 1
-                timing["train_seconds"] += time.perf_counter() - t
-                timing["train_sentences"] += len(a)
-                loss_value, penalty_value = float(loss.detach()), float(penalty.detach())  # one host transfer each
-                steps.append({"step": step, "epoch": epoch, "loss": loss_value, "penalty": penalty_value})
-                if callback is not None:
-                    callback(epoch, step, loss_value)
-                interrupt.check()
-                if bar is not None:
-                    bar.set_postfix(loss=f"{loss_value:.4f}", penalty=f"{penalty_value:.4f}", refresh=False)
-                    bar.update(1)
-            measure(epoch)
+            run.train_epoch(epoch, callback)
+            run.measure(epoch)
     except FloatingPointError:
         pass
     finally:
-        if bar is not None:
-            bar.close()
-    info = {
-        "n_train": len(train),
-        "n_heldout": len(heldout),
-        "n_validation": len(validation) if validation is not None else 0,
-        "pooling": encoder.pooling,
-        "heldout_labels": heldout.y.tolist(),  # with each epoch's predictions: paired tests over the same sentences
-        "pair": train.pair,
-        "labels": train.label_names,
-        "dim": encoder.dim,
-        "n_params": sum(p.numel() for p in encoder.parameters()) + sum(p.numel() for p in head.parameters()),
-        "device": str(device),
-        "reference_points": references,
-        **timing,
-        "train_sentences_per_second": timing["train_sentences"] / timing["train_seconds"]
-        if timing["train_seconds"]
-        else None,
-        "eval_sentences_per_second": timing["eval_sentences"] / timing["eval_seconds"]
-        if timing["eval_seconds"]
-        else None,
-        "seconds_per_step": timing["train_seconds"] / max(len(steps), 1),
-    }
-    if diverged_at is not None:
-        info.update(diverged_at=diverged_at)
-    if resumed:
-        info["resumed"] = resumed
-    return FinetuneResult(s, epochs, steps, info, kept_states(pretrained, s))
+        if run.bar is not None:
+            run.bar.close()
+    return FinetuneResult(s, run.epochs, run.steps, run.info(), kept_states(run.pretrained, s))
 
 
 def kept_states(pretrained: Pretrained, s: FinetuneSettings) -> dict | None:
