@@ -258,6 +258,160 @@ class Checkpoint:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class _Pretraining:
+    """One pretraining run's moving parts (the model, AdamW, the step it is at) and what it has recorded (the curve,
+    the loss window of the curve's next point, the training loss since the series' last checkpoint); :func:`train`
+    drives it. Made from its saved state when ``checkpoint`` holds one of this run's (another run's is refused)."""
+
+    def __init__(self, settings, train_seqs, held, tokenizer, checkpoint, device, corpus_sha256, log):
+        from ..checkpoints import checkpoint_steps
+
+        self.settings, self.train_seqs, self.held, self.tokenizer = settings, train_seqs, held, tokenizer
+        self.checkpoint, self.device, self.corpus_sha256, self.log = checkpoint, device, corpus_sha256, log
+        self.model = build_model(settings, tokenizer).to(device)
+        self.optimizer = make_optimizer(self.model, settings)
+        self.step, self.curve, self.spent_before, self.window = (
+            0,
+            [],
+            0.0,
+            [],
+        )  # window: the curve's next point's losses
+        self.series_steps = set(checkpoint_steps(settings.steps, settings.checkpoints))
+        self.since = [0.0, 0]  # the training loss's sum and count since the series' last checkpoint
+        state = checkpoint.load()
+        if state is not None:
+            self._resume(state)
+        self.started = time.perf_counter()
+
+    def _resume(self, state: dict) -> None:
+        settings, corpus_sha256 = self.settings, self.corpus_sha256
+        if state["settings"] != settings.training_fields() or state["corpus_sha256"] != corpus_sha256:
+            theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
+            ours = {**settings.training_fields(), "corpus": corpus_sha256[:12]}
+            differ = ", ".join(f"{k} {theirs[k]} (checkpoint) vs {ours[k]}" for k in ours if theirs.get(k) != ours[k])
+            raise ValueError(
+                f"{self.checkpoint.folder}: a checkpoint of another run ({differ}); delete that folder to start over, "
+                "or resume with the checkpoint's settings"
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.step, self.curve, self.spent_before, self.window = (
+            state["step"],
+            state["curve"],
+            state["seconds"],
+            state["window"],
+        )
+        self.since = state.get("since_checkpoint", self.since)
+        self.log(f"resuming from step {self.step} of {settings.steps} ({self.checkpoint.state})")
+
+    def spent(self) -> float:
+        """Seconds spent training, over every resume."""
+        return self.spent_before + time.perf_counter() - self.started
+
+    def save(self) -> None:
+        """The state a stopped run resumes from."""
+        self.checkpoint.save(
+            {
+                "model": self.model.state_dict(),
+                "optimizer": self.optimizer.state_dict(),
+                "step": self.step,
+                "curve": self.curve,
+                "settings": self.settings.training_fields(),
+                "corpus_sha256": self.corpus_sha256,
+                "seconds": self.spent(),
+                "window": self.window,
+                "since_checkpoint": self.since,
+            }
+        )
+
+    def record_eval(self) -> None:
+        """The held-out scores at this step, onto the curve and into the log beside the unigram model's."""
+        result = evaluate(self.model, self.settings.objective, self.held, self.device)
+        self.curve.append(
+            {
+                "step": self.step,
+                "heldout_loss": result["loss"],
+                "heldout_perplexity": result["perplexity"],
+                "heldout_accuracy": result["accuracy"],
+            }
+        )
+        unigram = self.held.unigram
+        self.log(
+            f"step {self.step}/{self.settings.steps}: held-out loss {result['loss']:.3f}, perplexity "
+            f"{result['perplexity']:.1f}, accuracy {result['accuracy']:.3f} (unigram: {unigram['loss']:.3f}, "
+            f"{unigram['perplexity']:.1f}, {unigram['accuracy']:.3f})"
+        )
+
+    def keep_checkpoint(self) -> None:
+        """The model at this step into the series, if the schedule has it (scored on the held-out set at it)."""
+        from ..checkpoints import step_folder
+        from ..records import run_record
+        from ..settings import as_dict
+        from .series import write_checkpoint
+
+        step, settings, curve, since, series = self.step, self.settings, self.curve, self.since, self.checkpoint.series
+        if step not in self.series_steps:
+            return
+        if not step_folder(series, step).is_dir():  # written before an interruption: the same model
+            if not (curve and curve[-1]["step"] == step and "heldout_loss" in curve[-1]):
+                self.record_eval()
+            scores = {k.removeprefix("heldout_"): v for k, v in curve[-1].items() if k != "step"}
+            measured = {
+                "step": step,
+                "tokens_seen": step * settings.batch_size * settings.seq_len,
+                "train_loss": since[0] / since[1] if since[1] else None,  # since the previous checkpoint
+                "train_loss_steps": since[1],
+                "heldout": scores,
+                "objective": settings.objective,
+            }
+            record = run_record("pretrain", as_dict(settings), measured)
+            write_checkpoint(series, step, self.model, self.tokenizer, record)
+            self.log(f"checkpoint at step {step} -> {step_folder(series, step)}")
+        since[:] = [0.0, 0]
+
+    def take_step(self) -> float:
+        """One optimiser step on this step's batch, with this step's masks and dropout; returns its loss."""
+        settings, step, device = self.settings, self.step, self.device
+        ids = torch.from_numpy(self.train_seqs[batch_indices(step, len(self.train_seqs), settings)])
+        generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + step)
+        inputs, labels = targets_of(ids, settings.objective, self.tokenizer, settings.mask_probability, generator)
+        torch.manual_seed(settings.seed * 1_000_003 + step)  # dropout
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate(step, settings)
+        logits, targets = logits_at(self.model, settings.objective, inputs.to(device), labels.to(device))
+        loss = torch.nn.functional.cross_entropy(logits, targets)
+        if not torch.isfinite(loss):
+            raise RuntimeError(
+                f"the training loss became {float(loss)} at step {step}; lower --lr (now {settings.lr:g})"
+            )
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.step += 1
+        return loss.item()
+
+    def after_step(self, loss: float, bar) -> None:
+        """What follows a step: the curve's training point every ``log_every`` steps, its held-out point every
+        ``eval_every``, the series' checkpoint and the state to resume from when they fall due."""
+        settings, step, window = self.settings, self.step, self.window
+        window.append(loss)
+        self.since[0], self.since[1] = self.since[0] + loss, self.since[1] + 1
+        if bar is not None:
+            bar.update(1)
+        if step % settings.log_every == 0 or step == settings.steps:
+            point = {"step": step, "train_loss": float(np.mean(window)), "lr": learning_rate(step - 1, settings)}
+            self.curve.append({**point, "seconds": self.spent()})
+            if bar is not None:
+                bar.set_postfix(loss=f"{np.mean(window):.3f}")
+            window.clear()
+        if step % settings.eval_every == 0 or step == settings.steps:
+            self.record_eval()
+        self.keep_checkpoint()
+        if step % settings.checkpoint_every == 0 or step == settings.steps:
+            self.save()
+
+
 def train(
     settings: PretrainSettings,
     train_seqs: np.ndarray,
@@ -279,153 +433,33 @@ def train(
     ``stop_after``: leave after that many steps in total (a checkpoint written), as an interrupted run would — the
     tests' way to interrupt a run at a known step. ``on_step(step)`` is called after every step."""
     from .. import interrupt
-    from ..checkpoints import checkpoint_steps, step_folder
     from ..progress import progress_bar
-    from .series import write_checkpoint
 
-    device = torch.device(device)
-    model = build_model(settings, tokenizer).to(device)
-    optimizer = make_optimizer(model, settings)
-    state = checkpoint.load()
-    step, curve, spent_before, window = 0, [], 0.0, []  # window: the losses of the curve's current point
-    series_steps = set(checkpoint_steps(settings.steps, settings.checkpoints))
-    since = [0.0, 0]  # the training loss's sum and count since the series' last checkpoint
-    if state is not None:
-        if state["settings"] != settings.training_fields() or state["corpus_sha256"] != corpus_sha256:
-            theirs = {**state["settings"], "corpus": state["corpus_sha256"][:12]}
-            ours = {**settings.training_fields(), "corpus": corpus_sha256[:12]}
-            differ = ", ".join(f"{k} {theirs[k]} (checkpoint) vs {ours[k]}" for k in ours if theirs.get(k) != ours[k])
-            raise ValueError(
-                f"{checkpoint.folder}: a checkpoint of another run ({differ}); delete that folder to start over, "
-                "or resume with the checkpoint's settings"
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, curve, spent_before, window = state["step"], state["curve"], state["seconds"], state["window"]
-        since = state.get("since_checkpoint", since)
-        log(f"resuming from step {step} of {settings.steps} ({checkpoint.state})")
-
-    def save() -> None:
-        checkpoint.save(
-            {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "step": step,
-                "curve": curve,
-                "settings": settings.training_fields(),
-                "corpus_sha256": corpus_sha256,
-                "seconds": spent(),
-                "window": window,
-                "since_checkpoint": since,
-            }
-        )
-
-    def spent() -> float:
-        return spent_before + time.perf_counter() - started
-
-    def record_eval() -> None:
-        result = evaluate(model, settings.objective, held, device)
-        curve.append(
-            {
-                "step": step,
-                "heldout_loss": result["loss"],
-                "heldout_perplexity": result["perplexity"],
-                "heldout_accuracy": result["accuracy"],
-            }
-        )
-        log(
-            f"step {step}/{settings.steps}: held-out loss {result['loss']:.3f}, perplexity {result['perplexity']:.1f}, "
-            f"accuracy {result['accuracy']:.3f} (unigram: {held.unigram['loss']:.3f}, "
-            f"{held.unigram['perplexity']:.1f}, "
-            f"{held.unigram['accuracy']:.3f})"
-        )
-
-    def keep_checkpoint() -> None:
-        """The model at this step into the series, if the schedule has it (scored on the held-out set at it)."""
-        if step not in series_steps:
-            return
-        if not step_folder(checkpoint.series, step).is_dir():  # written before an interruption: the same model
-            if not (curve and curve[-1]["step"] == step and "heldout_loss" in curve[-1]):
-                record_eval()
-            scores = {k.removeprefix("heldout_"): v for k, v in curve[-1].items() if k != "step"}
-            measured = {
-                "step": step,
-                "tokens_seen": step * settings.batch_size * settings.seq_len,
-                "train_loss": since[0] / since[1] if since[1] else None,  # since the previous checkpoint
-                "train_loss_steps": since[1],
-                "heldout": scores,
-                "objective": settings.objective,
-            }
-            from ..records import run_record
-            from ..settings import as_dict
-
-            record = run_record("pretrain", as_dict(settings), measured)
-            write_checkpoint(checkpoint.series, step, model, tokenizer, record)
-            log(f"checkpoint at step {step} -> {step_folder(checkpoint.series, step)}")
-        since[:] = [0.0, 0]
-
-    started = time.perf_counter()
-    if step == 0 and not curve:
-        record_eval()
-    if step == 0:
-        keep_checkpoint()
+    run = _Pretraining(settings, train_seqs, held, tokenizer, checkpoint, torch.device(device), corpus_sha256, log)
+    if run.step == 0 and not run.curve:
+        run.record_eval()
+    if run.step == 0:
+        run.keep_checkpoint()
     bar = progress_bar(progress, settings.steps, f"pretrain {settings.objective}", "steps")
-    if bar is not None and step:
-        bar.update(step)
-    model.train()
+    if bar is not None and run.step:
+        bar.update(run.step)
+    run.model.train()
     try:
-        while step < settings.steps and (stop_after is None or step < stop_after):
+        while run.step < settings.steps and (stop_after is None or run.step < stop_after):
             interrupt.check()
-            ids = torch.from_numpy(train_seqs[batch_indices(step, len(train_seqs), settings)])
-            generator = torch.Generator().manual_seed(settings.seed * 1_000_003 + step)
-            inputs, labels = targets_of(ids, settings.objective, tokenizer, settings.mask_probability, generator)
-            torch.manual_seed(settings.seed * 1_000_003 + step)  # dropout
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(step, settings)
-            logits, targets = logits_at(model, settings.objective, inputs.to(device), labels.to(device))
-            loss = torch.nn.functional.cross_entropy(logits, targets)
-            if not torch.isfinite(loss):
-                raise RuntimeError(
-                    f"the training loss became {float(loss)} at step {step}; lower --lr (now {settings.lr:g})"
-                )
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            step += 1
-            window.append(loss.item())
-            since[0], since[1] = since[0] + window[-1], since[1] + 1
-            if bar is not None:
-                bar.update(1)
-            if step % settings.log_every == 0 or step == settings.steps:
-                curve.append(
-                    {
-                        "step": step,
-                        "train_loss": float(np.mean(window)),
-                        "lr": learning_rate(step - 1, settings),
-                        "seconds": spent(),
-                    }
-                )
-                if bar is not None:
-                    bar.set_postfix(loss=f"{np.mean(window):.3f}")
-                window.clear()
-            if step % settings.eval_every == 0 or step == settings.steps:
-                record_eval()
-            keep_checkpoint()
-            if step % settings.checkpoint_every == 0 or step == settings.steps:
-                save()
+            run.after_step(run.take_step(), bar)
             if on_step is not None:
-                on_step(step)
+                on_step(run.step)
     except KeyboardInterrupt:
-        save()  # the last finished step is kept: the next run resumes there
-        log(f"interrupted: checkpoint at step {step} in {checkpoint.folder}; run the same command again to resume")
+        run.save()  # the last finished step is kept: the next run resumes there
+        log(f"interrupted: checkpoint at step {run.step} in {checkpoint.folder}; run the same command again to resume")
         raise
     finally:
         if bar is not None:
             bar.close()
-    if step < settings.steps:
-        save()
-    return model, curve, spent()
+    if run.step < settings.steps:
+        run.save()
+    return run.model, run.curve, run.spent()
 
 
 def write_curve(curve: list[dict], path: str | os.PathLike) -> None:
