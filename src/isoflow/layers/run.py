@@ -238,97 +238,41 @@ def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -
 
 
 def _contextual(job: _Job):
-    model, sentences, settings, types = job.model, job.sentences, job.settings, job.types
-    dev, stream, out = job.dev, job.stream, job.out
-    timings, progress, max_tokens = job.timings, job.progress, job.settings.max_tokens
+    settings, timings = job.settings, job.timings
     t = time.perf_counter()
-    encoder = load_encoder(model, dev)
+    encoder = load_encoder(job.model, job.dev)
     timings["load_model"] = time.perf_counter() - t
-    n_layers = encoder.n_states
-    measured = chosen_layers(job.layers, n_layers)
-    view_layer = measured[len(measured) // 2] if job.view_layer is None else job.view_layer
-    if not 0 <= view_layer < n_layers:
-        raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
-    if view_layer not in measured:
-        raise ValueError(f"view layer {view_layer} is not measured: --layers {job.layers} measures {measured}")
-    # A shallow model may have both views at one layer; a subset, the roll's at the measured layer nearest its depth
-    views_wanted = {"middle": view_layer, "roll": min(measured, key=lambda k: abs(k - roll_layer(n_layers)))}
+    measured = chosen_layers(job.layers, encoder.n_states)
+    view_layer, views_wanted = _views(job, encoder.n_states, measured)
     t = time.perf_counter()
-    chosen = corpora.sample(sentences, max_tokens, settings.seed, lambda words: count_points(encoder, words, types))
-    n_points = sum(count_points(encoder, words, types) for words in chosen)
-    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], job.name)
-    if n_points == 0:
-        raise ValueError(f"the corpus gave no {types} to analyse")
+    chosen, n_points = _sampled(job, encoder)
     timings["sample"] = time.perf_counter() - t
-    partial = job.partial
     # A run keeping its K-means samples' points alone (states: sample) keeps those rows, and sums over all points
     shared = SharedSample.of(n_points, settings) if settings.states == "sample" else None
     kept = n_points if shared is None else len(shared.rows)
     store = (  # the measured states only, the store's k-th the state measured[k]
-        partial.store(len(measured), kept, encoder.dim)
-        if partial is not None
-        else LayerStore(len(measured), kept, encoder.dim, out.parent if stream else None)
+        job.partial.store(len(measured), kept, encoder.dim)
+        if job.partial is not None
+        else LayerStore(len(measured), kept, encoder.dim, job.out.parent if job.stream else None)
     )
     with store:
-        tokens = partial.encoded() if partial is not None else None
-        sums = partial.statistics() if tokens is not None and shared is not None else None
-        if shared is not None and sums is None:
-            tokens = None  # a progress folder without the sums: encode again
-        # The stages an earlier process made, and its threads (this one's are the record's own `threads`).
-        earlier_threads = {} if tokens is None else {"encode": _threads(tokens)}
-        if tokens is None:
-            tokens, sums = _encode(job, encoder, chosen, store, measured, shared)
-            if partial is not None:
-                if sums is not None:  # before the tokens: kept tokens mean kept sums
-                    partial.save_statistics(sums)
-                partial.save_encoded(**tokens)
-        else:
-            store.filled = kept  # the states on disk are the finished encoding's
-            if progress is not False:  # a resumed run says so where its progress goes
-                print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
+        tokens, sums, earlier_threads = _encoded(job, encoder, chosen, store, measured, shared)
         timings["encode"] = float(tokens["seconds"])
         type_arr, position_arr = tokens["types"], tokens["positions"]
         freq = Counter(type_arr.tolist())
         if shared is not None:  # the measures that need the points read the kept ones
             type_arr, position_arr = type_arr[shared.rows], position_arr[shared.rows]
-        rows, views, clusters, kmeans, dims, types_curve, resumed = [], [], [], [], [], [], []
-        before = partial.measured_layers() if partial is not None else []
-        resuming = f" ({len(before)} measured before, resumed)" if before else ""
-        bar = progress_bar(progress, len(measured), f"{job.name}: measuring{resuming}", "layer")
-        for stored, layer in enumerate(measured):
-            done = partial.measured(layer) if partial is not None else None
-            if done is None:
-                t = time.perf_counter()
-                kept_only = None if shared is None else (shared, sums["types"], sums["layers"][stored])
-                done = _measure_layer(job, store, stored, layer, type_arr, position_arr, freq, views_wanted, kept_only)
-                done["seconds"] = time.perf_counter() - t
-                done["threads"] = torch.get_num_threads()
-                if partial is not None:
-                    partial.save_measured(layer, done)
-            else:
-                resumed.append(layer)
-                earlier_threads[f"layer{layer}"] = _threads(done)
-            rows.append(done["row"])
-            clusters += done["clusters"]
-            kmeans += done["kmeans"]
-            dims.append(done["dims"])
-            types_curve += done["types"]
-            views += done["views"]
-            timings[f"layer{layer}"] = done["seconds"]
-            interrupt.check()
-            if bar is not None:
-                bar.update(1)
-        if bar is not None:
-            bar.close()
+        layers_out = _measured_layers(job, store, measured, (type_arr, position_arr, freq), views_wanted, shared, sums)
+        earlier_threads.update(layers_out.pop("earlier_threads"))
         t = time.perf_counter()
-        cka = layer_cka(store, position_arr, settings, dev, measured)
+        cka = layer_cka(store, position_arr, settings, job.dev, measured)
         timings["cka"] = time.perf_counter() - t
         streamed = store.on_disk
     t = time.perf_counter()
-    input_table = _input_table(encoder, tokens["token_ids"], settings, dev) if types == "tokens" else {}
+    input_table = _input_table(encoder, tokens["token_ids"], settings, job.dev) if job.types == "tokens" else {}
     timings["input_table"] = time.perf_counter() - t
     info = {
-        "n_layers": n_layers,
+        "n_layers": encoder.n_states,
         **({"layers_measured": measured} if job.layers is not None else {}),
         "dim": encoder.dim,
         "n_points": n_points,
@@ -336,7 +280,7 @@ def _contextual(job: _Job):
         "sentences_used": len(chosen),
         "special_tokens_excluded": int(tokens["n_special"]),
         "view_layer": view_layer,
-        "roll_layer": roll_layer(n_layers),
+        "roll_layer": roll_layer(encoder.n_states),
         "streamed": streamed,
         "hidden_states": "0 = embeddings, 1..L = blocks (GPT-2, Llama, Gemma: L after the final norm)",
         "tokenizer": {
@@ -345,20 +289,100 @@ def _contextual(job: _Job):
             "padding_side": "right",
         },
         "input_table": input_table,
-        **(
-            {
-                "resumed": {
-                    "encoding": partial.dir.name if "encode" in earlier_threads else None,
-                    "layers": resumed,
-                    "threads": earlier_threads,
-                }
-            }
-            if earlier_threads
-            else {}
-        ),
+        **_resumed_info(job, earlier_threads, layers_out.pop("resumed")),
     }
-    views, dims = pd.concat(views, ignore_index=True), pd.concat(dims, ignore_index=True)
-    return rows, views, clusters, kmeans, dims, types_curve, cka, info
+    o = layers_out
+    views, dims = pd.concat(o["views"], ignore_index=True), pd.concat(o["dims"], ignore_index=True)
+    return o["rows"], views, o["clusters"], o["kmeans"], dims, o["types"], cka, info
+
+
+def _views(job: _Job, n_layers: int, measured: list[int]) -> tuple[int, dict]:
+    """The layer of the middle views (checked against the measured ones) and the layer of each view."""
+    view_layer = measured[len(measured) // 2] if job.view_layer is None else job.view_layer
+    if not 0 <= view_layer < n_layers:
+        raise ValueError(f"view layer {view_layer} is out of range: {job.name} has layers 0..{n_layers - 1}")
+    if view_layer not in measured:
+        raise ValueError(f"view layer {view_layer} is not measured: --layers {job.layers} measures {measured}")
+    # A shallow model may have both views at one layer; a subset, the roll's at the measured layer nearest its depth
+    return view_layer, {"middle": view_layer, "roll": min(measured, key=lambda k: abs(k - roll_layer(n_layers)))}
+
+
+def _sampled(job: _Job, encoder) -> tuple[list, int]:
+    """The corpus' sentences in the run's seeded order up to ``max_tokens`` points, and how many points they give."""
+    count = lambda words: count_points(encoder, words, job.types)  # noqa: E731
+    chosen = corpora.sample(job.sentences, job.settings.max_tokens, job.settings.seed, count)
+    n_points = sum(count(words) for words in chosen)
+    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], job.name)
+    if n_points == 0:
+        raise ValueError(f"the corpus gave no {job.types} to analyse")
+    return chosen, n_points
+
+
+def _encoded(job: _Job, encoder, chosen, store: LayerStore, measured: list[int], shared) -> tuple[dict, dict, dict]:
+    """The encoding's tokens (and, keeping the samples alone, its sums): made here, or the finished encoding an
+    interrupted run left (its states already in ``store``); with the threads of a stage an earlier process made."""
+    partial = job.partial
+    tokens = partial.encoded() if partial is not None else None
+    sums = partial.statistics() if tokens is not None and shared is not None else None
+    if shared is not None and sums is None:
+        tokens = None  # a progress folder without the sums: encode again
+    # The stages an earlier process made, and its threads (this one's are the record's own `threads`).
+    earlier_threads = {} if tokens is None else {"encode": _threads(tokens)}
+    if tokens is None:
+        tokens, sums = _encode(job, encoder, chosen, store, measured, shared)
+        if partial is not None:
+            if sums is not None:  # before the tokens: kept tokens mean kept sums
+                partial.save_statistics(sums)
+            partial.save_encoded(**tokens)
+    else:
+        store.filled = store.n_points  # the states on disk are the finished encoding's
+        if job.progress is not False:  # a resumed run says so where its progress goes
+            print(f"{job.name}: encoding: done before, resumed from {partial.dir}", file=sys.stderr, flush=True)
+    return tokens, sums, earlier_threads
+
+
+def _measured_layers(job: _Job, store, measured, points, views_wanted, shared, sums) -> dict:
+    """Every measured layer's outputs (``points``: the kept points' types, positions and all points' type
+    frequencies), measured here or read back from an interrupted run's progress, in the order of ``measured``."""
+    type_arr, position_arr, freq = points
+    partial = job.partial
+    out = {name: [] for name in ("rows", "views", "clusters", "kmeans", "dims", "types", "resumed")}
+    out["earlier_threads"] = {}
+    before = partial.measured_layers() if partial is not None else []
+    resuming = f" ({len(before)} measured before, resumed)" if before else ""
+    bar = progress_bar(job.progress, len(measured), f"{job.name}: measuring{resuming}", "layer")
+    for stored, layer in enumerate(measured):
+        done = partial.measured(layer) if partial is not None else None
+        if done is None:
+            t = time.perf_counter()
+            kept_only = None if shared is None else (shared, sums["types"], sums["layers"][stored])
+            done = _measure_layer(job, store, stored, layer, type_arr, position_arr, freq, views_wanted, kept_only)
+            done["seconds"] = time.perf_counter() - t
+            done["threads"] = torch.get_num_threads()
+            if partial is not None:
+                partial.save_measured(layer, done)
+        else:
+            out["resumed"].append(layer)
+            out["earlier_threads"][f"layer{layer}"] = _threads(done)
+        out["rows"].append(done["row"])
+        out["dims"].append(done["dims"])
+        for name in ("clusters", "kmeans", "types", "views"):
+            out[name] += done[name]
+        job.timings[f"layer{layer}"] = done["seconds"]
+        interrupt.check()
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return out
+
+
+def _resumed_info(job: _Job, earlier_threads: dict, resumed: list[int]) -> dict:
+    """The record's ``resumed`` entry: what an earlier process made (the encoding, layers) and its threads."""
+    if not earlier_threads:
+        return {}
+    encoding = job.partial.dir.name if "encode" in earlier_threads else None
+    return {"resumed": {"encoding": encoding, "layers": resumed, "threads": earlier_threads}}
 
 
 def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings, dev, layers: list[int]) -> list[dict]:
