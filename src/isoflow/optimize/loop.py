@@ -212,12 +212,7 @@ def optimize(
     t_setup = time.perf_counter()
     p = _Problem(task, embeddings, device)
     s = settings
-    if shrinkage_matrix is None:
-        istar = IStarLoss.from_points(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
-    else:
-        istar = IStarLoss.from_matrix(
-            s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device
-        )
+    istar = _istar_loss(s, p, shrinkage_matrix, device)
     torch.manual_seed(s.seed)
     table = torch.nn.Parameter(p.table0.clone())
     in_dim = table.shape[1] * (1 if p.b is None else 2)
@@ -225,52 +220,21 @@ def optimize(
     opt = torch.optim.Adam([table, *head.parameters()], lr=s.lr, betas=s.betas)
     gen = torch.Generator(device=device).manual_seed(s.seed)  # the per-state samples
     n_params = table.numel() + sum(q.numel() for q in head.parameters())
-
     rows: list[np.ndarray] = []
     extra: dict[str, dict[int, float]] = {}
-    bar = progress_bar(
-        progress,
-        s.steps,
-        f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else ""),
-        "upd",
-    )
+    label = f"{s.task} x {s.model} seed {s.seed}" + (f" λ={s.istar_lambda:g}" if istar.active else "")
+    bar = progress_bar(progress, s.steps, label, "upd")
     hidden_at = hidden_steps(s.steps, s.hidden_updates)
     t_loop = time.perf_counter()
-
-    def trajectory() -> Trajectory:
-        return _trajectory(s, rows, extra, p, n_params, istar, device, t_setup, t_loop)
-
     try:
         for step in range(s.steps + 1):
-            # The samples of this state, drawn in a fixed order (silhouette, then IsoScore) before anything else:
-            # the penalty is computed on the same rows IsoScore is measured on.
-            sil_pick = _sample(p.n_examples, s.sample_cap, gen, device)
-            iso_pick = _sample(p.table0.shape[0], s.sample_cap, gen, device)
-            reps = p.represent(table)
-            # A non-linear head: its last hidden layer's output is what the final linear layer separates (Mickus et
-            # al.'s argument is about the representation a linear classifier acts on): measured too.
-            hidden = head[:-1](reps) if isinstance(head, torch.nn.Sequential) else None
-            loss, acc = _loss_and_accuracy(head(reps) if hidden is None else head[-1](hidden), p)
-            with torch.no_grad():
-                sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, sil_pick, iso_pick, istar)
-                if hidden is not None and step in hidden_at:
-                    _hidden_metrics(hidden.detach(), p, s, sil_pick, extra, step)
-                values = torch.stack(
-                    [loss.detach().double(), acc.double(), sil, iso, iso_star, istar.istar_lambda * (1.0 - iso_star)]
-                )
-            objective = loss
-            if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with
-                objective = loss + istar.penalty_given_covariance(table if iso_pick is None else table[iso_pick], cov)
-            vals = values.cpu().numpy()  # the one host transfer of this state
+            state = _State(step, table, head, p, s, gen, istar, device)
+            if state.hidden is not None and step in hidden_at:
+                _hidden_metrics(state.hidden.detach(), p, s, state.sil_pick, extra, step)
+            vals = state.values.cpu().numpy()  # the one host transfer of this state
             if not np.isfinite(vals).all():
-                bad = [n for n, v in zip(RECORDED, vals) if not math.isfinite(v)]
-                raise Diverged(
-                    f"{s.task} x {s.model} seed {s.seed}"
-                    + (f" lambda {s.istar_lambda:g}" if istar.active else "")
-                    + f": {', '.join(bad)} became NaN/inf at step {step} (diverged)",
-                    step,
-                    trajectory(),
-                )
+                trajectory = _trajectory(s, rows, extra, p, n_params, istar, device, t_setup, t_loop)
+                raise Diverged(_diverged(s, istar, vals, step), step, trajectory)
             rows.append(vals)
             if callback is not None:
                 callback(step, dict(zip(RECORDED, map(float, vals))))
@@ -278,7 +242,7 @@ def optimize(
             if s.extra_every and step % s.extra_every == 0:
                 _extra_metrics(table, s, extra, step)
             if s.label_centred_every and step % s.label_centred_every == 0:
-                _label_centred_metrics(reps.detach(), p, sil_pick, extra, step)
+                _label_centred_metrics(state.reps.detach(), p, state.sil_pick, extra, step)
             if bar is not None:  # this update's values (already on the host), shown with the count they belong to
                 bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
                 if step:
@@ -286,12 +250,48 @@ def optimize(
             if step == s.steps:
                 break
             opt.zero_grad(set_to_none=True)
-            objective.backward()
+            state.objective.backward()
             opt.step()
     finally:
         if bar is not None:
             bar.close()
-    return trajectory()
+    return _trajectory(s, rows, extra, p, n_params, istar, device, t_setup, t_loop)
+
+
+def _istar_loss(s: Settings, p: _Problem, shrinkage_matrix, device) -> IStarLoss:
+    """The run's I-STAR penalty: Σ_S from the pretrained table as ``s.shrinkage`` names it, or the one given."""
+    if shrinkage_matrix is None:
+        return IStarLoss.from_points(s.istar_lambda, s.zeta, p.table0, s.shrinkage, s.penalty_dtype)
+    return IStarLoss.from_matrix(s.istar_lambda, s.zeta, shrinkage_matrix, p.table0.shape[1], s.penalty_dtype, device)
+
+
+class _State:
+    """One recorded state of the table and head: its samples, representations, recorded values (:data:`RECORDED`,
+    still on the device) and the objective the next update descends."""
+
+    def __init__(self, step, table, head, p: _Problem, s: Settings, gen, istar: IStarLoss, device):
+        # The samples of this state, drawn in a fixed order (silhouette, then IsoScore) before anything else:
+        # the penalty is computed on the same rows IsoScore is measured on.
+        self.sil_pick = _sample(p.n_examples, s.sample_cap, gen, device)
+        iso_pick = _sample(p.table0.shape[0], s.sample_cap, gen, device)
+        self.reps = reps = p.represent(table)
+        # A non-linear head: its last hidden layer's output is what the final linear layer separates (Mickus et
+        # al.'s argument is about the representation a linear classifier acts on): measured too.
+        self.hidden = head[:-1](reps) if isinstance(head, torch.nn.Sequential) else None
+        loss, acc = _loss_and_accuracy(head(reps) if self.hidden is None else head[-1](self.hidden), p)
+        with torch.no_grad():
+            sil, iso, iso_star, cov = _geometry_now(reps.detach(), table.detach(), p, s, self.sil_pick, iso_pick, istar)
+            penalty = istar.istar_lambda * (1.0 - iso_star)
+            self.values = torch.stack([loss.detach().double(), acc.double(), sil, iso, iso_star, penalty])
+        self.objective = loss
+        if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with
+            self.objective = loss + istar.penalty_given_covariance(table if iso_pick is None else table[iso_pick], cov)
+
+
+def _diverged(s: Settings, istar: IStarLoss, vals: np.ndarray, step: int) -> str:
+    bad = [n for n, v in zip(RECORDED, vals) if not math.isfinite(v)]
+    named = f" lambda {s.istar_lambda:g}" if istar.active else ""
+    return f"{s.task} x {s.model} seed {s.seed}{named}: {', '.join(bad)} became NaN/inf at step {step} (diverged)"
 
 
 def _trajectory(
