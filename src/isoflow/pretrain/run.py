@@ -105,11 +105,11 @@ def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progre
     outcome (:class:`isoflow.skeleton.Outcome`), or None when ``stop_after`` stopped it before its end."""
     import torch
 
-    from ..checkpoints import SERIES, checkpoint_steps
+    from ..checkpoints import SERIES
     from ..fetch import sha256_of
     from ..skeleton import Outcome
     from .corpus import read_documents
-    from .train import Checkpoint, HeldOut, pack, parameter_count, train, write_curve
+    from .train import Checkpoint, HeldOut, pack, train, write_curve
 
     checkpoint = Checkpoint(checkpoint_folder(out))
     checkpoint.folder.mkdir(parents=True, exist_ok=True)
@@ -117,12 +117,10 @@ def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progre
     train_seqs = pack(read_documents(corpus / "train.txt"), tokenizer, settings.objective, settings.seq_len)
     held_seqs = pack(read_documents(corpus / "heldout.txt"), tokenizer, settings.objective, settings.seq_len)
     held = HeldOut.build(held_seqs, train_seqs, settings, tokenizer)
-    tokens_per_step = settings.batch_size * settings.seq_len
+    epochs = settings.steps * settings.batch_size * settings.seq_len / train_seqs.size
     log(
         f"pretrain {settings.objective}: {train_seqs.size:,} training tokens in {len(train_seqs):,} sequences of "
-        f"{settings.seq_len}; "
-        f"{settings.steps} steps of {settings.batch_size} = {settings.steps * tokens_per_step / train_seqs.size:.2f} "
-        f"epochs; "
+        f"{settings.seq_len}; {settings.steps} steps of {settings.batch_size} = {epochs:.2f} epochs; "
         f"{len(held.inputs)} held-out sequences; {torch.get_num_threads()} CPU thread(s), device {dev}"
     )
     corpus_sha = sha256_of(corpus / "train.txt")
@@ -140,8 +138,29 @@ def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progre
     )
     if stop_after is not None and stop_after < settings.steps:
         return None
+    data = (corpus, corpus_sha, train_seqs, held_seqs, held)
+    measured = _measured(settings, model, tokenizer, data, curve, {"seconds": seconds, "device": str(dev)})
+
+    def write_files(tmp: Path) -> None:
+        model.save_pretrained(str(tmp))
+        tokenizer.save_pretrained(str(tmp))
+        write_curve(curve, tmp / "curve.csv")
+        if checkpoint.series.is_dir():  # the series, written while it trained, goes with the model (copied: kept
+            shutil.copytree(checkpoint.series, tmp / SERIES)  # for a resume until the folder has taken its place)
+
+    return Outcome(as_dict(settings), measured, files=write_files, progress=checkpoint)
+
+
+def _measured(settings: PretrainSettings, model, tokenizer, data: tuple, curve: list[dict], ran: dict) -> dict:
+    """A finished pretraining run's record beyond its settings: the model, tokenizer and corpus (``data``: the corpus
+    folder, its training text's sha256, the packed training and held-out sequences, the held-out set), the last
+    held-out scores on ``curve`` beside the unigram model's, where and how long it ran (``ran``), its series."""
+    from ..checkpoints import checkpoint_steps
+    from .train import parameter_count
+
+    corpus, corpus_sha, train_seqs, held_seqs, held = data
     final = next(row for row in reversed(curve) if "heldout_loss" in row)
-    measured = {
+    return {
         "objective": settings.objective,
         "architecture": type(model).__name__,
         "parameters": parameter_count(model),
@@ -153,20 +172,10 @@ def _pretrained(corpus: Path, out: Path, settings: PretrainSettings, dev, progre
         },
         "train_tokens": int(train_seqs.size),
         "heldout_tokens": int(held_seqs[: settings.eval_sequences].size),
-        "epochs": settings.steps * tokens_per_step / train_seqs.size,
+        "epochs": settings.steps * settings.batch_size * settings.seq_len / train_seqs.size,
         "heldout": {k.removeprefix("heldout_"): v for k, v in final.items() if k != "step"},
         "heldout_targets": int((held.labels != -100).sum()),
         "unigram_baseline": held.unigram,
-        "seconds": seconds,
-        "device": str(dev),
+        **ran,
         **({"checkpoints": checkpoint_steps(settings.steps, settings.checkpoints)} if settings.checkpoints else {}),
     }
-
-    def write_files(tmp: Path) -> None:
-        model.save_pretrained(str(tmp))
-        tokenizer.save_pretrained(str(tmp))
-        write_curve(curve, tmp / "curve.csv")
-        if checkpoint.series.is_dir():  # the series, written while it trained, goes with the model (copied: kept
-            shutil.copytree(checkpoint.series, tmp / SERIES)  # for a resume until the folder has taken its place)
-
-    return Outcome(as_dict(settings), measured, files=write_files, progress=checkpoint)
