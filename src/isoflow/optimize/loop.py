@@ -213,11 +213,7 @@ def optimize(
     p = _Problem(task, embeddings, device)
     s = settings
     istar = _istar_loss(s, p, shrinkage_matrix, device)
-    torch.manual_seed(s.seed)
-    table = torch.nn.Parameter(p.table0.clone())
-    in_dim = table.shape[1] * (1 if p.b is None else 2)
-    head = classifier(in_dim, len(p.labels), s).to(device)  # seeded init (PyTorch's default uniform)
-    opt = torch.optim.Adam([table, *head.parameters()], lr=s.lr, betas=s.betas)
+    table, head, opt = _trained(p, s, device)
     gen = torch.Generator(device=device).manual_seed(s.seed)  # the per-state samples
     n_params = table.numel() + sum(q.numel() for q in head.parameters())
     rows: list[np.ndarray] = []
@@ -239,10 +235,7 @@ def optimize(
             if callback is not None:
                 callback(step, dict(zip(RECORDED, map(float, vals))))
             interrupt.check()  # a Ctrl-C swallowed on the way (e.g. inside a finaliser) still stops the run
-            if s.extra_every and step % s.extra_every == 0:
-                _extra_metrics(table, s, extra, step)
-            if s.label_centred_every and step % s.label_centred_every == 0:
-                _label_centred_metrics(state.reps.detach(), p, state.sil_pick, extra, step)
+            state.every_so_often(table, p, s, extra)
             if bar is not None:  # this update's values (already on the host), shown with the count they belong to
                 bar.set_postfix(loss=f"{vals[0]:.4f}", sil=f"{vals[2]:.4f}", iso=f"{vals[3]:.4f}", refresh=False)
                 if step:
@@ -256,6 +249,15 @@ def optimize(
         if bar is not None:
             bar.close()
     return _trajectory(s, rows, extra, p, n_params, istar, device, t_setup, t_loop)
+
+
+def _trained(p: _Problem, s: Settings, device) -> tuple:
+    """What the updates train, seeded: the table (a copy of the pretrained one), the head, and Adam over both."""
+    torch.manual_seed(s.seed)
+    table = torch.nn.Parameter(p.table0.clone())
+    in_dim = table.shape[1] * (1 if p.b is None else 2)
+    head = classifier(in_dim, len(p.labels), s).to(device)  # seeded init (PyTorch's default uniform)
+    return table, head, torch.optim.Adam([table, *head.parameters()], lr=s.lr, betas=s.betas)
 
 
 def _istar_loss(s: Settings, p: _Problem, shrinkage_matrix, device) -> IStarLoss:
@@ -286,6 +288,14 @@ class _State:
         self.objective = loss
         if istar.active:  # on the rows IsoScore was measured on, reusing the covariance it was measured with
             self.objective = loss + istar.penalty_given_covariance(table if iso_pick is None else table[iso_pick], cov)
+        self.step = step
+
+    def every_so_often(self, table, p: _Problem, s: Settings, extra: dict) -> None:
+        """The metrics recorded every ``extra_every`` and every ``label_centred_every`` states, into ``extra``."""
+        if s.extra_every and self.step % s.extra_every == 0:
+            _extra_metrics(table, s, extra, self.step)
+        if s.label_centred_every and self.step % s.label_centred_every == 0:
+            _label_centred_metrics(self.reps.detach(), p, self.sil_pick, extra, self.step)
 
 
 def _diverged(s: Settings, istar: IStarLoss, vals: np.ndarray, step: int) -> str:
