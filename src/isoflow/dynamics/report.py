@@ -14,7 +14,6 @@ at the last). The readings (``dynamics_readings``) are :func:`isoflow.dynamics.r
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from ..reporting.tables import write_table
 from .readings import readings
 from .runs import Comparison, Measurement
 
-SEED = re.compile(r"-seed\d+$")
 CKA = ("cka_to_previous", "cka_to_last")  # the columns the comparisons fill
 IDS = ("model", "series", "corpus", "points", "revision", "step")  # a row's first columns, before its layer's
 CHECKPOINT = ["series", "corpus", "revision", "layer"]  # a comparison's row: a checkpoint's layer
@@ -58,7 +56,7 @@ def _layers(folder: Path) -> pd.DataFrame:
 
 def _identified(frame: pd.DataFrame, run: Measurement) -> pd.DataFrame:
     ids = {
-        "model": SEED.sub("", run.series),
+        "model": run.model,
         "series": run.series,
         "corpus": run.corpus,
         "points": run.points,

@@ -11,17 +11,21 @@ Examples
 >>> from isoflow.dynamics.runs import Comparison, Measurement
 >>> Measurement("plain-gpt2-seed1", "brown", "last-token", "step400").path("results")
 'results/dynamics/runs/plain-gpt2-seed1/brown/last-token/step400'
+>>> Measurement("plain-gpt2-seed1", "brown", "last-token", "step400").model
+'plain-gpt2'
 >>> Comparison.read("cka/plain-gpt2/brown/step0/step400")
 Comparison(series='plain-gpt2', corpus='brown', revision='step0', later='step400')
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from ..layout import RunId
 
+SEED_OF_SERIES = re.compile(r"-seed\d+$")  # a series named <model>-seed<N> is a seed of <model> (the configs' names)
 COMPARISONS = "cka"  # the folder of the comparisons, beside the series' folders (never a series' name: WILDCARDS)
 
 
@@ -35,6 +39,11 @@ class Measurement(RunId):
     corpus: str
     points: str
     revision: str
+
+    @property
+    def model(self) -> str:
+        """What the series is a seed of: its name without ``-seed<N>``."""
+        return SEED_OF_SERIES.sub("", self.series)
 
 
 @dataclass(frozen=True)
