@@ -364,6 +364,8 @@ def _measured_layers(job: _Job, store, measured, points, views_wanted, shared, s
         else:
             out["resumed"].append(layer)
             out["earlier_threads"][f"layer{layer}"] = _threads(done)
+        if sums is not None:  # its sums are read: freed before the next layer's (O(d²) each: 64 MB at d = 2,048)
+            sums["layers"][stored] = None
         out["rows"].append(done["row"])
         out["dims"].append(done["dims"])
         for name in ("clusters", "kmeans", "types", "views"):
