@@ -18,6 +18,7 @@ import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -41,6 +42,54 @@ def text_of(tokens: int, out: Path) -> Path:
     return out
 
 
+class MemoryByStage:
+    """The process's resident memory sampled every ``every`` seconds (/proc/self/status: RssAnon, the memory the
+    process allocated; RssFile, file pages mapped into it — the safetensors weights, the states store), the peak of
+    each in every stage of the run. The stages are marked by wrapping the run's steps (load the model, encode,
+    measure the layers, CKA); what lies between them counts to the stage before."""
+
+    STEPS = {"load_encoder": "load", "_encode": "encode", "_measured_layers": "layers", "layer_cka": "cka"}
+
+    def __init__(self, every: float = 0.1):
+        self.every, self.stage, self.peaks = every, "start", {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @staticmethod
+    def now() -> dict:
+        fields = {}
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                fields[key] = int(value.split()[0]) / 1024  # kB -> MiB
+        return fields
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.every):
+            peak = self.peaks.setdefault(self.stage, {})
+            for key, mib in self.now().items():
+                peak[key] = max(peak.get(key, 0.0), round(mib, 1))
+
+    def marked(self, module) -> None:
+        """Wrap ``module``'s steps (:data:`STEPS`) so that each names its stage while it runs."""
+        for name, stage in self.STEPS.items():
+            step = getattr(module, name)
+
+            def wrapped(*args, _step=step, _stage=stage, **kwargs):
+                self.stage = _stage
+                return _step(*args, **kwargs)
+
+            setattr(module, name, wrapped)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path, states: str = "all") -> dict:
     import torch
 
@@ -60,9 +109,13 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
     settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
+    import isoflow.layers.run as layers_run
+
     t = time.perf_counter()
-    out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
-                     out=work / "run", device=device, progress=False)  # fmt: skip
+    with MemoryByStage() as memory:
+        memory.marked(layers_run)
+        out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
+                         out=work / "run", device=device, progress=False)  # fmt: skip
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
@@ -84,6 +137,8 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
         "tokens_per_second": round(meta["n_points"] / seconds["encode"], 1),
         "layer_seconds": layers,
         "peak_rss_mb": meta["peak_rss_mb"],
+        # MiB by stage: VmRSS = RssAnon (allocated) + RssFile (mapped file pages) + RssShmem
+        "memory_by_stage_mb": memory.peaks,
         "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None,
         "run_code": meta.get("code"),
     }

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
 
 from isoflow.layers import LayerSettings, layer_metrics
+from isoflow.layers import streamed as streamed_module
 from isoflow.layers.streamed import LayerStatistics, TypeIndex
 
 SETTINGS = LayerSettings(sample_cap=200, k_max=3, kmeans_samples=1, kmeans_starts=1, k_lid=5, pair_points=50)
@@ -27,12 +30,18 @@ def _layer(seed: int, n: int = 900, dim: int = 24):
 
 
 @pytest.mark.parametrize(
-    "seed, batches, dtype, rel",
-    [(0, [1, 399, 500], np.float64, 1e-9), (1, [300] * 3, np.float64, 1e-9), (2, [450, 450], np.float32, 1e-6)],
+    "seed, batches, dtype, rel, block",
+    [
+        (0, [1, 399, 500], np.float64, 1e-9, 1024),
+        (1, [300] * 3, np.float64, 1e-9, 1024),
+        (2, [450, 450], np.float32, 1e-6, 1024),
+        (3, [100] * 9, np.float64, 1e-9, 64),  # the types' sums in blocks of 64 types, growing batch by batch
+    ],
 )
-def test_the_streamed_columns_equal_the_in_memory_row(seed, batches, dtype, rel):
+def test_the_streamed_columns_equal_the_in_memory_row(seed, batches, dtype, rel, block, monkeypatch):
     """To float64 rounding on float64 points; to float32's on float32 points, whose in-memory products are float32
     (added up in float64: docs/performance.md) where the sums are float64 throughout."""
+    monkeypatch.setattr(streamed_module, "TYPE_BLOCK", block)
     x, types, positions = _layer(seed)
     x = x.astype(dtype)
     index, stats, at = TypeIndex(), LayerStatistics(x.shape[1]), 0
@@ -54,3 +63,20 @@ def test_the_streamed_columns_equal_the_in_memory_row(seed, batches, dtype, rel)
     assert [c["n_types"] for c in curve] == [c["n_types"] for c in extra["types"]] and len(curve) >= 2
     for mine, theirs in zip(curve, extra["types"]):
         assert mine["s_inter"] == pytest.approx(theirs["s_inter"], rel=rel), mine["n_types"]
+    assert len(stats.blocks) == -(-len(index.counts) // block)  # blocks enough for the types seen, none spare
+
+
+def test_sums_saved_as_one_tensor_of_types_are_read_back(tmp_path):
+    """A progress folder's sums saved when a layer kept its types' sums in one tensor (``type_sums``) resume: the
+    tensor is the first block, and the sums go on growing from it."""
+    x, types, positions = _layer(4, n=300)
+    index, stats = TypeIndex(), LayerStatistics(x.shape[1])
+    stats.update(torch.from_numpy(x[:200]), index.codes(types[:200]), torch.from_numpy(positions[:200] > 0))
+    old = copy.deepcopy(stats.__dict__)
+    old["type_sums"] = old.pop("blocks")[0][: len(index.counts)]
+    saved = LayerStatistics.__new__(LayerStatistics)
+    saved.__setstate__(old)
+    for s in (stats, saved):
+        s.update(torch.from_numpy(x[200:]), index.codes(types[200:]), torch.from_numpy(positions[200:] > 0))
+    n = len(index.counts)
+    assert torch.equal(saved.type_sums[:n], stats.type_sums[:n])

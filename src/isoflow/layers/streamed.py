@@ -101,13 +101,29 @@ class TypeIndex:
         return np.array([self.code_of[t] for t in np.sort(names.astype(str))], dtype=np.int64)
 
 
+TYPE_BLOCK = 1024  # the types' sums grow by blocks of this many types: no copy as they grow, at most one block spare
+
+
 class LayerStatistics:
     """One layer's running sums over a run's points (module docstring)."""
 
     def __init__(self, dim: int):
         self.dim = int(dim)
         self.all, self.later = Moments(dim), Moments(dim)
-        self.type_sums: torch.Tensor | None = None  # (types seen, d) float64 sums of unit rows, by code
+        self.blocks: list[
+            torch.Tensor
+        ] = []  # (TYPE_BLOCK, d) float64 sums of unit rows, by code: block code // TYPE_BLOCK
+
+    def __setstate__(self, state: dict) -> None:  # sums saved before the blocks: one block of every type seen
+        if "type_sums" in state:
+            sums = state.pop("type_sums")
+            state["blocks"] = [] if sums is None else [sums]
+        self.__dict__.update(state)
+
+    @property
+    def type_sums(self) -> torch.Tensor:
+        """(types seen or more, d) float64: each type's sum of unit rows, by code (rows past the last type zero)."""
+        return torch.cat(self.blocks) if len(self.blocks) != 1 else self.blocks[0]
 
     def update(self, points, codes: torch.Tensor, later: torch.Tensor) -> None:
         """Fold in a batch: its points (b × d), their types' codes (:meth:`TypeIndex.codes`) and which of them lie
@@ -118,14 +134,20 @@ class LayerStatistics:
         if bool(later.any()):
             self.later.update(x[later])
         codes = codes.to(x.device)
-        needed = int(codes.max()) + 1
-        if self.type_sums is None or self.type_sums.shape[0] < needed:
-            grown = torch.zeros(max(needed, 2 * (0 if self.type_sums is None else self.type_sums.shape[0])), self.dim,
-                                dtype=torch.float64, device=x.device)  # fmt: skip
-            if self.type_sums is not None:
-                grown[: self.type_sums.shape[0]] = self.type_sums
-            self.type_sums = grown
-        self.type_sums.index_add_(0, codes, _unit_rows(x))
+        rows = sum(len(b) for b in self.blocks)
+        while rows <= int(codes.max()):
+            self.blocks.append(torch.zeros(TYPE_BLOCK, self.dim, dtype=torch.float64, device=x.device))
+            rows += TYPE_BLOCK
+        unit = _unit_rows(x)
+        if len(self.blocks) == 1:
+            self.blocks[0].index_add_(0, codes, unit)
+            return
+        start = 0
+        for block in self.blocks:  # each block's types (the first may be a sum saved in one piece: any length)
+            mine = (codes >= start) & (codes < start + len(block))
+            if bool(mine.any()):
+                block.index_add_(0, codes[mine] - start, unit[mine])
+            start += len(block)
 
     def columns(self, types: TypeIndex, *, outlier_factor: float, outlier_remove: int) -> dict:
         """The layer's columns that sums give (module docstring), named as the layer's row names them, with
