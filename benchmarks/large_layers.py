@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -90,7 +91,11 @@ class MemoryByStage:
         self._thread.join()
 
 
-def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path, states: str = "all") -> dict:
+def measure(
+    shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path, states: str = "all", saved: str = ""
+) -> dict:
+    """One run of ``isoflow layers --dtype <dtype>`` on the shape's random weights saved in ``saved`` (default: the
+    same dtype)."""
     import torch
 
     from isoflow.layers import LayerSettings
@@ -102,7 +107,7 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
     t = time.perf_counter()
     # Built in a process of its own, so that this one's peak memory is the run's alone (the weights it built are
     # not what `isoflow layers` holds)
-    built = [sys.executable, str(Path(model_shapes.__file__)), shape, "--dtype", dtype, "--text", str(text)]
+    built = [sys.executable, str(Path(model_shapes.__file__)), shape, "--dtype", saved or dtype, "--text", str(text)]
     made = json.loads(subprocess.run([*built, "--out", str(work / "model")], check=True, capture_output=True,
                                      text=True).stdout.strip().splitlines()[-1])  # fmt: skip
     made["build_seconds"] = round(time.perf_counter() - t, 1)
@@ -122,6 +127,7 @@ def measure(shape: str, dtype: str, device: str, tokens: int, sample_cap: int, w
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     return {
         **made,
+        "loaded_dtype": dtype,  # what the run loaded the weights in ("dtype": what they were saved in)
         "device": meta["device"],
         "n_points": meta["n_points"],
         "states": states,
@@ -150,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shape", default="llama-3.2-1b", choices=sorted(model_shapes.SHAPES))
     parser.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16", "float16"))
+    parser.add_argument(
+        "--saved-dtype", default="", choices=("", "float32", "bfloat16", "float16"),
+        help="the dtype the weights are saved in (default: --dtype's); the run loads them in --dtype",
+    )  # fmt: skip
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--tokens", type=int, default=20_000)
     parser.add_argument("--sample-cap", type=int, default=5_000)
@@ -158,9 +168,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as work:
-        result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states)
-    args.out.write_text(json.dumps({"provenance": run_provenance(), "results": [result]}, indent=1) + "\n")
+        result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states,
+                         args.saved_dtype)  # fmt: skip
+    written = {
+        "what": "python benchmarks/large_layers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        # the 1-, 5- and 15-minute load averages before and after: near 2 with nothing else running on 2 cores
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "provenance": run_provenance(),
+        "results": [result],
+    }
+    args.out.write_text(json.dumps(written, indent=1) + "\n")
     print(json.dumps(result))
     return 0
 
