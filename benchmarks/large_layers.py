@@ -27,6 +27,7 @@ import model_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = ROOT / "examples" / "own" / "corpus.txt"
+BATCH_SIZE = 32  # sentences a batch (isoflow layers' default)
 
 
 def text_of(tokens: int, out: Path) -> Path:
@@ -120,10 +121,11 @@ def measure(
     with MemoryByStage() as memory:
         memory.marked(layers_run)
         out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
-                         out=work / "run", device=device, progress=False)  # fmt: skip
+                         out=work / "run", device=device, batch_size=BATCH_SIZE, progress=False)  # fmt: skip
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
+    predicted = _predicted(made, meta, out, settings, states)
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     return {
         **made,
@@ -145,9 +147,34 @@ def measure(
         "peak_rss_mb": meta["peak_rss_mb"],
         # MiB by stage: VmRSS = RssAnon (allocated) + RssFile (mapped file pages) + RssShmem
         "memory_by_stage_mb": memory.peaks,
+        "predicted_mb": predicted,  # isoflow.layers.cost's formula for this run, in MiB
+        "peak_over_predicted": round(meta["peak_rss_mb"] / predicted["peak"], 3),
         "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None,
         "run_code": meta.get("code"),
     }
+
+
+def _predicted(made: dict, meta: dict, out: Path, settings, states: str) -> dict:
+    """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record and tables (the
+    types the layers counted; a batch's points: the batch's sentences times the points a sentence gave)."""
+    import pandas as pd
+
+    from isoflow.layers.cost import RunShape, peak_memory
+
+    n = meta["n_points"]
+    shape = RunShape(
+        weight_bytes=made["weights_bytes"],
+        dim=meta["dim"],
+        states=meta["n_layers"],
+        measured=len(meta.get("layers_measured", range(meta["n_layers"]))),
+        points=n,
+        types=int(pd.read_parquet(out / "layers.parquet")["n_types"].max()),
+        kept=meta.get("points_kept", n),
+        pair_points=settings.pair_points,
+        batch_points=round(BATCH_SIZE * n / meta["sentences_used"]),  # a batch's sentences, the points of one
+        streamed=states == "sample",
+    )
+    return {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -497,7 +497,7 @@ def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_pa
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 3 * 14 * 4 * 4 - held))
     with LayerStore(3, 14, 4, kept, keep=True) as store:  # resumed: its own files count as room
         assert store.n_points == 14
-    monkeypatch.setattr(store_module, "_available_memory", lambda: 100)
+    monkeypatch.setattr(store_module, "available_memory", lambda: 100)
     with pytest.raises(store_module.NotEnoughSpace, match="GB of memory .* keep them on disk"):
         LayerStore(1, 14, 4)
 

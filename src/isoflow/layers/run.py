@@ -41,12 +41,13 @@ from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPE_MODES, TYPES_COLUMNS
 from .composition import cluster_composition
+from .cost import RunShape, check_memory
 from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
-from .store import LayerStore
+from .store import LayerStore, available_memory
 from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
 
@@ -250,6 +251,8 @@ def _contextual(job: _Job):
     # A run keeping its K-means samples' points alone (states: sample) keeps those rows, and sums over all points
     shared = SharedSample.of(n_points, settings) if settings.states == "sample" else None
     kept = n_points if shared is None else len(shared.rows)
+    if job.dev.type == "cpu":  # what the run will hold, checked before it encodes (the weights are in memory now)
+        check_memory(_run_shape(job, encoder, measured, chosen, n_points, kept), available_memory())
     store = (  # the measured states only, the store's k-th the state measured[k]
         job.partial.store(len(measured), kept, encoder.dim)
         if job.partial is not None
@@ -294,6 +297,28 @@ def _contextual(job: _Job):
     o = layers_out
     views, dims = pd.concat(o["views"], ignore_index=True), pd.concat(o["dims"], ignore_index=True)
     return o["rows"], views, o["clusters"], o["kmeans"], dims, o["types"], cka, info
+
+
+def _run_shape(job: _Job, encoder, measured: list[int], chosen: list, n_points: int, kept: int) -> RunShape:
+    """The run's shape for :mod:`isoflow.layers.cost`: the weights as loaded, and the types its points will have
+    (every token's piece, every word, or at most a sentence's last token each)."""
+    if job.types == "tokens":
+        enc, _ = encoder.tokenize(chosen)  # specials included: a few types more, an upper bound
+        types = len({i for row in enc["input_ids"] for i in row})
+    else:
+        types = len({w for words in chosen for w in words}) if job.types != "last-token" else len(chosen)
+    return RunShape(
+        weight_bytes=sum(p.numel() * p.element_size() for p in encoder.model.parameters()),
+        dim=encoder.dim,
+        states=encoder.n_states,
+        measured=len(measured),
+        points=n_points,
+        types=min(types, n_points),
+        kept=kept,
+        pair_points=job.settings.pair_points,
+        batch_points=-(-job.batch_size * n_points // max(len(chosen), 1)),
+        streamed=job.settings.states == "sample",
+    )
 
 
 def _views(job: _Job, n_layers: int, measured: list[int]) -> tuple[int, dict]:

@@ -33,7 +33,7 @@ def _allocated(paths) -> int:
     return sum(p.stat().st_blocks * 512 for p in paths if p.is_file())
 
 
-def _available_memory() -> int | None:
+def available_memory() -> int | None:
     """MemAvailable of /proc/meminfo in bytes (None where there is none: not Linux)."""
     try:
         with open("/proc/meminfo", encoding="ascii") as fh:
@@ -63,7 +63,7 @@ def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | 
                 "(--max-tokens), or write the run elsewhere (--out)"
             )
         return
-    free = _available_memory()
+    free = available_memory()
     if free is not None and need > free:
         raise NotEnoughSpace(
             f"the layers' states need {need / 1e9:.1f} GB of memory ({shape}), {free / 1e9:.1f} GB is available; "

@@ -44,6 +44,7 @@ import torch
 from ..metrics import outlier_dimensions, peak_ratio, sample_rows
 from ..metrics.isotropy import _unit_rows, s_inter_curve_of_sums, s_inter_of_sums
 from ..metrics.moments import Moments
+from .cost import TYPE_BLOCK
 from .measure import TABLE_SPECTRUM, type_rungs
 
 
@@ -101,18 +102,15 @@ class TypeIndex:
         return np.array([self.code_of[t] for t in np.sort(names.astype(str))], dtype=np.int64)
 
 
-TYPE_BLOCK = 1024  # the types' sums grow by blocks of this many types: no copy as they grow, at most one block spare
-
-
 class LayerStatistics:
     """One layer's running sums over a run's points (module docstring)."""
 
     def __init__(self, dim: int):
         self.dim = int(dim)
         self.all, self.later = Moments(dim), Moments(dim)
-        self.blocks: list[
-            torch.Tensor
-        ] = []  # (TYPE_BLOCK, d) float64 sums of unit rows, by code: block code // TYPE_BLOCK
+        # Each type's sum of unit rows (float64), by code, in blocks of TYPE_BLOCK types (the first, read back from
+        # sums saved in one piece, of any length)
+        self.blocks: list[torch.Tensor] = []
 
     def __setstate__(self, state: dict) -> None:  # sums saved before the blocks: one block of every type seen
         if "type_sums" in state:

@@ -1,0 +1,127 @@
+"""What a layer analysis will hold before it runs: its peak resident memory and its disk, from the model's shape and
+the run's settings (issue "Every layer of a 1B–8B model in bounded memory", item 3), so that a run that would not
+fit can say so before it loads anything and a cluster job can ask for what it needs.
+
+The run's resident memory is the runtime's (Python, torch, transformers: :data:`RUNTIME_BYTES`, measured), the weights
+(mapped from their file: every page at most) and the largest of its stages' own (L measured states of d dimensions;
+N points, T types, S points kept, P pair points, B points in one batch):
+
+* **encoding** — a run keeping its sample (``states: sample``) holds each measured state's sums: two d × d float64
+  scatters, and its types' sums of unit rows, T × d float64 in blocks of 1,024 types:
+  L · (2 · 8d² + ⌈T / 1,024⌉ · 1,024 · 8d); the store's pages as it writes them (L · S · 4d); and one batch's
+  states: every state's points in float32 and a measured state's in float64 twice (the points and their unit rows),
+  B · d · (4 · states + 16);
+* **measuring a layer** — its kept points in float32 and in float64, S · 12d, and the K-means, LID and silhouette
+  blocks over them (:data:`BLOCK_ROWS` rows × S float64, a few at once), with the store's pages of every kept point
+  mapped (L · S · 4d) — the sums of the layers not yet measured still held;
+* **CKA between layers** — every measured state's P pair points in float32 and two of them centred: (L + 2) · P · 4d.
+
+The disk is the store: L · S · 4d bytes (``states: all``: S = N).
+
+Examples
+--------
+>>> from isoflow.layers.cost import RunShape, peak_memory
+>>> shape = RunShape(weight_bytes=2_471_628_800, dim=2048, states=17, measured=17, points=20_000, types=400,
+...                  kept=5_000, pair_points=5_000, batch_points=800)
+>>> round(peak_memory(shape)["peak"] / 2**20)  # MiB
+5116
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .store import states_bytes
+
+# Python, torch, transformers and isoflow loaded: 344 MiB allocated and some 150 MiB of mapped libraries (measured:
+# benchmarks/results/large-layers-formula.json, the stage before the weights)
+RUNTIME_BYTES = 500 * 2**20
+TYPE_BLOCK = 1024  # the types' sums grow by blocks of this many types (isoflow.layers.streamed): at most one spare
+BLOCK_ROWS = 1024  # rows of the distance blocks a layer's measures make at once (K-means, LID, silhouettes)
+FLOAT32, FLOAT64 = 4, 8
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What sets a layer run's memory and disk: the weights' bytes as loaded, the model's width and hidden states,
+    the states measured, the points (all, kept, pair sample, one batch's) and the types."""
+
+    weight_bytes: int
+    dim: int
+    states: int
+    measured: int
+    points: int
+    types: int
+    kept: int
+    pair_points: int
+    batch_points: int
+    streamed: bool = True  # states: sample (the sums held while encoding); all: no sums, every point stored
+
+
+def peak_memory(shape: RunShape) -> dict[str, int]:
+    """Each part of the run's resident memory in bytes (module docstring), and ``peak``: the runtime, the weights and
+    the largest stage."""
+    d, L, S = shape.dim, shape.measured, shape.kept
+    sums = L * (2 * FLOAT64 * d * d + -(-shape.types // TYPE_BLOCK) * TYPE_BLOCK * FLOAT64 * d) if shape.streamed else 0
+    batch = shape.batch_points * d * (FLOAT32 * shape.states + 2 * FLOAT64)
+    store_pages = disk(shape)
+    layer = S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * S * FLOAT64
+    cka = (L + 2) * min(shape.pair_points, shape.points) * FLOAT32 * d
+    stages = {
+        "encoding": sums + store_pages + batch,
+        "measuring": sums + store_pages + layer,
+        "cka": store_pages + cka,
+    }
+    return {
+        "runtime": RUNTIME_BYTES,
+        "weights": shape.weight_bytes,
+        **{f"stage_{name}": value for name, value in stages.items()},
+        "peak": RUNTIME_BYTES + shape.weight_bytes + max(stages.values()),
+    }
+
+
+def disk(shape: RunShape) -> int:
+    """The store's bytes: every measured state's kept points in float32 (:func:`isoflow.layers.store.states_bytes`)."""
+    return states_bytes(shape.measured, shape.kept, shape.dim)
+
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+WIDTH_KEYS, DEPTH_KEYS = ("hidden_size", "d_model", "n_embd", "dim"), ("num_hidden_layers", "n_layer", "num_layers")
+
+
+def declared_shape(folder, dtype: str = "auto") -> tuple[int, int, int] | None:
+    """(weights' bytes as loaded in ``dtype``, d, hidden states) from a model folder's config.json and weight files,
+    without loading it; None where the folder does not say (no config, or no width or depth in it)."""
+    import json
+    from pathlib import Path
+
+    from ..models.local import weight_files
+
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        return None
+    config = json.loads(path.read_text())
+    config = {**config, **config.get("text_config", {})}  # a multimodal model's text tower (Gemma 3)
+    dim = next((config[k] for k in WIDTH_KEYS if isinstance(config.get(k), int)), None)
+    depth = next((config[k] for k in DEPTH_KEYS if isinstance(config.get(k), int)), None)
+    if dim is None or depth is None:
+        return None
+    weights = sum(p.stat().st_size for p in weight_files(Path(folder)))
+    saved = DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
+    weights = weights * DTYPE_BYTES.get(dtype, saved) // saved
+    return weights, dim, depth + 1
+
+
+def check_memory(shape: RunShape, available: int | None) -> None:
+    """Refuse, in one line, a run whose predicted peak (:func:`peak_memory`) exceeds the ``available`` bytes (None:
+    unknown, not checked)."""
+    from .store import NotEnoughSpace
+
+    peak = peak_memory(shape)["peak"]
+    if available is not None and peak > available:
+        raise NotEnoughSpace(
+            f"this layer run would hold about {peak / 1e9:.1f} GB (isoflow.layers.cost: weights "
+            f"{shape.weight_bytes / 1e9:.1f} GB, {shape.measured} states of {shape.dim}, {shape.points:,} points), "
+            f"{available / 1e9:.1f} GB is available; keep only the samples' points (--states sample), load the weights "
+            "in bfloat16 (--dtype bfloat16), measure fewer layers (--layers) or fewer tokens (--max-tokens)"
+        )

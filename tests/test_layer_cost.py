@@ -1,0 +1,74 @@
+"""The memory and disk formula of a layer run (isoflow.layers.cost) against what the run's own objects hold."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from isoflow.layers.cost import RUNTIME_BYTES, RunShape, disk, peak_memory
+from isoflow.layers.store import LayerStore
+from isoflow.layers.streamed import LayerStatistics, TypeIndex
+
+SHAPE = RunShape(
+    weight_bytes=10_000_000, dim=16, states=5, measured=3, points=2_000, types=1_500, kept=300, pair_points=100,
+    batch_points=40,
+)  # fmt: skip
+
+
+def test_the_sums_a_run_holds_are_what_the_formula_counts():
+    """One layer's sums after 1,500 types: the two d × d float64 scatters and two blocks of 1,024 types' unit-row sums
+    — the formula's encoding stage less the store and the batch, per measured layer."""
+    d, types = SHAPE.dim, np.array([f"w{k}" for k in range(SHAPE.types)], dtype=object)
+    index, stats = TypeIndex(), LayerStatistics(d)
+    x = torch.randn(SHAPE.types, d, generator=torch.Generator().manual_seed(0))
+    for rows in (slice(0, 700), slice(700, SHAPE.types)):
+        stats.update(x[rows], index.codes(types[rows]), torch.ones(rows.stop - rows.start, dtype=torch.bool))
+    held = stats.all.scatter.nbytes + stats.later.scatter.nbytes + sum(b.nbytes for b in stats.blocks)
+    parts = peak_memory(SHAPE)
+    batch = SHAPE.batch_points * d * (4 * SHAPE.states + 16)
+    assert parts["stage_encoding"] - disk(SHAPE) - batch == SHAPE.measured * held
+    assert held == 2 * d * d * 8 + 2 * 1024 * d * 8
+
+
+def test_the_store_s_bytes_are_the_formula_s_disk(tmp_path):
+    """The store's files hold the formula's bytes of points (each beside a .npy header of a few dozen bytes)."""
+    with LayerStore(SHAPE.measured, SHAPE.kept, SHAPE.dim, tmp_path) as store:
+        files = [p for p in tmp_path.rglob("*") if p.is_file()]
+        points = sum(np.load(p, mmap_mode="r").nbytes for p in files)
+        headers = sum(p.stat().st_size for p in files) - points
+        assert store.on_disk and len(files) == SHAPE.measured
+    assert points == disk(SHAPE) == 3 * 300 * 16 * 4 and 0 < headers <= 3 * 4096
+
+
+def test_the_peak_is_the_runtime_the_weights_and_the_largest_stage():
+    parts = peak_memory(SHAPE)
+    stages = [v for k, v in parts.items() if k.startswith("stage_")]
+    assert parts["peak"] == RUNTIME_BYTES + SHAPE.weight_bytes + max(stages)
+    # A run keeping every point (states: all) holds no sums, and its store grows with the points
+    every = RunShape(**{**SHAPE.__dict__, "kept": SHAPE.points, "streamed": False})
+    batch = SHAPE.batch_points * SHAPE.dim * (4 * SHAPE.states + 16)
+    assert disk(every) == 3 * 2_000 * 16 * 4 and peak_memory(every)["stage_encoding"] == disk(every) + batch
+
+
+def test_a_run_that_would_not_fit_the_memory_says_so_before_it_encodes(tiny_gpt2, tmp_path, monkeypatch):
+    """The formula's peak for the run at hand (the weights as loaded, the points and types its sentences give)
+    against the memory available: refused in one line naming both and the fixes, nothing written; with room, it
+    runs."""
+    import isoflow.layers.run as layers_run
+    from isoflow.layers import LayerSettings, run_layers
+    from isoflow.layers.store import NotEnoughSpace
+
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat\nthe dog ran in the park\n" * 20)
+    settings = LayerSettings(max_tokens=100, sample_cap=50, k_max=2, kmeans_samples=1, kmeans_starts=1, k_lid=5)
+    kw = dict(settings=settings, device="cpu", progress=False, data_dir=tmp_path)
+    monkeypatch.setattr(layers_run, "available_memory", lambda: 10**6)
+    with pytest.raises(
+        NotEnoughSpace, match=r"^this layer run would hold about 0\.5 GB \(isoflow\.layers\.cost"
+    ) as refused:
+        run_layers(str(tiny_gpt2), str(text), out=tmp_path / "run", **kw)
+    assert "0.0 GB is available; keep only the samples' points (--states sample)" in str(refused.value)
+    assert not (tmp_path / "run").exists()
+    monkeypatch.setattr(layers_run, "available_memory", lambda: 10**12)
+    assert (run_layers(str(tiny_gpt2), str(text), out=tmp_path / "run", **kw) / "meta.json").is_file()
