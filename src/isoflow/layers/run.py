@@ -47,7 +47,7 @@ from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
-from .store import LayerStore, available_memory
+from .store import LayerStore, available_memory, release_freed_memory
 from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
 
@@ -266,6 +266,8 @@ def _contextual(job: _Job):
         if shared is not None:  # the measures that need the points read the kept ones
             type_arr, position_arr = type_arr[shared.rows], position_arr[shared.rows]
         layers_out = _measured_layers(job, store, measured, (type_arr, position_arr, freq), views_wanted, shared, sums)
+        sums = None
+        release_freed_memory()  # the sums and the layers' working memory, before CKA reads every layer's pairs
         earlier_threads.update(layers_out.pop("earlier_threads"))
         t = time.perf_counter()
         cka = layer_cka(store, position_arr, settings, job.dev, measured)
@@ -419,8 +421,6 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
     same kind of sample of the points past each sentence's first position (a pre-norm LM's first position carries
     most of the centred variance in the middle layers, so the two can differ): rows of :data:`CKA_COLUMNS`, both
     triangles and the diagonal. A layer whose sampled points are all equal has no CKA: its cells are NaN."""
-    from ..metrics import linear_cka_matrices
-
     n = store.filled
     out = []
     for subset, where in (("all", np.arange(n)), ("no first token", np.flatnonzero(np.asarray(positions) > 0))):
@@ -428,13 +428,7 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
             continue
         pick = pair_sample(len(where), settings)
         chosen = where if pick is None else where[pick]
-        reps = [torch.from_numpy(store.rows(layer, chosen)).to(dev) for layer in range(store.n_layers)]
-        try:
-            matrices = linear_cka_matrices(reps)
-        except ValueError as exc:  # all points equal in a layer
-            logger.warning("layer-by-layer CKA (%s): %s; left empty", subset, exc)
-            matrices = [torch.full((store.n_layers, store.n_layers), float("nan"))] * 2
-        biased, debiased = (m.cpu().numpy() for m in matrices)
+        biased, debiased = _cka_between_layers(store, chosen, dev, subset)
         for a in range(store.n_layers):
             for b in range(store.n_layers):
                 out.append(
@@ -448,6 +442,20 @@ def layer_cka(store: LayerStore, positions: np.ndarray, settings: LayerSettings,
                     }
                 )
     return out
+
+
+def _cka_between_layers(store: LayerStore, chosen: np.ndarray, dev, subset: str) -> tuple[np.ndarray, np.ndarray]:
+    """Biased and debiased CKA between every pair of the store's layers on the ``chosen`` points: every layer's
+    points read here and freed on return (the next subset's are not read while these are held)."""
+    from ..metrics import linear_cka_matrices
+
+    reps = [torch.from_numpy(store.rows(layer, chosen)).to(dev) for layer in range(store.n_layers)]
+    try:
+        matrices = linear_cka_matrices(reps)
+    except ValueError as exc:  # all points equal in a layer
+        logger.warning("layer-by-layer CKA (%s): %s; left empty", subset, exc)
+        matrices = [torch.full((store.n_layers, store.n_layers), float("nan"))] * 2
+    return tuple(m.cpu().numpy() for m in matrices)
 
 
 def _threads(saved: dict) -> int | None:
