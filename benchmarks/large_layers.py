@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
+    provenance = run_provenance()  # the code as it is imported: a file edited while the run goes is not what ran
     with tempfile.TemporaryDirectory() as work:
         result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states,
                          args.saved_dtype)  # fmt: skip
@@ -203,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "what": "python benchmarks/large_layers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         # the 1-, 5- and 15-minute load averages before and after: near 2 with nothing else running on 2 cores
         "load_average": {"before": load_before, "after": os.getloadavg()},
-        "provenance": run_provenance(),
+        "provenance": provenance,
         "results": [result],
     }
     args.out.write_text(json.dumps(written, indent=1) + "\n")
