@@ -452,12 +452,8 @@ class _Training:
         )
         self.label = f"{s.task} x {s.model} {s.reg} {s.weight:g} seed {s.seed}"
         self.encoder, self.train, self.heldout, self.s, self.validation = encoder, train, heldout, s, validation
-        self.device, self.checkpoint, self.shared_pass, self.matched = (
-            torch.device(device),
-            checkpoint,
-            shared_pass,
-            matched,
-        )
+        self.device = torch.device(device)
+        self.checkpoint, self.shared_pass, self.matched = checkpoint, shared_pass, matched
         torch.manual_seed(s.seed)
         encoder.to(self.device).train()
         self.head = ClassificationHead(encoder.dim, len(train.label_names), s.dropout).to(self.device).train()
@@ -470,8 +466,13 @@ class _Training:
         self.reg = regulariser(s)
         self.active = s.weight != 0.0
         self.epochs, self.steps, self.references = [], [], []
-        self.timing = {"train_seconds": 0.0, "train_sentences": 0, "eval_seconds": 0.0, "eval_sentences": 0}
-        self.timing["shrinkage_seconds"] = 0.0
+        self.timing = {
+            "train_seconds": 0.0,
+            "train_sentences": 0,
+            "eval_seconds": 0.0,
+            "eval_sentences": 0,
+            "shrinkage_seconds": 0.0,
+        }
         self.diverged_at = None
         self.pretrained = Pretrained()
         self.log_pull = self.active and isinstance(self.reg, (IStarLoss, MeanDirectionLoss))

@@ -1,6 +1,6 @@
-"""What a layer analysis will hold before it runs: its peak resident memory and its disk, from the model's shape and
-the run's settings (issue "Every layer of a 1B–8B model in bounded memory", item 3), so that a run that would not
-fit can say so before it loads anything and a cluster job can ask for what it needs.
+"""What a layer analysis will hold: its peak resident memory and its disk, from the model's shape and the run's
+settings (issue "Every layer of a 1B–8B model in bounded memory", item 3), so that a run that would not fit says so
+before it encodes (:func:`check_memory`, called once the weights are loaded and the corpus sample counted).
 
 The run's resident memory is the runtime's (Python, torch, transformers: :data:`RUNTIME_BYTES`, measured), the weights
 (mapped from their file: every page at most) and the largest of its stages' own (L measured states of d dimensions;
@@ -33,8 +33,9 @@ from dataclasses import dataclass
 
 from .store import states_bytes
 
-# Python, torch, transformers and isoflow loaded: 344 MiB allocated and some 150 MiB of mapped libraries (measured:
-# benchmarks/results/large-layers-formula.json, the stage before the weights)
+# Python, torch, transformers and isoflow loaded, rounded up: 346.8 MiB allocated (RssAnon at the "load" stage, the
+# weights being mapped file pages) and 129.9 MiB of mapped libraries (RssFile at "start") in
+# benchmarks/results/large-layers-1b-sample.json
 RUNTIME_BYTES = 500 * 2**20
 TYPE_BLOCK = 1024  # the types' sums grow by blocks of this many types (isoflow.layers.streamed): at most one spare
 BLOCK_ROWS = 1024  # rows of the distance blocks a layer's measures make at once (K-means, LID, silhouettes)
@@ -83,33 +84,6 @@ def peak_memory(shape: RunShape) -> dict[str, int]:
 def disk(shape: RunShape) -> int:
     """The store's bytes: every measured state's kept points in float32 (:func:`isoflow.layers.store.states_bytes`)."""
     return states_bytes(shape.measured, shape.kept, shape.dim)
-
-
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
-WIDTH_KEYS, DEPTH_KEYS = ("hidden_size", "d_model", "n_embd", "dim"), ("num_hidden_layers", "n_layer", "num_layers")
-
-
-def declared_shape(folder, dtype: str = "auto") -> tuple[int, int, int] | None:
-    """(weights' bytes as loaded in ``dtype``, d, hidden states) from a model folder's config.json and weight files,
-    without loading it; None where the folder does not say (no config, or no width or depth in it)."""
-    import json
-    from pathlib import Path
-
-    from ..models.local import weight_files
-
-    path = Path(folder) / "config.json"
-    if not path.is_file():
-        return None
-    config = json.loads(path.read_text())
-    config = {**config, **config.get("text_config", {})}  # a multimodal model's text tower (Gemma 3)
-    dim = next((config[k] for k in WIDTH_KEYS if isinstance(config.get(k), int)), None)
-    depth = next((config[k] for k in DEPTH_KEYS if isinstance(config.get(k), int)), None)
-    if dim is None or depth is None:
-        return None
-    weights = sum(p.stat().st_size for p in weight_files(Path(folder)))
-    saved = DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
-    weights = weights * DTYPE_BYTES.get(dtype, saved) // saved
-    return weights, dim, depth + 1
 
 
 def check_memory(shape: RunShape, available: int | None) -> None:

@@ -137,9 +137,6 @@ class LayerStatistics:
             self.blocks.append(torch.zeros(TYPE_BLOCK, self.dim, dtype=torch.float64, device=x.device))
             rows += TYPE_BLOCK
         unit = _unit_rows(x)
-        if len(self.blocks) == 1:
-            self.blocks[0].index_add_(0, codes, unit)
-            return
         start = 0
         for block in self.blocks:  # each block's types (the first may be a sum saved in one piece: any length)
             mine = (codes >= start) & (codes < start + len(block))
