@@ -41,9 +41,10 @@ rule finetune_lr_run:
         weight="--istar-lambda 0",
         settings=lambda wildcards: command_line(FinetuneSettings, UNSTATED),
         lr_from=lambda wildcards: f"--lr {wildcards.lr}",
+        place=lambda wildcards, output: f"--out {output.record[: -len('.json')]}",
     shell:
         "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
-        "{params.lr_from} --task-dir {params.task_dir} --out {params.out} --raw-dir {params.raw} {params.mirror} "
+        "{params.lr_from} --task-dir {params.task_dir} {params.place} --raw-dir {params.raw} {params.mirror} "
         "--device {params.device} > {log} 2>&1"
 
 
@@ -69,6 +70,9 @@ use rule finetune_lr_run as finetune_run with:
         weight=lambda wildcards: weight_option(wildcards.reg, wildcards.weight),
         settings=finetune_options,
         lr_from=lambda wildcards, input: f"--lr-from {input.lr}" if input.lr else "",
+        # its run id's path under the results root, which the command works out from the task, model, weight and seed it
+        # is given (isoflow.finetune.runs.SweepRun), so that none of them reaches it twice
+        place=f"--results {RESULTS}",
 
 
 rule finetune_lr_choice:

@@ -77,14 +77,14 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     plain = next(line for line in commands.splitlines() if "isoflow finetune" in line and "--istar-lambda 0 " in line)
     assert "--points tokens-last-layer" in cosreg and "--points tokens-all-layers" in plain
     assert "--shrinkage-points 250000" in plain and "--lr 1e-05" in plain and "--layer-geometry" in plain
+    assert placed_where_planned(commands) == counts["finetune_run"]
 
 
 @pytest.mark.slow
 def test_full_paper_config_plans_completely(tmp_path):
-    out = snakemake(
-        "-n", "--quiet", "rules", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"
-    )
+    out = snakemake("-n", "-p", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")
     counts = job_counts(out.stdout + out.stderr)
+    assert placed_where_planned(out.stdout) == counts["optimize_run"] + counts["istar_run"] + counts["finetune_run"]
     # 4 main + 8 GLUE tasks; 4 + 8x3 (task, model) pairs; 5 seeds each, grouped (group_seeds: one GPU job per pair).
     # The I-STAR sweep: 7 tasks x MiniLM x 7 non-zero weights, 5 seeds a job (its lambda = 0 runs are the optimize
     # section's).
@@ -123,6 +123,46 @@ def test_full_paper_config_plans_completely(tmp_path):
 
 
 @pytest.mark.slow
+def placed_where_planned(plan: str) -> int:
+    """Each `isoflow finetune` / `isoflow optimize` command of a dry run (`-p`) given a results root (`--results`)
+    instead of its place: where the library puts each of its runs — its run id's path under that root, worked out
+    from the command's own options as the command does — is one of the plan's outputs (else the job would finish
+    without the files Snakemake waits for). Returns how many commands were checked."""
+    import shlex
+
+    from isoflow.cli import build_parser
+    from isoflow.cli.finetune import regulariser
+    from isoflow.finetune.run import finetune_path
+    from isoflow.finetune.settings import REGULARISERS
+    from isoflow.optimize.run import trajectory_path
+    from isoflow.optimize.runs import head_dir
+
+    lines = [line.strip().removeprefix("Shell command: ") for line in plan.splitlines()]
+    outputs = {o.split(" (")[0] for line in lines if line.startswith("output: ") for o in line[8:].split(", ")}
+    commands = [
+        shlex.split(line.split(" > ")[0])
+        for line in lines
+        if line.startswith(("isoflow finetune ", "isoflow optimize "))
+    ]
+    parser, checked = build_parser(), 0
+    for words in (w for w in commands if "--results" in w):
+        args = parser.parse_args(words[1:])
+        if words[1] == "finetune":
+            weights = regulariser(args)
+            reg, name = weights["reg"], args.model_name or args.model
+            weight = weights[REGULARISERS[reg]]
+            places = [finetune_path(args.task, name, args.seed, results=args.results, reg=reg, weight=weight)]
+        else:
+            head = head_dir(args.head, args.head_layers)
+            places = [
+                trajectory_path(args.task, args.model, seed, args.results, args.istar_lambda, head)
+                for seed in args.seeds or [args.seed]
+            ]
+        assert all(f"{place}.json" in outputs for place in places), (words, places)
+        checked += 1
+    return checked
+
+
 @pytest.mark.parametrize(
     "configfile, jobs",
     [
@@ -172,7 +212,10 @@ def test_full_paper_config_plans_completely(tmp_path):
 )
 def test_shipped_configs_plan(configfile, jobs, tmp_path):
     where = [f"data_dir={tmp_path}/data", f"raw_dir={tmp_path}/raw", f"results_dir={tmp_path}/results"]
-    counts = job_counts(snakemake("-n", "--configfile", configfile, "--config", *where).stdout)
+    plan = snakemake("-n", "-p", "--configfile", configfile, "--config", *where).stdout
+    counts = job_counts(plan)
+    placed = placed_where_planned(plan)
+    assert placed == sum(counts.get(r, 0) for r in ("finetune_run", "optimize_run", "istar_run"))
     # + all; + aggregate, report; + the sweep's aggregate and report; + the layers report; + the finetune report;
     # + the pretraining corpus and report; + the dynamics report
     extra = (

@@ -63,7 +63,6 @@ def lr_choice(wildcards):
 # What every fine-tuning run's command is given, the sweep's runs and the learning-rate candidates' alike.
 FINETUNE_PARAMS = dict(
     task_dir=lambda wildcards, input: os.path.dirname(input.task),
-    out=lambda wildcards, output: output.record[: -len(".json")],
     **MODEL_PARAMS,
     device=DEVICE,
 )

@@ -47,15 +47,14 @@ def run_files(suffix, istar_lambda=0.0, seeds=None):
 
 
 def seed_option(seeds=None):
-    """The job's --seeds S,S,... and an --out holding {seed} (grouped: the seeds planned, ``seeds`` or the config's,
-    as run_files names the outputs), or --seed S and the run's own --out."""
+    """The job's seeds: --seeds S,S,... (grouped: the seeds planned, ``seeds`` or the config's, as run_files names the
+    outputs) or --seed S. Where each seed's run goes is its run id's path under --results, which the command works out
+    as run_files does (isoflow.optimize.runs), so neither λ nor a seed reaches the command twice."""
 
-    def option(wildcards, output):
-        first = output.parquet if isinstance(output.parquet, str) else output.parquet[0]
+    def option(wildcards):
         if GROUP_SEEDS:
-            planned = ",".join(str(s) for s in seeds or OPTIMIZE["seeds"])
-            return f"--seeds {planned} --out '{os.path.dirname(first)}/{optimize_runs.SEED}'"
-        return f"--seed {wildcards.seed} --out {first[: -len('.parquet')]}"
+            return f"--seeds {','.join(str(s) for s in seeds or OPTIMIZE['seeds'])} --results {RESULTS}"
+        return f"--seed {wildcards.seed} --results {RESULTS}"
 
     return option
 

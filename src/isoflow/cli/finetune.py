@@ -54,9 +54,10 @@ def add_parser(sub) -> None:
     f.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..finetune.run import run_finetune  # the module itself: DVC's stage deps follow imports
-    from ..finetune.settings import REGULARISERS, FinetuneSettings, weight_option
+def regulariser(args: argparse.Namespace) -> dict:
+    """The run's regulariser and every regulariser's weight (``reg``, ``istar_lambda``, ``cosreg_weight``,
+    ``meandir_weight``) from its options; a ValueError when two are named."""
+    from ..finetune.settings import REGULARISERS, weight_option
 
     given = {"cosreg": args.cosreg_weight, "meandir": args.meandir_weight}
     named = (["istar"] if args.istar_lambda else []) + [reg for reg, w in given.items() if w is not None]
@@ -64,7 +65,15 @@ def run(args: argparse.Namespace) -> int:
         flags = " and ".join(weight_option(r, "").strip() for r in named)
         raise ValueError(f"{flags} name two regularisers; a run has one (the other's weight is 0)")
     reg = next((r for r, w in given.items() if w is not None), "istar")
-    weights = {"reg": reg, "istar_lambda": args.istar_lambda, **{REGULARISERS[r]: w or 0.0 for r, w in given.items()}}
+    return {"reg": reg, "istar_lambda": args.istar_lambda, **{REGULARISERS[r]: w or 0.0 for r, w in given.items()}}
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..finetune.run import run_finetune  # the module itself: DVC's stage deps follow imports
+    from ..finetune.settings import REGULARISERS, FinetuneSettings
+
+    weights = regulariser(args)
+    reg = weights["reg"]
     settings = {
         k: v
         for k, v in vars(declared.from_namespace(FinetuneSettings, args, task="", model="", **weights)).items()
