@@ -26,6 +26,7 @@ from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.resolve import input_files as model_input_files
+from isoflow.models.shapes import PUBLISHED, folder_shape, transformer_shape
 from isoflow.optimize import runs as optimize_runs
 from isoflow.optimize.settings import Settings as OptimizeSettings
 from isoflow.optimize.settings import istar_report_outputs
@@ -35,7 +36,7 @@ from isoflow.pretrain.settings import REPORT_TABLES as PRETRAIN_REPORT_TABLES
 from isoflow.pretrain.settings import CorpusSettings, PretrainSettings
 from isoflow.pretrain.corpus import BUILT_IN_SOURCES
 from isoflow.sections import SECTIONS
-from isoflow.settings import command_line
+from isoflow.settings import command_line, from_values
 from isoflow.stability import REPORT_FIGURES as STABILITY_REPORT_FIGURES
 from isoflow.stability import REPORT_TABLES as STABILITY_REPORT_TABLES
 from isoflow.stability import StabilitySettings
@@ -153,6 +154,19 @@ def files_of_model(model):
     if not entry:
         return []
     return model_input_files(entry["path"])
+
+
+def model_shape(model):
+    """What a job's resources are planned from (isoflow.layers.plan), before the model is loaded: a built-in model's
+    published shape, a pretraining run's from its settings, an own folder's from its config and safetensors headers
+    when it is there; None where nothing says it yet (a hub id)."""
+    if model in PUBLISHED:
+        return PUBLISHED[model]
+    if model in PRETRAINED:
+        s = from_values(PretrainSettings, PRETRAINED[model])
+        return transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)
+    entry = MODEL_FOLDERS.get(model)
+    return folder_shape(entry["path"]) if entry and os.path.isdir(entry["path"]) else None
 
 
 def model_option(wildcards):

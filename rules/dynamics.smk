@@ -29,8 +29,9 @@ rule dynamics_run:
     threads: 2
     resources:
         gpu=1,
-        mem_mb=8000,
-        runtime=60,
+        mem_mb=planned_measurement("mem_mb"),
+        disk_mb=planned_measurement("disk_mb"),
+        runtime=planned_measurement("runtime"),
     params:
         raw=RAW,
         mirror=MIRROR,

@@ -29,8 +29,9 @@ rule layers_run:
     threads: 2
     resources:
         gpu=gpus_for,
-        mem_mb=8000,
-        runtime=240,
+        mem_mb=planned("mem_mb"),
+        disk_mb=planned("disk_mb"),
+        runtime=planned("runtime"),
     params:
         **MODEL_PARAMS,
         out=lambda wildcards, output: os.path.dirname(output[0]),

@@ -80,6 +80,33 @@ def test_posters_config_plans_on_the_slurm_profile(tmp_path):
     assert placed_where_planned(commands) == counts["finetune_run"]
 
 
+def test_the_paper_configs_layer_jobs_ask_slurm_for_what_their_plan_says(tmp_path):
+    """Under the SLURM profile each layer run of the paper config asks for the memory, disk and runtime
+    isoflow.layers.plan gives its model's shape (a built-in's published one; the plain LMs' from their pretraining
+    settings) at the config's settings — not one fixed request for every model."""
+    from isoflow.config_files import load
+    from isoflow.layers import LayerSettings
+    from isoflow.layers.plan import planned_resources
+    from isoflow.models.shapes import PUBLISHED, transformer_shape
+    from isoflow.pretrain.settings import PretrainSettings
+    from isoflow.settings import from_values
+
+    where = ["--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results"]
+    out = snakemake("-n", "--profile", "slurm", "layers_runs", *where).stdout
+    jobs = re.findall(
+        r"rule layers_run:\n(?:    .*\n)*?    wildcards: model=([\w.-]+), corpus=\S+\n    resources: (.*)", out
+    )
+    s = PretrainSettings()
+    plain = transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)
+    settings = from_values(LayerSettings, load("config.yaml", ROOT)["layers"])
+    assert len(jobs) == 5 * 2
+    for model, line in jobs:
+        asked = {k: int(v) for k, v in re.findall(r"\b(mem_mb|disk_mb|runtime)=(\d+)", line)}
+        assert asked == planned_resources(PUBLISHED.get(model, plain), settings), model
+    asked = {model: re.search(r"mem_mb=(\d+)", line)[1] for model, line in jobs}
+    assert len(set(asked.values())) >= 4  # MiniLM, mpnet, GloVe and the plain LMs each their own
+
+
 @pytest.mark.slow
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "-p", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")

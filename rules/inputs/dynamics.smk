@@ -22,11 +22,23 @@ def runs_of_dynamics():
     ]
 
 
-def dynamics_settings(wildcards):
-    """The layers settings a measurement's job is given: the section's; for the last-token points, max_sequences
+def measurement_values(points):
+    """The layers settings of a measurement of ``points``: the section's; for the last-token points, max_sequences
     sentences (one point each) in place of max_tokens."""
-    last = wildcards.points == "last-token"
-    return command_line(LayerSettings, {**DYNAMICS, "max_tokens": DYNAMICS["max_sequences"]} if last else DYNAMICS)
+    return {**DYNAMICS, "max_tokens": DYNAMICS["max_sequences"]} if points == "last-token" else DYNAMICS
+
+
+def dynamics_settings(wildcards):
+    """The layers settings a measurement's job is given (measurement_values) as options."""
+    return command_line(LayerSettings, measurement_values(wildcards.points))
+
+
+def planned_measurement(resource):
+    """A measurement's ``resource`` (mem_mb, disk_mb, runtime), planned as a layer run of its series' shape at its
+    settings (isoflow.layers.plan)."""
+    return lambda wildcards: layer_resources(
+        wildcards.series, from_values(LayerSettings, measurement_values(wildcards.points))
+    )[resource]
 
 
 def cka_of_dynamics():

@@ -1,5 +1,8 @@
 # Input functions and outputs of the layers section (rules/layers.smk): functions only, as Snakemake's linter wants them apart
 # from rules.
+import functools
+
+from isoflow.layers.plan import job_resources
 from isoflow.layers.runs import Analysis, CrossComparison, analyses, comparisons
 
 
@@ -33,3 +36,18 @@ def layers_files():
 
 def runs_of_layers():
     return layer_runs() + cross_runs()
+
+
+LAYER_SETTINGS = from_values(LayerSettings, LAYERS)
+
+
+@functools.cache
+def layer_resources(model, settings=LAYER_SETTINGS):
+    """A layer run's memory (MiB), disk (MiB) and runtime (minutes), planned from its model's shape and its settings
+    (isoflow.layers.plan; the fixed request where the shape is not known before the run)."""
+    return job_resources(model_shape(model), settings)
+
+
+def planned(resource, model_of=lambda wildcards: wildcards.model):
+    """A rule's ``resource`` (mem_mb, disk_mb, runtime) as Snakemake asks for it: a function of the job's wildcards."""
+    return lambda wildcards: layer_resources(model_of(wildcards))[resource]

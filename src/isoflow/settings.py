@@ -249,6 +249,12 @@ def as_dict(settings) -> dict:
     return dataclasses.asdict(settings)
 
 
+def from_values(cls, values: dict):
+    """The settings ``values`` (a config section, its defaults filled in) give: its keys that are settings of
+    ``cls``, the others left out, checked as the command would check them."""
+    return cls(**{f.name: values[f.name] for f in _fields(cls) if f.name in values})
+
+
 def command_line(cls, values: dict) -> str:
     """The options that give ``values`` (setting name -> value; keys that are not command-line settings of ``cls``
     are left out): how a workflow rule passes a config section to a command."""

@@ -12,8 +12,9 @@ N points, T types, S points kept, P pair points, B points in one batch):
   states: every state's points in float32 and a measured state's in float64 twice (the points and their unit rows),
   B · d · (4 · states + 16);
 * **measuring a layer** — its kept points in float32 and in float64, S · 12d, and the K-means, LID and silhouette
-  blocks over them (:data:`BLOCK_ROWS` rows × S float64, a few at once), with the store's pages of every kept point
-  mapped (L · S · 4d) — the sums of the layers not yet measured still held;
+  blocks over one K-means sample of them (:data:`BLOCK_ROWS` rows × that sample's points in float64, a few at
+  once), with the store's pages of every kept point mapped (L · S · 4d) — the sums of the layers not yet measured
+  still held;
 * **CKA between layers** — every measured state's P pair points in float32 and two of them centred: (L + 2) · P · 4d.
 
 The disk is the store: L · S · 4d bytes (``states: all``: S = N).
@@ -57,6 +58,7 @@ class RunShape:
     pair_points: int
     batch_points: int
     streamed: bool = True  # states: sample (the sums held while encoding); all: no sums, every point stored
+    sample: int | None = None  # the points of one K-means sample, over which the distance blocks run (None: kept)
 
 
 def peak_memory(shape: RunShape) -> dict[str, int]:
@@ -66,7 +68,7 @@ def peak_memory(shape: RunShape) -> dict[str, int]:
     sums = L * (2 * FLOAT64 * d * d + -(-shape.types // TYPE_BLOCK) * TYPE_BLOCK * FLOAT64 * d) if shape.streamed else 0
     batch = shape.batch_points * d * (FLOAT32 * shape.states + 2 * FLOAT64)
     store_pages = disk(shape)
-    layer = S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * S * FLOAT64
+    layer = S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * min(S, shape.sample or S) * FLOAT64
     cka = (L + 2) * min(shape.pair_points, shape.points) * FLOAT32 * d
     stages = {
         "encoding": sums + store_pages + batch,

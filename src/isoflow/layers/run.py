@@ -320,6 +320,7 @@ def _run_shape(job: _Job, encoder, measured: list[int], chosen: list, n_points: 
         pair_points=job.settings.pair_points,
         batch_points=-(-job.batch_size * n_points // max(len(chosen), 1)),
         streamed=job.settings.states == "sample",
+        sample=min(job.settings.sample_cap, n_points),
     )
 
 
