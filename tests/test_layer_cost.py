@@ -63,12 +63,43 @@ def test_a_run_that_would_not_fit_the_memory_says_so_before_it_encodes(tiny_gpt2
     text.write_text("the cat sat on the mat\nthe dog ran in the park\n" * 20)
     settings = LayerSettings(max_tokens=100, sample_cap=50, k_max=2, kmeans_samples=1, kmeans_starts=1, k_lid=5)
     kw = dict(settings=settings, device="cpu", progress=False, data_dir=tmp_path)
-    monkeypatch.setattr(layers_run, "available_memory", lambda: 10**6)
+    from isoflow.layers.cost import RUNTIME_BYTES
+    from isoflow.models.shapes import folder_shape
+
+    room = RUNTIME_BYTES + folder_shape(tiny_gpt2).weight_bytes() + 1  # the weights fit, the run does not
+    monkeypatch.setattr(layers_run, "available_memory", lambda: room)
     with pytest.raises(
         NotEnoughSpace, match=r"^this layer run would hold about 0\.5 GB \(isoflow\.layers\.cost"
     ) as refused:
         run_layers(str(tiny_gpt2), str(text), out=tmp_path / "run", **kw)
-    assert "0.0 GB is available; keep only the samples' points (--states sample)" in str(refused.value)
+    assert "0.5 GB is available; keep only the samples' points (--states sample)" in str(refused.value)
     assert not (tmp_path / "run").exists()
     monkeypatch.setattr(layers_run, "available_memory", lambda: 10**12)
     assert (run_layers(str(tiny_gpt2), str(text), out=tmp_path / "run", **kw) / "meta.json").is_file()
+
+
+@pytest.mark.parametrize("dtype", ["auto", "bfloat16"])
+def test_weights_that_would_not_fit_are_refused_before_they_load(tiny_gpt2, tmp_path, monkeypatch, dtype):
+    """The folder's weights, sized from its safetensors headers in the dtype asked, with the runtime, against the
+    memory available: refused in one line naming the model, the sizes and the fixes, before any weight is read."""
+    import isoflow.layers.run as layers_run
+    import isoflow.models.loaders as loaders
+    from isoflow.layers import LayerSettings, run_layers
+    from isoflow.layers.cost import RUNTIME_BYTES
+    from isoflow.layers.store import NotEnoughSpace
+    from isoflow.models.shapes import folder_shape
+    from isoflow.models.spec import ModelSpec
+
+    text = tmp_path / "text.txt"
+    text.write_text("the cat sat on the mat\n" * 20)
+    weights = folder_shape(tiny_gpt2).weight_bytes(dtype)
+    assert weights == folder_shape(tiny_gpt2).parameters * {"auto": 4, "bfloat16": 2}[dtype]  # saved in float32
+    monkeypatch.setattr(layers_run, "available_memory", lambda: RUNTIME_BYTES + weights - 1)
+    monkeypatch.setattr(loaders, "_from_pretrained", lambda *a, **k: pytest.fail("the weights were loaded"))
+    model = ModelSpec(str(tiny_gpt2), "tiny", None, dtype, None)
+    with pytest.raises(
+        NotEnoughSpace, match=rf"^tiny: its weights alone take {weights / 1e9:.1f} GB as loaded \({dtype}\)"
+    ) as refused:
+        run_layers(model, str(text), out=tmp_path / "run", settings=LayerSettings(max_tokens=50), device="cpu",
+                   progress=False, data_dir=tmp_path)  # fmt: skip
+    assert "load them in bfloat16 (--dtype bfloat16)" in str(refused.value) and not (tmp_path / "run").exists()

@@ -101,3 +101,17 @@ def check_memory(shape: RunShape, available: int | None) -> None:
             f"{available / 1e9:.1f} GB is available; keep only the samples' points (--states sample), load the weights "
             "in bfloat16 (--dtype bfloat16), measure fewer layers (--layers) or fewer tokens (--max-tokens)"
         )
+
+
+def check_weights(weight_bytes: int, available: int | None, *, model: str, dtype: str) -> None:
+    """Refuse, in one line and before anything loads, a model whose weights alone (with the runtime) exceed the
+    ``available`` bytes (None: unknown, not checked); the whole run is checked once its points are counted."""
+    from .store import NotEnoughSpace
+
+    need = RUNTIME_BYTES + weight_bytes
+    if available is not None and need > available:
+        raise NotEnoughSpace(
+            f"{model}: its weights alone take {weight_bytes / 1e9:.1f} GB as loaded ({dtype}), with the runtime "
+            f"{need / 1e9:.1f} GB, and {available / 1e9:.1f} GB is available; load them in bfloat16 (--dtype "
+            "bfloat16), or run on a machine with more memory or on a GPU (--device cuda)"
+        )

@@ -35,13 +35,14 @@ from .. import corpora, interrupt
 from ..models import STATIC_MODELS
 from ..models.local import warn_unknown_tokens
 from ..models.resolve import ResolvedModel
+from ..models.shapes import folder_shape
 from ..models.spec import ModelSpec
 from ..progress import progress_bar
 from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPE_MODES, TYPES_COLUMNS
 from .composition import cluster_composition
-from .cost import RunShape, check_memory
+from .cost import RunShape, check_memory, check_weights
 from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
@@ -238,8 +239,20 @@ def _input_table(encoder, token_ids: np.ndarray, settings: LayerSettings, dev) -
     }
 
 
+def _weights_fit(job: _Job) -> None:
+    """A Hugging Face model folder whose weights alone would not fit this machine's memory is refused before they
+    load (their size read from the folder's safetensors headers: isoflow.models.shapes)."""
+    if job.dev.type != "cpu" or job.model.kind != "hugging-face" or not Path(job.model.load).is_dir():
+        return
+    shape = folder_shape(job.model.load)
+    if shape is not None:
+        dtype = job.model.dtype
+        check_weights(shape.weight_bytes(dtype), available_memory(), model=job.name, dtype=dtype)
+
+
 def _contextual(job: _Job):
     settings, timings = job.settings, job.timings
+    _weights_fit(job)
     t = time.perf_counter()
     encoder = load_encoder(job.model, job.dev)
     timings["load_model"] = time.perf_counter() - t
