@@ -46,7 +46,7 @@ def resolve_model(
         resolved = _at_revision(spec.model, spec.name, spec.revision, {"cache": cache, "mirror": mirror})
     else:
         resolved = _resolved(spec.model, spec.name, cache, mirror, progress)
-    return _placed(_in_dtype(resolved, spec.dtype), spec.device_map)
+    return _placed(_in_dtype(resolved, spec.dtype, cache, progress), spec.device_map)
 
 
 DEVICE_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")  # accelerate's strategies (transformers' device_map)
@@ -69,9 +69,11 @@ def _placed(resolved: ResolvedModel, device_map: str | None) -> ResolvedModel:
     return replace(resolved, device_map=device_map, source={**resolved.source, "device_map": device_map})
 
 
-def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:
+def _in_dtype(resolved: ResolvedModel, dtype: str, cache, progress=None) -> ResolvedModel:
     """The loader with its weights' dtype, named in its record; refused in one line for a kind without weights to
-    cast (static vectors, a sentence-transformers model: loaded as saved)."""
+    cast (static vectors, a sentence-transformers model: loaded as saved). A folder saved in float32 and asked in a
+    narrower dtype loads from its copy in that dtype, made once under ``cache`` (:mod:`isoflow.models.narrowed`;
+    the record names it)."""
     from dataclasses import replace
 
     from .local import MODEL_DTYPES
@@ -85,7 +87,13 @@ def _in_dtype(resolved: ResolvedModel, dtype: str) -> ResolvedModel:
             f"--dtype {dtype}: {resolved.name} is a {resolved.kind} model, loaded as it was saved; --dtype applies to "
             "Hugging Face model folders, hub ids and GGUF files"
         )
-    return replace(resolved, dtype=dtype, source={**resolved.source, "dtype": dtype})
+    from .narrowed import narrowed_folder, saved_wider
+
+    source = {**resolved.source, "dtype": dtype}
+    if Path(resolved.load).is_dir() and saved_wider(resolved.load, dtype):
+        folder = narrowed_folder(resolved.load, dtype, cache, progress)
+        return replace(resolved, load=str(folder), dtype=dtype, source={**source, "narrowed_copy": str(folder)})
+    return replace(resolved, dtype=dtype, source=source)
 
 
 def _resolved(model: str, model_name, cache, mirror, progress) -> ResolvedModel:

@@ -74,16 +74,18 @@ def folder_shape(folder: str | os.PathLike) -> ModelShape | None:
     blocks = next((config[k] for k in ("num_hidden_layers", "n_layer", "num_layers") if k in config), None)
     if dim is None or blocks is None:
         return None
-    tensors = [t for f in files for t in _safetensors_header(f)]
+    tensors = [t for f in files for t in safetensors_header(f)[0].values()]
     floats = [(math.prod(t["shape"]), BYTES[t["dtype"]]) for t in tensors if t["dtype"] in BYTES]
     parameters = sum(n for n, _ in floats)
     saved = round(sum(n * b for n, b in floats) / parameters) if parameters else 4
     return ModelShape(parameters, int(dim), int(blocks) + 1, saved)
 
 
-def _safetensors_header(path: Path) -> list[dict]:
-    """The tensors a safetensors file declares (its first 8 bytes are the header's length, then the JSON header)."""
+def safetensors_header(path: str | os.PathLike) -> tuple[dict, int, dict | None]:
+    """A safetensors file's tensors (name -> dtype, shape, data offsets), where its data starts and its metadata: its
+    first 8 bytes are the JSON header's length, the header follows, then the data."""
     with open(path, "rb") as fh:
         (length,) = struct.unpack("<Q", fh.read(8))
         header = json.loads(fh.read(length))
-    return [v for k, v in header.items() if k != "__metadata__"]
+    metadata = header.pop("__metadata__", None)
+    return header, 8 + length, metadata
