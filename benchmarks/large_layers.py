@@ -120,12 +120,14 @@ def measure(
     t = time.perf_counter()
     with MemoryByStage() as memory:
         memory.marked(layers_run)
+        # the cache under the work folder: a narrowed copy (saved wider than loaded) is made there, in the run
         out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
-                         out=work / "run", device=device, batch_size=BATCH_SIZE, progress=False)  # fmt: skip
+                         out=work / "run", device=device, batch_size=BATCH_SIZE, progress=False,
+                         data_dir=work / "data")  # fmt: skip
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
-    predicted = _predicted(made, meta, out, settings, states)
+    predicted = _predicted(made, meta, out, settings, states, dtype)
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     return {
         **made,
@@ -151,19 +153,21 @@ def measure(
         "peak_over_predicted": round(meta["peak_rss_mb"] / predicted["peak"], 3),
         "peak_gpu_mb": round(torch.cuda.max_memory_allocated() / 2**20, 1) if device.startswith("cuda") else None,
         "run_code": meta.get("code"),
+        "narrowed_copy": "narrowed_copy" in meta.get("source", {}),  # loaded from a copy in its dtype, made in the run
     }
 
 
-def _predicted(made: dict, meta: dict, out: Path, settings, states: str) -> dict:
+def _predicted(made: dict, meta: dict, out: Path, settings, states: str, dtype: str) -> dict:
     """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record and tables (the
     types the layers counted; a batch's points: the batch's sentences times the points a sentence gave)."""
     import pandas as pd
 
     from isoflow.layers.cost import RunShape, peak_memory
+    from isoflow.models.shapes import BYTES
 
     n = meta["n_points"]
     shape = RunShape(
-        weight_bytes=made["weights_bytes"],
+        weight_bytes=made["parameters"] * BYTES[dtype] if dtype in BYTES else made["weights_bytes"],  # as loaded
         dim=meta["dim"],
         states=meta["n_layers"],
         measured=len(meta.get("layers_measured", range(meta["n_layers"]))),
@@ -173,6 +177,7 @@ def _predicted(made: dict, meta: dict, out: Path, settings, states: str) -> dict
         pair_points=settings.pair_points,
         batch_points=round(BATCH_SIZE * n / meta["sentences_used"]),  # a batch's sentences, the points of one
         streamed=states == "sample",
+        sample=min(settings.sample_cap, n),
     )
     return {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}
 
