@@ -300,16 +300,12 @@ def test_a_grouped_job_is_given_the_seeds_it_planned(tmp_path):
     out = snakemake(
         "-n", "-p", "optimize_runs", "istar_runs", "--configfile", OFFLINE_CONFIG, "--config", *where, *settings
     ).stdout
-    optimize = re.findall(r"isoflow optimize --task (\S+) --model (\S+) .*--seeds (\S+) --out '(\S+)'", out)
-    istar = [run for run in optimize if "/istar/" in run[3]]
-    assert istar == [
-        ("glue/wnli", "minilm", "1", f"{tmp_path}/results/istar/runs/glue/wnli/minilm/istar5/seed{{seed}}")
-    ]
-    others = [run for run in optimize if run not in istar]
-    assert len(others) > 3 and all(
-        seeds == "3,1" and out == f"{tmp_path}/results/optimize/runs/{task}/{model}/seed{{seed}}"
-        for task, model, seeds, out in others
-    )
+    optimize = re.findall(r"isoflow optimize --task (\S+) --model (\S+) (.*)--seeds (\S+) --results (\S+) ", out)
+    istar = [run[:2] + run[3:] for run in optimize if "--istar-lambda 5 " in run[2]]
+    assert istar == [("glue/wnli", "minilm", "1", f"{tmp_path}/results")]
+    others = [run for run in optimize if "--istar-lambda" not in run[2]]
+    assert len(others) > 3 and all(seeds == "3,1" and results == f"{tmp_path}/results" for *_, seeds, results in others)
+    assert len(optimize) == len(others) + 1 and placed_where_planned(out) == len(optimize)  # each seed's place planned
 
 
 @pytest.mark.parametrize("layers", [1, 2])
