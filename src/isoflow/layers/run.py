@@ -48,7 +48,7 @@ from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
-from .store import LayerStore, available_memory, release_freed_memory
+from .store import LayerStore, available_memory, large_blocks_mapped, release_freed_memory
 from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
 
@@ -283,7 +283,8 @@ def _contextual(job: _Job):
         release_freed_memory()  # the sums and the layers' working memory, before CKA reads every layer's pairs
         earlier_threads.update(layers_out.pop("earlier_threads"))
         t = time.perf_counter()
-        cka = layer_cka(store, position_arr, settings, job.dev, measured)
+        with large_blocks_mapped():  # its pair after pair of copies would otherwise stay resident
+            cka = layer_cka(store, position_arr, settings, job.dev, measured)
         timings["cka"] = time.perf_counter() - t
         streamed = store.on_disk
     t = time.perf_counter()

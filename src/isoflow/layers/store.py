@@ -9,6 +9,7 @@ files already there and leaves them on close: an interrupted analysis resumes fr
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,16 +50,44 @@ def release_freed_memory() -> None:
     """Give the memory the process has freed back to the system (glibc's ``malloc_trim``; nothing elsewhere): freed
     blocks below glibc's mapping threshold otherwise stay resident, so that a stage's peak would hold the stages
     before it too (a layer run's sums, 2.5 MB a scatter at d = 576, are such blocks)."""
+    trim = _libc_function("malloc_trim")
+    if trim is not None:
+        trim(0)
+
+
+MAPPED_FROM = 2**20  # while CKA runs, blocks of at least this many bytes are mapped apart (large_blocks_mapped)
+DYNAMIC_MAX = 32 * 2**20  # the highest mapping threshold glibc's dynamic rule reaches on 64-bit systems
+M_MMAP_THRESHOLD = -3  # mallopt's parameter (malloc.h)
+
+
+@contextlib.contextmanager
+def large_blocks_mapped(threshold: int = MAPPED_FROM):
+    """Inside, glibc maps every block of at least ``threshold`` bytes apart and unmaps it when it is freed; after,
+    its threshold is the highest its own rule would have raised it to. Why: glibc raises its mapping threshold to the
+    largest block freed (up to 32 MiB), after which blocks of that size come from the heap and, freed between
+    longer-lived ones, stay resident: the layer-by-layer CKA of a 576-wide model's 31 states, allocating 11–23 MB
+    copies pair after pair, held about 1 GB more than its live tensors so (docs/performance.md). Nothing elsewhere
+    (not glibc): no change."""
+    mallopt = _libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(M_MMAP_THRESHOLD, threshold)
+    try:
+        yield
+    finally:
+        if mallopt is not None:
+            mallopt(M_MMAP_THRESHOLD, DYNAMIC_MAX)
+
+
+def _libc_function(name: str):
+    """glibc's function ``name`` (None where the C library is not glibc or lacks it)."""
     import ctypes
     import ctypes.util
 
-    name = ctypes.util.find_library("c")
+    found = ctypes.util.find_library("c")
     try:
-        trim = ctypes.CDLL(name).malloc_trim if name else None
-    except (OSError, AttributeError):  # not glibc
-        return
-    if trim is not None:
-        trim(0)
+        return getattr(ctypes.CDLL(found), name) if found else None
+    except (OSError, AttributeError):
+        return None
 
 
 def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | None, kept=()) -> None:
