@@ -176,14 +176,21 @@ def test_the_plan_covers_what_the_published_runs_used():
         assert planned["disk_mb"] == math.ceil(store * plan.DISK_MARGIN), r["name"]
 
 
-def test_the_memory_margin_covers_every_measured_miss():
+def test_the_memory_margin_is_the_largest_measured_miss():
+    """MEMORY_MARGIN: the largest peak / predicted of the memory benchmarks (their JSONs) and of the published runs
+    (their records; the formula at their settings), within 0.05 above it."""
+    from isoflow.layers.cost import peak_memory
+
     ratios = [
         result["peak_over_predicted"]
         for path in glob.glob(str(ROOT / "benchmarks/results/large-layers-*.json"))
         for result in json.loads(Path(path).read_text())["results"]
         if "peak_over_predicted" in result
     ]
-    assert ratios and max(ratios) <= plan.MEMORY_MARGIN < max(ratios) + 0.1
+    for r in published_runs():
+        predicted = peak_memory(plan.run_shape(r["shape"], LayerSettings(**r["meta"]["settings"])))["peak"]
+        ratios.append(r["meta"]["peak_rss_mb"] * 2**20 / predicted)
+    assert len(ratios) >= 10 and max(ratios) <= plan.MEMORY_MARGIN < max(ratios) + 0.05
 
 
 def test_a_streamed_run_is_planned_on_its_samples_and_an_unknown_shape_gets_the_fixed_request():
