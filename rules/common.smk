@@ -26,6 +26,7 @@ from isoflow.layers import REPORT_FIGURES as LAYERS_REPORT_FIGURES
 from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.resolve import input_files as model_input_files
+from isoflow.models.hub import cached_folder
 from isoflow.models.shapes import PUBLISHED, folder_shape, transformer_shape
 from isoflow.optimize import runs as optimize_runs
 from isoflow.optimize.settings import Settings as OptimizeSettings
@@ -158,10 +159,13 @@ def files_of_model(model):
 
 def model_shape(model):
     """What a job's resources are planned from (isoflow.layers.plan), before the model is loaded: a built-in model's
-    published shape, a pretraining run's from its settings, an own folder's from its config and safetensors headers
-    when it is there; None where nothing says it yet (a hub id)."""
+    published shape, a pretraining run's from its settings, an own folder's or a cached hub id's from its config and
+    safetensors headers; None where nothing says it yet (a hub id not in the cache)."""
     if model in PUBLISHED:
         return PUBLISHED[model]
+    if model in HUB_MODELS:
+        folder = cached_folder(HUB_MODELS[model])
+        return folder_shape(folder) if folder is not None else None
     if model in PRETRAINED:
         s = from_values(PretrainSettings, PRETRAINED[model])
         return transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)

@@ -5,6 +5,7 @@ an id that is not cached gets one line. The commands run as a user runs them (a 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -154,7 +155,7 @@ def test_an_id_neither_cached_nor_reachable_gets_one_line(hub_cache, reviews):
 
 
 @pytest.mark.slow
-def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
+def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout, tiny_bert):
     """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
     config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())
     # only the hub model: the example's model folder and vectors are not made here
@@ -174,6 +175,16 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout):
     assert "isoflow encode --model isoflow-test/tiny-bert --model-name hub-bert" in commands
     assert "isoflow layers --model isoflow-test/tiny-bert --model-name hub-bert" in commands
     assert "isoflow finetune --task reviews --model isoflow-test/tiny-bert --model-name hub-bert" in commands
+    # its layer run's request planned from the cached snapshot's shape (isoflow.layers.plan), not the fixed one
+    from isoflow.layers import LayerSettings
+    from isoflow.layers.plan import UNPLANNED, planned_resources
+    from isoflow.models.shapes import folder_shape
+    from isoflow.settings import from_values
+
+    planned = planned_resources(folder_shape(tiny_bert), from_values(LayerSettings, config["layers"]))
+    asked = re.search(r"rule layers_run:\n(?:    .*\n)*?    resources: (.*)", commands)[1]
+    assert f"mem_mb={planned['mem_mb']}," in asked and f"runtime={planned['runtime']}," in asked
+    assert planned["mem_mb"] != UNPLANNED["mem_mb"]
 
 
 def place_revisions(cache, model_id: str, folders: dict) -> dict:

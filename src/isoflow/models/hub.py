@@ -54,18 +54,28 @@ def cache_dir() -> str:
     return str(constants.HF_HUB_CACHE)
 
 
-def hub_folder(model_id: str, revision: str | None = None) -> Path:
-    """The local snapshot folder of ``model_id`` at ``revision`` (a branch, tag or commit: Pythia's ``step1000``,
-    OLMo's ``stepN-tokensM``; default the main branch): cached, else downloaded; else :class:`ModelUnavailableError`."""
+def cached_folder(model_id: str, revision: str | None = None) -> Path | None:
+    """The snapshot folder of ``model_id`` at ``revision`` in the Hugging Face cache, or None where it is not cached
+    (nothing is downloaded)."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
-
-    from .sbert import hub_reachable
 
     try:
         return Path(snapshot_download(model_id, revision=revision, local_files_only=True))
     except LocalEntryNotFoundError:
-        pass
+        return None
+
+
+def hub_folder(model_id: str, revision: str | None = None) -> Path:
+    """The local snapshot folder of ``model_id`` at ``revision`` (a branch, tag or commit: Pythia's ``step1000``,
+    OLMo's ``stepN-tokensM``; default the main branch): cached, else downloaded; else :class:`ModelUnavailableError`."""
+    from huggingface_hub import snapshot_download
+
+    from .sbert import hub_reachable
+
+    cached = cached_folder(model_id, revision)
+    if cached is not None:
+        return cached
     if not hub_reachable():
         from . import MODELS
 
