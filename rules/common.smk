@@ -68,6 +68,10 @@ MODEL_FOLDERS = {
 }
 # Hugging Face hub ids: loaded from the Hugging Face cache (offline) or downloaded by the job; no file to declare.
 HUB_MODELS = {name: entry["hub"] for name, entry in (OWN.get("models") or {}).items() if "hub" in entry}
+# The dtype an own Hugging Face model's weights load in, where the config names one (own.models.<name>.dtype)
+MODEL_DTYPES = {
+    name: entry["dtype"] for name, entry in (OWN.get("models") or {}).items() if entry.get("dtype", "auto") != "auto"
+}
 OWN_VECTORS = {
     name: {task: home(path) for task, path in entry["embeddings"].items()}
     for name, entry in (OWN.get("models") or {}).items()
@@ -178,15 +182,16 @@ def model_option(wildcards):
 
 
 def option_of_model(model, flag="model", name=None):
-    """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path);
-    ``flag``: the option's name (`--other`, `--other-name` for a command's second model); ``name``: another name for
-    the outputs (a checkpoint's)."""
+    """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path),
+    with `--dtype` where the config names one; ``flag``: the option's name (`--other`, `--other-name`,
+    `--other-dtype` for a command's second model); ``name``: another name for the outputs (a checkpoint's)."""
+    dtype = f" --{'' if flag == 'model' else flag + '-'}dtype {MODEL_DTYPES[model]}" if model in MODEL_DTYPES else ""
     if model in HUB_MODELS:
-        return f"--{flag} {HUB_MODELS[model]} --{flag}-name {name or model}"
+        return f"--{flag} {HUB_MODELS[model]} --{flag}-name {name or model}{dtype}"
     entry = MODEL_FOLDERS.get(model)
     if not entry:
         return f"--{flag} {model}" + (f" --{flag}-name {name}" if name else "")
-    return f"--{flag} {shlex.quote(entry['path'])} --{flag}-name {name or model}"
+    return f"--{flag} {shlex.quote(entry['path'])} --{flag}-name {name or model}{dtype}"
 
 
 # What every job that loads a model is given: where raw files are cached and mirrored, and the model's option.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -159,7 +160,7 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout, 
     """own.models.<name>.hub: the jobs take the id and name their outputs by the config's name."""
     config = yaml.safe_load((ROOT / "examples/own/config.yaml").read_text())
     # only the hub model: the example's model folder and vectors are not made here
-    config["own"]["models"] = {"hub-bert": {"hub": "isoflow-test/tiny-bert"}}
+    config["own"]["models"] = {"hub-bert": {"hub": "isoflow-test/tiny-bert", "dtype": "bfloat16"}}
     config["layers"]["models"] = ["hub-bert"]
     config["finetune"]["models"] = ["hub-bert"]
     config["optimize"]["pairs"] = [{"task": "reviews", "model": "hub-bert"}]
@@ -172,16 +173,23 @@ def test_a_hub_model_in_the_workflow_config(hub_cache, tmp_path, plan_checkout, 
         env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub_cache)},
     )
     commands = p.stdout
-    assert "isoflow encode --model isoflow-test/tiny-bert --model-name hub-bert" in commands
-    assert "isoflow layers --model isoflow-test/tiny-bert --model-name hub-bert" in commands
-    assert "isoflow finetune --task reviews --model isoflow-test/tiny-bert --model-name hub-bert" in commands
+    named = "--model isoflow-test/tiny-bert --model-name hub-bert --dtype bfloat16"  # own.models.<name>.dtype
+    assert f"isoflow encode {named}" in commands and f"isoflow layers {named}" in commands
+    assert f"isoflow finetune --task reviews {named}" in commands
+    # every command of the plan is one its parser takes (--dtype included)
+    from isoflow.cli import build_parser
+
+    lines = [line.removeprefix("Shell command: ") for line in commands.splitlines()]
+    run = [shlex.split(line.split(" > ")[0])[1:] for line in lines if line.startswith("isoflow ")]
+    assert len(run) > 10 and all(build_parser().parse_args(words) for words in run)
     # its layer run's request planned from the cached snapshot's shape (isoflow.layers.plan), not the fixed one
     from isoflow.layers import LayerSettings
     from isoflow.layers.plan import UNPLANNED, planned_resources
     from isoflow.models.shapes import folder_shape
     from isoflow.settings import from_values
 
-    planned = planned_resources(folder_shape(tiny_bert), from_values(LayerSettings, config["layers"]))
+    settings = from_values(LayerSettings, config["layers"])
+    planned = planned_resources(folder_shape(tiny_bert), settings, dtype="bfloat16")
     asked = re.search(r"rule layers_run:\n(?:    .*\n)*?    resources: (.*)", commands)[1]
     assert f"mem_mb={planned['mem_mb']}," in asked and f"runtime={planned['runtime']}," in asked
     assert planned["mem_mb"] != UNPLANNED["mem_mb"]

@@ -107,6 +107,39 @@ def test_the_paper_configs_layer_jobs_ask_slurm_for_what_their_plan_says(tmp_pat
     assert len(set(asked.values())) >= 4  # MiniLM, mpnet, GloVe and the plain LMs each their own
 
 
+def test_an_own_models_dtype_reaches_its_commands_and_its_plan(tmp_path):
+    """own.models.<name>.dtype: every job loading the model is given --dtype, and its layer run's request is planned
+    for the weights in that dtype (a folder whose safetensors header declares a 1B float32 model: read, never
+    loaded, by the plan)."""
+    import struct
+
+    from isoflow.config_files import load
+    from isoflow.layers import LayerSettings
+    from isoflow.layers.plan import planned_resources
+    from isoflow.models.shapes import folder_shape
+    from isoflow.settings import from_values
+
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16}))
+    header = json.dumps({"w": {"dtype": "F32", "shape": [1_000_000, 1_000], "data_offsets": [0, 4 * 10**9]}}).encode()
+    (big / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    config = {
+        "base": "config/offline.yaml",
+        "data_dir": str(tmp_path / "data"),
+        "results_dir": str(tmp_path / "results"),
+        "own": {"models": {"big": {"path": str(big), "dtype": "bfloat16"}}},
+        "layers": {"models": ["big"], "static": [], "corpora": ["brown"], "cross": []},
+    }
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(config))
+    out = snakemake("-n", "-p", "layers_runs", "--configfile", str(tmp_path / "big.yaml")).stdout
+    job = re.search(r"rule layers_run:\n(?:    .*\n)*?    resources: (.*)\n(?:.*\n)*?Shell command: (.*)", out)
+    assert f"--model {big} --model-name big --dtype bfloat16 " in job[2]
+    settings = from_values(LayerSettings, load(str(tmp_path / "big.yaml"), ROOT)["layers"])
+    bf16, f32 = (planned_resources(folder_shape(big), settings, dtype=d)["mem_mb"] for d in ("bfloat16", "auto"))
+    assert f"mem_mb={bf16}," in job[1] and bf16 < f32 - 1800  # 2 GB of weights fewer
+
+
 @pytest.mark.slow
 def test_full_paper_config_plans_completely(tmp_path):
     out = snakemake("-n", "-p", "--config", f"data_dir={tmp_path}/data", f"results_dir={tmp_path}/results")

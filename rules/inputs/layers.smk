@@ -45,7 +45,7 @@ LAYER_SETTINGS = from_values(LayerSettings, LAYERS)
 def layer_resources(model, settings=LAYER_SETTINGS):
     """A layer run's memory (MiB), disk (MiB) and runtime (minutes), planned from its model's shape and its settings
     (isoflow.layers.plan; the fixed request where the shape is not known before the run)."""
-    return job_resources(model_shape(model), settings)
+    return job_resources(model_shape(model), settings, dtype=MODEL_DTYPES.get(model, "auto"))
 
 
 def planned(resource, model_of=lambda wildcards: wildcards.model):

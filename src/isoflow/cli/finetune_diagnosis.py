@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
         "file) on --task; writes <out>/gradients.json. Default: the published diagnosis (MiniLM, polarity)",
     )
     p.add_argument("--model-name", default=None, help="with --model: the name its record gives it")
+    options.dtype(p)
     p.add_argument("--task", default=None, help="with --model: a prepared single-label task, e.g. glue/sst2")
     pooling = FinetuneSettings.__dataclass_fields__["pooling"]
     p.add_argument(

@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
     y.add_argument(
         "--other-revision", default=None, metavar="NAME", help="the second model's checkpoint, as --revision"
     )
+    options.dtype(y, "--other-dtype", what="; default: --dtype")
     options.corpus(y)
     y.add_argument(
         "--words",
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = run_cross(
         options.model_spec(args),
-        ModelSpec(args.other, args.other_name, args.other_revision, args.dtype),
+        ModelSpec(args.other, args.other_name, args.other_revision, args.other_dtype or args.dtype),
         args.corpus,
         n_words=args.words,
         seed=args.seed,

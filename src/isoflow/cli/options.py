@@ -56,7 +56,6 @@ def seed_list(text: str) -> list[int]:
 
 def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
     """--model (a built-in name, a local folder or a Hugging Face hub id), --model-name, --revision and --dtype."""
-    from ..models.local import MODEL_DTYPES
 
     built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
     p.add_argument(
@@ -81,13 +80,20 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
         "local checkpoint series (<folder>/checkpoints/NAME, as isoflow pretrain --checkpoints writes); outputs go "
         "under <name>-NAME, the record names NAME and the commit or folder it resolved to",
     )
+    dtype(p)
+
+
+def dtype(p: argparse.ArgumentParser, flag: str = "--dtype", what: str = "") -> None:
+    """The dtype a model's weights load in (``flag``: another model's, ``--other-dtype``; ``what``: its default)."""
+    from ..models.local import MODEL_DTYPES
+
     p.add_argument(
-        "--dtype",
-        default="auto",
+        flag,
+        default=None if what else "auto",
         choices=MODEL_DTYPES,
-        help="the dtype a Hugging Face model's weights are loaded in (auto: the checkpoint's own; bfloat16 halves a "
-        "float32 checkpoint's memory); the hidden states are measured in float32, the measures' sums in float64; "
-        "recorded (source.dtype)",
+        help=f"the dtype {'the second' if what else 'a Hugging Face'} model's weights are loaded in (auto: the "
+        "checkpoint's own; bfloat16 halves a float32 checkpoint's memory); the hidden states are measured in float32, "
+        f"the measures' sums in float64; recorded (source.dtype){what}",
     )
 
 

@@ -87,9 +87,9 @@ def run_seconds(model: ModelShape, settings: LayerSettings) -> float:
 UNPLANNED = {"mem_mb": 8000, "disk_mb": 10_000, "runtime": 240}
 
 
-def job_resources(model: ModelShape | None, settings: LayerSettings) -> dict[str, int]:
+def job_resources(model: ModelShape | None, settings: LayerSettings, *, dtype: str = "auto") -> dict[str, int]:
     """:func:`planned_resources` of a known shape, else :data:`UNPLANNED`."""
-    return dict(UNPLANNED) if model is None else planned_resources(model, settings)
+    return dict(UNPLANNED) if model is None else planned_resources(model, settings, dtype=dtype)
 
 
 def planned_resources(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto") -> dict[str, int]:
