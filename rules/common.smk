@@ -185,7 +185,8 @@ def option_of_model(model, flag="model", name=None):
     """`--model NAME`, or an own folder's `--model PATH --model-name NAME` (outputs named by the config, not the path),
     with `--dtype` where the config names one; ``flag``: the option's name (`--other`, `--other-name`,
     `--other-dtype` for a command's second model); ``name``: another name for the outputs (a checkpoint's)."""
-    dtype = f" --{'' if flag == 'model' else flag + '-'}dtype {MODEL_DTYPES[model]}" if model in MODEL_DTYPES else ""
+    option = "--dtype" if flag == "model" else f"--{flag}-dtype"
+    dtype = f" {option} {MODEL_DTYPES[model]}" if model in MODEL_DTYPES else ""
     if model in HUB_MODELS:
         return f"--{flag} {HUB_MODELS[model]} --{flag}-name {name or model}{dtype}"
     entry = MODEL_FOLDERS.get(model)
