@@ -181,6 +181,11 @@ def _config(tmp_path, changes: dict) -> str:
             "own.models.bag-of-words.embeddings has no file for task 'polarity'",
         ),
         (
+            {"own.models.bag-of-words.dtype": "bfloat16"},
+            "own.models.bag-of-words.dtype: bfloat16 names how a model's weights load, and vectors made elsewhere have "
+            "none; remove it",
+        ),
+        (
             {"layers.corpora": ["diary"]},
             "layers.corpora names 'diary', which is neither a built-in corpus nor declared under own",
         ),

@@ -231,11 +231,17 @@ def own_name_problems(config: dict) -> list[str]:
 
 
 def vectors_problems(config: dict) -> list[str]:
-    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with."""
+    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and no dtype."""
     models = (config.get("own") or {}).get("models") or {}
     vectors = {name: entry["embeddings"] for name, entry in models.items() if "embeddings" in entry}
     pairs = optimize_runs.embedding_pairs(config["optimize"], config.get("istar") or {})
-    return [
+    weightless = [  # a dtype names how weights load: vectors have none
+        f"own.models.{name}.dtype: {entry['dtype']} names how a model's weights load, and vectors made elsewhere "
+        "have none; remove it"
+        for name, entry in models.items()
+        if "embeddings" in entry and entry.get("dtype", "auto") != "auto"
+    ]
+    return weightless + [
         f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of "
         "the task)"
         for task, model in pairs
