@@ -27,7 +27,7 @@ from isoflow.layers import REPORT_TABLES as LAYERS_REPORT_TABLES
 from isoflow.models import STATIC_MODELS
 from isoflow.models.resolve import input_files as model_input_files
 from isoflow.models.hub import cached_folder
-from isoflow.models.shapes import PUBLISHED, folder_shape, transformer_shape
+from isoflow.models.shapes import PUBLISHED, folder_shape
 from isoflow.optimize import runs as optimize_runs
 from isoflow.optimize.settings import Settings as OptimizeSettings
 from isoflow.optimize.settings import istar_report_outputs
@@ -171,8 +171,7 @@ def model_shape(model):
         folder = cached_folder(HUB_MODELS[model])
         return folder_shape(folder) if folder is not None else None
     if model in PRETRAINED:
-        s = from_values(PretrainSettings, PRETRAINED[model])
-        return transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)
+        return from_values(PretrainSettings, PRETRAINED[model]).model_shape()
     entry = MODEL_FOLDERS.get(model)
     return folder_shape(entry["path"]) if entry and os.path.isdir(entry["path"]) else None
 

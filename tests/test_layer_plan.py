@@ -132,8 +132,7 @@ def published_runs():
     defaults), its sample, its encoding seconds and its states' mean seconds."""
     from isoflow.pretrain.settings import PretrainSettings
 
-    s = PretrainSettings()
-    plain = transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)
+    plain = PretrainSettings().model_shape()
     for path in PUBLISHED_RUNS:
         meta = json.loads(Path(path).read_text())
         layers = [v for k, v in meta["seconds"].items() if k.startswith("layer")]

@@ -87,7 +87,7 @@ def test_the_paper_configs_layer_jobs_ask_slurm_for_what_their_plan_says(tmp_pat
     from isoflow.config_files import load
     from isoflow.layers import LayerSettings
     from isoflow.layers.plan import planned_resources
-    from isoflow.models.shapes import PUBLISHED, transformer_shape
+    from isoflow.models.shapes import PUBLISHED
     from isoflow.pretrain.settings import PretrainSettings
     from isoflow.settings import from_values
 
@@ -96,8 +96,7 @@ def test_the_paper_configs_layer_jobs_ask_slurm_for_what_their_plan_says(tmp_pat
     jobs = re.findall(
         r"rule layers_run:\n(?:    .*\n)*?    wildcards: model=([\w.-]+), corpus=\S+\n    resources: (.*)", out
     )
-    s = PretrainSettings()
-    plain = transformer_shape(vocab=s.vocab_size, dim=s.hidden, layers=s.layers, ffn=s.ffn, positions=s.seq_len)
+    plain = PretrainSettings().model_shape()
     settings = from_values(LayerSettings, load("config.yaml", ROOT)["layers"])
     assert len(jobs) == 5 * 2
     for model, line in jobs:

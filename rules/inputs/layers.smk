@@ -48,6 +48,6 @@ def layer_resources(model, settings=LAYER_SETTINGS):
     return job_resources(model_shape(model), settings, dtype=MODEL_DTYPES.get(model, "auto"))
 
 
-def planned(resource, model_of=lambda wildcards: wildcards.model):
-    """A rule's ``resource`` (mem_mb, disk_mb, runtime) as Snakemake asks for it: a function of the job's wildcards."""
-    return lambda wildcards: layer_resources(model_of(wildcards))[resource]
+def planned(resource):
+    """A layer run's ``resource`` (mem_mb, disk_mb, runtime) as Snakemake asks for it: a function of its wildcards."""
+    return lambda wildcards: layer_resources(wildcards.model)[resource]

@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     y.add_argument(
         "--other-revision", default=None, metavar="NAME", help="the second model's checkpoint, as --revision"
     )
-    options.dtype(y, "--other-dtype", what="; default: --dtype")
+    options.dtype(y, other=True)
     options.corpus(y)
     y.add_argument(
         "--words",

@@ -56,7 +56,6 @@ def seed_list(text: str) -> list[int]:
 
 def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -> None:
     """--model (a built-in name, a local folder or a Hugging Face hub id), --model-name, --revision and --dtype."""
-
     built_in = "minilm, mpnet, distilroberta (SBERT)" + (", glove-50d, word2vec-222 (static vectors)" if static else "")
     p.add_argument(
         "--model",
@@ -83,17 +82,19 @@ def model(p: argparse.ArgumentParser, *, static: bool = True, extra: str = "") -
     dtype(p)
 
 
-def dtype(p: argparse.ArgumentParser, flag: str = "--dtype", what: str = "") -> None:
-    """The dtype a model's weights load in (``flag``: another model's, ``--other-dtype``; ``what``: its default)."""
+def dtype(p: argparse.ArgumentParser, *, other: bool = False) -> None:
+    """--dtype, the dtype a model's weights load in; ``other``: --other-dtype, a command's second model's (default:
+    --dtype's)."""
     from ..models.local import MODEL_DTYPES
 
+    whose = "the second" if other else "a Hugging Face"
     p.add_argument(
-        flag,
-        default=None if what else "auto",
+        "--other-dtype" if other else "--dtype",
+        default=None if other else "auto",
         choices=MODEL_DTYPES,
-        help=f"the dtype {'the second' if what else 'a Hugging Face'} model's weights are loaded in (auto: the "
-        "checkpoint's own; bfloat16 halves a float32 checkpoint's memory); the hidden states are measured in float32, "
-        f"the measures' sums in float64; recorded (source.dtype){what}",
+        help=f"the dtype {whose} model's weights are loaded in (auto: the checkpoint's own; bfloat16 halves a float32 "
+        "checkpoint's memory); the hidden states are measured in float32, the measures' sums in float64; recorded "
+        f"(source.dtype){'; default: --dtype' if other else ''}",
     )
 
 

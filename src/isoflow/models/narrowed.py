@@ -31,7 +31,7 @@ import shutil
 import struct
 from pathlib import Path
 
-from .shapes import safetensors_header
+from .shapes import BYTES, safetensors_header
 
 NARROW = {
     "bfloat16": "BF16",
@@ -92,13 +92,9 @@ def narrowed_file(source: str | os.PathLike, dest: str | os.PathLike, dtype: str
     for name in order:
         t = header[name]
         size = t["data_offsets"][1] - t["data_offsets"][0]
-        narrow = t["dtype"] == "F32"
-        size = size // 2 if narrow else size
-        out_header[name] = {
-            **t,
-            "dtype": NARROW[dtype] if narrow else t["dtype"],
-            "data_offsets": [offset, offset + size],
-        }
+        kept = NARROW[dtype] if t["dtype"] == "F32" else t["dtype"]
+        size = size * BYTES[kept] // BYTES["F32"] if kept != t["dtype"] else size
+        out_header[name] = {**t, "dtype": kept, "data_offsets": [offset, offset + size]}
         offset += size
     text = json.dumps({**({"__metadata__": metadata} if metadata is not None else {}), **out_header}).encode()
     text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned, as safetensors writes it
@@ -110,6 +106,6 @@ def narrowed_file(source: str | os.PathLike, dest: str | os.PathLike, dtype: str
             src.seek(start + begin)
             for part in range(begin, end, CHUNK_BYTES):
                 data = bytearray(src.read(min(CHUNK_BYTES, end - part)))
-                if header[name]["dtype"] == "F32":
+                if out_header[name]["dtype"] != header[name]["dtype"]:
                     data = torch.frombuffer(data, dtype=torch.float32).to(target).view(torch.uint8).numpy().tobytes()
                 out.write(data)

@@ -68,6 +68,15 @@ class PretrainSettings:
     )
     log_every: int = setting(50, "steps per point of the training-loss curve", minimum=1)
 
+    def model_shape(self):
+        """The shape of the model these settings build (:func:`isoflow.models.shapes.transformer_shape`), known
+        before it is trained: what a workflow plans its layer runs from."""
+        from ..models.shapes import transformer_shape  # here: the models package loads numpy, the settings need not
+
+        return transformer_shape(
+            vocab=self.vocab_size, dim=self.hidden, layers=self.layers, ffn=self.ffn, positions=self.seq_len
+        )
+
     def __post_init__(self):
         check(self)
         if self.checkpoints == 1:
