@@ -127,7 +127,7 @@ def measure(
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
-    predicted = _predicted(made, meta, out, settings, states, dtype)
+    predicted = _predicted(made, meta, out, settings, dtype)
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     return {
         **made,
@@ -157,7 +157,7 @@ def measure(
     }
 
 
-def _predicted(made: dict, meta: dict, out: Path, settings, states: str, dtype: str) -> dict:
+def _predicted(made: dict, meta: dict, out: Path, settings, dtype: str) -> dict:
     """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record and tables (the
     types the layers counted; a batch's points: the batch's sentences times the points a sentence gave)."""
     import pandas as pd
@@ -166,7 +166,8 @@ def _predicted(made: dict, meta: dict, out: Path, settings, states: str, dtype: 
     from isoflow.models.shapes import BYTES
 
     n = meta["n_points"]
-    shape = RunShape(
+    shape = RunShape.at(
+        settings,
         weight_bytes=made["parameters"] * BYTES[dtype] if dtype in BYTES else made["weights_bytes"],  # as loaded
         dim=meta["dim"],
         states=meta["n_layers"],
@@ -174,10 +175,7 @@ def _predicted(made: dict, meta: dict, out: Path, settings, states: str, dtype: 
         points=n,
         types=int(pd.read_parquet(out / "layers.parquet")["n_types"].max()),
         kept=meta.get("points_kept", n),
-        pair_points=settings.pair_points,
         batch_points=round(BATCH_SIZE * n / meta["sentences_used"]),  # a batch's sentences, the points of one
-        streamed=states == "sample",
-        sample=min(settings.sample_cap, n),
     )
     return {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}
 

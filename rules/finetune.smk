@@ -41,7 +41,8 @@ rule finetune_lr_run:
         weight="--istar-lambda 0",
         settings=lambda wildcards: command_line(FinetuneSettings, UNSTATED),
         lr_from=lambda wildcards: f"--lr {wildcards.lr}",
-        place=lambda wildcards, output: f"--out {output.record[: -len('.json')]}",
+        # the candidate's run id's path under the results root (isoflow.finetune.runs.LrRun), as for the sweep's runs
+        place=f"--lr-candidate --results {RESULTS}",
     shell:
         "isoflow finetune --task {wildcards.task} {params.model} {params.weight} --seed {wildcards.seed} {params.settings} "
         "{params.lr_from} --task-dir {params.task_dir} {params.place} --raw-dir {params.raw} {params.mirror} "

@@ -151,6 +151,48 @@ def isoflow_cli(*argv, cwd: Path | None = None) -> tuple[int, str]:
     return code, err.getvalue()
 
 
+def placed_where_planned(plan: str) -> int:
+    """Each `isoflow finetune` / `isoflow optimize` command of a dry run (`-p`) given a results root (`--results`)
+    instead of its place: where the library puts each of its runs — its run id's path under that root, worked out
+    from the command's own options as the command does — is one of the plan's outputs (else the job would finish
+    without the files Snakemake waits for). Returns how many commands were checked."""
+    import shlex
+
+    from isoflow.cli import build_parser
+    from isoflow.cli.finetune import regulariser
+    from isoflow.finetune.run import finetune_path
+    from isoflow.finetune.settings import REGULARISERS
+    from isoflow.optimize.run import trajectory_path
+    from isoflow.optimize.runs import head_dir
+
+    lines = [line.strip().removeprefix("Shell command: ") for line in plan.splitlines()]
+    outputs = {o.split(" (")[0] for line in lines if line.startswith("output: ") for o in line[8:].split(", ")}
+    commands = [
+        shlex.split(line.split(" > ")[0])
+        for line in lines
+        if line.startswith(("isoflow finetune ", "isoflow optimize "))
+    ]
+    parser, checked = build_parser(), 0
+    for words in (w for w in commands if "--results" in w):
+        args = parser.parse_args(words[1:])
+        if words[1] == "finetune":
+            weights = regulariser(args)
+            reg, name = weights["reg"], args.model_name or args.model
+            weight = weights[REGULARISERS[reg]]
+            lr = args.lr if args.lr_candidate else None
+            where = {"results": args.results, "reg": reg, "weight": weight, "lr_candidate": lr}
+            places = [finetune_path(args.task, name, args.seed, **where)]
+        else:
+            head = head_dir(args.head, args.head_layers)
+            places = [
+                trajectory_path(args.task, args.model, seed, args.results, args.istar_lambda, head)
+                for seed in args.seeds or [args.seed]
+            ]
+        assert all(f"{place}.json" in outputs for place in places), (words, places)
+        checked += 1
+    return checked
+
+
 def config_refusals(
     *entries: str, configfile: str | os.PathLike = "config.yaml", root: Path | None = None
 ) -> list[str]:
@@ -296,7 +338,8 @@ def built_once(tmp_path_factory, group: str) -> None:
 # through fine-tuning) and mpnet (a second sentence-transformers model of the same kind as MiniLM, 90 s to encode
 # WNLI; its packaged weights load in tests/test_models.py). The layer analysis chooses K over 2..5 on one sample with
 # one start (K-means was 80 % of a layer's time). The penalty's pull is read on one batch, not 5 (its gradients took a
-# third of a penalised run's time). The tests that read the workflow's results assert against these values; the
+# third of a penalised run's time); fine-tuning's sweep is λ in {0, 1} and CosReg (λ = -1, a second penalised run of 50
+# s, adds no kind of job or table). The tests that read the workflow's results assert against these values; the
 # shipped quick start itself is planned by test_workflow.py::test_shipped_configs_plan and run by `make run`.
 SUITE_OFFLINE = {
     "optimize": {
@@ -305,6 +348,7 @@ SUITE_OFFLINE = {
     },
     "layers": {"max_tokens": 1000, "k_max": 5, "kmeans_samples": 1, "kmeans_starts": 1},
     "finetune": {
+        "istar_lambdas": [0, 1],
         "max_train": 128,
         "max_heldout": 50,
         "max_validation": 50,

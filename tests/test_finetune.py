@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import ROOT, assert_one_record_schema, config_refusals, job_counts, sh
+from conftest import ROOT, assert_one_record_schema, config_refusals, job_counts, placed_where_planned, sh
 
 from isoflow.datasets import prepare, read_task
 from isoflow.datasets.table import build_task, write_task
@@ -22,6 +23,7 @@ from isoflow.finetune import train as train_module
 from isoflow.finetune.data import examples_of, held_out, maximal_phrases, phrase_disjoint_split, stratified_split
 from isoflow.finetune.model import SentenceEncoder, penalty_points
 from isoflow.finetune.report import paired, report
+from isoflow.finetune.runs import LrRun
 from isoflow.istar import IStarLoss
 from isoflow.metrics import covariance
 from isoflow.models import SENTENCE_MODELS
@@ -255,7 +257,8 @@ def test_sst2_heldout_is_fixed_and_shares_no_phrase_with_training(tmp_path, shar
 
 
 def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monkeypatch, tiny_bert):
-    """λ = 0 with I-STAR, weight 0 with CosReg and a loop with no regulariser at all write the same numbers."""
+    """λ = 0 with I-STAR, weight 0 with CosReg, a loop with no regulariser at all and a learning-rate candidate (placed
+    where the choice reads it) write the same numbers."""
     common = dict(epochs=1, batch_size=16, max_heldout=20, shrinkage_points=2000)
     runs = [
         polarity_run(polarity_small, tmp_path / "a", tiny_bert, istar_lambda=0.0, **common),
@@ -268,9 +271,12 @@ def test_zero_weight_is_the_plain_run_bit_for_bit(polarity_small, tmp_path, monk
 
     monkeypatch.setattr(train_module, "regulariser", lambda s: Nothing())
     runs.append(polarity_run(polarity_small, tmp_path / "c", tiny_bert, istar_lambda=0.0, **common))
+    runs.append(polarity_run(polarity_small, tmp_path / "d", tiny_bert, lr_candidate=True, **common))
     frames = [pd.read_parquet(p).drop(columns=["reg", "cosreg_weight"]) for p, _ in runs]
     steps = [pd.read_parquet(p.with_name("seed0.steps.parquet")) for p, _ in runs]
-    for other in (1, 2):
+    candidate = LrRun("polarity-120", tiny_bert.name, 1e-5, 0).path(tmp_path / "d")  # the default rate
+    assert runs[3][1] == Path(f"{candidate}.json")
+    for other in (1, 2, 3):
         pd.testing.assert_frame_equal(frames[0], frames[other], check_exact=True)
         pd.testing.assert_frame_equal(steps[0], steps[other], check_exact=True)
     assert (steps[0]["penalty"] == 0).all() and runs[1][0].parent.name == "cosreg0"
@@ -748,8 +754,9 @@ def test_workflow_plans_the_seed_floor_and_the_comparisons_with_namesakes(tmp_pa
     floor = f"{tmp_path}/results/finetune/runs/glue/sst2/minilm/istar1/cka-between-seeds.json"
     assert f"isoflow finetune-seed-floor {states.replace('seed1', 'seed0')} {states} --out {floor}" in plan
     assert "finetune_seed_floor.csv" in plan
-    candidates = [line for line in plan.splitlines() if "/lr-selection/lr" in line and "isoflow finetune " in line]
-    assert candidates and all("--states-points 0" in line for line in candidates)
+    candidates = [line for line in plan.splitlines() if "--lr-candidate" in line and "isoflow finetune " in line]
+    assert len(candidates) == 2 and all("--states-points 0" in line for line in candidates)
+    assert placed_where_planned(plan) == counts["finetune_run"] + counts["finetune_lr_run"]
 
 
 def test_isoscore_star_paired_only_on_the_same_points():
@@ -1035,6 +1042,15 @@ def test_one_run_has_one_regulariser(capsys):
 
     assert main(["finetune", "--task", "t", "--model", "m", "--istar-lambda", "-1", "--cosreg-weight", "1"]) == 2
     assert "--istar-lambda and --cosreg-weight name two regularisers" in capsys.readouterr().err
+
+
+def test_a_learning_rate_candidate_is_a_plain_run(capsys):
+    """--lr-candidate places the run where the learning-rate choice reads it; a weight there is refused before any
+    data is read."""
+    from isoflow.cli import main
+
+    assert main(["finetune", "--task", "t", "--model", "m", "--lr-candidate", "--meandir-weight", "2"]) == 2
+    assert "a learning-rate candidate is a plain run: its meandir weight is 2, not 0" in capsys.readouterr().err
 
 
 def test_the_diagnosis_gradients_on_a_tiny_model(tiny_bert):

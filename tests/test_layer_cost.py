@@ -103,3 +103,15 @@ def test_weights_that_would_not_fit_are_refused_before_they_load(tiny_gpt2, tmp_
         run_layers(model, str(text), out=tmp_path / "run", settings=LayerSettings(max_tokens=50), device="cpu",
                    progress=False, data_dir=tmp_path)  # fmt: skip
     assert "load them in bfloat16 (--dtype bfloat16)" in str(refused.value) and not (tmp_path / "run").exists()
+
+
+def test_a_shape_at_settings_takes_what_the_settings_fix():
+    """RunShape.at: the pair sample, the storage and the K-means sample (the cap, or every point when fewer) from the
+    settings; the counts as given."""
+    from isoflow.layers import LayerSettings
+
+    counts = {k: v for k, v in SHAPE.__dict__.items() if k not in ("pair_points", "streamed", "sample")}
+    shape = RunShape.at(LayerSettings(states="sample", sample_cap=300, pair_points=700), **counts)
+    assert shape == RunShape(**{**SHAPE.__dict__, "pair_points": 700, "streamed": True, "sample": 300})
+    every = RunShape.at(LayerSettings(states="all", sample_cap=5_000), **counts)
+    assert (every.streamed, every.sample) == (False, SHAPE.points)

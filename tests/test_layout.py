@@ -81,6 +81,9 @@ def test_the_library_names_a_run_as_the_layout_does(tmp_path):
     )
     plain = tmp_path / "finetune/runs/polarity/minilm/istar-1/seed1"
     assert finetune_path("polarity", "minilm", 1, -1.0, tmp_path) == plain
+    candidate = finetune_path("polarity", "minilm", 1, results=tmp_path, lr_candidate=2e-5)
+    assert candidate == tmp_path / "finetune/runs/polarity/minilm/lr-selection/lr2e-05/seed1"
+    assert candidate == Path(LrRun("polarity", "minilm", 2e-5, 1).path(tmp_path))
     assert layers_dir("gpt2", "brown", tmp_path) == tmp_path / "layers/runs/gpt2/brown"
 
 

@@ -22,6 +22,7 @@ from conftest import (
     checkout_copy,
     config_refusals,
     job_counts,
+    placed_where_planned,
     sh,
 )
 from test_tiers import tiers_missing
@@ -181,47 +182,6 @@ def test_full_paper_config_plans_completely(tmp_path):
     assert ungrouped["optimize_run"] == 28 * 5 and ungrouped["istar_run"] == 49 * 5
 
 
-@pytest.mark.slow
-def placed_where_planned(plan: str) -> int:
-    """Each `isoflow finetune` / `isoflow optimize` command of a dry run (`-p`) given a results root (`--results`)
-    instead of its place: where the library puts each of its runs — its run id's path under that root, worked out
-    from the command's own options as the command does — is one of the plan's outputs (else the job would finish
-    without the files Snakemake waits for). Returns how many commands were checked."""
-    import shlex
-
-    from isoflow.cli import build_parser
-    from isoflow.cli.finetune import regulariser
-    from isoflow.finetune.run import finetune_path
-    from isoflow.finetune.settings import REGULARISERS
-    from isoflow.optimize.run import trajectory_path
-    from isoflow.optimize.runs import head_dir
-
-    lines = [line.strip().removeprefix("Shell command: ") for line in plan.splitlines()]
-    outputs = {o.split(" (")[0] for line in lines if line.startswith("output: ") for o in line[8:].split(", ")}
-    commands = [
-        shlex.split(line.split(" > ")[0])
-        for line in lines
-        if line.startswith(("isoflow finetune ", "isoflow optimize "))
-    ]
-    parser, checked = build_parser(), 0
-    for words in (w for w in commands if "--results" in w):
-        args = parser.parse_args(words[1:])
-        if words[1] == "finetune":
-            weights = regulariser(args)
-            reg, name = weights["reg"], args.model_name or args.model
-            weight = weights[REGULARISERS[reg]]
-            places = [finetune_path(args.task, name, args.seed, results=args.results, reg=reg, weight=weight)]
-        else:
-            head = head_dir(args.head, args.head_layers)
-            places = [
-                trajectory_path(args.task, args.model, seed, args.results, args.istar_lambda, head)
-                for seed in args.seeds or [args.seed]
-            ]
-        assert all(f"{place}.json" in outputs for place in places), (words, places)
-        checked += 1
-    return checked
-
-
 @pytest.mark.parametrize(
     "configfile, jobs",
     [
@@ -274,7 +234,7 @@ def test_shipped_configs_plan(configfile, jobs, tmp_path):
     plan = snakemake("-n", "-p", "--configfile", configfile, "--config", *where).stdout
     counts = job_counts(plan)
     placed = placed_where_planned(plan)
-    assert placed == sum(counts.get(r, 0) for r in ("finetune_run", "optimize_run", "istar_run"))
+    assert placed == sum(counts.get(r, 0) for r in ("finetune_run", "finetune_lr_run", "optimize_run", "istar_run"))
     # + all; + aggregate, report; + the sweep's aggregate and report; + the layers report; + the finetune report;
     # + the pretraining corpus and report; + the dynamics report
     extra = (
@@ -624,12 +584,11 @@ def test_offline_config_runs_for_real(offline_checkout):
     tuned = pd.read_csv(results / "finetune/tables/finetune.csv")
     assert list(zip(tuned["reg"], tuned.istar_lambda)) == [
         ("cosreg", 0),
-        ("istar", -1),
         ("istar", 0),
         ("istar", 1),
     ] and set(tuned["seeds"]) == {1}
     assert (
-        len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 3
+        len(pd.read_csv(results / "finetune/tables/finetune_paired.csv")) == 2
         and (results / "stability/tables/stability.csv").is_file()
     )
     # the bag of words on the runs' 128 training sentences and on all of them; MiniLM's 7 states against the plain

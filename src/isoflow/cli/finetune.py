@@ -47,6 +47,12 @@ def add_parser(sub) -> None:
         help="with --states-points: where the token states go (default: <out>.states.pt; isoflow finetune-seed-floor "
         "reads them)",
     )
+    f.add_argument(
+        "--lr-candidate",
+        action="store_true",
+        help="a plain run (no regulariser) that `isoflow finetune-lr` chooses the learning rate from: placed at "
+        "<results>/finetune/runs/<task>/<model>/lr-selection/lr<LR>/seed<S> instead of the sweep's place",
+    )
     options.task_dir(f)
     options.results(f)
     options.device(f)
@@ -98,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
         progress=None if not args.quiet else False,
         lr_choice=lr_choice,
         states_out=args.states_out,
+        lr_candidate=args.lr_candidate,
         **settings,
     )
     info = json.loads(record.read_text())

@@ -5,7 +5,8 @@ state after the last epoch it finished, from which the same command resumes (:mo
 that diverges (NaN) is recorded with ``"diverged": true`` and the epoch, so that the sweep's table reports it.
 
 Default place: ``results/finetune/<task>/<model>/istar<λ>/seed<S>`` (λ = 0 included: every fine-tuning run is
-part of a sweep), or ``.../cosreg<w>/seed<S>`` for CosReg runs."""
+part of a sweep), or ``.../cosreg<w>/seed<S>`` for CosReg runs; a learning-rate candidate's (a plain run the choice
+reads) at ``.../lr-selection/lr<lr>/seed<S>``."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..skeleton import Outcome, Place, run_section
 from .checkpoint import Checkpoint
 from .data import splits
 from .model import load_encoder
-from .runs import SweepRun, in_arm
+from .runs import LrRun, SweepRun, in_arm
 from .train import FinetuneSettings, finetune, settings_dict
 
 
@@ -39,9 +40,13 @@ def finetune_path(
     cosreg_weight: float | None = None,
     reg: str | None = None,
     weight: float | None = None,
+    lr_candidate: float | None = None,
 ) -> Path:
     """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run, or
-    ``.../<reg><weight>/seed<S>`` for any regulariser and its weight."""
+    ``.../<reg><weight>/seed<S>`` for any regulariser and its weight; with ``lr_candidate`` (a learning rate), that
+    candidate's plain run, ``.../lr-selection/lr<lr>/seed<S>``."""
+    if lr_candidate is not None:
+        return Path(LrRun(resolve_name(task), model, float(lr_candidate), int(seed)).path(results))
     if reg is None:
         reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
     return Path(SweepRun(resolve_name(task), model, reg, float(weight), int(seed)).path(results))
@@ -107,15 +112,18 @@ def run_finetune(
     callback=None,
     lr_choice: dict | None = None,
     states_out: str | os.PathLike | None = None,
+    lr_candidate: bool = False,
     **settings,
 ) -> tuple[Path, Path]:
     """Fine-tune ``model`` (a name or path, or a :class:`~isoflow.models.spec.ModelSpec`) on ``task``
     (:mod:`isoflow.finetune.train`), write its records; returns (parquet, json).
     ``lr_choice``: how the learning rate was chosen (:mod:`isoflow.finetune.learning_rate`), for the record. With
     ``states_points``, the token states CKA between seeds reads go to ``states_out`` (default ``<out>.states.pt``),
-    written before the record."""
+    written before the record. ``lr_candidate``: the run is a candidate of the learning-rate choice (a plain run, placed
+    as :class:`~.runs.LrRun` unless ``out`` is given)."""
     where = {"data_dir": data_dir, "raw_dir": raw_dir, "mirror": mirror}
-    run = _prepared(task, model, seed, settings, where, task_path=task_path, device=device, results=results, out=out)
+    place = {"results": results, "out": out, "lr_candidate": lr_candidate}
+    run = _prepared(task, model, seed, settings, where, task_path=task_path, device=device, **place)
     body = lambda: _finetuned(run, progress, callback, lr_choice, states_out)  # noqa: E731
     return run.out.with_suffix(".parquet"), run_section("finetune", Place(run.out.with_suffix(".json")), body)
 
@@ -136,10 +144,12 @@ class _Run:
     checkpoint: Checkpoint
 
 
-def _prepared(task, model, seed, settings, where: dict, *, task_path, device, results, out) -> _Run:
+def _prepared(task, model, seed, settings, where: dict, *, task_path, device, results, out, lr_candidate) -> _Run:
     """The skeleton's first steps: the settings checked (every number, before any work), the inputs resolved (``where``:
     data_dir, raw_dir, mirror), the data split and the encoder loaded, the run's place and saved state."""
     s = FinetuneSettings(task=resolve_name(task), model=ModelSpec.of(model).model, seed=seed, **settings)
+    if lr_candidate and s.weight:
+        raise ValueError(f"a learning-rate candidate is a plain run: its {s.reg} weight is {s.weight:g}, not 0")
     inputs = run_inputs(device=device, task=task, task_path=task_path, model=model, **where)
     resolved, tdata = inputs.model, inputs.task
     if not resolved.local:
@@ -149,7 +159,9 @@ def _prepared(task, model, seed, settings, where: dict, *, task_path, device, re
     encoder = load_encoder(resolved, s.pooling, inputs.device)
     s = replace(s, pooling=encoder.pooling)  # the record says which pooling ran
     encoder.precision = s.precision
-    out = Path(out or finetune_path(tdata.name, resolved.name, seed, results=results, reg=s.reg, weight=s.weight))
+    lr = s.lr if lr_candidate else None
+    place = {"results": results, "reg": s.reg, "weight": s.weight, "lr_candidate": lr}
+    out = Path(out or finetune_path(tdata.name, resolved.name, seed, **place))
     matched = matched_pulls(s.matched_pull_from, seed, s.epochs) if s.matched_pull_from else None
     # What the run is, for its saved state: a state saved by a run of other settings, weights or data is not resumed.
     identity = {"settings": settings_dict(s), "model": resolved.source or resolved.name, "data": data.info}

@@ -60,6 +60,15 @@ class RunShape:
     streamed: bool = True  # states: sample (the sums held while encoding); all: no sums, every point stored
     sample: int | None = None  # the points of one K-means sample, over which the distance blocks run (None: kept)
 
+    @classmethod
+    def at(cls, settings, **counts) -> RunShape:
+        """The shape of a run at ``settings`` (a :class:`~isoflow.layers.LayerSettings`: its pair sample, what it keeps,
+        its K-means sample's cap) with its ``counts`` (weight_bytes, dim, states, measured, points, types, kept,
+        batch_points), which the plan, the run and the benchmark each take from what they have."""
+        points = counts["points"]
+        stored = {"streamed": settings.states == "sample", "sample": min(settings.sample_cap, points)}
+        return cls(pair_points=settings.pair_points, **stored, **counts)
+
 
 def peak_memory(shape: RunShape) -> dict[str, int]:
     """Each part of the run's resident memory in bytes (module docstring), and ``peak``: the runtime, the weights and

@@ -58,7 +58,8 @@ def run_shape(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto"
     points, the samples' union kept (``states: sample``) or every point, and the types Heaps' law allows."""
     points = settings.max_tokens
     kept = points if settings.states == "all" else min(points, settings.kmeans_samples * settings.sample_cap)
-    return RunShape(
+    return RunShape.at(
+        settings,
         weight_bytes=model.weight_bytes(dtype),
         dim=model.dim,
         states=model.states,
@@ -66,10 +67,7 @@ def run_shape(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto"
         points=points,
         types=min(points, math.ceil(HEAPS[0] * points ** HEAPS[1])),
         kept=kept,
-        pair_points=settings.pair_points,
         batch_points=ENCODE_BATCH * POINTS_PER_SENTENCE,
-        streamed=settings.states == "sample",
-        sample=min(settings.sample_cap, points),
     )
 
 

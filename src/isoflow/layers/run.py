@@ -323,7 +323,8 @@ def _run_shape(job: _Job, encoder, measured: list[int], chosen: list, n_points: 
         types = len({i for row in enc["input_ids"] for i in row})
     else:
         types = len({w for words in chosen for w in words}) if job.types != "last-token" else len(chosen)
-    return RunShape(
+    return RunShape.at(
+        job.settings,
         weight_bytes=sum(p.numel() * p.element_size() for p in encoder.model.parameters()),
         dim=encoder.dim,
         states=encoder.n_states,
@@ -331,10 +332,7 @@ def _run_shape(job: _Job, encoder, measured: list[int], chosen: list, n_points: 
         points=n_points,
         types=min(types, n_points),
         kept=kept,
-        pair_points=job.settings.pair_points,
         batch_points=-(-job.batch_size * n_points // max(len(chosen), 1)),
-        streamed=job.settings.states == "sample",
-        sample=min(job.settings.sample_cap, n_points),
     )
 
 
