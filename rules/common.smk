@@ -72,6 +72,8 @@ HUB_MODELS = {name: entry["hub"] for name, entry in (OWN.get("models") or {}).it
 MODEL_DTYPES = {
     name: entry["dtype"] for name, entry in (OWN.get("models") or {}).items() if entry.get("dtype", "auto") != "auto"
 }
+# The states an own model's layer runs measure, where the config names a subset (own.models.<name>.layers)
+MODEL_LAYERS = {name: entry["layers"] for name, entry in (OWN.get("models") or {}).items() if "layers" in entry}
 OWN_VECTORS = {
     name: {task: home(path) for task, path in entry["embeddings"].items()}
     for name, entry in (OWN.get("models") or {}).items()

@@ -38,9 +38,10 @@ rule layers_run:
         device=DEVICE,
         settings=command_line(LayerSettings, LAYERS),
         corpus=corpus_option,
+        subset=layer_subset,
     shell:
         "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "
-        "--device {params.device} --out {params.out} "
+        "{params.subset}--device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 

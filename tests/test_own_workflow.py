@@ -186,6 +186,16 @@ def _config(tmp_path, changes: dict) -> str:
             "none; remove it",
         ),
         (
+            {"own.models.bag-of-words.layers": "::2"},
+            "own.models.bag-of-words.layers: ::2 names which of a model's states to measure, and vectors made "
+            "elsewhere have none; remove it",
+        ),
+        (
+            {"own.models.tiny-bert.layers": "0,last"},
+            "own.models.tiny-bert.layers: '0,last': 'last' is neither a layer's index nor a slice; give e.g. 0,6,12 "
+            "or ::4,-1 (every fourth and the last)",
+        ),
+        (
             {"layers.corpora": ["diary"]},
             "layers.corpora names 'diary', which is neither a built-in corpus nor declared under own",
         ),

@@ -45,7 +45,18 @@ LAYER_SETTINGS = from_values(LayerSettings, LAYERS)
 def layer_resources(model, settings=LAYER_SETTINGS):
     """A layer run's memory (MiB), disk (MiB) and runtime (minutes), planned from its model's shape and its settings
     (isoflow.layers.plan; the fixed request where the shape is not known before the run)."""
-    return job_resources(model_shape(model), settings, dtype=MODEL_DTYPES.get(model, "auto"))
+    subset = {"dtype": MODEL_DTYPES.get(model, "auto"), "layers": MODEL_LAYERS.get(model)}
+    try:
+        return job_resources(model_shape(model), settings, **subset)
+    except ValueError as e:  # an index past the model's states, known once its shape is
+        raise ValueError(f"own.models.{model}.layers: {str(e).removeprefix('--layers ')}") from None
+
+
+def layer_subset(wildcards):
+    """`--layers SPEC ` for a model whose config names a subset of its states (own.models.<name>.layers); nothing
+    (not even the space) for every state, so that the other commands stay as they are."""
+    spec = MODEL_LAYERS.get(wildcards.model)
+    return f"--layers {shlex.quote(spec)} " if spec else ""
 
 
 def planned(resource):

@@ -25,6 +25,7 @@ from pathlib import Path
 from .config_files import ConfigError, resolve
 from .config_schema import RENAMED_KEYS, fill_defaults
 from .config_schema import load as load_schema
+from .layers.subset import check_spec
 from .optimize import runs as optimize_runs
 from .sections import SECTIONS, settings_classes
 
@@ -56,6 +57,7 @@ def checked_config(config: dict, schema: dict, root: str | os.PathLike = ".") ->
     fill_defaults(config, schema)
     _refuse([*task_istar_lambdas_problems(config), *istar_seeds_problems(config), *own_name_problems(config)])
     _refuse(vectors_problems(config))
+    _refuse(layer_subset_problems(config))
     _refuse(own_file_problems(config, root))
     return config
 
@@ -231,15 +233,16 @@ def own_name_problems(config: dict) -> list[str]:
 
 
 def vectors_problems(config: dict) -> list[str]:
-    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and no dtype."""
+    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and neither a
+    dtype nor a layer subset."""
     models = (config.get("own") or {}).get("models") or {}
     vectors = {name: entry["embeddings"] for name, entry in models.items() if "embeddings" in entry}
     pairs = optimize_runs.embedding_pairs(config["optimize"], config.get("istar") or {})
-    weightless = [  # a dtype names how weights load: vectors have none
-        f"own.models.{name}.dtype: {entry['dtype']} names how a model's weights load, and vectors made elsewhere "
-        "have none; remove it"
+    weightless = [  # a dtype names how weights load, a subset which of a model's states are measured: vectors have none
+        f"own.models.{name}.{field}: {entry[field]} names {what}, and vectors made elsewhere have none; remove it"
         for name, entry in models.items()
-        if "embeddings" in entry and entry.get("dtype", "auto") != "auto"
+        for field, what in (("dtype", "how a model's weights load"), ("layers", "which of a model's states to measure"))
+        if "embeddings" in entry and entry.get(field, "auto") != "auto"
     ]
     return weightless + [
         f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of "
@@ -272,3 +275,14 @@ def own_file_problems(config: dict, root: str | os.PathLike = ".") -> list[str]:
         for field, path in declared
         if not (Path(root) / os.path.expanduser(path)).exists()
     ]
+
+
+def layer_subset_problems(config: dict) -> list[str]:
+    """A model's layer subset (own.models.<name>.layers) spelled as `isoflow layers --layers` reads it."""
+    problems = []
+    for name, entry in ((config.get("own") or {}).get("models") or {}).items():
+        try:
+            check_spec(entry.get("layers"))
+        except ValueError as e:
+            problems.append(f"own.models.{name}.layers: {str(e).removeprefix('--layers ')}")
+    return problems

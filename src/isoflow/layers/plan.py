@@ -32,6 +32,7 @@ import math
 from ..models.shapes import ModelShape
 from .cost import RunShape, disk, peak_memory
 from .settings import LayerSettings
+from .subset import chosen_layers
 
 # The slowest encoding among the published layer runs: smollm2-135m over Brown (docs/results/layers/runs/smollm2-135m/
 # brown/meta.json: 2 · 134,515,008 parameters · 100,007 points in 930.1 s); tests/test_layer_plan.py recomputes it
@@ -53,9 +54,12 @@ ENCODE_BATCH = 64  # sentences per forward pass (isoflow.layers.run's default ba
 HEAPS = (30, 0.6)  # types ≤ 30 · tokens^0.6 (Heaps' law, above English text's): what a streamed run's type sums hold
 
 
-def run_shape(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto") -> RunShape:
-    """The run's shape (:class:`~isoflow.layers.cost.RunShape`) as planned: every state measured, ``max_tokens``
-    points, the samples' union kept (``states: sample``) or every point, and the types Heaps' law allows."""
+def run_shape(
+    model: ModelShape, settings: LayerSettings, *, dtype: str = "auto", layers: str | None = None
+) -> RunShape:
+    """The run's shape (:class:`~isoflow.layers.cost.RunShape`) as planned: the states ``layers`` names measured (every
+    state by default; ``isoflow layers --layers``), ``max_tokens`` points, the samples' union kept (``states:
+    sample``) or every point, and the types Heaps' law allows."""
     points = settings.max_tokens
     kept = points if settings.states == "all" else min(points, settings.kmeans_samples * settings.sample_cap)
     return RunShape.at(
@@ -63,7 +67,7 @@ def run_shape(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto"
         weight_bytes=model.weight_bytes(dtype),
         dim=model.dim,
         states=model.states,
-        measured=model.states,
+        measured=len(chosen_layers(layers, model.states)),
         points=points,
         types=min(points, math.ceil(HEAPS[0] * points ** HEAPS[1])),
         kept=kept,
@@ -71,13 +75,14 @@ def run_shape(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto"
     )
 
 
-def run_seconds(model: ModelShape, settings: LayerSettings) -> float:
-    """The run's seconds at the published runs' slowest rates (module docstring): encoding, then every state."""
+def run_seconds(model: ModelShape, settings: LayerSettings, *, layers: str | None = None) -> float:
+    """The run's seconds at the published runs' slowest rates (module docstring): encoding, then each state measured
+    (every state, or those ``layers`` names)."""
     sample = min(settings.sample_cap, settings.max_tokens)
     kmeans = settings.k_max * settings.kmeans_samples * settings.kmeans_starts / PUBLISHED_KMEANS
     measure = MEASURE_SECONDS_PER_UNIT * sample * max(sample, CALIBRATION_SAMPLE) * model.dim * max(1.0, kmeans)
     encode = 2 * model.parameters * settings.max_tokens / ENCODE_FLOPS_PER_SECOND
-    return encode + model.states * (LAYER_SECONDS + measure)
+    return encode + len(chosen_layers(layers, model.states)) * (LAYER_SECONDS + measure)
 
 
 # What a job asks for when its model's shape cannot be known before it runs (a hub id not cached, a folder that does
@@ -85,16 +90,21 @@ def run_seconds(model: ModelShape, settings: LayerSettings) -> float:
 UNPLANNED = {"mem_mb": 8000, "disk_mb": 10_000, "runtime": 240}
 
 
-def job_resources(model: ModelShape | None, settings: LayerSettings, *, dtype: str = "auto") -> dict[str, int]:
+def job_resources(
+    model: ModelShape | None, settings: LayerSettings, *, dtype: str = "auto", layers: str | None = None
+) -> dict[str, int]:
     """:func:`planned_resources` of a known shape, else :data:`UNPLANNED`."""
-    return dict(UNPLANNED) if model is None else planned_resources(model, settings, dtype=dtype)
+    return dict(UNPLANNED) if model is None else planned_resources(model, settings, dtype=dtype, layers=layers)
 
 
-def planned_resources(model: ModelShape, settings: LayerSettings, *, dtype: str = "auto") -> dict[str, int]:
-    """A job's ``mem_mb``, ``disk_mb`` (MiB) and ``runtime`` (minutes), each with its margin (module docstring)."""
-    shape = run_shape(model, settings, dtype=dtype)
+def planned_resources(
+    model: ModelShape, settings: LayerSettings, *, dtype: str = "auto", layers: str | None = None
+) -> dict[str, int]:
+    """A job's ``mem_mb``, ``disk_mb`` (MiB) and ``runtime`` (minutes), each with its margin (module docstring), for
+    the weights in ``dtype`` and the states ``layers`` names (every state by default)."""
+    shape = run_shape(model, settings, dtype=dtype, layers=layers)
     return {
         "mem_mb": math.ceil(peak_memory(shape)["peak"] * MEMORY_MARGIN / 2**20),
         "disk_mb": math.ceil(disk(shape) * DISK_MARGIN / 2**20),
-        "runtime": math.ceil(run_seconds(model, settings) * TIME_MARGIN / 60),
+        "runtime": math.ceil(run_seconds(model, settings, layers=layers) * TIME_MARGIN / 60),
     }
