@@ -29,7 +29,7 @@ fi
 DEVICE=cuda TINY=() STEP_TIMEOUT=100 METRICS_TIMEOUT=330 TESTS=()
 LARGE=(--shape llama-3.2-1b --dtype bfloat16 --tokens 20000 --sample-cap 5000)
 if [[ "${1:-}" == dry ]]; then
-    LARGE=(--shape tiny-llama --dtype bfloat16 --tokens 2000 --sample-cap 500)
+    LARGE=(--shape tiny-llama --dtype bfloat16 --tokens 1000 --sample-cap 300)
     # the device tests' CPU cases are the suite's own: collected here (the selection is checked), not run twice
     DEVICE=cpu TINY=(--tiny) STEP_TIMEOUT=300 METRICS_TIMEOUT=300 TESTS=(--collect-only)
     echo "dry run on the CPU: skipped (GPU only): nvidia-smi, the CUDA parametrisations of the tests (collected, not" \
