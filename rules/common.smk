@@ -72,8 +72,12 @@ HUB_MODELS = {name: entry["hub"] for name, entry in (OWN.get("models") or {}).it
 MODEL_DTYPES = {
     name: entry["dtype"] for name, entry in (OWN.get("models") or {}).items() if entry.get("dtype", "auto") != "auto"
 }
-# The states an own model's layer runs measure, where the config names a subset (own.models.<name>.layers)
+# The states an own model's layer runs measure, and how they spread its weights over devices, where the config says
+# (own.models.<name>.layers, .device_map)
 MODEL_LAYERS = {name: entry["layers"] for name, entry in (OWN.get("models") or {}).items() if "layers" in entry}
+MODEL_DEVICE_MAPS = {
+    name: entry["device_map"] for name, entry in (OWN.get("models") or {}).items() if "device_map" in entry
+}
 OWN_VECTORS = {
     name: {task: home(path) for task, path in entry["embeddings"].items()}
     for name, entry in (OWN.get("models") or {}).items()

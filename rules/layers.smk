@@ -38,10 +38,10 @@ rule layers_run:
         device=DEVICE,
         settings=command_line(LayerSettings, LAYERS),
         corpus=corpus_option,
-        subset=layer_subset,
+        own=layer_run_options,
     shell:
         "isoflow layers {params.model} --corpus {params.corpus} --corpus-name {wildcards.corpus} {params.settings} "
-        "{params.subset}--device {params.device} --out {params.out} "
+        "{params.own}--device {params.device} --out {params.out} "
         "--raw-dir {params.raw} {params.mirror} > {log} 2>&1"
 
 

@@ -191,6 +191,11 @@ def _config(tmp_path, changes: dict) -> str:
             "elsewhere have none; remove it",
         ),
         (
+            {"own.models.bag-of-words.device_map": "auto"},
+            "own.models.bag-of-words.device_map: auto names how a model's weights are spread over devices, and vectors "
+            "made elsewhere have none; remove it",
+        ),
+        (
             {"own.models.tiny-bert.layers": "0,last"},
             "own.models.tiny-bert.layers: '0,last': 'last' is neither a layer's index nor a slice; give e.g. 0,6,12 "
             "or ::4,-1 (every fourth and the last)",

@@ -107,10 +107,11 @@ def test_the_paper_configs_layer_jobs_ask_slurm_for_what_their_plan_says(tmp_pat
     assert len(set(asked.values())) >= 4  # MiniLM, mpnet, GloVe and the plain LMs each their own
 
 
-def test_an_own_models_dtype_and_layers_reach_its_commands_and_its_plan(tmp_path):
+def test_an_own_models_dtype_layers_and_placement_reach_its_commands_and_its_plan(tmp_path):
     """own.models.<name>.dtype: every job loading the model is given --dtype, and its layer run's request is planned
     for the weights in that dtype (a folder whose safetensors header declares a 1B float32 model: read, never
-    loaded, by the plan); own.models.<name>.layers: its layer run measures that subset (--layers), planned for it."""
+    loaded, by the plan); own.models.<name>.layers: its layer run measures that subset (--layers), planned for it;
+    .device_map: its layer run spreads the weights so (--device-map)."""
     import struct
 
     from isoflow.config_files import load
@@ -139,11 +140,11 @@ def test_an_own_models_dtype_and_layers_reach_its_commands_and_its_plan(tmp_path
     bf16, f32 = (planned_resources(folder_shape(big), settings, dtype=d)["mem_mb"] for d in ("bfloat16", "auto"))
     assert f"mem_mb={bf16}," in job[1] and bf16 < f32 - 1800  # 2 GB of weights fewer
     assert "--layers" not in job[2]
-    config["own"]["models"]["big"]["layers"] = "::4,-1"  # 17 states: 0, 4, 8, 12, 16
+    config["own"]["models"]["big"].update(layers="::4,-1", device_map="auto")  # 17 states: 0, 4, 8, 12, 16
     (tmp_path / "big.yaml").write_text(yaml.safe_dump(config))
     out = snakemake("-n", "-p", "layers_runs", "--configfile", str(tmp_path / "big.yaml")).stdout
     job = re.search(r"rule layers_run:\n(?:    .*\n)*?    resources: (.*)\n(?:.*\n)*?Shell command: (.*)", out)
-    assert " --layers ::4,-1 --device " in job[2]
+    assert " --layers ::4,-1 --device-map auto --device " in job[2]
     subset = planned_resources(folder_shape(big), settings, dtype="bfloat16", layers="::4,-1")
     assert all(f"{k}={v}," in job[1] + "," for k, v in subset.items())
     every = planned_resources(folder_shape(big), settings, dtype="bfloat16")

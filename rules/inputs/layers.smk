@@ -52,11 +52,11 @@ def layer_resources(model, settings=LAYER_SETTINGS):
         raise ValueError(f"own.models.{model}.layers: {str(e).removeprefix('--layers ')}") from None
 
 
-def layer_subset(wildcards):
-    """`--layers SPEC ` for a model whose config names a subset of its states (own.models.<name>.layers); nothing
-    (not even the space) for every state, so that the other commands stay as they are."""
-    spec = MODEL_LAYERS.get(wildcards.model)
-    return f"--layers {shlex.quote(spec)} " if spec else ""
+def layer_run_options(wildcards):
+    """`--layers SPEC ` and `--device-map MAP ` for a model whose config names a subset of its states or a placement
+    (own.models.<name>.layers, .device_map), each with its space; nothing for a model that names neither."""
+    spec, placement = MODEL_LAYERS.get(wildcards.model), MODEL_DEVICE_MAPS.get(wildcards.model)
+    return (f"--layers {shlex.quote(spec)} " if spec else "") + (f"--device-map {placement} " if placement else "")
 
 
 def planned(resource):

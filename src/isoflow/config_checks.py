@@ -232,6 +232,14 @@ def own_name_problems(config: dict) -> list[str]:
     return problems
 
 
+# What an own model entry may say of a model with weights, and vectors made elsewhere have none of
+WEIGHTS_FIELDS = {
+    "dtype": "how a model's weights load",
+    "device_map": "how a model's weights are spread over devices",
+    "layers": "which of a model's states to measure",
+}
+
+
 def vectors_problems(config: dict) -> list[str]:
     """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and neither a
     dtype nor a layer subset."""
@@ -241,8 +249,8 @@ def vectors_problems(config: dict) -> list[str]:
     weightless = [  # a dtype names how weights load, a subset which of a model's states are measured: vectors have none
         f"own.models.{name}.{field}: {entry[field]} names {what}, and vectors made elsewhere have none; remove it"
         for name, entry in models.items()
-        for field, what in (("dtype", "how a model's weights load"), ("layers", "which of a model's states to measure"))
-        if "embeddings" in entry and entry.get(field, "auto") != "auto"
+        for field, what in WEIGHTS_FIELDS.items()
+        if "embeddings" in entry and field in entry and (field, entry[field]) != ("dtype", "auto")
     ]
     return weightless + [
         f"own.models.{model}.embeddings has no file for task {task!r}; add `{task}: FILE` (one row per item of "
