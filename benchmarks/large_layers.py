@@ -93,10 +93,18 @@ class MemoryByStage:
 
 
 def measure(
-    shape: str, dtype: str, device: str, tokens: int, sample_cap: int, work: Path, states: str = "all", saved: str = ""
+    shape: str,
+    dtype: str,
+    device: str,
+    tokens: int,
+    sample_cap: int,
+    work: Path,
+    states: str = "all",
+    saved: str = "",
+    layers: str | None = None,
 ) -> dict:
     """One run of ``isoflow layers --dtype <dtype>`` on the shape's random weights saved in ``saved`` (default: the
-    same dtype)."""
+    same dtype), measuring the states ``layers`` names (default: every one)."""
     import torch
 
     from isoflow.layers import LayerSettings
@@ -123,12 +131,13 @@ def measure(
         # the cache under the work folder: a narrowed copy (saved wider than loaded) is made there, in the run
         out = run_layers(ModelSpec(str(work / "model"), f"{shape}-random", None, dtype), str(text), settings=settings,
                          out=work / "run", device=device, batch_size=BATCH_SIZE, progress=False,
-                         data_dir=work / "data")  # fmt: skip
+                         data_dir=work / "data", layers=layers)  # fmt: skip
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
     predicted = _predicted(made, meta, out, settings, dtype)
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
+    measured = meta.get("layers_measured", list(range(meta["n_layers"])))
     return {
         **made,
         "loaded_dtype": dtype,  # what the run loaded the weights in ("dtype": what they were saved in)
@@ -138,9 +147,10 @@ def measure(
         "points_kept": meta.get("points_kept", meta["n_points"]),
         # the store's bytes on disk: every measured state's kept points, float32 (isoflow.layers.store.states_bytes)
         "states_disk_mb": round(
-            states_bytes(meta["n_layers"], meta.get("points_kept", meta["n_points"]), meta["dim"]) / 2**20, 1
+            states_bytes(len(measured), meta.get("points_kept", meta["n_points"]), meta["dim"]) / 2**20, 1
         ),
         "n_states": meta["n_layers"],
+        "layers_measured": measured,
         "dim": meta["dim"],
         "wall_seconds": round(wall, 1),
         "encode_seconds": round(seconds["encode"], 2),
@@ -196,13 +206,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--states", default="all", choices=("all", "sample"), help="what the run keeps (docs/layers.md)"
     )
+    parser.add_argument(
+        "--layers", default=None, metavar="SPEC", help="measure only these states (isoflow layers --layers)"
+    )
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
     provenance = run_provenance()  # the code as it is imported: a file edited while the run goes is not what ran
     with tempfile.TemporaryDirectory() as work:
         result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states,
-                         args.saved_dtype)  # fmt: skip
+                         args.saved_dtype, args.layers)  # fmt: skip
     written = {
         "what": "python benchmarks/large_layers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         # the 1-, 5- and 15-minute load averages before and after: near 2 with nothing else running on 2 cores

@@ -32,6 +32,11 @@ SHAPES = {
     "llama-3.1-8b": ("llama", dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                                    num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False,
                                    rope_theta=500000.0, max_position_embeddings=131072)),
+    # Pythia's checkpoint series (EleutherAI/pythia-160m: GPT-NeoX, untied embeddings), for a checkpoint's cost
+    "pythia-160m": ("gpt_neox", dict(vocab_size=50304, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
+                                     num_attention_heads=12, rotary_pct=0.25, rotary_emb_base=10000,
+                                     use_parallel_residual=True, tie_word_embeddings=False, layer_norm_eps=1e-5,
+                                     max_position_embeddings=2048)),
     # a 2-block model of the 1B's kind, for the dry runs and the tests (no published model)
     "tiny-llama": ("llama", dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                                  num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
@@ -41,6 +46,7 @@ SHAPES = {
 PUBLISHED_PARAMETERS = {
     "smollm2-135m": 134_515_008,
     "qwen2.5-0.5b": 494_032_768,
+    "pythia-160m": 162_322_944,
     "llama-3.2-1b": 1_235_814_400,
     "llama-3.1-8b": 8_030_261_248,
 }

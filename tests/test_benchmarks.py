@@ -407,16 +407,18 @@ def test_a_shape_saved_in_bfloat16_is_measured_in_bfloat16_at_a_subset_of_layers
 
 @pytest.mark.slow
 def test_the_large_model_benchmark_keeps_a_sample_when_asked(tmp_path):
-    """benchmarks/large_layers.py on the tiny Llama shape with --states sample: its record names what the run kept
-    and the store's size that follows (states × kept points × d × 4 bytes), fewer points than it read."""
+    """benchmarks/large_layers.py on the tiny Llama shape with --states sample and --layers: its record names what the
+    run kept and measured, and the store's size that follows (measured states × kept points × d × 4 bytes), fewer
+    points than it read."""
     import json
 
     import large_layers
 
     out = tmp_path / "large.json"
     argv = ["--shape", "tiny-llama", "--dtype", "bfloat16", "--tokens", "300", "--sample-cap", "40", "--states",
-            "sample", "--out", str(out)]  # fmt: skip
+            "sample", "--layers", "0,-1", "--out", str(out)]  # fmt: skip
     assert large_layers.main(argv) == 0
     (row,) = json.loads(out.read_text())["results"]
     assert row["states"] == "sample" and row["points_kept"] == 40 < row["n_points"]
-    assert row["states_disk_mb"] == round(row["n_states"] * 40 * row["dim"] * 4 / 2**20, 1)
+    assert row["layers_measured"] == [0, 2] == [int(k[len("layer") :]) for k in row["layer_seconds"]]
+    assert row["states_disk_mb"] == round(2 * 40 * row["dim"] * 4 / 2**20, 1)
