@@ -8,7 +8,8 @@ settings (:class:`~isoflow.layers.settings.LayerSettings`).
 * **time**: encoding, 2 · parameters FLOPs a point at :data:`ENCODE_FLOPS_PER_SECOND`, and each measured state
   :data:`LAYER_SECONDS` + :data:`MEASURE_SECONDS_PER_UNIT` · S · max(S, 20,000) · d (S the K-means sample: the
   distances of LID and the silhouettes grow as S², K-means as S; below the published runs' 20,000 points every term is
-  taken as linear, an upper bound), scaled by the K-means work the settings ask beside the published runs'; times
+  taken as linear, an upper bound), scaled by the K-means fits the settings ask against the published runs' (up, and
+  down: the large-model benchmarks, at one sample and one start, took under half of it, tested); times
   :data:`TIME_MARGIN`. The rates are the slowest of the published layer runs (docs/results/layers/runs: 2 CPU cores;
   a state's average time, whose slowest single state took up to twice it on a shared machine), so that the request is
   a ceiling on such a machine, not a prediction; a GPU job finishes well inside it.
@@ -80,7 +81,7 @@ def run_seconds(model: ModelShape, settings: LayerSettings, *, layers: str | Non
     (every state, or those ``layers`` names)."""
     sample = min(settings.sample_cap, settings.max_tokens)
     kmeans = settings.k_max * settings.kmeans_samples * settings.kmeans_starts / PUBLISHED_KMEANS
-    measure = MEASURE_SECONDS_PER_UNIT * sample * max(sample, CALIBRATION_SAMPLE) * model.dim * max(1.0, kmeans)
+    measure = MEASURE_SECONDS_PER_UNIT * sample * max(sample, CALIBRATION_SAMPLE) * model.dim * kmeans
     encode = 2 * model.parameters * settings.max_tokens / ENCODE_FLOPS_PER_SECOND
     return encode + len(chosen_layers(layers, model.states)) * (LAYER_SECONDS + measure)
 
