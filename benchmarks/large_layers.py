@@ -107,7 +107,6 @@ def measure(
     same dtype), measuring the states ``layers`` names (default: every one)."""
     import torch
 
-    from isoflow.layers import LayerSettings
     from isoflow.layers.run import run_layers
     from isoflow.layers.store import states_bytes
     from isoflow.models.spec import ModelSpec
@@ -120,7 +119,7 @@ def measure(
     made = json.loads(subprocess.run([*built, "--out", str(work / "model")], check=True, capture_output=True,
                                      text=True).stdout.strip().splitlines()[-1])  # fmt: skip
     made["build_seconds"] = round(time.perf_counter() - t, 1)
-    settings = LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
+    settings = run_settings(tokens, sample_cap, states)
     if device.startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
     import isoflow.layers.run as layers_run
@@ -167,6 +166,14 @@ def measure(
     }
 
 
+def run_settings(tokens: int, sample_cap: int, states: str = "all"):
+    """The layer settings a run of this benchmark measures at: ``tokens`` points, K-means on one sample of
+    ``sample_cap`` points with one start (what a large model's run is sized by), the states kept as ``states``."""
+    from isoflow.layers import LayerSettings
+
+    return LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
+
+
 def _predicted(made: dict, meta: dict, out: Path, settings, dtype: str) -> dict:
     """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record and tables (the
     types the layers counted; a batch's points: the batch's sentences times the points a sentence gave)."""
@@ -190,9 +197,8 @@ def _predicted(made: dict, meta: dict, out: Path, settings, dtype: str) -> dict:
     return {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    from isoflow.records import run_provenance
-
+def parser() -> argparse.ArgumentParser:
+    """The benchmark's command line (its defaults: what a record's settings are when its command left them out)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shape", default="llama-3.2-1b", choices=sorted(model_shapes.SHAPES))
     parser.add_argument("--dtype", default="bfloat16", choices=("float32", "bfloat16", "float16"))
@@ -210,7 +216,13 @@ def main(argv: list[str] | None = None) -> int:
         "--layers", default=None, metavar="SPEC", help="measure only these states (isoflow layers --layers)"
     )
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from isoflow.records import run_provenance
+
+    args = parser().parse_args(argv)
     load_before = os.getloadavg()
     provenance = run_provenance()  # the code as it is imported: a file edited while the run goes is not what ran
     with tempfile.TemporaryDirectory() as work:

@@ -8,6 +8,7 @@ import glob
 import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -179,15 +180,17 @@ def test_the_plan_covers_what_the_large_model_benchmarks_took():
     """At each large-model benchmark's settings (benchmarks/results/large-layers-*.json: K-means on one sample with one
     start, a fifteenth of the published runs' fits) the plan's seconds, before the margin, exceed the run's wall time
     (some of them on a loaded machine) at least twice: the K-means scaling down is a ceiling there too."""
-    ratios = []
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import large_layers
+
+    defaults, ratios = large_layers.parser(), []
     for path in glob.glob(str(ROOT / "benchmarks/results/large-layers-*.json")):
         written = json.loads(Path(path).read_text())
-        args = dict(re.findall(r"--(tokens|sample-cap) (\d+)", written["what"]))
+        # its command's values (one record's "what" is a sentence naming two commands: read, not parsed whole)
+        given = {k.replace("-", "_"): int(v) for k, v in re.findall(r"--(tokens|sample-cap) (\d+)", written["what"])}
+        counts = {k: given.get(k, defaults.get_default(k)) for k in ("tokens", "sample_cap")}
         for r in written["results"]:
-            settings = LayerSettings(
-                max_tokens=int(args.get("tokens", 20_000)), sample_cap=int(args.get("sample-cap", 5_000)),
-                kmeans_samples=1, kmeans_starts=1, states=r.get("states", "all"),
-            )  # fmt: skip
+            settings = large_layers.run_settings(**counts, states=r.get("states", "all"))
             shape = ModelShape(parameters=r["parameters"], dim=r["dim"], states=r["n_states"], saved_bytes=2)
             measured = ",".join(map(str, r.get("layers_measured", range(r["n_states"]))))
             ratios.append(plan.run_seconds(shape, settings, layers=measured) / r["wall_seconds"])

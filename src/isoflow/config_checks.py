@@ -241,12 +241,12 @@ WEIGHTS_FIELDS = {
 
 
 def vectors_problems(config: dict) -> list[str]:
-    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and neither a
-    dtype nor a layer subset."""
+    """Vectors made elsewhere come with a file for every task the optimisation runs pair them with, and none of the
+    fields of a model with weights (WEIGHTS_FIELDS; a dtype of auto, the schema's default, says nothing)."""
     models = (config.get("own") or {}).get("models") or {}
     vectors = {name: entry["embeddings"] for name, entry in models.items() if "embeddings" in entry}
     pairs = optimize_runs.embedding_pairs(config["optimize"], config.get("istar") or {})
-    weightless = [  # a dtype names how weights load, a subset which of a model's states are measured: vectors have none
+    weightless = [
         f"own.models.{name}.{field}: {entry[field]} names {what}, and vectors made elsewhere have none; remove it"
         for name, entry in models.items()
         for field, what in WEIGHTS_FIELDS.items()
