@@ -30,10 +30,17 @@ SENTENCES = ROOT / "examples" / "own" / "corpus.txt"
 BATCH_SIZE = 32  # sentences a batch (isoflow layers' default)
 
 
-def text_of(tokens: int, out: Path) -> Path:
-    """examples/own/corpus.txt's sentences in seeded orders until about ``tokens`` words (twice: the tokenizer's
-    pieces outnumber them)."""
-    lines = [line for line in SENTENCES.read_text().splitlines() if line.strip()]
+def text_of(tokens: int, out: Path, corpus: str | None = None, mirror: Path | None = None) -> Path:
+    """Sentences in seeded orders until about ``tokens`` words (twice: the tokenizer's pieces outnumber them):
+    examples/own/corpus.txt's 80, or a corpus isoflow reads (``brown``: its thousands of types, as a real run's) from
+    ``mirror``, nothing downloaded."""
+    if corpus is None:
+        lines = [line for line in SENTENCES.read_text().splitlines() if line.strip()]
+    else:
+        from isoflow import corpora
+
+        sentences = corpora.load(corpus, out.parent / "cache", mirror, allow_download=False)
+        lines = [" ".join(words) for words in corpora.sample(sentences, 2 * tokens, 0, len)]
     rng, chosen, words = random.Random(0), [], 0
     while words < 2 * tokens:
         order = lines[:]
@@ -102,16 +109,19 @@ def measure(
     states: str = "all",
     saved: str = "",
     layers: str | None = None,
+    corpus: tuple[str, Path] | None = None,
 ) -> dict:
     """One run of ``isoflow layers --dtype <dtype>`` on the shape's random weights saved in ``saved`` (default: the
-    same dtype), measuring the states ``layers`` names (default: every one)."""
+    same dtype), measuring the states ``layers`` names (default: every one), over ``corpus`` (its name and mirror;
+    default: the example's sentences)."""
+    import pandas as pd
     import torch
 
     from isoflow.layers.run import run_layers
     from isoflow.layers.store import states_bytes
     from isoflow.models.spec import ModelSpec
 
-    text = text_of(tokens, work / "text.txt")
+    text = text_of(tokens, work / "text.txt", *(corpus or ()))
     t = time.perf_counter()
     # Built in a process of its own, so that this one's peak memory is the run's alone (the weights it built are
     # not what `isoflow layers` holds)
@@ -134,7 +144,8 @@ def measure(
     wall = time.perf_counter() - t
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
-    predicted = _predicted(made, meta, out, settings, dtype)
+    n_types = int(pd.read_parquet(out / "layers.parquet")["n_types"].max())  # the types the layers counted
+    predicted = _predicted(made, meta, n_types, settings, dtype)
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     measured = meta.get("layers_measured", list(range(meta["n_layers"])))
     return {
@@ -148,6 +159,9 @@ def measure(
         "states_disk_mb": round(
             states_bytes(len(measured), meta.get("points_kept", meta["n_points"]), meta["dim"]) / 2**20, 1
         ),
+        "n_types": n_types,
+        # a run keeping its sample: every measured state's types' sums, float64, beside the store (isoflow.layers.cost)
+        "types_disk_mb": round(len(measured) * n_types * 8 * meta["dim"] / 2**20, 1) if states == "sample" else 0,
         "n_states": meta["n_layers"],
         "layers_measured": measured,
         "dim": meta["dim"],
@@ -174,11 +188,9 @@ def run_settings(tokens: int, sample_cap: int, states: str = "all"):
     return LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
 
 
-def _predicted(made: dict, meta: dict, out: Path, settings, dtype: str) -> dict:
-    """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record and tables (the
-    types the layers counted; a batch's points: the batch's sentences times the points a sentence gave)."""
-    import pandas as pd
-
+def _predicted(made: dict, meta: dict, n_types: int, settings, dtype: str) -> dict:
+    """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record (a batch's
+    points: the batch's sentences times the points a sentence gave) with its ``n_types``."""
     from isoflow.layers.cost import RunShape, peak_memory
     from isoflow.models.shapes import BYTES
 
@@ -190,7 +202,7 @@ def _predicted(made: dict, meta: dict, out: Path, settings, dtype: str) -> dict:
         states=meta["n_layers"],
         measured=len(meta.get("layers_measured", range(meta["n_layers"]))),
         points=n,
-        types=int(pd.read_parquet(out / "layers.parquet")["n_types"].max()),
+        types=n_types,
         kept=meta.get("points_kept", n),
         batch_points=round(BATCH_SIZE * n / meta["sentences_used"]),  # a batch's sentences, the points of one
     )
@@ -215,6 +227,10 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--layers", default=None, metavar="SPEC", help="measure only these states (isoflow layers --layers)"
     )
+    parser.add_argument(
+        "--corpus", default=None, help="a corpus isoflow reads (brown), its sentences the text (default: the example's)"
+    )
+    parser.add_argument("--mirror", type=Path, default=None, help="where --corpus is read from (nothing downloaded)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     return parser
 
@@ -226,8 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     provenance = run_provenance()  # the code as it is imported: a file edited while the run goes is not what ran
     with tempfile.TemporaryDirectory() as work:
+        corpus = None if args.corpus is None else (args.corpus, args.mirror)
         result = measure(args.shape, args.dtype, args.device, args.tokens, args.sample_cap, Path(work), args.states,
-                         args.saved_dtype, args.layers)  # fmt: skip
+                         args.saved_dtype, args.layers, corpus)  # fmt: skip
     written = {
         "what": "python benchmarks/large_layers.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         # the 1-, 5- and 15-minute load averages before and after: near 2 with nothing else running on 2 cores

@@ -406,19 +406,21 @@ def test_a_shape_saved_in_bfloat16_is_measured_in_bfloat16_at_a_subset_of_layers
 
 
 @pytest.mark.slow
-def test_the_large_model_benchmark_keeps_a_sample_when_asked(tmp_path):
-    """benchmarks/large_layers.py on the tiny Llama shape with --states sample and --layers: its record names what the
-    run kept and measured, and the store's size that follows (measured states × kept points × d × 4 bytes), fewer
-    points than it read."""
+def test_the_large_model_benchmark_keeps_a_sample_when_asked(tmp_path, shared_mirror):
+    """benchmarks/large_layers.py on the tiny Llama shape with --states sample and --layers, over Brown's sentences
+    read from the mirror: its record names what the run kept and measured, and the disk that follows (measured states
+    × kept points × d × 4 bytes of states, × types × d × 8 of types' sums), fewer points than it read."""
     import json
 
     import large_layers
 
     out = tmp_path / "large.json"
     argv = ["--shape", "tiny-llama", "--dtype", "bfloat16", "--tokens", "300", "--sample-cap", "40", "--states",
-            "sample", "--layers", "0,-1", "--out", str(out)]  # fmt: skip
+            "sample", "--layers", "0,-1", "--corpus", "brown", "--mirror", str(shared_mirror),
+            "--out", str(out)]  # fmt: skip
     assert large_layers.main(argv) == 0
     (row,) = json.loads(out.read_text())["results"]
     assert row["states"] == "sample" and row["points_kept"] == 40 < row["n_points"]
     assert row["layers_measured"] == [0, 2] == [int(k[len("layer") :]) for k in row["layer_seconds"]]
     assert row["states_disk_mb"] == round(2 * 40 * row["dim"] * 4 / 2**20, 1)
+    assert row["n_types"] > 100 and row["types_disk_mb"] == round(2 * row["n_types"] * row["dim"] * 8 / 2**20, 1)

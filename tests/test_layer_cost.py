@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from isoflow.layers.cost import RUNTIME_BYTES, RunShape, disk, peak_memory
+from isoflow.layers.cost import RUNTIME_BYTES, RunShape, disk, peak_memory, store_bytes
 from isoflow.layers.store import LayerStore
 from isoflow.layers.streamed import LayerStatistics, TypeIndex
 
@@ -16,19 +16,21 @@ SHAPE = RunShape(
 )  # fmt: skip
 
 
-def test_the_sums_a_run_holds_are_what_the_formula_counts():
-    """One layer's sums after 1,500 types: the two d × d float64 scatters and two blocks of 1,024 types' unit-row sums
-    — the formula's encoding stage less the store and the batch, per measured layer."""
+def test_the_sums_a_run_holds_are_what_the_formula_counts(tmp_path):
+    """One layer's sums after 1,500 types, its types' sums in a file beside the store (as a run's): the two d × d
+    float64 scatters in memory — the formula's encoding stage less the store and the batch, per measured layer — and
+    1,500 float64 rows on disk, the formula's disk less the store, per measured layer."""
     d, types = SHAPE.dim, np.array([f"w{k}" for k in range(SHAPE.types)], dtype=object)
-    index, stats = TypeIndex(), LayerStatistics(d)
+    index, stats = TypeIndex(), LayerStatistics(d, tmp_path / "types0.f64")
     x = torch.randn(SHAPE.types, d, generator=torch.Generator().manual_seed(0))
     for rows in (slice(0, 700), slice(700, SHAPE.types)):
         stats.update(x[rows], index.codes(types[rows]), torch.ones(rows.stop - rows.start, dtype=torch.bool))
-    held = stats.all.scatter.nbytes + stats.later.scatter.nbytes + sum(b.nbytes for b in stats.blocks)
+    held = stats.all.scatter.nbytes + stats.later.scatter.nbytes + sum(b.nbytes for b in stats.types.blocks)
     parts = peak_memory(SHAPE)
-    batch = SHAPE.batch_points * d * (4 * SHAPE.states + 16)
-    assert parts["stage_encoding"] - disk(SHAPE) - batch == SHAPE.measured * held
-    assert held == 2 * d * d * 8 + 2 * 1024 * d * 8
+    batch = SHAPE.batch_points * d * (4 * SHAPE.states + 16 + 16)  # and the batch's types' rows, read and added to
+    assert parts["stage_encoding"] - store_bytes(SHAPE) - batch == SHAPE.measured * held == 3 * 2 * d * d * 8
+    on_disk = (tmp_path / "types0.f64").stat().st_size
+    assert disk(SHAPE) - store_bytes(SHAPE) == SHAPE.measured * on_disk and on_disk == 1_500 * d * 8
 
 
 def test_the_store_s_bytes_are_the_formula_s_disk(tmp_path):
@@ -38,7 +40,7 @@ def test_the_store_s_bytes_are_the_formula_s_disk(tmp_path):
         points = sum(np.load(p, mmap_mode="r").nbytes for p in files)
         headers = sum(p.stat().st_size for p in files) - points
         assert store.on_disk and len(files) == SHAPE.measured
-    assert points == disk(SHAPE) == 3 * 300 * 16 * 4 and 0 < headers <= 3 * 4096
+    assert points == store_bytes(SHAPE) == 3 * 300 * 16 * 4 and 0 < headers <= 3 * 4096
 
 
 def test_the_peak_is_the_runtime_the_weights_and_the_largest_stage():

@@ -1179,8 +1179,8 @@ def _streamed_columns() -> set[str]:
 
 def test_a_stopped_run_keeping_its_samples_points_resumes_with_its_sums(tiny_gpt2, tmp_path, monkeypatch):
     """states: sample, stopped while measuring: the same call reads the sums kept beside the tokens (no second
-    encoding) and writes what an uninterrupted run writes; a progress folder holding the tokens without the sums is
-    encoded again."""
+    encoding; the types' sums on disk read where the folder has moved to) and writes what an uninterrupted run
+    writes; a progress folder holding the tokens without the sums is encoded again."""
     import isoflow.layers.run as layers_run
     from isoflow.atomic import in_progress_path
 
@@ -1207,11 +1207,13 @@ def test_a_stopped_run_keeping_its_samples_points_resumes_with_its_sums(tiny_gpt
     monkeypatch.setattr(layers_run, "_encode", counted)
     monkeypatch.setattr(layers_run, "_measure_layer", stop_at_layer_one)
     with pytest.raises(KeyboardInterrupt):
-        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "again", **kw)
-    progress = in_progress_path(tmp_path / "again")
+        run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "before" / "again", **kw)
+    progress = in_progress_path(tmp_path / "before" / "again")
     assert (progress / "statistics.pt").is_file() and calls["encode"] == 1
+    assert sorted(p.name for p in (progress / "states").glob("types*")) == [f"types{k}.f64" for k in range(3)]
+    (tmp_path / "before").rename(tmp_path / "moved")  # its types' sums are read where the folder is now
     monkeypatch.setattr(layers_run, "_measure_layer", measure)
-    again = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "again", **kw)
+    again = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "moved" / "again", **kw)
     assert calls["encode"] == 1 and json.loads((again / "meta.json").read_text())["resumed"]["layers"] == [0]
     for name in ("layers", "types", "dims", "cka"):
         pd.testing.assert_frame_equal(

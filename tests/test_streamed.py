@@ -63,7 +63,29 @@ def test_the_streamed_columns_equal_the_in_memory_row(seed, batches, dtype, rel,
     assert [c["n_types"] for c in curve] == [c["n_types"] for c in extra["types"]] and len(curve) >= 2
     for mine, theirs in zip(curve, extra["types"]):
         assert mine["s_inter"] == pytest.approx(theirs["s_inter"], rel=rel), mine["n_types"]
-    assert len(stats.blocks) == -(-len(index.counts) // block)  # blocks enough for the types seen, none spare
+    assert len(stats.types.blocks) == -(-len(index.counts) // block)  # blocks enough for the types seen, none spare
+
+
+def test_types_sums_kept_on_disk_are_those_held_in_memory_to_the_bit(tmp_path):
+    """A layer keeping its types' sums in a file (a run with a store folder) gives the sums and the columns of one
+    holding them in memory, bit for bit; the file holds one float64 row a type seen, and the process none of them."""
+    x, types, positions = _layer(5)
+    index, memory, on_disk = TypeIndex(), LayerStatistics(x.shape[1]), LayerStatistics(x.shape[1], tmp_path / "t.f64")
+    for rows in (slice(0, 250), slice(250, 700), slice(700, 900)):
+        codes, later = index.codes(types[rows]), torch.from_numpy(positions[rows] > 0)
+        for stats in (memory, on_disk):
+            stats.update(torch.from_numpy(x[rows]), codes, later)
+    n = len(index.counts)
+    assert torch.equal(on_disk.type_sums, memory.type_sums[:n])
+    assert (tmp_path / "t.f64").stat().st_size == n * x.shape[1] * 8 and on_disk.types.blocks == []
+    kw = dict(outlier_factor=SETTINGS.outlier_factor, outlier_remove=SETTINGS.outlier_remove)
+    mine, theirs = on_disk.columns(index, **kw), memory.columns(index, **kw)
+    assert mine.pop("curve") == theirs.pop("curve") and mine.pop("profile").keys() == theirs.pop("profile").keys()
+    assert mine.keys() == theirs.keys() and all(
+        mine[k] == theirs[k] or mine[k] != mine[k] and theirs[k] != theirs[k] for k in mine
+    )
+    again = LayerStatistics(x.shape[1], tmp_path / "t.f64")  # an encoding started again starts from zero
+    assert again.types.rows == 0 and (tmp_path / "t.f64").stat().st_size == 0
 
 
 def test_sums_saved_as_one_tensor_of_types_are_read_back(tmp_path):
@@ -73,7 +95,7 @@ def test_sums_saved_as_one_tensor_of_types_are_read_back(tmp_path):
     index, stats = TypeIndex(), LayerStatistics(x.shape[1])
     stats.update(torch.from_numpy(x[:200]), index.codes(types[:200]), torch.from_numpy(positions[:200] > 0))
     old = copy.deepcopy(stats.__dict__)
-    old["type_sums"] = old.pop("blocks")[0][: len(index.counts)]
+    old["type_sums"] = old.pop("types").blocks[0][: len(index.counts)]
     saved = LayerStatistics.__new__(LayerStatistics)
     saved.__setstate__(old)
     for s in (stats, saved):

@@ -6,18 +6,19 @@ The run's resident memory is the runtime's (Python, torch, transformers: :data:`
 (mapped from their file: every page at most) and the largest of its stages' own (L measured states of d dimensions;
 N points, T types, S points kept, P pair points, B points in one batch):
 
-* **encoding** — a run keeping its sample (``states: sample``) holds each measured state's sums: two d × d float64
-  scatters, and its types' sums of unit rows, T × d float64 in blocks of 1,024 types:
-  L · (2 · 8d² + ⌈T / 1,024⌉ · 1,024 · 8d); the store's pages as it writes them (L · S · 4d); and one batch's
-  states: every state's points in float32 and a measured state's in float64 twice (the points and their unit rows),
-  B · d · (4 · states + 16);
+* **encoding** — a run keeping its sample (``states: sample``) holds each measured state's two d × d float64
+  scatters, L · 2 · 8d², its types' sums of unit rows being on disk (T × d float64 a state, beside the store: one
+  state's rows for one batch's types read, added to and written back at a time, B · 16d); the store's pages as it
+  writes them (L · S · 4d); and one batch's states: every state's points in float32 and a measured state's in
+  float64 twice (the points and their unit rows), B · d · (4 · states + 16);
 * **measuring a layer** — its kept points in float32 and in float64, S · 12d, and the K-means, LID and silhouette
   blocks over one K-means sample of them (:data:`BLOCK_ROWS` rows × that sample's points in float64, a few at
-  once), with the store's pages of every kept point mapped (L · S · 4d) — the sums of the layers not yet measured
-  still held;
+  once), with the store's pages of every kept point mapped (L · S · 4d), the layer's types' sums read whole (T · 8d)
+  — the scatters of the layers not yet measured still held;
 * **CKA between layers** — every measured state's P pair points in float32 and two of them centred: (L + 2) · P · 4d.
 
-The disk is the store: L · S · 4d bytes (``states: all``: S = N).
+The disk is the store, L · S · 4d bytes (``states: all``: S = N), and a run keeping its sample's types' sums,
+L · T · 8d.
 
 Examples
 --------
@@ -38,7 +39,7 @@ from .store import states_bytes
 # weights being mapped file pages) and 129.9 MiB of mapped libraries (RssFile at "start") in
 # benchmarks/results/large-layers-1b-sample.json
 RUNTIME_BYTES = 500 * 2**20
-TYPE_BLOCK = 1024  # the types' sums grow by blocks of this many types (isoflow.layers.streamed): at most one spare
+TYPE_BLOCK = 1024  # types' sums held in memory (a run without a store folder) grow by blocks of this many types
 BLOCK_ROWS = 1024  # rows of the distance blocks a layer's measures make at once (K-means, LID, silhouettes)
 FLOAT32, FLOAT64 = 4, 8
 
@@ -73,15 +74,16 @@ class RunShape:
 def peak_memory(shape: RunShape) -> dict[str, int]:
     """Each part of the run's resident memory in bytes (module docstring), and ``peak``: the runtime, the weights and
     the largest stage."""
-    d, L, S = shape.dim, shape.measured, shape.kept
-    sums = L * (2 * FLOAT64 * d * d + -(-shape.types // TYPE_BLOCK) * TYPE_BLOCK * FLOAT64 * d) if shape.streamed else 0
-    batch = shape.batch_points * d * (FLOAT32 * shape.states + 2 * FLOAT64)
-    store_pages = disk(shape)
+    d, L, S, B = shape.dim, shape.measured, shape.kept, shape.batch_points
+    scatters = L * 2 * FLOAT64 * d * d if shape.streamed else 0
+    batch = B * d * (FLOAT32 * shape.states + 2 * FLOAT64) + (B * 2 * FLOAT64 * d if shape.streamed else 0)
+    store_pages = store_bytes(shape)
     layer = S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * min(S, shape.sample or S) * FLOAT64
+    layer += shape.types * FLOAT64 * d if shape.streamed else 0
     cka = (L + 2) * min(shape.pair_points, shape.points) * FLOAT32 * d
     stages = {
-        "encoding": sums + store_pages + batch,
-        "measuring": sums + store_pages + layer,
+        "encoding": scatters + store_pages + batch,
+        "measuring": scatters + store_pages + layer,
         "cka": store_pages + cka,
     }
     return {
@@ -92,9 +94,14 @@ def peak_memory(shape: RunShape) -> dict[str, int]:
     }
 
 
-def disk(shape: RunShape) -> int:
+def store_bytes(shape: RunShape) -> int:
     """The store's bytes: every measured state's kept points in float32 (:func:`isoflow.layers.store.states_bytes`)."""
     return states_bytes(shape.measured, shape.kept, shape.dim)
+
+
+def disk(shape: RunShape) -> int:
+    """The run's bytes on disk: the store, and a run keeping its sample's types' sums (float64, T × d a state)."""
+    return store_bytes(shape) + (shape.measured * shape.types * FLOAT64 * shape.dim if shape.streamed else 0)
 
 
 def check_memory(shape: RunShape, available: int | None) -> None:

@@ -5,7 +5,8 @@ minutes per layer for 31 layers), and a session end, ``scancel`` or Ctrl-C would
 runs, ``<runs>/<model>/.<corpus>.partial/`` holds
 
 - ``what.json``: what the analysis is (model and its weights' sha256, corpus, settings, sentences, batch size);
-- ``states/``: every layer's token states (the streaming store's files, :class:`~isoflow.layers.store.LayerStore`);
+- ``states/``: every layer's token states (the streaming store's files, :class:`~isoflow.layers.store.LayerStore`)
+  and, for a run keeping a sample of its points, each measured layer's types' sums (``types<k>.f64``);
 - ``encoded.npz``: the tokens' types, positions and ids, written once encoding has finished;
 - ``statistics.pt``: a run keeping a sample of its points (``states: sample``), the sums it folded in while encoding;
 - ``layer<i>.pkl``: each measured layer's outputs.
@@ -37,6 +38,7 @@ logger = logging.getLogger(__name__)
 # What a saved sweep carries to the next machine (glob patterns inside the progress folder): the analysis'
 # description and its measured layers; not the states, nor the tokens encoded with them.
 CARRIED = ("what.json", "layer*.pkl")
+STATES = "states"  # the store's folder: every layer's states, and the types' sums of a run keeping a sample
 
 
 class PartialRun:
@@ -58,7 +60,7 @@ class PartialRun:
     def store(self, n_layers: int, n_points: int, dim: int) -> LayerStore:
         """The layers' states, kept in the folder (and read back once encoded: the caller marks the store filled
         when :meth:`encoded` gives the tokens)."""
-        return LayerStore(n_layers, n_points, dim, self.dir / "states", keep=True)
+        return LayerStore(n_layers, n_points, dim, self.dir / STATES, keep=True)
 
     def encoded(self) -> dict | None:
         """The tokens of a finished encoding (types, positions, token_ids, n_special, seconds), or None."""
@@ -81,11 +83,20 @@ class PartialRun:
             torch.save(statistics, fh)
 
     def statistics(self):
-        """The saved sums (on the CPU), or None."""
+        """The saved sums (on the CPU), or None; the types' sums they keep on disk read where this folder is now
+        (None where one is missing: encode again)."""
         import torch
 
         path = self.dir / "statistics.pt"
-        return torch.load(path, map_location="cpu", weights_only=False) if path.is_file() else None
+        if not path.is_file():
+            return None
+        saved = torch.load(path, map_location="cpu", weights_only=False)
+        for layer in saved["layers"]:
+            if layer.types.path is not None:
+                layer.types.path = self.dir / STATES / layer.types.path.name
+                if not layer.types.path.is_file():
+                    return None
+        return saved
 
     def measured(self, layer: int) -> dict | None:
         path = self.dir / f"layer{layer}.pkl"

@@ -482,9 +482,10 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
     returns what the tokens are (types, positions, ids), the special tokens left out and the seconds it took, and the
     sums (``{"types": TypeIndex, "layers": [LayerStatistics per measured layer]}``; None without ``shared``)."""
     t = time.perf_counter()
-    sums = (
-        None if shared is None else {"types": TypeIndex(), "layers": [LayerStatistics(encoder.dim) for _ in measured]}
-    )
+    sums = None
+    if shared is not None:  # the types' sums beside the store's states, on disk where those are
+        where = [None if store.directory is None else store.directory / f"types{k}.f64" for k in range(len(measured))]
+        sums = {"types": TypeIndex(), "layers": [LayerStatistics(encoder.dim, path) for path in where]}
     offset = 0
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []

@@ -152,6 +152,11 @@ class LayerStore:
     def on_disk(self) -> bool:
         return self._dir is not None
 
+    @property
+    def directory(self) -> Path | None:
+        """The folder of its files (None: in memory), where a run keeps its types' sums beside them."""
+        return self._dir
+
     def append(self, layers: list[np.ndarray]) -> None:
         if len(layers) != self.n_layers:
             raise ValueError(f"expected {self.n_layers} layers, got {len(layers)}")
