@@ -278,7 +278,10 @@ def _contextual(job: _Job):
         freq = Counter(type_arr.tolist())
         if shared is not None:  # the measures that need the points read the kept ones
             type_arr, position_arr = type_arr[shared.rows], position_arr[shared.rows]
-        layers_out = _measured_layers(job, store, measured, (type_arr, position_arr, freq), views_wanted, shared, sums)
+        release_freed_memory()  # the encoding's batches, before the layers' points and blocks take their place
+        with large_blocks_mapped():  # each layer's points and blocks, freed layer after layer, leave nothing resident
+            points = (type_arr, position_arr, freq)
+            layers_out = _measured_layers(job, store, measured, points, views_wanted, shared, sums)
         sums = None
         release_freed_memory()  # the sums and the layers' working memory, before CKA reads every layer's pairs
         earlier_threads.update(layers_out.pop("earlier_threads"))
