@@ -32,6 +32,10 @@ SHAPES = {
     "llama-3.1-8b": ("llama", dict(vocab_size=128256, hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                                    num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False,
                                    rope_theta=500000.0, max_position_embeddings=131072)),
+    # on paper only (benchmarks/large_on_paper.py): 141 GB of bf16 weights, more than one 80 GB GPU holds
+    "llama-3.1-70b": ("llama", dict(vocab_size=128256, hidden_size=8192, intermediate_size=28672, num_hidden_layers=80,
+                                    num_attention_heads=64, num_key_value_heads=8, tie_word_embeddings=False,
+                                    rope_theta=500000.0, max_position_embeddings=131072)),
     # Pythia's checkpoint series (EleutherAI/pythia-160m: GPT-NeoX, untied embeddings), for a checkpoint's cost
     "pythia-160m": ("gpt_neox", dict(vocab_size=50304, hidden_size=768, intermediate_size=3072, num_hidden_layers=12,
                                      num_attention_heads=12, rotary_pct=0.25, rotary_emb_base=10000,
@@ -49,6 +53,7 @@ PUBLISHED_PARAMETERS = {
     "pythia-160m": 162_322_944,
     "llama-3.2-1b": 1_235_814_400,
     "llama-3.1-8b": 8_030_261_248,
+    "llama-3.1-70b": 70_553_706_496,
 }
 
 

@@ -364,13 +364,31 @@ def test_every_test_a_committed_suite_record_found_over_a_minute_says_why():
 
 def test_the_published_shapes_have_their_model_cards_parameters():
     """benchmarks/model_shapes.py: each shape, built on the meta device, has the parameter count its model card
-    publishes (SmolLM2-135M, Qwen2.5-0.5B, Llama-3.2-1B, Llama-3.1-8B), so the weights' bytes and FLOPs a budget reads
-    from it are the real model's."""
+    publishes (SmolLM2-135M, Qwen2.5-0.5B, Llama-3.2-1B, Llama-3.1-8B and -70B), so the weights' bytes and FLOPs a
+    budget reads from it are the real model's."""
     import model_shapes
 
     assert {name: model_shapes.parameters(name) for name in model_shapes.PUBLISHED_PARAMETERS} == (
         model_shapes.PUBLISHED_PARAMETERS
     )
+
+
+def test_the_large_models_on_paper_are_the_formulas_and_the_manuals_table():
+    """benchmarks/large_on_paper.py: its record is what it computes now, docs/performance.md shows that table, and
+    its GPU sum adds what a GPU run holds: the 8B's 33 states' scatters are 33 × 2 × 4,096² float64 (8.9 GB) and its
+    every layer fits one H100; the 70B's weights alone (141 GB) do not."""
+    import json
+
+    import large_on_paper
+
+    rows = large_on_paper.table()
+    assert json.loads((ROOT / "benchmarks/results/large-on-paper.json").read_text())["results"] == rows
+    assert large_on_paper.markdown(rows) in (ROOT / "docs/performance.md").read_text(encoding="utf-8")
+    by = {(r["shape"], r["layers"]): r for r in rows}
+    eight, seventy = by[("llama-3.1-8b", "all")], by[("llama-3.1-70b", "all")]
+    assert eight["scatters_gb"] == round(33 * 2 * 8 * 4096**2 / 1e9, 1) and eight["h100s"] == 1
+    assert seventy["weights_gb"] * 1e9 > large_on_paper.H100_BYTES and seventy["h100s"] == 3
+    assert eight["weights_gb"] + eight["scatters_gb"] < eight["gpu_gb"] < eight["host_peak_gb"]
 
 
 @pytest.mark.slow
