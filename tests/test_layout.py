@@ -76,11 +76,12 @@ def test_the_library_names_a_run_as_the_layout_does(tmp_path):
         IstarRun("glue/sst2", "minilm", -1.0, 2, "mlp1").path(tmp_path)
     )
     assert trajectory_path("glue/sst2", "minilm", 2, tmp_path) == tmp_path / "optimize/runs/glue/sst2/minilm/seed2"
-    assert finetune_path("polarity", "minilm", 1, 0.0, tmp_path, cosreg_weight=2.0) == Path(
+    assert finetune_path("polarity", "minilm", 1, tmp_path, reg="cosreg", weight=2.0) == Path(
         SweepRun("polarity", "minilm", "cosreg", 2.0, 1).path(tmp_path)
     )
+    assert finetune_path("polarity", "minilm", 1, tmp_path) == tmp_path / "finetune/runs/polarity/minilm/istar0/seed1"
     plain = tmp_path / "finetune/runs/polarity/minilm/istar-1/seed1"
-    assert finetune_path("polarity", "minilm", 1, -1.0, tmp_path) == plain
+    assert finetune_path("polarity", "minilm", 1, tmp_path, weight=-1.0) == plain
     candidate = finetune_path("polarity", "minilm", 1, results=tmp_path, lr_candidate=2e-5)
     assert candidate == tmp_path / "finetune/runs/polarity/minilm/lr-selection/lr2e-05/seed1"
     assert candidate == Path(LrRun("polarity", "minilm", 2e-5, 1).path(tmp_path))

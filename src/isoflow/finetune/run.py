@@ -34,21 +34,17 @@ def finetune_path(
     task: str,
     model: str,
     seed: int,
-    istar_lambda: float = 0.0,
     results: str | os.PathLike = "results",
     *,
-    cosreg_weight: float | None = None,
-    reg: str | None = None,
-    weight: float | None = None,
+    reg: str = "istar",
+    weight: float = 0.0,
     lr_candidate: float | None = None,
 ) -> Path:
-    """``results/finetune/runs/<task>/<model>/istar<λ>/seed<S>``, or ``.../cosreg<w>/seed<S>`` for a CosReg run, or
-    ``.../<reg><weight>/seed<S>`` for any regulariser and its weight; with ``lr_candidate`` (a learning rate), that
-    candidate's plain run, ``.../lr-selection/lr<lr>/seed<S>``."""
+    """A run's place, its run id's path: ``results/finetune/runs/<task>/<model>/<reg><weight>/seed<S>``
+    (:class:`~.runs.SweepRun`: ``istar0`` the plain run); with ``lr_candidate`` (a learning rate), that candidate's
+    plain run, ``.../lr-selection/lr<lr>/seed<S>`` (:class:`~.runs.LrRun`)."""
     if lr_candidate is not None:
         return Path(LrRun(resolve_name(task), model, float(lr_candidate), int(seed)).path(results))
-    if reg is None:
-        reg, weight = ("istar", istar_lambda) if cosreg_weight is None else ("cosreg", cosreg_weight)
     return Path(SweepRun(resolve_name(task), model, reg, float(weight), int(seed)).path(results))
 
 
