@@ -475,8 +475,9 @@ def test_layer_store_reads_back_what_was_written(tmp_path):
 
 
 def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_path, monkeypatch):
-    """The states' bytes (layers × points × dims × 4) against the disk's free space — plus what a resumed store's
-    files hold already — or the memory available: one line naming the place, the need and the fixes, nothing left."""
+    """The states' bytes (layers × points × dims × 4; with a sample's types' sums) against the disk's free space —
+    plus what a resumed store's files hold already — or the memory available: one line naming the place, the need and
+    the fixes, nothing left."""
     import shutil
     from collections import namedtuple
 
@@ -497,6 +498,10 @@ def test_a_store_that_would_not_fit_is_refused_before_anything_is_written(tmp_pa
     monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 3 * 14 * 4 * 4 - held))
     with LayerStore(3, 14, 4, kept, keep=True) as store:  # resumed: its own files count as room
         assert store.n_points == 14
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: usage(10**12, 0, 3 * 14 * 4 * 4 + 10**8 - 1))
+    with pytest.raises(store_module.NotEnoughSpace, match=r"4 dims x 4 B, and 0\.1 GB of their types' sums\)"):
+        LayerStore(3, 14, 4, tmp_path / "sampled", sums_bytes=10**8)  # a run keeping its sample: its types' sums too
+    assert not (tmp_path / "sampled").exists()
     monkeypatch.setattr(store_module, "available_memory", lambda: 100)
     with pytest.raises(store_module.NotEnoughSpace, match="GB of memory .* keep them on disk"):
         LayerStore(1, 14, 4)

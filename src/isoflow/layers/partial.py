@@ -57,10 +57,10 @@ class PartialRun:
             with atomic_file(found) as tmp:
                 tmp.write_text(text)
 
-    def store(self, n_layers: int, n_points: int, dim: int) -> LayerStore:
-        """The layers' states, kept in the folder (and read back once encoded: the caller marks the store filled
-        when :meth:`encoded` gives the tokens)."""
-        return LayerStore(n_layers, n_points, dim, self.dir / STATES, keep=True)
+    def store(self, n_layers: int, n_points: int, dim: int, sums_bytes: int = 0) -> LayerStore:
+        """The layers' states (and a run keeping its sample's types' sums, ``sums_bytes``), kept in the folder (and
+        read back once encoded: the caller marks the store filled when :meth:`encoded` gives the tokens)."""
+        return LayerStore(n_layers, n_points, dim, self.dir / STATES, keep=True, sums_bytes=sums_bytes)
 
     def encoded(self) -> dict | None:
         """The tokens of a finished encoding (types, positions, token_ids, n_special, seconds), or None."""

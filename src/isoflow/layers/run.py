@@ -42,13 +42,13 @@ from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPE_MODES, TYPES_COLUMNS
 from .composition import cluster_composition
-from .cost import RunShape, check_memory, check_weights
+from .cost import RunShape, check_memory, check_weights, disk, store_bytes
 from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
-from .store import LayerStore, available_memory, large_blocks_mapped, release_freed_memory
+from .store import LayerStore, available_memory, large_blocks_mapped, release_freed_memory, types_file
 from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
 
@@ -264,12 +264,15 @@ def _contextual(job: _Job):
     # A run keeping its K-means samples' points alone (states: sample) keeps those rows, and sums over all points
     shared = SharedSample.of(n_points, settings) if settings.states == "sample" else None
     kept = n_points if shared is None else len(shared.rows)
+    costed = job.dev.type == "cpu" or shared is not None
+    shape = _run_shape(job, encoder, measured, chosen, n_points, kept) if costed else None
     if job.dev.type == "cpu":  # what the run will hold, checked before it encodes (the weights are in memory now)
-        check_memory(_run_shape(job, encoder, measured, chosen, n_points, kept), available_memory())
+        check_memory(shape, available_memory())
+    sums_bytes = 0 if shared is None else disk(shape) - store_bytes(shape)  # the types' sums: checked with the states
     store = (  # the measured states only, the store's k-th the state measured[k]
-        job.partial.store(len(measured), kept, encoder.dim)
+        job.partial.store(len(measured), kept, encoder.dim, sums_bytes)
         if job.partial is not None
-        else LayerStore(len(measured), kept, encoder.dim, job.out.parent if job.stream else None)
+        else LayerStore(len(measured), kept, encoder.dim, job.out.parent if job.stream else None, sums_bytes=sums_bytes)
     )
     with store:
         tokens, sums, earlier_threads = _encoded(job, encoder, chosen, store, measured, shared)
@@ -487,7 +490,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
     t = time.perf_counter()
     sums = None
     if shared is not None:  # the types' sums beside the store's states, on disk where those are
-        where = [None if store.directory is None else store.directory / f"types{k}.f64" for k in range(len(measured))]
+        where = [None if store.directory is None else types_file(store.directory, k) for k in range(len(measured))]
         sums = {"types": TypeIndex(), "layers": [LayerStatistics(encoder.dim, path) for path in where]}
     offset = 0
     type_list: list[str] = []

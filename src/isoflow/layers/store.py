@@ -90,13 +90,16 @@ def _libc_function(name: str):
         return None
 
 
-def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | None, kept=()) -> None:
+def check_space(
+    n_layers: int, n_points: int, dim: int, directory: str | Path | None, kept=(), sums_bytes: int = 0
+) -> None:
     """Refuse, in one line and before anything is written, a store that would not fit: on disk, the free space of
     ``directory`` (plus what the ``kept`` files of a resumed store hold already); in memory (``directory`` None),
-    the memory available now. A memory-mapped file on a full disk would otherwise end the process with SIGBUS
-    mid-encoding."""
-    need = states_bytes(n_layers, n_points, dim)
+    the memory available now. ``sums_bytes``: the types' sums a run keeping its sample writes beside the states. A
+    memory-mapped file on a full disk would otherwise end the process with SIGBUS mid-encoding."""
+    need = states_bytes(n_layers, n_points, dim) + sums_bytes
     shape = f"{n_layers} layers x {n_points:,} points x {dim} dims x {STATE_BYTES} B"
+    shape += f", and {sums_bytes / 1e9:.1f} GB of their types' sums" if sums_bytes else ""
     if directory is not None:
         where = Path(directory)
         probe = next(p for p in (where, *where.parents) if p.exists())  # the folder may not exist yet
@@ -116,6 +119,11 @@ def check_space(n_layers: int, n_points: int, dim: int, directory: str | Path | 
         )
 
 
+def types_file(directory, layer: int) -> Path:
+    """Where a run keeping its sample keeps its ``layer``-th measured layer's types' sums (isoflow.layers.streamed)."""
+    return Path(directory) / f"types{layer}.f64"
+
+
 def _layer_file(directory, layer: int) -> Path:
     """Where a store in ``directory`` keeps its ``layer``-th layer's points."""
     return Path(directory) / f"layer{layer}.npy"
@@ -125,14 +133,22 @@ class LayerStore:
     """(n_layers, n_points, dim) float32 points, filled batch by batch, read layer by layer."""
 
     def __init__(
-        self, n_layers: int, n_points: int, dim: int, directory: str | Path | None = None, *, keep: bool = False
+        self,
+        n_layers: int,
+        n_points: int,
+        dim: int,
+        directory: str | Path | None = None,
+        *,
+        keep: bool = False,
+        sums_bytes: int = 0,
     ):
         self.n_layers, self.n_points, self.dim = n_layers, n_points, dim
         self.filled = 0
         self._dir = None
         self._keep = keep and directory is not None
-        kept = [_layer_file(directory, i) for i in range(n_layers)] if self._keep else []
-        check_space(n_layers, n_points, dim, directory, kept)
+        files = (f(directory, i) for i in range(n_layers) for f in (_layer_file, types_file))
+        kept = list(files) if self._keep else []
+        check_space(n_layers, n_points, dim, directory, kept, sums_bytes)
         if directory is None:
             self._layers = [np.empty((n_points, dim), dtype=np.float32) for _ in range(n_layers)]
         else:
