@@ -117,8 +117,8 @@ def measure(
     import pandas as pd
     import torch
 
+    from isoflow.layers.cost import peak_memory, store_bytes, type_sums_bytes
     from isoflow.layers.run import run_layers
-    from isoflow.layers.store import states_bytes
     from isoflow.models.spec import ModelSpec
 
     text = text_of(tokens, work / "text.txt", *(corpus or ()))
@@ -145,7 +145,8 @@ def measure(
     meta = json.loads((out / "meta.json").read_text())
     seconds = meta["seconds"]
     n_types = int(pd.read_parquet(out / "layers.parquet")["n_types"].max())  # the types the layers counted
-    predicted = _predicted(made, meta, n_types, settings, dtype)
+    shape = _shape(made, meta, n_types, settings, dtype)
+    predicted = {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}  # the formula's, MiB
     layers = {k: round(v, 2) for k, v in seconds.items() if k.startswith("layer")}
     measured = meta.get("layers_measured", list(range(meta["n_layers"])))
     return {
@@ -155,13 +156,10 @@ def measure(
         "n_points": meta["n_points"],
         "states": states,
         "points_kept": meta.get("points_kept", meta["n_points"]),
-        # the store's bytes on disk: every measured state's kept points, float32 (isoflow.layers.store.states_bytes)
-        "states_disk_mb": round(
-            states_bytes(len(measured), meta.get("points_kept", meta["n_points"]), meta["dim"]) / 2**20, 1
-        ),
+        # on disk: every measured state's kept points, float32, and (keeping a sample) its types' sums, float64
+        "states_disk_mb": round(store_bytes(shape) / 2**20, 1),
         "n_types": n_types,
-        # a run keeping its sample: every measured state's types' sums, float64, beside the store (isoflow.layers.cost)
-        "types_disk_mb": round(len(measured) * n_types * 8 * meta["dim"] / 2**20, 1) if states == "sample" else 0,
+        "types_disk_mb": round(type_sums_bytes(shape) / 2**20, 1),
         "n_states": meta["n_layers"],
         "layers_measured": measured,
         "dim": meta["dim"],
@@ -188,14 +186,14 @@ def run_settings(tokens: int, sample_cap: int, states: str = "all"):
     return LayerSettings(max_tokens=tokens, sample_cap=sample_cap, kmeans_samples=1, kmeans_starts=1, states=states)
 
 
-def _predicted(made: dict, meta: dict, n_types: int, settings, dtype: str) -> dict:
-    """What isoflow.layers.cost predicts for this run (MiB): its shape read back from the run's record (a batch's
-    points: the batch's sentences times the points a sentence gave) with its ``n_types``."""
-    from isoflow.layers.cost import RunShape, peak_memory
+def _shape(made: dict, meta: dict, n_types: int, settings, dtype: str):
+    """This run's shape for isoflow.layers.cost, read back from its record (a batch's points: the batch's sentences
+    times the points a sentence gave) with its ``n_types``."""
+    from isoflow.layers.cost import RunShape
     from isoflow.models.shapes import BYTES
 
     n = meta["n_points"]
-    shape = RunShape.at(
+    return RunShape.at(
         settings,
         weight_bytes=made["parameters"] * BYTES[dtype] if dtype in BYTES else made["weights_bytes"],  # as loaded
         dim=meta["dim"],
@@ -206,7 +204,6 @@ def _predicted(made: dict, meta: dict, n_types: int, settings, dtype: str) -> di
         kept=meta.get("points_kept", n),
         batch_points=round(BATCH_SIZE * n / meta["sentences_used"]),  # a batch's sentences, the points of one
     )
-    return {name: round(value / 2**20, 1) for name, value in peak_memory(shape).items()}
 
 
 def parser() -> argparse.ArgumentParser:

@@ -36,26 +36,23 @@ def settings():
 
 
 def gpu_bytes(shape) -> int:
-    """What a GPU run of ``shape`` (a :class:`isoflow.layers.cost.RunShape`) holds on the device (module docstring)."""
-    from isoflow.layers.cost import BLOCK_ROWS, FLOAT32, FLOAT64
+    """What a GPU run of ``shape`` (a :class:`isoflow.layers.cost.RunShape`) holds on the device (module docstring):
+    the formula's terms that live where the states are (the types' sums go to the host's disk, the store to its)."""
+    from isoflow.layers.cost import memory_terms
 
-    d, L = shape.dim, shape.measured
-    scatters = L * 2 * FLOAT64 * d * d
-    batch = shape.batch_points * d * (FLOAT32 * shape.states + 2 * FLOAT64)
-    layer = shape.kept * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * shape.kept * FLOAT64
-    return shape.weight_bytes + scatters + max(batch, layer)
+    terms = memory_terms(shape)
+    return shape.weight_bytes + terms["scatters"] + max(terms["batch"], terms["layer"])
 
 
 def row(name: str, layers: str | None) -> dict:
     from isoflow.layers import plan
-    from isoflow.layers.cost import disk, peak_memory
+    from isoflow.layers.cost import disk, memory_terms, peak_memory
     from isoflow.models.shapes import ModelShape
 
     family = model_shapes.config(name)
     model = ModelShape(model_shapes.PUBLISHED_PARAMETERS[name], family.hidden_size, family.num_hidden_layers + 1, 2)
     shape = plan.run_shape(model, settings(), dtype="bfloat16", layers=layers)
-    gpu = gpu_bytes(shape)
-    scatters = shape.measured * 2 * 8 * shape.dim**2
+    gpu, scatters = gpu_bytes(shape), memory_terms(shape)["scatters"]
     return {
         "shape": name,
         "layers": layers or "all",

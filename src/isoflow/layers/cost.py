@@ -71,20 +71,32 @@ class RunShape:
         return cls(pair_points=settings.pair_points, **stored, **counts)
 
 
+def memory_terms(shape: RunShape) -> dict[str, int]:
+    """Each term of the run's memory in bytes (module docstring): every measured state's ``scatters``; one batch's
+    states (``batch``) and its types' rows (``batch_types``); the ``store_pages``; a layer's points and distance blocks
+    (``layer``) and its types' sums (``layer_types``); the layer-by-layer ``cka``. What sums a run keeping every point
+    does not hold are 0."""
+    d, L, S, B = shape.dim, shape.measured, shape.kept, shape.batch_points
+    sums = int(shape.streamed)  # a run keeping every point folds nothing into sums
+    return {
+        "scatters": sums * L * 2 * FLOAT64 * d * d,
+        "batch": B * d * (FLOAT32 * shape.states + 2 * FLOAT64),
+        "batch_types": sums * B * 2 * FLOAT64 * d,
+        "store_pages": store_bytes(shape),
+        "layer": S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * min(S, shape.sample or S) * FLOAT64,
+        "layer_types": sums * shape.types * FLOAT64 * d,
+        "cka": (L + 2) * min(shape.pair_points, shape.points) * FLOAT32 * d,
+    }
+
+
 def peak_memory(shape: RunShape) -> dict[str, int]:
     """Each part of the run's resident memory in bytes (module docstring), and ``peak``: the runtime, the weights and
     the largest stage."""
-    d, L, S, B = shape.dim, shape.measured, shape.kept, shape.batch_points
-    scatters = L * 2 * FLOAT64 * d * d if shape.streamed else 0
-    batch = B * d * (FLOAT32 * shape.states + 2 * FLOAT64) + (B * 2 * FLOAT64 * d if shape.streamed else 0)
-    store_pages = store_bytes(shape)
-    layer = S * (FLOAT32 + FLOAT64) * d + 3 * BLOCK_ROWS * min(S, shape.sample or S) * FLOAT64
-    layer += shape.types * FLOAT64 * d if shape.streamed else 0
-    cka = (L + 2) * min(shape.pair_points, shape.points) * FLOAT32 * d
+    t = memory_terms(shape)
     stages = {
-        "encoding": scatters + store_pages + batch,
-        "measuring": scatters + store_pages + layer,
-        "cka": store_pages + cka,
+        "encoding": t["scatters"] + t["store_pages"] + t["batch"] + t["batch_types"],
+        "measuring": t["scatters"] + t["store_pages"] + t["layer"] + t["layer_types"],
+        "cka": t["store_pages"] + t["cka"],
     }
     return {
         "runtime": RUNTIME_BYTES,
@@ -99,9 +111,15 @@ def store_bytes(shape: RunShape) -> int:
     return states_bytes(shape.measured, shape.kept, shape.dim)
 
 
+def type_sums_bytes(shape: RunShape) -> int:
+    """A run keeping its sample's types' sums on disk beside the store: float64, T × d a measured state (0 for a run
+    keeping every point)."""
+    return shape.measured * shape.types * FLOAT64 * shape.dim if shape.streamed else 0
+
+
 def disk(shape: RunShape) -> int:
-    """The run's bytes on disk: the store, and a run keeping its sample's types' sums (float64, T × d a state)."""
-    return store_bytes(shape) + (shape.measured * shape.types * FLOAT64 * shape.dim if shape.streamed else 0)
+    """The run's bytes on disk: the store and its types' sums."""
+    return store_bytes(shape) + type_sums_bytes(shape)
 
 
 def check_memory(shape: RunShape, available: int | None) -> None:

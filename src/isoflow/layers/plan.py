@@ -9,7 +9,8 @@ settings (:class:`~isoflow.layers.settings.LayerSettings`).
   :data:`LAYER_SECONDS` + :data:`MEASURE_SECONDS_PER_UNIT` · S · max(S, 20,000) · d (S the K-means sample: the
   distances of LID and the silhouettes grow as S², K-means as S; below the published runs' 20,000 points every term is
   taken as linear, an upper bound), scaled by the K-means fits the settings ask against the published runs' (up, and
-  down: the large-model benchmarks, at one sample and one start, took under half of it, tested); times
+  down: the large-model benchmarks, at one sample and one start, took under half of it on a quiet machine and within
+  the margin beside other jobs, tested); times
   :data:`TIME_MARGIN`. The rates are the slowest of the published layer runs (docs/results/layers/runs: 2 CPU cores;
   a state's average time, whose slowest single state took up to twice it on a shared machine), so that the request is
   a ceiling on such a machine, not a prediction; a GPU job finishes well inside it.

@@ -42,7 +42,7 @@ from ..run_inputs import run_inputs
 from ..skeleton import Outcome, Place, run_section
 from . import CKA_COLUMNS, LAYER_FILES, ROLL_LARGEST, TYPE_MODES, TYPES_COLUMNS
 from .composition import cluster_composition
-from .cost import RunShape, check_memory, check_weights, disk, store_bytes
+from .cost import RunShape, check_memory, check_weights, type_sums_bytes
 from .encoder import batches, count_points, load_encoder
 from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
@@ -268,7 +268,7 @@ def _contextual(job: _Job):
     shape = _run_shape(job, encoder, measured, chosen, n_points, kept) if costed else None
     if job.dev.type == "cpu":  # what the run will hold, checked before it encodes (the weights are in memory now)
         check_memory(shape, available_memory())
-    sums_bytes = 0 if shared is None else disk(shape) - store_bytes(shape)  # the types' sums: checked with the states
+    sums_bytes = 0 if shared is None else type_sums_bytes(shape)  # checked with the states' bytes
     store = (  # the measured states only, the store's k-th the state measured[k]
         job.partial.store(len(measured), kept, encoder.dim, sums_bytes)
         if job.partial is not None

@@ -138,11 +138,12 @@ class TypeSums:
             os.truncate(self.path, need * self.dim * FLOAT64)
             self.rows = need
         seen, inverse = torch.unique(codes, return_inverse=True)
+        rows = seen.numpy()
         table = np.memmap(self.path, dtype=np.float64, mode="r+", shape=(self.rows, self.dim))
         try:
-            mine = torch.from_numpy(table[seen.numpy()])  # a copy of the batch's types' rows
+            mine = torch.from_numpy(table[rows])  # a copy of the batch's types' rows
             mine.index_add_(0, inverse, unit)
-            table[seen.numpy()] = mine.numpy()
+            table[rows] = mine.numpy()
         finally:
             del table  # unmapped: its pages leave the process (the page cache keeps them)
 
