@@ -87,6 +87,7 @@ reproduce-%: install
 # puts the models back (not trained again), then the runs and those already published, once their inputs are built,
 # runs only the missing ones, publishes the whole and removes the saved runs. RERUN=1: a rerun in parts of a published
 # section whose runs now measure more; the saved runs replace the published ones, which a resume then leaves out.
+# training-dynamics is made in parts of one series each: whole series saved as their records, the missing ones made.
 save-partial-%: install
 	$(PYTHON) scripts/partial_runs.py save $* $(if $(RERUN),--rerun)
 

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from isoflow import layout
+from isoflow.checkpoints import pretrained_runs
 from isoflow.datasets import WORD_TASKS
 from isoflow.finetune import runs as finetune_runs
 from isoflow.finetune.settings import FinetuneSettings
@@ -131,9 +132,7 @@ def reported(paths, name):
 
 PRETRAIN = config.get("pretrain") or {}
 PRETRAIN_CORPUS = f"{DATA}/pretrain/corpus"
-PRETRAINED = {
-    name: {**(PRETRAIN.get("training") or {}), **entry} for name, entry in (PRETRAIN.get("models") or {}).items()
-}
+PRETRAINED = pretrained_runs(PRETRAIN)
 
 
 def pretrained_folder(name):

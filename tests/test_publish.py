@@ -137,7 +137,7 @@ def test_a_publication_one_command_measured_is_redrawn_from_its_measurement(tmp_
     monkeypatch.setattr(redraw_published, "ROOT", tmp_path)
     monkeypatch.setattr(redraw_published, "PUBLISHED", docs)
     monkeypatch.setattr(
-        redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
+        redraw_published, "run_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
     )
     assert redraw_published._redrawable(tmp_path) == ["istar-points"]
     assert redraw_published.main([]) == 0
@@ -210,7 +210,7 @@ def test_a_registered_toy_section_is_planned_published_and_redrawn(tmp_path, mon
     monkeypatch.setattr(redraw_published, "ROOT", tmp_path)
     monkeypatch.setattr(redraw_published, "PUBLISHED", docs)
     monkeypatch.setattr(
-        redraw_published, "_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
+        redraw_published, "run_isoflow", lambda *args: __import__("isoflow.cli", fromlist=["main"]).main(list(args))
     )
     assert redraw_published.main(["toy"]) == 0
     with pytest.raises(SystemExit) as refused:  # one without published runs: one line, and nothing redrawn
@@ -518,6 +518,107 @@ def test_a_resume_puts_saved_pretrained_models_back_before_the_inputs_that_need_
         ("publish", "finetune-plain"),
         ("discard", "finetune-plain"),
     ]
+
+
+@pytest.fixture
+def series_in_parts(tmp_path, monkeypatch):
+    """A checkout whose publication `dyn` (the dynamics section, made in parts by series) measures two pretraining
+    runs' 3-checkpoint series: every run of series `a` made, 2 of 6 of `a-seed1`."""
+    from isoflow.sections import PUBLICATIONS, Publication
+
+    monkeypatch.setitem(PUBLICATIONS, "dyn", Publication("dyn", "dynamics", "config/dyn.yaml"))
+    _write(
+        tmp_path / "config" / "dyn.yaml",
+        "results_dir: results/dyn\npretrain: {training: {steps: 5, checkpoints: 3}, models: {a: {}, a-seed1: {}}}\n"
+        "dynamics: {series: [a, a-seed1], corpora: [notes]}\n",
+    )
+    parts = partial_runs.parts_of("dyn", tmp_path)
+    results = tmp_path / "results" / "dyn"
+    for run, target in parts["a"] + parts["a-seed1"][:2]:
+        _made(Path(run.path(results)), target)
+    return tmp_path, parts
+
+
+def _made(folder: Path, target: str) -> None:
+    """A run's folder as its job leaves it: the file the job is asked for, its published files and a sample."""
+    files = ("meta.json", "layers.csv", "pca.parquet") if target == "layers.parquet" else ("cross.json",)
+    for name in (target, *files):
+        _write(folder / name, f"{folder.name}/{name}")
+
+
+def test_a_publication_in_parts_saves_whole_series_each_run_as_its_published_files(
+    series_in_parts, capsys, monkeypatch
+):
+    """The dynamics section's publication is made in parts, one series after another (its runs read a checkpoint
+    series, which stays on the machine that trained it): a series is saved only whole, each run as its published
+    files (no samples, no layers.parquet), and the series begun but not whole is named, not saved."""
+    root, parts = series_in_parts
+    assert list(parts) == ["a", "a-seed1"]  # the config's series, in order
+    revisions = ["step0", "step1", "step5"]  # 5 steps, 3 checkpoints: Pythia's spacing
+    assert [run.identity() for run, _ in parts["a"]] == [
+        *(f"a/notes/tokens/{r}" for r in revisions),  # the points' default: every token
+        "cka/a/notes/step0/step1", "cka/a/notes/step1/step5", "cka/a/notes/step0/step5",
+    ]  # fmt: skip
+    assert [target for _, target in parts["a"]] == ["layers.parquet"] * 3 + ["cross.parquet"] * 3
+    monkeypatch.setattr(partial_runs, "ROOT", root)
+    assert partial_runs.main(["save", "dyn"]) == 0
+    said = capsys.readouterr().out
+    assert "6 run records, 12 files" in said and "not saved, a part is saved whole: a-seed1 (2 of 6 runs)" in said
+    saved = root / "partial-results" / "dyn" / "dynamics" / "runs"
+    kept = sorted(str(p.relative_to(saved)) for p in saved.rglob("*") if p.is_file())
+    assert kept == sorted(
+        [*(f"a/notes/tokens/{r}/{f}" for r in revisions for f in ("layers.csv", "meta.json")),
+         *(f"cka/a/notes/{a}/{b}/{f}" for a, b in [("step0", "step1"), ("step1", "step5"), ("step0", "step5")]
+           for f in ("cross.json", "cross.parquet"))]
+    )  # fmt: skip
+    info = json.loads((saved.parents[1] / "PARTIAL.json").read_text())
+    assert info["parts"] == ["a"] and info["parts_left"] == {"a-seed1": "2 of 6 runs"}
+    import shutil
+
+    shutil.rmtree(root / "results" / "dyn" / "dynamics" / "runs" / "a")  # no series whole: nothing to save
+    with pytest.raises(partial_runs.PartialError, match=r"no finished runs to save \(begun, not whole: a, 3 of 6"):
+        partial_runs.save("dyn", root)
+
+
+def test_a_resume_in_parts_makes_only_the_missing_series_then_draws_the_report_from_every_part(
+    series_in_parts, monkeypatch
+):
+    """On the next machine, a resume puts the saved series back, makes every run of the series not saved whole (its
+    two made runs too: one pretraining per series) and none of the saved one's, then draws the tables and figures
+    from every run's folder with the section's redraw commands, not the workflow's report rule (which would want the
+    saved series' checkpoints again); a run no part of the config makes is refused before it enters the tables."""
+    import shutil
+
+    root, parts = series_in_parts
+    partial_runs.save("dyn", root)
+    shutil.rmtree(root / "results")  # a new machine: only the saved parts
+    steps = []
+
+    def snakemake(command):
+        steps.append(("snakemake", command))
+        for target in command[command.index("--rerun-incomplete") + 1 :]:
+            _made(root / Path(target).parent, Path(target).name)
+
+    monkeypatch.setattr(publish_results, "ROOT", root)
+    monkeypatch.setattr(publish_results, "_snakemake", snakemake)
+    monkeypatch.setattr(publish_results, "run_isoflow", lambda *command: steps.append(("report", command)))
+    monkeypatch.setattr(publish_results, "publish", lambda pub, *a, **k: steps.append(("publish", k["made_by"])))
+    publish_results.reproduce("dyn", resume=True)
+    (_, command), (_, report), (_, made_by) = steps
+    options = ["--cores", "2", "--configfile", "config/dyn.yaml", "--rerun-incomplete"]
+    results = root / "results" / "dyn"
+    missing = [f"{Path(run.path(results)).relative_to(root)}/{target}" for run, target in parts["a-seed1"]]
+    assert command == ["snakemake", *options, *missing]  # no target `dynamics`, none of a's runs
+    every = sorted(run.path(results) for runs in parts.values() for run, _ in runs)
+    section = results / "dynamics"
+    assert report == ("dynamics-report", *every, "--tables", f"{section}/tables", "--figures", f"{section}/figures")
+    assert made_by == (
+        f"snakemake {' '.join(options)} <each part's missing runs> (in parts: 12 files of earlier parts put back by "
+        "scripts/partial_runs.py restore; made here: a-seed1)"
+    )
+    _made(section / "runs" / "b" / "notes" / "tokens" / "step0", "layers.parquet")  # no series of this config
+    with pytest.raises(PublishError, match="b/notes/tokens/step0: a run dyn's config does not make"):
+        publish_results.reproduce("dyn", resume=True)
 
 
 def test_a_sweep_compared_run_by_run_is_refused_across_commits_threads_or_a_dirty_tree(tmp_path, monkeypatch):

@@ -1,7 +1,8 @@
 # Input functions and outputs of the dynamics section (rules/dynamics.smk): functions only, as Snakemake's linter wants
 # them apart from rules.
-from isoflow.dynamics import REPORT_FIGURES, REPORT_TABLES, checkpoint_pairs, series_checkpoints
-from isoflow.dynamics.runs import Comparison, Measurement
+from isoflow.dynamics import REPORT_FIGURES, REPORT_TABLES, series_checkpoints
+from isoflow.dynamics import runs as dynamics_runs
+from isoflow.dynamics.runs import COMPARED, MEASURED, Comparison, Measurement
 from isoflow.layers.settings import LayerSettings
 
 DYNAMICS = config.get("dynamics") or {}
@@ -14,12 +15,7 @@ def dynamics_checkpoints():
 
 def runs_of_dynamics():
     """Every checkpoint x corpus x points measurement: its layers table (the folder's other files come with it)."""
-    return [
-        f"{Measurement(series, corpus, points, revision).path(RESULTS)}/layers.parquet"
-        for series, revision in dynamics_checkpoints()
-        for corpus in DYNAMICS.get("corpora", [])
-        for points in DYNAMICS.get("points", [])
-    ]
+    return [f"{run.path(RESULTS)}/{MEASURED}" for run in dynamics_runs.measurements(DYNAMICS, PRETRAINED)]
 
 
 def measurement_values(points):
@@ -43,11 +39,7 @@ def planned_measurement(resource):
 
 def cka_of_dynamics():
     """Every comparison of two checkpoints x corpus (isoflow.dynamics.checkpoint_pairs): its table."""
-    return [
-        f"{Comparison(series, corpus, earlier, later).path(RESULTS)}/cross.parquet"
-        for series, earlier, later in checkpoint_pairs(dynamics_checkpoints())
-        for corpus in DYNAMICS.get("corpora", [])
-    ]
+    return [f"{run.path(RESULTS)}/{COMPARED}" for run in dynamics_runs.comparisons(DYNAMICS, PRETRAINED)]
 
 
 DYNAMICS_TABLES = tables_of("dynamics", REPORT_TABLES)

@@ -20,6 +20,15 @@ SERIES = "checkpoints"  # a model folder's checkpoint series: <model>/checkpoint
 REVISION = "step{step}"  # a checkpoint's name in a series, as Pythia's hub revisions are named (step1000)
 
 
+def pretrained_runs(pretrain: dict | None) -> dict[str, dict]:
+    """Each model a workflow config's ``pretrain`` section trains, with its settings (among them the steps and the
+    checkpoints its series keeps): the shared ``training`` ones under its own. How the rules and a publication in parts
+    read a config's series."""
+    pretrain = pretrain or {}
+    shared = pretrain.get("training") or {}
+    return {name: {**shared, **entry} for name, entry in (pretrain.get("models") or {}).items()}
+
+
 def revision(step: int) -> str:
     """A checkpoint's name: ``step<N>``."""
     return REVISION.format(step=step)

@@ -61,6 +61,11 @@ class Section:
     # records, not its samples (the dynamics section: each checkpoint's record and row of measures)
     published_files: tuple[str, ...] = ()
     shares_runs_with: str | None = None  # a section whose runs some of its rows reuse (istar's λ = 0: optimize's)
+    # A publication made in parts whose runs read inputs too large to carry between machines (a checkpoint series):
+    # the function (dotted path; workflow config -> part -> [(run id, the file its job is asked for)]) that groups its
+    # runs into the parts saved whole, each run as its published files; a resume makes only the parts missing and
+    # draws the report from every part's published files (isoflow.publishing.partial). None: runs saved whole, each.
+    parts: str | None = None
     # The `isoflow` commands that remake a publication's tables and figures from its runs: (folder, scratch) ->
     # commands.
     redraw: Callable[[Path, Path], Commands] | None = field(default=None, compare=False)
@@ -290,6 +295,7 @@ SECTIONS: dict[str, Section] = {
             run_rules=("dynamics_run", "dynamics_cka"),
             report_rules=("dynamics_report",),
             published_files=("meta.json", "layers.csv", "cross.json", "cross.parquet"),
+            parts="isoflow.dynamics.runs.parts",
             redraw=_redraw_dynamics,
             config_keys=("dynamics",),
             run_inputs=("{data}/pretrained",),

@@ -23,8 +23,12 @@ import re
 from dataclasses import dataclass
 from typing import ClassVar
 
+from ..checkpoints import pretrained_runs
 from ..layout import RunId
+from . import checkpoint_pairs, series_checkpoints
 
+MEASURED = "layers.parquet"  # the file a measurement's job is asked for (its folder's other files come with it)
+COMPARED = "cross.parquet"  # the same for a comparison's
 SEED_OF_SERIES = re.compile(r"-seed\d+$")  # a series named <model>-seed<N> is a seed of <model> (the configs' names)
 COMPARISONS = "cka"  # the folder of the comparisons, beside the series' folders (never a series' name: WILDCARDS)
 
@@ -56,3 +60,37 @@ class Comparison(RunId):
     corpus: str
     revision: str
     later: str
+
+
+def measurements(dynamics: dict, pretrained: dict[str, dict]) -> list[Measurement]:
+    """Every checkpoint x corpus x kind of point a config's ``dynamics`` section (its defaults filled in) measures, in
+    its series' order (``pretrained``: :func:`isoflow.pretrain.settings.pretrained_runs`)."""
+    return [
+        Measurement(series, corpus, points, revision)
+        for series, revision in series_checkpoints(dynamics, pretrained)
+        for corpus in dynamics.get("corpora", [])
+        for points in dynamics.get("points", [])
+    ]
+
+
+def comparisons(dynamics: dict, pretrained: dict[str, dict]) -> list[Comparison]:
+    """Every comparison of two checkpoints x corpus (:func:`isoflow.dynamics.checkpoint_pairs`) it makes."""
+    return [
+        Comparison(series, corpus, earlier, later)
+        for series, earlier, later in checkpoint_pairs(series_checkpoints(dynamics, pretrained))
+        for corpus in dynamics.get("corpora", [])
+    ]
+
+
+def parts(config: dict) -> dict[str, list[tuple[RunId, str]]]:
+    """A workflow config's runs of the section by series, each (run, the file its job is asked for): the parts its
+    publication is made in, one series after another (:mod:`isoflow.publishing.partial`). A series is a part because
+    its runs read its checkpoints, which stay on the machine that trained them (hundreds of MB): a part is saved whole
+    or not at all, so that no series is measured on two pretrainings of it."""
+    dynamics, pretrained = config.get("dynamics") or {}, pretrained_runs(config.get("pretrain"))
+    found: dict[str, list[tuple[RunId, str]]] = {}
+    for run in measurements(dynamics, pretrained):
+        found.setdefault(run.series, []).append((run, MEASURED))
+    for run in comparisons(dynamics, pretrained):
+        found.setdefault(run.series, []).append((run, COMPARED))
+    return found

@@ -17,6 +17,14 @@ runs are taken as they are: after changing a run setting of the config, delete t
 section in parts (its runs measure something the published ones predate) saves with ``--rerun``: ``PARTIAL.json``
 then says ``replaces_published``, every later save keeps saying it, and a resume puts back the saved runs only.
 
+A publication made in parts whose runs read inputs too large to carry (the dynamics section: each series' runs read
+its checkpoints, hundreds of MB, which stay on the machine that trained them; ``parts`` in its registry entry) is saved
+otherwise: by whole parts only (a series with every run made; one with some is left for the next machine to make
+again, whole, so that no series is measured on two pretrainings of it), and each run as its published files, a few KB
+(``published_files``). Its resume (``publish_results.py --resume``) puts them back, makes only the parts missing, one
+after another, and draws the report from every part's published files (its section's redraw commands), as ``make
+redraw`` does from a publication's.
+
 A layer analysis stopped midway (``<runs>/<model>/.<corpus>.partial``: hours of a real LM's layers) is carried too:
 its description and measured layers (``isoflow.layers.partial.CARRIED``), under
 ``partial-results/<publication>/<section>/progress/``, put back where no progress of its own is; the next machine
@@ -32,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import importlib
 import json
 import os
 import shutil
@@ -43,7 +52,7 @@ from pathlib import Path
 from ..atomic import IN_PROGRESS, atomic_dir
 from ..config_files import load
 from ..layers.partial import CARRIED
-from ..layout import RUNS
+from ..layout import RUNS, RunId
 from ..provenance import PARTIAL_RESULTS, PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
@@ -51,6 +60,9 @@ from . import ROOT
 
 class PartialError(RuntimeError):
     pass
+
+
+SCHEMA = ROOT / "schemas" / "config.schema.yaml"  # the code's schema (its defaults), whichever checkout is saved
 
 
 def _is_temporary(rel: Path) -> bool:
@@ -86,6 +98,41 @@ def _progress_files(runs: Path) -> list[Path]:
 
 def _config(publication: str, root: Path) -> dict:
     return load(PUBLICATIONS[publication].config, root)
+
+
+def workflow_config(publication: str, root: Path) -> dict:
+    """The publication's config as the workflow reads it: its base merged under it, every default filled in."""
+    from ..config_checks import load_workflow_schema
+    from ..config_schema import fill_defaults
+
+    return fill_defaults(_config(publication, root), load_workflow_schema(SCHEMA))
+
+
+def parts_of(publication: str, root: Path) -> dict[str, list[tuple[RunId, str]]] | None:
+    """The parts a publication is made in (its section's ``parts``: part -> [(run, the file its job is asked for)]),
+    or None for a publication saved run by run."""
+    parts = SECTIONS[PUBLICATIONS[publication].section].parts
+    if parts is None:
+        return None
+    module, name = parts.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)(workflow_config(publication, root))
+
+
+def missing_runs(runs: list[tuple[RunId, str]], results: Path) -> list[tuple[RunId, str]]:
+    """The runs of a part whose folder is not under ``results`` (a run's folder is written whole: there, it is made)."""
+    return [(run, target) for run, target in runs if not Path(run.path(results)).is_dir()]
+
+
+def _split_parts(parts: dict[str, list[tuple[RunId, str]]], results: Path) -> tuple[dict, dict[str, str]]:
+    """The parts whose every run is made under ``results``, and how far each begun other one is (``k of n runs``)."""
+    whole, left = {}, {}
+    for name, runs in parts.items():
+        missing = len(missing_runs(runs, results))
+        if not missing:
+            whole[name] = runs
+        elif missing < len(runs):
+            left[name] = f"{len(runs) - missing} of {len(runs)} runs"
+    return whole, left
 
 
 def results_of(publication: str, root: Path) -> Path:
@@ -133,9 +180,18 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
     results = results_of(publication, root)
     found = {name: _run_files(results / name / RUNS) for name in _sections(publication)}
     progress = {name: _progress_files(results / name / RUNS) for name in _sections(publication)}
+    parts = parts_of(publication, root)
+    whole, left = _split_parts(parts or {}, results)
+    if parts is not None:  # whole parts only, each run as its published files; no progress (its inputs stay behind)
+        runs = results / pub.section / RUNS
+        kept = {Path(run.path(results)).relative_to(runs) for made in whole.values() for run, _ in made}
+        published = SECTIONS[pub.section].published_files
+        found[pub.section] = [rel for rel in found[pub.section] if rel.parent in kept and rel.name in published]
+        progress[pub.section] = []
     if not found[pub.section] and not progress[pub.section]:
+        begun = f" (begun, not whole: {', '.join(f'{n}, {made}' for n, made in left.items())})" if left else ""
         raise PartialError(
-            f"{results / pub.section / RUNS}: no finished runs to save; run `make resume-{publication}` first"
+            f"{results / pub.section / RUNS}: no finished runs to save{begun}; run `make resume-{publication}` first"
         )
     data = _data_of(publication, root)
     inputs = [rel for rel in carried_inputs(publication, root) if (data / rel).is_dir()]
@@ -161,6 +217,7 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
                     "from": [str((results / name / RUNS).relative_to(root)) for name in found],
                     "inputs": [str((data / rel).relative_to(root)) for rel in inputs],
                     **({"progress": stopped} if stopped else {}),
+                    **({"parts": sorted(whole), "parts_left": left} if parts is not None else {}),
                     "workflow_checkout": code_version(root),
                     "saved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     **({"replaces_published": True} if rerun else {}),
@@ -285,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         saved = json.loads((dest / "PARTIAL.json").read_text())
         replacing = "; a resume puts back none of the published runs" if saved.get("replaces_published") else ""
         print(f"{dest.relative_to(ROOT)}: {saved['records']} run records, {saved['files']} files{replacing}; commit it")
+        if saved.get("parts_left"):
+            left = ", ".join(f"{name} ({made})" for name, made in saved["parts_left"].items())
+            print(f"not saved, a part is saved whole: {left}; the next resume makes them again")
     else:
         where = results_of(args.publication, ROOT).relative_to(ROOT)
         for folder in restore_inputs(args.publication, ROOT):

@@ -30,6 +30,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from ..provenance import PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
 from . import partial as partial_runs
+from .redraw import run_isoflow
 
 TOP_LEVEL = {"tables", "figures", "runs", "runs.csv", "PUBLISHED.json", "README.md"}  # what a publication consists of
 
@@ -197,27 +199,54 @@ def _snakemake(command: list[str]) -> None:
     subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
+def _made_in_parts(publication: str, command: list[str]) -> str:
+    """Resume a publication made in parts (its section's ``parts``; isoflow.publishing.partial): the saved parts' and
+    the published runs' files put back, the parts still missing made one after another (``command`` with each part's
+    missing runs as targets: its inputs, a checkpoint series, are made on this machine), then the tables and figures
+    drawn from every run there by the section's redraw commands (as ``make redraw``: the workflow's report rule would
+    want every part's inputs again). Returns what PUBLISHED.json adds to the command."""
+    files = partial_runs.restore(publication, ROOT)
+    results = partial_runs.results_of(publication, ROOT)
+    made, planned = [], set()
+    for part, runs in partial_runs.parts_of(publication, ROOT).items():
+        planned |= {Path(run.path(results)) for run, _ in runs}
+        missing = partial_runs.missing_runs(runs, results)
+        if missing:
+            print(f"{part}: {len(missing)} of {len(runs)} runs to make", flush=True)
+            _snakemake([*command, *(f"{os.path.relpath(run.path(results), ROOT)}/{file}" for run, file in missing)])
+            made.append(part)
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    runs = results / section.name / RUNS
+    found = [p for name in section.published_files for p in runs.rglob(name)]
+    present = {p.parent for p in found if not any(part.startswith(".") for part in p.relative_to(runs).parts)}
+    if present - planned:  # a run of another config would enter the tables
+        extra = sorted(present - planned)
+        raise PublishError(f"{extra[0]}: a run {publication}'s config does not make ({len(extra)} such); remove it")
+    with tempfile.TemporaryDirectory(prefix="isoflow-parts-") as tmp:
+        for report in section.redraw(results / section.name, Path(tmp)):
+            run_isoflow(*report)
+    made_here = ", ".join(made) or "none"
+    return f" (in parts: {files} files of earlier parts put back by scripts/partial_runs.py restore; made here: " + (
+        f"{made_here})"
+    )
+
+
 def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume: bool = False) -> Path:
     """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
     publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
     those already published are put back first (scripts/partial_runs.py), after the inputs they were made from are
     built, so only the missing runs run; models the workflow pretrained, where they were saved with the runs, are put
-    back before the inputs made from them, so they are not trained again. Once published whole, the saved runs are
-    removed."""
+    back before the inputs made from them, so they are not trained again; a publication made in parts makes only its
+    missing parts (:func:`_made_in_parts`). Once published whole, the saved runs are removed."""
     pub = PUBLICATIONS[publication]
     section = SECTIONS[pub.section]
-    command = [
-        "snakemake",
-        pub.section,
-        "--cores",
-        str(cores),
-        "--configfile",
-        pub.config,
-        "--rerun-incomplete",
-        *shlex.split(snakemake_args),
-    ]
+    options = ["--cores", str(cores), "--configfile", pub.config, "--rerun-incomplete", *shlex.split(snakemake_args)]
+    command = ["snakemake", pub.section, *options]
     restored = ""
-    if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
+    if resume and partial_runs.parts_of(publication, ROOT) is not None:  # its parts' missing runs, then the report
+        restored = _made_in_parts(publication, ["snakemake", *options])
+        command = ["snakemake", *options, "<each part's missing runs>"]
+    elif resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
         shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
         if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
             _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
@@ -232,7 +261,9 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         # what PUBLISHED.json says: how many files came back, and from where (saved runs, published ones)
         restored = f" (resumed: {files} files of earlier runs put back by scripts/partial_runs.py restore from "
         restored += f"{sources})"
-    _snakemake(command)
+        _snakemake(command)
+    else:
+        _snakemake(command)
     results = partial_runs.results_of(publication, ROOT)
     dest = ROOT / PUBLISHED_RESULTS / publication
     made_by = " ".join(command) + restored

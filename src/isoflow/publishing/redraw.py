@@ -53,7 +53,8 @@ def _redrawable(root: Path) -> list[str]:
     return sorted(with_runs + measured)
 
 
-def _isoflow(*args: str) -> None:
+def run_isoflow(*args: str) -> None:
+    """Run ``isoflow ARGS`` in the repository (the report commands a redraw runs)."""
     subprocess.run([sys.executable, "-m", "isoflow.cli", *args], cwd=ROOT, check=True)
 
 
@@ -66,7 +67,7 @@ def redraw(name: str) -> list[str]:
         else:
             commands = SECTIONS[PUBLICATIONS[name].section].redraw(folder, Path(tmp))
         for command in commands:
-            _isoflow(*command)
+            run_isoflow(*command)
     return [
         " ".join(["isoflow", *(c if not c.startswith(tmp) else "<aggregate>" for c in cmd[:8])])
         + (" ..." if len(cmd) > 8 else "")
