@@ -621,6 +621,36 @@ def test_a_resume_in_parts_makes_only_the_missing_series_then_draws_the_report_f
         publish_results.reproduce("dyn", resume=True)
 
 
+def test_a_sweep_compared_run_by_run_is_not_resumed_on_another_kind_of_cpu(tmp_path, monkeypatch):
+    """A one-commit publication's resume on a machine whose CPU is not the one its saved runs name is refused in one
+    line before anything runs (its new runs could not be published with them, hours later); on the same kind it goes
+    on, and a publication that compares no runs run by run resumes anywhere."""
+    from isoflow import records
+
+    steps = []
+    monkeypatch.setattr(publish_results, "ROOT", tmp_path)
+    monkeypatch.setattr(publish_results, "_snakemake", lambda command: steps.append(command[1:]))
+    monkeypatch.setattr(publish_results, "publish", lambda *a, **k: None)
+    _write(tmp_path / "config/finetune-smollm2-fair-control.yaml", "results_dir: results/control\n")
+    saved = tmp_path / "partial-results/finetune-smollm2-fair-control/finetune/runs/glue/sst2/m/istar0/seed0.json"
+    _write(saved, json.dumps({"machine": {"cpu": "AMD EPYC"}}))
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "Intel(R) Xeon(R) Processor"})
+    with pytest.raises(PublishError) as refused:
+        publish_results.reproduce("finetune-smollm2-fair-control", resume=True)
+    assert str(refused.value) == (
+        "partial-results/finetune-smollm2-fair-control/finetune/runs/glue/sst2/m/istar0/seed0.json: made on AMD EPYC, "
+        "and this machine is Intel(R) Xeon(R) Processor; finetune-smollm2-fair-control compares runs made on one kind "
+        "of CPU: resume it on AMD EPYC"
+    )
+    assert steps == [] and saved.is_file()  # nothing ran, nothing removed
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "AMD EPYC"})
+    publish_results.reproduce("finetune-smollm2-fair-control", resume=True)
+    assert len(steps) == 2 and steps[-1][0] == "finetune"  # its inputs, then the runs
+    _write(tmp_path / "config/reproduce-offline.yaml", "results_dir: results/offline\n")
+    _write(tmp_path / "partial-results/istar/istar/runs/polarity/m/istar1/seed0.json", '{"machine": {"cpu": "X"}}')
+    publish_results.reproduce("istar", resume=True)  # not compared run by run: any machine
+
+
 def test_a_sweep_compared_run_by_run_is_refused_across_commits_threads_or_a_dirty_tree(tmp_path, monkeypatch):
     """A one-commit publication: runs at two commits, two thread counts or a dirty checkout are refused in one line
     naming what differs; runs at one clean commit and thread count are published."""

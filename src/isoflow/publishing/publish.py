@@ -123,18 +123,49 @@ def _made(info: dict) -> list[tuple[str, bool, object]]:
     return [(c.get("git_commit") or "unknown", bool(c.get("git_dirty")), info.get("threads")) for c in parts]
 
 
+def _compared_records(runs: Path) -> list[tuple[Path, dict]]:
+    """(path, record) of every run a one-commit publication compares under ``runs``, sorted."""
+    records = sorted(p for kind in (SweepRun, LrRun) for _, p in kind.found_in(runs, ".json"))
+    return [(record, json.loads(record.read_text())) for record in records]
+
+
+def _cpus(records: list[tuple[Path, dict]]) -> dict[str, list[Path]]:
+    """The kinds of CPU the ``records`` name (``machine.cpu``; older records name none), each with its records."""
+    cpus: dict[str, list[Path]] = {}
+    for record, info in records:
+        if (info.get("machine") or {}).get("cpu"):
+            cpus.setdefault(info["machine"]["cpu"], []).append(record)
+    return cpus
+
+
+def check_resumable_here(publication: str, root: Path) -> None:
+    """Refuse (PublishError, one line), before any run starts, to resume a one-commit publication on a kind of CPU
+    other than the one its saved or published runs name: the runs this machine would make could not be published
+    with them (:func:`check_one_commit`), hours later. A change of CPU kind alone moves a fine-tuning run as a change
+    of seed does (docs/finetune.md, "The strength-matched control")."""
+    from ..records import machine
+
+    if not PUBLICATIONS[publication].one_commit:
+        return
+    here = machine()["cpu"]
+    for folder, _ in partial_runs.sources(publication, root):
+        others = {cpu: records for cpu, records in _cpus(_compared_records(folder)).items() if cpu != here}
+        if others:
+            cpu, records = next(iter(sorted(others.items())))
+            raise PublishError(
+                f"{records[0].relative_to(root)}: made on {cpu}, and this machine is {here}; {publication} compares "
+                f"runs made on one kind of CPU: resume it on {cpu}"
+            )
+
+
 def check_one_commit(runs: Path) -> None:
     """Refuse (PublishError, one line) runs under ``runs`` made at more than one commit or thread count, or at a
     checkout with uncommitted changes, counting a resumed run's first part at the commit that made it; or, among the
     runs that record their CPU (``machine.cpu``; older records do not), on more than one kind of CPU: a sweep whose
     runs are compared must differ only in what it varies."""
-    made, cpus = {}, {}
-    records = [p for kind in (SweepRun, LrRun) for _, p in kind.found_in(runs, ".json")]
-    for record in sorted(records):
-        info = json.loads(record.read_text())
-        made[record] = _made(info)
-        if (info.get("machine") or {}).get("cpu"):
-            cpus.setdefault(info["machine"]["cpu"], []).append(record)
+    records = _compared_records(runs)
+    made = {record: _made(info) for record, info in records}
+    cpus = _cpus(records)
     kinds = sorted({part for parts in made.values() for part in parts}, key=str)
     dirty = [r for r, parts in made.items() if any(d for _, d, _ in parts)]
     if len(kinds) > 1 or dirty:
@@ -247,6 +278,7 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
         restored = _made_in_parts(publication, ["snakemake", *options])
         command = ["snakemake", *options, "<each part's missing runs>"]
     elif resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
+        check_resumable_here(publication, ROOT)
         shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
         if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
             _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
