@@ -31,6 +31,25 @@ def test_lloyd_matches_sklearn_from_same_init():
     assert adjusted_rand_score(labels.numpy(), ref.labels_) == 1.0
 
 
+def test_lloyd_counts_its_iterations_as_scikit_learn_does():
+    """The iterations a run's time is counted by (``iterations``): scikit-learn's ``n_iter_`` from the same centres,
+    at its criterion's tolerances, one entry a start."""
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        X = np.concatenate([rng.normal(loc=c, size=(200, 6)) for c in rng.normal(scale=3, size=(4, 6))])
+        init = X[rng.choice(len(X), 4, replace=False)]
+        for tol in (1e-4, 1e-12):
+            ref = KMeans(n_clusters=4, init=init, n_init=1, tol=tol, max_iter=300, algorithm="lloyd").fit(X)
+            counted = []
+            lloyd(torch.from_numpy(X), torch.from_numpy(init), max_iter=300, tol=tol, iterations=counted)
+            assert counted == [ref.n_iter_] and ref.n_iter_ > 1
+    counted = []
+    kmeans(X, 4, n_init=3, seed=0, iterations=counted)
+    assert len(counted) == 3 and all(1 <= n <= 300 for n in counted)
+    lloyd(torch.from_numpy(X), torch.from_numpy(init), max_iter=2, tol=0.0, iterations=counted)
+    assert counted[-1] == 2  # stopped by max_iter
+
+
 def test_kmeans_finds_blobs_and_is_seeded():
     X, y = blobs()
     labels, centres = kmeans(X, 4, seed=1)

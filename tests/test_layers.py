@@ -197,6 +197,13 @@ def test_k_decision_and_its_spread_over_samples():
     assert d.silhouette == pytest.approx(np.mean(expected), abs=1e-9)
     assert (d.low, d.high) == (pytest.approx(min(expected), abs=1e-9), pytest.approx(max(expected), abs=1e-9))
     assert len(d.scores) == 3 * 4 and d.labels.shape == (400,)
+    # its arithmetic, counted: one pass over each sample's distances; every start's Lloyd iterations, each K's passes
+    # m·k·d (k-means++'s and the labels' two more a start)
+    work = d.work
+    assert work["silhouette_products"] == 3 * 400**2 * 8
+    assert 3 * 2 * 4 <= work["lloyd_iterations"] <= 3 * 2 * 4 * 300
+    passes = work["lloyd_iterations"] + 2 * 3 * 2 * 4
+    assert passes * 400 * 2 * 8 < work["kmeans_products"] < passes * 400 * 5 * 8
 
 
 def test_first_tokens_and_clusters_are_told_apart():
@@ -1078,6 +1085,13 @@ def test_a_subset_of_layers_is_the_same_measurement_of_those_layers(tiny_gpt2, t
     meta = json.loads((some / "meta.json").read_text())
     assert meta["layers_measured"] == [0, n_states - 1] and meta["view_layer"] == n_states - 1
     rows = pd.read_parquet(some / "layers.parquet")
+    # each measured layer's arithmetic and its large parts' seconds, what its time is read against (layers.work)
+    assert sorted(meta["work"]) == ["layer0", f"layer{n_states - 1}"]
+    for (name, work), lid_points in zip(sorted(meta["work"].items(), key=lambda w: len(w[0])), rows.lid_points):
+        assert work["neighbour_products"] == 2 * lid_points**2 * meta["dim"] and work["lloyd_iterations"] >= 2 * 2
+        assert work["silhouette_products"] > 0 and work["spectrum_products"] > 0
+        parts = sum(work[f"seconds_{part}"] for part in ("spectrum", "k_decisions", "neighbours"))
+        assert 0 < parts <= meta["seconds"][name]
     every = pd.read_parquet(full / "layers.parquet")
     pd.testing.assert_frame_equal(rows, every[every.layer.isin([0, n_states - 1])].reset_index(drop=True))
     cka = pd.read_parquet(some / "cka.parquet")

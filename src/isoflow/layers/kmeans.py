@@ -41,6 +41,9 @@ class KDecision:
     extra: list[float] = field(default_factory=list)  # the extra labellings' silhouettes on the first sample
     sample: torch.Tensor | None = None  # the first sample's indices (None: all points)
     labels: torch.Tensor | None = None  # the first sample's labels at K (zeros when K = 1)
+    # the arithmetic it did (what its time is counted by): the Lloyd iterations of every start, the point-centre
+    # multiply-adds of K-means (m·k·d a pass: k-means++'s, each iteration's and the labels'), the silhouettes' m²·d
+    work: dict = field(default_factory=dict)
 
     @property
     def settled(self) -> bool:
@@ -68,10 +71,18 @@ def decide_k(
     first_labels: dict[int, torch.Tensor] = {}
     extra_scores = [float("nan")] * len(extra)
     first_index = None
+    work = {"lloyd_iterations": 0, "kmeans_products": 0, "silhouette_products": 0}
     for s in range(samples):
         idx = sample_rows(x.shape[0], sample_cap, seed + s, x.device) if drawn is None else drawn[s]
         xs = x if idx is None else x[idx]
-        labelings = {k: kmeans(xs, k, n_init=starts, seed=seed + s, tol=1e-4, dtype=torch.float32)[0] for k in k_values}
+        labelings = {}
+        for k in k_values:
+            iterations: list[int] = []
+            labelings[k] = kmeans(
+                xs, k, n_init=starts, seed=seed + s, tol=1e-4, dtype=torch.float32, iterations=iterations
+            )[0]
+            work["lloyd_iterations"] += sum(iterations)
+            work["kmeans_products"] += (sum(iterations) + 2 * len(iterations)) * xs.shape[0] * k * xs.shape[1]
         usable = {k: lab for k, lab in labelings.items() if int(torch.unique(lab).numel()) >= 2}  # not collapsed
         extras = {}
         if s == 0:  # the extra labellings on the first sample, where they have two groups at least
@@ -80,6 +91,7 @@ def decide_k(
                 if len(np.unique(e)) >= 2:
                     extras[i] = e
         values = silhouettes(xs, [*usable.values(), *extras.values()])
+        work["silhouette_products"] += xs.shape[0] ** 2 * xs.shape[1]  # one pass over the sample's distances
         per_sample.append(dict(zip(usable, values[: len(usable)])))
         if s == 0:
             first_labels, first_index = usable, idx
@@ -88,7 +100,7 @@ def decide_k(
     scores = [{"sample": s, "k": k, "silhouette": v} for s, row in enumerate(per_sample) for k, v in row.items()]
     decision = summarise(per_sample, k_values, min_silhouette)
     none = torch.zeros(_n(x, first_index), dtype=torch.int64, device=x.device)
-    decision.scores, decision.extra, decision.sample = scores, extra_scores, first_index
+    decision.scores, decision.extra, decision.sample, decision.work = scores, extra_scores, first_index, work
     decision.labels = first_labels[decision.k] if decision.k > 1 else none
     return decision
 

@@ -81,6 +81,7 @@ from .composition import is_symbol
 from .kmeans import KDecision, decide_k
 from .pca import orderings
 from .settings import LayerSettings
+from .work import Work
 
 
 def cap_per_type(types: np.ndarray, cap: int, seed: int) -> np.ndarray:
@@ -278,16 +279,20 @@ def layer_metrics(
     row: dict = {"n_points": float(n), "n_types": float(int(codes.max()) + 1), "n_sample": float(m)}
     notes: list[str] = []  # what could not be measured here, and why: the cell is left empty, the rest goes on
     row.update(_similarities(x, codes, intra))
-    outlier_row, dims = _outliers(x, codes, s)
+    work = Work()  # what the large parts did (isoflow.layers.work): the spectra, the K decisions, the neighbours
+    with work.timed("spectrum", spectrum_products=2 * n * x.shape[1] ** 2):  # with and without outlier dimensions
+        outlier_row, dims = _outliers(x, codes, s)
     row.update(outlier_row)
     row.update(_uniformity(x, s))
     shape_names = [f"{name}_nofirst" for name in (*TABLE_SPECTRUM, "uniformity")]
     row.update(dict.fromkeys(shape_names, float("nan")))
     if positions is not None and int((np.asarray(positions) > 0).sum()) >= 2:
         past_first = x[torch.as_tensor(np.flatnonzero(np.asarray(positions) > 0), device=x.device)]
-        row.update(_spectrum(past_first, "_nofirst"), **_uniformity(past_first, s, "_nofirst"))
+        with work.timed("spectrum", spectrum_products=past_first.shape[0] * x.shape[1] ** 2):
+            row.update(_spectrum(past_first, "_nofirst"))
+        row.update(_uniformity(past_first, s, "_nofirst"))
     extra: dict = {"sample": idx, "clusters": torch.zeros(m, dtype=torch.int64, device=x.device), "nofirst": None}
-    extra.update(kmeans=[], dims=dims)
+    extra.update(kmeans=[], dims=dims, work=work.counts)
 
     labels = torch.zeros(n, dtype=torch.int64, device=x.device)
     unique_types, type_codes = np.unique(types.astype(str), return_inverse=True)
@@ -299,7 +304,9 @@ def layer_metrics(
     if m < s.k_max + 1:
         notes.append(f"clusters: {m} points, too few for K-means with K up to {s.k_max} (--k-max); no centring")
     else:
-        decision = _decide(x, s, extra=[symbols], drawn=drawn)
+        with work.timed("k_decisions"):
+            decision = _decide(x, s, extra=[symbols], drawn=drawn)
+        work.add(decision.work)
         row.update(_decision_row(decision), symbol_silhouette=decision.extra[0])
         extra["kmeans"] += [{"subset": "all", **r} for r in decision.scores]
         extra["clusters"] = decision.labels
@@ -316,7 +323,9 @@ def layer_metrics(
         if positions is not None:
             later = torch.as_tensor(np.flatnonzero(np.asarray(positions) > 0), device=x.device)
             if later.numel() >= s.k_max + 1:
-                other = _decide(x[later], s)
+                with work.timed("k_decisions"):
+                    other = _decide(x[later], s)
+                work.add(other.work)
                 row.update({f"nofirst_{k}": v for k, v in _decision_row(other).items()})
                 extra["kmeans"] += [{"subset": "no first token", **r} for r in other.scores]
                 chosen = later if other.sample is None else later[other.sample]
@@ -342,15 +351,17 @@ def layer_metrics(
             "--max-tokens or a smaller --k-lid)"
         )
     else:
-        r = knn_distances(distinct, s.k_lid)  # one neighbour search for LID and TwoNN
-        for name, compute in (
-            ("lid_euclidean", lambda: lid_from_distances(r)),
-            ("twonn", lambda: twonn_from_distances(r)),
-            ("lid_cosine", lambda: lid_mle(_unit(distinct), k=s.k_lid)),
-        ):
-            try:
-                row[name] = compute()
-            except ValueError as exc:  # e.g. TwoNN on a repetitive corpus: every neighbour at distance 0
-                notes.append(f"{name}: {exc}")
+        # two neighbour searches: Euclidean (LID and TwoNN) and cosine (LID)
+        with work.timed("neighbours", neighbour_products=2 * distinct.shape[0] ** 2 * distinct.shape[1]):
+            r = knn_distances(distinct, s.k_lid)
+            for name, compute in (
+                ("lid_euclidean", lambda: lid_from_distances(r)),
+                ("twonn", lambda: twonn_from_distances(r)),
+                ("lid_cosine", lambda: lid_mle(_unit(distinct), k=s.k_lid)),
+            ):
+                try:
+                    row[name] = compute()
+                except ValueError as exc:  # e.g. TwoNN on a repetitive corpus: every neighbour at distance 0
+                    notes.append(f"{name}: {exc}")
     row["notes"] = "; ".join(notes)
     return row, extra

@@ -24,7 +24,7 @@ import resource
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +134,7 @@ def _measured(job: _Job, corpus: str, corpus_label: str) -> Outcome:
     for row in outputs[0]:
         _warn_unmeasured(name, corpus_label, row.get("layer", 0), row)
     meta.update(outputs[-1])
-    meta.update(seconds=job.timings, peak_rss_mb=round(_peak_rss_mb(), 1))
+    meta.update(seconds=job.timings, peak_rss_mb=round(_peak_rss_mb(), 1), **({"work": job.work} if job.work else {}))
     return Outcome(settings.dict(), meta, files=_files(name, corpus_label, *outputs[:-1]), progress=job.partial)
 
 
@@ -183,6 +183,7 @@ class _Job:
     progress: bool | None
     partial: PartialRun | None  # where a contextual model's streamed analysis keeps its progress (set by the body)
     layers: str | None  # the states measured (isoflow.layers.subset); None: every one
+    work: dict = field(default_factory=dict)  # each measured layer's counted arithmetic (isoflow.layers.work)
 
 
 def roll_layer(n_states: int) -> int:
@@ -417,6 +418,8 @@ def _measured_layers(job: _Job, store, measured, points, views_wanted, shared, s
         for name in ("clusters", "kmeans", "types", "views"):
             out[name] += done[name]
         job.timings[f"layer{layer}"] = done["seconds"]
+        if done.get("work"):  # a layer measured before its work was counted has none
+            job.work[f"layer{layer}"] = done["work"]
         interrupt.check()
         if bar is not None:
             bar.update(1)
@@ -574,6 +577,7 @@ def _measure_layer(
         "kmeans": layer_kmeans,
         "dims": layer_dims,
         "views": views,
+        "work": extra["work"],
     }
 
 
@@ -593,6 +597,7 @@ def _static(job: _Job):
     word_arr = np.asarray(words, dtype=object)
     row, extra = layer_metrics(points, word_arr, settings, frequency=np.array([counts[w] for w in words]))
     job.timings["layer0"] = time.perf_counter() - t
+    job.work["layer0"] = extra["work"]
     idx = extra["sample"]
     sample_words = word_arr if idx is None else word_arr[idx.cpu().numpy()]
     view = pca_view(

@@ -49,20 +49,25 @@ def lloyd(
     tol: float = 1e-10,
     dtype: torch.dtype = torch.float64,
     variance: float | None = None,
+    iterations: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
     """Lloyd iterations from given centres, in ``dtype`` (float64 by default; float32 halves the time, as
     scikit-learn computes float32 input). Returns (labels, centres, inertia).
 
     Stops when the total squared centre shift falls below ``tol`` times the mean
     per-feature variance (scikit-learn's criterion; ``variance``: that mean, when the caller has it already).
-    An emptied cluster keeps its centre.
+    An emptied cluster keeps its centre. ``iterations``: a list the number of iterations run is appended to
+    (scikit-learn's ``n_iter_``; each is one n × k distance product, and one more gives the labels): what a
+    run's time is counted by.
     """
     x = x.to(dtype)
     xx = (x * x).sum(1)  # once, not per iteration
     c = centres.to(dtype).clone()
     k = c.shape[0]
     tol_abs = tol * (float(x.var(dim=0).mean()) if variance is None else variance)
+    run = 0
     for _ in range(max_iter):
+        run += 1
         labels = _sq_dists(x, c, xx).argmin(dim=1)
         sums = torch.zeros_like(c).index_add_(0, labels, x)
         counts = torch.bincount(labels, minlength=k).to(x.dtype)
@@ -71,6 +76,8 @@ def lloyd(
         c = new
         if shift <= tol_abs:
             break
+    if iterations is not None:
+        iterations.append(run)
     d2 = _sq_dists(x, c, xx)
     labels = d2.argmin(dim=1)
     return labels, c, float(d2.gather(1, labels[:, None]).sum())
@@ -85,9 +92,11 @@ def kmeans(
     max_iter: int = 300,
     tol: float = 1e-10,
     dtype: torch.dtype = torch.float64,
+    iterations: list | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """k-means (best inertia of ``n_init`` k-means++ starts). Returns (labels (n,), centres (k, dim)).
-    ``dtype``: of the whole computation (:func:`lloyd`)."""
+    ``dtype``: of the whole computation (:func:`lloyd`); ``iterations``: a list each start's Lloyd iterations are
+    appended to."""
     x = as_points(X).to(dtype)
     if not 1 <= k <= x.shape[0]:
         raise ValueError(f"k must be between 1 and n_points = {x.shape[0]}; got {k}")
@@ -96,7 +105,13 @@ def kmeans(
     best = None
     for _ in range(n_init):
         labels, centres, inertia = lloyd(
-            x, kmeans_plusplus(x, k, g), max_iter=max_iter, tol=tol, dtype=dtype, variance=variance
+            x,
+            kmeans_plusplus(x, k, g),
+            max_iter=max_iter,
+            tol=tol,
+            dtype=dtype,
+            variance=variance,
+            iterations=iterations,
         )
         if best is None or inertia < best[2]:
             best = (labels, centres, inertia)
