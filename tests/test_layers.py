@@ -1107,6 +1107,40 @@ def test_a_subset_of_layers_is_the_same_measurement_of_those_layers(tiny_gpt2, t
         run_layers("no-such-model", str(corpus), out=tmp_path / "s", layers="every", **kw)
 
 
+def test_a_layers_counted_arithmetic_is_the_one_its_shape_gives(tiny_gpt2, tmp_path):
+    """What a run records it did (meta.json work) is what isoflow.layers.work.expected gives from each layer's shape
+    before the run: the spectra's, the silhouettes' and the neighbour searches' products to the unit, K-means' at the
+    run's own mean Lloyd iterations within the spread of K (its products weigh each K's iterations by K)."""
+    from isoflow import corpora
+    from isoflow.layers.encoder import batches, count_points, load_encoder
+    from isoflow.layers.run import run_layers
+    from isoflow.layers.work import expected
+    from isoflow.models.resolve import resolve_model
+
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(2)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it"]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=8)) for _ in range(80)) + "\n")
+    settings = LayerSettings(max_tokens=300, sample_cap=200, k_lid=5, k_max=4, kmeans_samples=2, kmeans_starts=1)
+    out = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "run", settings=settings, device="cpu", progress=False)
+    meta, rows = json.loads((out / "meta.json").read_text()), pd.read_parquet(out / "layers.parquet")
+    encoder = load_encoder(resolve_model(str(tiny_gpt2)), "cpu")
+    chosen = corpora.sample(corpora.load(str(corpus), tmp_path), 300, 0, lambda w: count_points(encoder, w))
+    positions = np.concatenate([b.positions for b in batches(encoder, chosen)])
+    assert len(positions) == meta["n_points"] > settings.sample_cap  # the K decisions on a sample
+    for row in rows.itertuples():
+        work = meta["work"][f"layer{row.layer}"]
+        fits = 2 * settings.kmeans_samples * settings.kmeans_starts * (settings.k_max - 1)  # with and without firsts
+        shape = dict(past_first=int((positions > 0).sum()), distinct=int(row.lid_points))
+        predicted = expected(
+            meta["n_points"], meta["dim"], settings, iterations=work["lloyd_iterations"] / fits, **shape
+        )
+        for name in ("spectrum_products", "silhouette_products", "neighbour_products", "lloyd_iterations"):
+            assert work[name] == pytest.approx(predicted[name], rel=1e-12), name
+        assert 2 / 3 < work["kmeans_products"] / predicted["kmeans_products"] < 4 / 3  # K from 2 to 4, mean 3
+        assert min(work[name] for name in predicted) > 0  # every part ran
+
+
 def test_a_model_spread_over_devices_measures_as_one_on_a_device(tiny_gpt2, tmp_path, capsys):
     """--device-map auto (accelerate places each block; here every one on the CPU, the only device): the same rows as
     the model loaded whole, the record naming the placement; a model that is not a Hugging Face folder is refused in
