@@ -64,7 +64,7 @@ class Comparison(RunId):
 
 def measurements(dynamics: dict, pretrained: dict[str, dict]) -> list[Measurement]:
     """Every checkpoint x corpus x kind of point a config's ``dynamics`` section (its defaults filled in) measures, in
-    its series' order (``pretrained``: :func:`isoflow.pretrain.settings.pretrained_runs`)."""
+    its series' order (``pretrained``: :func:`isoflow.checkpoints.pretrained_runs`)."""
     return [
         Measurement(series, corpus, points, revision)
         for series, revision in series_checkpoints(dynamics, pretrained)

@@ -71,7 +71,7 @@ def _is_temporary(rel: Path) -> bool:
     return any(part.startswith(".") and (".tmp" in part or part.endswith(IN_PROGRESS)) for part in rel.parts)
 
 
-def _run_files(runs: Path) -> list[Path]:
+def run_files(runs: Path) -> list[Path]:
     """Every finished file under a runs folder, relative to it."""
     if not runs.is_dir():
         return []
@@ -178,7 +178,7 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
     pub = PUBLICATIONS[publication]
     rerun = rerun or replaces_published(publication, root)
     results = results_of(publication, root)
-    found = {name: _run_files(results / name / RUNS) for name in _sections(publication)}
+    found = {name: run_files(results / name / RUNS) for name in _sections(publication)}
     progress = {name: _progress_files(results / name / RUNS) for name in _sections(publication)}
     parts = parts_of(publication, root)
     whole, left = _split_parts(parts or {}, results)
@@ -249,7 +249,7 @@ def restore(publication: str, root: Path = ROOT) -> int:
     results = results_of(publication, root)
     copied, dated = [], []
     for source, name in sources(publication, root):
-        for rel in _run_files(source):
+        for rel in run_files(source):
             target = results / name / RUNS / rel
             if target.exists():
                 if target not in dated and filecmp.cmp(source / rel, target, shallow=False):

@@ -230,16 +230,17 @@ def _snakemake(command: list[str]) -> None:
     subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
 
 
-def _made_in_parts(publication: str, command: list[str]) -> str:
+def _made_in_parts(publication: str, parts: dict, command: list[str]) -> str:
     """Resume a publication made in parts (its section's ``parts``; isoflow.publishing.partial): the saved parts' and
     the published runs' files put back, the parts still missing made one after another (``command`` with each part's
     missing runs as targets: its inputs, a checkpoint series, are made on this machine), then the tables and figures
     drawn from every run there by the section's redraw commands (as ``make redraw``: the workflow's report rule would
-    want every part's inputs again). Returns what PUBLISHED.json adds to the command."""
+    want every part's inputs again); ``parts``: :func:`isoflow.publishing.partial.parts_of`'s. Returns what
+    PUBLISHED.json adds to the command."""
     files = partial_runs.restore(publication, ROOT)
     results = partial_runs.results_of(publication, ROOT)
     made, planned = [], set()
-    for part, runs in partial_runs.parts_of(publication, ROOT).items():
+    for part, runs in parts.items():
         planned |= {Path(run.path(results)) for run, _ in runs}
         missing = partial_runs.missing_runs(runs, results)
         if missing:
@@ -248,8 +249,7 @@ def _made_in_parts(publication: str, command: list[str]) -> str:
             made.append(part)
     section = SECTIONS[PUBLICATIONS[publication].section]
     runs = results / section.name / RUNS
-    found = [p for name in section.published_files for p in runs.rglob(name)]
-    present = {p.parent for p in found if not any(part.startswith(".") for part in p.relative_to(runs).parts)}
+    present = {runs / rel.parent for rel in partial_runs.run_files(runs) if rel.name in section.published_files}
     if present - planned:  # a run of another config would enter the tables
         extra = sorted(present - planned)
         raise PublishError(f"{extra[0]}: a run {publication}'s config does not make ({len(extra)} such); remove it")
@@ -262,6 +262,27 @@ def _made_in_parts(publication: str, command: list[str]) -> str:
     )
 
 
+def _resumed(publication: str, command: list[str]) -> str:
+    """Put back what a resume of a publication saved run by run needs before ``command`` runs the missing runs: its
+    runs' inputs built (the pretrained models it saved put back, not trained again), then its saved and published
+    runs, dated after them. Returns what PUBLISHED.json adds to the command."""
+    section = SECTIONS[PUBLICATIONS[publication].section]
+    check_resumable_here(publication, ROOT)
+    shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
+    if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
+        _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
+        for folder in partial_runs.restore_inputs(publication, ROOT):
+            print(f"{folder.relative_to(ROOT)} restored", flush=True)
+    _snakemake([*command, "--omit-from", *section.run_rules, *shared])
+    sources = ", ".join(str(f.relative_to(ROOT)) for f, _ in partial_runs.sources(publication, ROOT)) or "nowhere"
+    files = partial_runs.restore(publication, ROOT)
+    print(f"{files} files of earlier runs restored", flush=True)
+    for folder in partial_runs.restore_progress(publication, ROOT):
+        print(f"{folder.relative_to(ROOT)}: the progress of an analysis stopped midway, restored", flush=True)
+    # what PUBLISHED.json says: how many files came back, and from where (saved runs, published ones)
+    return f" (resumed: {files} files of earlier runs put back by scripts/partial_runs.py restore from {sources})"
+
+
 def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume: bool = False) -> Path:
     """Run the publication's section with its config through the workflow (resumable: --rerun-incomplete), then
     publish it; the command run is what PUBLISHED.json records. With ``resume``, the runs saved in partial-results and
@@ -270,31 +291,16 @@ def reproduce(publication: str, snakemake_args: str = "", cores: int = 2, resume
     back before the inputs made from them, so they are not trained again; a publication made in parts makes only its
     missing parts (:func:`_made_in_parts`). Once published whole, the saved runs are removed."""
     pub = PUBLICATIONS[publication]
-    section = SECTIONS[pub.section]
     options = ["--cores", str(cores), "--configfile", pub.config, "--rerun-incomplete", *shlex.split(snakemake_args)]
     command = ["snakemake", pub.section, *options]
     restored = ""
-    if resume and partial_runs.parts_of(publication, ROOT) is not None:  # its parts' missing runs, then the report
-        restored = _made_in_parts(publication, ["snakemake", *options])
+    parts = partial_runs.parts_of(publication, ROOT) if resume else None
+    if parts is not None:  # its parts' missing runs, then the report
+        restored = _made_in_parts(publication, parts, ["snakemake", *options])
         command = ["snakemake", *options, "<each part's missing runs>"]
-    elif resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
-        check_resumable_here(publication, ROOT)
-        shared = SECTIONS[section.shares_runs_with].run_rules if section.shares_runs_with else ()
-        if partial_runs.saved_inputs(publication, ROOT):  # pretrained models saved: put back, not trained again
-            _snakemake([*command, "--omit-from", partial_runs.INPUT_RULE, *section.run_rules, *shared])
-            for folder in partial_runs.restore_inputs(publication, ROOT):
-                print(f"{folder.relative_to(ROOT)} restored", flush=True)
-        _snakemake([*command, "--omit-from", *section.run_rules, *shared])
-        sources = ", ".join(str(f.relative_to(ROOT)) for f, _ in partial_runs.sources(publication, ROOT)) or "nowhere"
-        files = partial_runs.restore(publication, ROOT)
-        print(f"{files} files of earlier runs restored", flush=True)
-        for folder in partial_runs.restore_progress(publication, ROOT):
-            print(f"{folder.relative_to(ROOT)}: the progress of an analysis stopped midway, restored", flush=True)
-        # what PUBLISHED.json says: how many files came back, and from where (saved runs, published ones)
-        restored = f" (resumed: {files} files of earlier runs put back by scripts/partial_runs.py restore from "
-        restored += f"{sources})"
-        _snakemake(command)
     else:
+        if resume:  # first the runs' inputs, none of the runs (istar's: nor optimize's, its λ = 0 rows)
+            restored = _resumed(publication, command)
         _snakemake(command)
     results = partial_runs.results_of(publication, ROOT)
     dest = ROOT / PUBLISHED_RESULTS / publication
