@@ -1173,9 +1173,9 @@ def test_a_run_keeping_its_samples_points_measures_the_sums_over_all_of_them(tin
     LayerNorm the states lack a direction (their coordinates' mean is 0), to which float32 products give a rounding
     eigenvalue that the in-memory fit counts; the float64 sums do not, as the float64 states do not. How large that
     eigenvalue comes out depends on the CPU's float32 kernels, and with it the in-memory α-ReQ and effective rank over
-    σ (Garrido's: its √ makes a 1e-7 eigenvalue a 3e-4 singular value) in their variants too: on an Intel Xeon the
-    effective rank moves by 2e-3 of 26 and α-ReQ without first positions from 1.50 to 2.05, on an AMD EPYC neither
-    past 1e-5; the sums' equal the float64 states' on both."""
+    σ (Garrido's: its √ makes a 1e-7 eigenvalue a 3e-4 singular value) in their variants too: on an Intel Xeon both
+    leave the sums' by more than 1e-5 (α-ReQ without first positions far more), on an AMD EPYC neither does; the sums'
+    equal the float64 states' on both."""
     import torch
 
     from isoflow import corpora
