@@ -167,6 +167,8 @@ def measure(
         "encode_seconds": round(seconds["encode"], 2),
         "tokens_per_second": round(meta["n_points"] / seconds["encode"], 1),
         "layer_seconds": layers,
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},  # every step's, as the run's meta.json has them
+        "work": meta.get("work"),  # each layer's arithmetic by part and its seconds (isoflow.layers.work)
         "peak_rss_mb": meta["peak_rss_mb"],
         # MiB by stage: VmRSS = RssAnon (allocated) + RssFile (mapped file pages) + RssShmem
         "memory_by_stage_mb": memory.peaks,
