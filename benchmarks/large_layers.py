@@ -154,6 +154,7 @@ def measure(
         "loaded_dtype": dtype,  # what the run loaded the weights in ("dtype": what they were saved in)
         "device": meta["device"],
         "n_points": meta["n_points"],
+        "sentences_used": meta["sentences_used"],  # their first positions: what the second K decision leaves out
         "states": states,
         "points_kept": meta.get("points_kept", meta["n_points"]),
         # on disk: every measured state's kept points, float32, and (keeping a sample) its types' sums, float64

@@ -27,6 +27,11 @@ def counted(model) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+def looked_up(model) -> int:
+    """The parameters of the model's nn.Embedding modules: read by index, not multiplied."""
+    return sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
+
+
 def on_meta(config, auto="AutoModel"):
     """The model a config builds, without memory (the meta device): its parameter count is the published shape's."""
     import transformers
@@ -90,7 +95,8 @@ def published_configs():
 def test_a_built_in_models_published_shape_is_the_model_its_config_builds(name):
     config = published_configs()[name]
     model = on_meta(config)
-    assert PUBLISHED[name] == ModelShape(counted(model), config.hidden_size, config.num_hidden_layers + 1, 4)
+    shape = ModelShape(counted(model), config.hidden_size, config.num_hidden_layers + 1, 4, looked_up(model))
+    assert PUBLISHED[name] == shape
 
 
 def test_minilms_published_shape_is_its_packages_weights():
@@ -110,7 +116,8 @@ def test_a_folders_shape_is_read_from_its_config_and_safetensors_headers(tmp_pat
     model = GPT2LMHeadModel(GPT2Config(vocab_size=300, n_positions=32, n_embd=16, n_layer=3, n_head=2)).to(dtype)
     model.save_pretrained(tmp_path / "model")
     shape = folder_shape(tmp_path / "model")
-    assert shape == ModelShape(counted(model), 16, 4, saved)
+    # the tied output head is saved once, as wte: the embeddings are wte and wpe
+    assert shape == ModelShape(counted(model), 16, 4, saved, looked_up(model))
     assert shape.weight_bytes() == counted(model) * saved and shape.weight_bytes("float32") == counted(model) * 4
     (tmp_path / "empty").mkdir()
     assert folder_shape(tmp_path / "empty") is None  # nothing to read it from: the plan's fixed request
@@ -126,6 +133,7 @@ def test_a_pretraining_runs_shape_from_its_settings_is_the_model_it_builds():
     bert = on_meta(BertConfig(vocab_size=500, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
                               intermediate_size=64, max_position_embeddings=40), "AutoModelForMaskedLM")  # fmt: skip
     assert shape.parameters == counted(gpt2) == counted(bert.bert) - 2 * 32
+    assert shape.embeddings == looked_up(gpt2) == looked_up(bert.bert) - 2 * 32
     assert (shape.dim, shape.states) == (32, 4)
 
 

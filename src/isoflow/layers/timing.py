@@ -1,0 +1,211 @@
+"""A layer run's seconds, predicted from its arithmetic and what one machine does at each part (issue "Every layer
+of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time formula").
+
+* **Encoding**, a point's seconds: its multiplied parameters (:attr:`ModelShape.multiplied
+  <isoflow.models.shapes.ModelShape.multiplied>`: all but the embeddings, which are read by index), one multiply-add
+  each, at :attr:`Rates.encode` of the machine's GEMM rate in the weights' dtype at the model's width, and
+  :attr:`Rates.encode_overhead` a block and dimension (layer norms, activations, attention over ~30-token
+  sentences: work that grows with blocks · d, not d²). A run keeping its sample (``states: sample``) also folds every
+  point into each measured state's two d × d float64 scatters, 2 · N · d² multiply-adds a state, at the float64
+  GEMM rate.
+* **A measured state**: the counts of :func:`isoflow.layers.work.expected` — spectra, K decisions (K-means'
+  point–centre products and the silhouettes' pair products, timed together), neighbour searches — each at its rate,
+  carried from the calibration's width to the state's by the GEMM rates at both (float64 for the spectra, float32
+  for the distances); the d × d eigen solves (:data:`SPECTRUM_EIGVALSH`, :data:`SUMS_EIGVALSH`, :data:`STATE_EIGH`)
+  at their seconds at the state's width; and :attr:`Rates.state_seconds` beside them. The points a state is
+  measured on are all of them, or, keeping the sample, the kept ones. The Lloyd iterations a fit takes are the one
+  count the data set: a run's own (the formula checked against its arithmetic) or the calibration's mean (a plan).
+
+The rates come from calibration runs on the machine the prediction is for (:func:`fit_rates`: one run keeping every
+point for the parts; :func:`fit_encoding`: two models of different widths for the encoding's two terms), the
+kernels' rates at each width from :meth:`Kernels.measured`. ``python benchmarks/layer_time.py`` calibrates,
+predicts a benchmark run of a large shape and writes both beside each other.
+
+Examples
+--------
+>>> from isoflow.models.shapes import PUBLISHED
+>>> from isoflow.layers.settings import LayerSettings
+>>> kernels = Kernels(384, {"float32": 1.4e11, "float64": 6e10}, eigvalsh=0.008, eigh=0.012)
+>>> rates = Rates(encode=0.3, encode_overhead=7e-8, spectrum=1e10, k_decisions=2.5e10, neighbours=1.8e10,
+...               state_seconds=0.8, iterations=35.0, kernels=kernels)
+>>> s = predict(PUBLISHED["minilm"], LayerSettings(max_tokens=5000, kmeans_samples=1, kmeans_starts=1), rates,
+...             kernels, points=5000, sentences=230)
+>>> round(s["encode"], 2), round(s["state"], 2), round(s["measure"], 1)
+(2.09, 3.54, 24.8)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..models.shapes import ModelShape
+from .settings import LayerSettings
+from .work import expected
+
+# The dtype each part's products run in: the spectra's d × d products in float64, the distances in float32
+PART_DTYPE = {"spectrum": "float64", "k_decisions": "float32", "neighbours": "float32"}
+GEMM_ROWS = 2048  # rows of the product gemm_rate times: about one batch's points (64 sentences of ~32 tokens)
+# A state's d × d eigenvalue solves (tests/test_layer_timing.py counts them in a run): the spectra of its points with
+# and without the outlier dimensions and past the first positions, each centred and not (6, within the spectrum part);
+# keeping a sample, the same three from the sums (6 more); and the principal axes' one eigenvector solve
+SPECTRUM_EIGVALSH, SUMS_EIGVALSH, STATE_EIGH = 6, 6, 1
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """What one machine does at one width ``dim``: ``gemm`` multiply-adds a second by dtype (a (2,048 × d) · (d × 4d)
+    product, a feed-forward layer's over one batch) and the seconds of one d × d float64 eigenvalue solve
+    (``eigvalsh``) and eigenvector solve (``eigh``)."""
+
+    dim: int
+    gemm: dict
+    eigvalsh: float
+    eigh: float
+
+    @classmethod
+    def measured(cls, dim: int, dtypes=("float32", "float64"), device: str = "cpu", repeats: int = 3) -> Kernels:
+        """Timed here: each the best of ``repeats`` after one to warm up."""
+        import torch
+
+        def best(step) -> float:
+            times = []
+            for _ in range(repeats + 1):
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                step()
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                times.append(time.perf_counter() - start)
+            return min(times[1:])
+
+        gemm = {}
+        for dtype in dict.fromkeys(("float64", *dtypes)):
+            a = torch.randn(GEMM_ROWS, dim, dtype=getattr(torch, dtype), device=device)
+            b = torch.randn(dim, 4 * dim, dtype=a.dtype, device=device)
+            gemm[dtype] = GEMM_ROWS * dim * 4 * dim / best(lambda a=a, b=b: a @ b)
+        x = torch.randn(3 * dim, dim, dtype=torch.float64, device=device)
+        scatter = x.T @ x
+        return cls(dim, gemm, best(lambda: torch.linalg.eigvalsh(scatter)), best(lambda: torch.linalg.eigh(scatter)))
+
+
+@dataclass(frozen=True)
+class Rates:
+    """One machine's rates. The encoding: ``encode``, the forward pass's multiply-adds a second as a fraction of the
+    GEMM rate in its dtype, and ``encode_overhead``, seconds a point per block and dimension (the element-wise work
+    and attention that no weight product counts). A state: ``spectrum``, ``k_decisions``, ``neighbours``, multiply-adds
+    a second at the calibration's ``kernels``; ``state_seconds`` beside them and the eigen solves; ``iterations``, the
+    Lloyd iterations of one K-means fit (mean)."""
+
+    encode: float
+    encode_overhead: float
+    spectrum: float
+    k_decisions: float
+    neighbours: float
+    state_seconds: float
+    iterations: float
+    kernels: Kernels
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_encoding(calibrations: list[tuple[float, ModelShape, float]]) -> tuple[float, float]:
+    """``(encode, encode_overhead)`` (:class:`Rates`) from calibration runs, each as (its encoding's seconds a point,
+    its model's shape, the machine's GEMM rate in its weights' dtype at its width): a point's seconds = multiplied /
+    (encode · GEMM rate) + overhead · blocks · d, solved by least squares (exactly, from two models whose widths and
+    depths differ)."""
+    a = np.array([[model.multiplied / gemm, (model.states - 1) * model.dim] for _, model, gemm in calibrations])
+    (inverse, overhead), *_ = np.linalg.lstsq(a, np.array([seconds for seconds, _, _ in calibrations]), rcond=None)
+    return 1.0 / inverse, overhead
+
+
+def fit_rates(meta: dict, model: ModelShape, kernels: Kernels, *, encoding: tuple[float, float] | None = None) -> Rates:
+    """The rates of one calibration run (its ``meta.json`` as a dict; made with ``states: all``, every layer
+    measured) of ``model``, beside the ``kernels`` measured at its width on the same machine: each part's products
+    over its seconds summed over the layers (the spectra's after their eigen solves); a state's seconds beside its
+    parts and eigen solves, the mean; the Lloyd iterations of a fit, those counted over the fits
+    :func:`isoflow.layers.work.expected` counts; the encoding's rates from ``encoding`` (:func:`fit_encoding`; default:
+    this run's alone, all its time taken as the weights' products)."""
+    settings = LayerSettings(**meta["settings"])
+    if settings.states != "all":
+        raise ValueError("a calibration run keeps every point (states: all): its encoding then folds no sums")
+    work = meta["work"]
+    layers = len(work)
+    total = {key: sum(layer.get(key, 0.0) for layer in work.values()) for key in {k for w in work.values() for k in w}}
+    seconds = meta["seconds"]
+    parts = sum(total.get(f"seconds_{part}", 0.0) for part in PART_DTYPE)
+    n = meta["n_points"]
+    once = expected(n, meta["dim"], settings, past_first=n - meta["sentences_used"], iterations=1)
+    fits = layers * once["lloyd_iterations"]
+    spectrum_seconds = total["seconds_spectrum"] - layers * SPECTRUM_EIGVALSH * kernels.eigvalsh
+    if encoding is None:
+        encoding = (model.multiplied * n / seconds["encode"] / kernels.gemm["float32"], 0.0)
+    return Rates(
+        encode=encoding[0],
+        encode_overhead=encoding[1],
+        spectrum=total["spectrum_products"] / spectrum_seconds,
+        k_decisions=(total["kmeans_products"] + total["silhouette_products"]) / total["seconds_k_decisions"],
+        neighbours=total["neighbour_products"] / total["seconds_neighbours"],
+        state_seconds=(sum(seconds[name] for name in work) - parts) / layers - STATE_EIGH * kernels.eigh,
+        iterations=total["lloyd_iterations"] / fits if fits else 0.0,
+        kernels=kernels,
+    )
+
+
+def part_seconds(counts: dict, rates: Rates, kernels: Kernels, *, streamed: bool = False) -> dict[str, float]:
+    """Each part of a state's seconds for its ``counts`` (:class:`isoflow.layers.work.Work`'s, or
+    :func:`~isoflow.layers.work.expected`'s): the large parts at ``rates`` carried to the state's width by the
+    ``kernels`` there, and the eigen solves at their seconds there (``rest``: the state's fixed seconds, its
+    principal axes and, keeping a sample (``streamed``), the sums' spectra)."""
+    at_width = {part: kernels.gemm[kind] / rates.kernels.gemm[kind] for part, kind in PART_DTYPE.items()}
+    return {
+        "spectrum": counts["spectrum_products"] / (rates.spectrum * at_width["spectrum"])
+        + SPECTRUM_EIGVALSH * kernels.eigvalsh,
+        "k_decisions": (counts["kmeans_products"] + counts["silhouette_products"])
+        / (rates.k_decisions * at_width["k_decisions"]),
+        "neighbours": counts["neighbour_products"] / (rates.neighbours * at_width["neighbours"]),
+        "rest": rates.state_seconds + STATE_EIGH * kernels.eigh + streamed * SUMS_EIGVALSH * kernels.eigvalsh,
+    }
+
+
+def predict(
+    model: ModelShape,
+    settings: LayerSettings,
+    rates: Rates,
+    kernels: Kernels,
+    *,
+    points: int,
+    dtype: str = "float32",
+    kept: int | None = None,
+    sentences: int | None = None,
+    measured: int | None = None,
+    iterations: float | None = None,
+) -> dict[str, float]:
+    """Seconds of a run of ``model`` over ``points`` points at ``settings`` with weights in ``dtype``: ``encode``
+    (``encode_scatters`` of it), ``state`` (one measured state's, ``state_<part>`` its parts) and ``measure``
+    (``measured`` states: every one by default), with ``kernels`` the machine's at the model's width; ``kept`` the
+    points a run keeping its sample kept, ``sentences`` the sentences they came from (their first positions; None:
+    static vectors), ``iterations`` the Lloyd iterations of a fit (default: the calibration's)."""
+    d = model.dim
+    states = model.states if measured is None else measured
+    streamed = settings.states == "sample"
+    scatters = 2 * points * d * d * states / kernels.gemm["float64"] if streamed else 0.0
+    forward = model.multiplied / (rates.encode * kernels.gemm[dtype]) + rates.encode_overhead * (model.states - 1) * d
+    n = points if not streamed or kept is None else kept  # the points a state's measures run on
+    past_first = None if sentences is None else n - round(sentences * n / points)
+    iterations = rates.iterations if iterations is None else iterations
+    counts = expected(n, d, settings, past_first=past_first, iterations=iterations)
+    parts = part_seconds(counts, rates, kernels, streamed=streamed)
+    state = sum(parts.values())
+    return {
+        "encode": points * forward + scatters,
+        "encode_scatters": scatters,
+        "state": state,
+        **{f"state_{part}": value for part, value in parts.items()},
+        "measure": states * state,
+        "total": points * forward + scatters + states * state,
+    }
