@@ -119,7 +119,7 @@ def compare(run: dict, rates, kernels) -> dict:
         "measure_planned": round(planned["measure"], 1),
         "planned_state": {k.removeprefix("state_"): round(v, 2) for k, v in planned.items() if k.startswith("state")},
         "predicted_over_measured": {k: round(v, 3) for k, v in ratios.items()},
-        "within": {k: abs(v - 1) <= WITHIN for k, v in ratios.items()},
+        "within": {k: bool(abs(v - 1) <= WITHIN) for k, v in ratios.items()},
         "lloyd_iterations_per_fit": round(iterations / (len(layers) * fits["lloyd_iterations"]), 1),
         "layers": layers,
     }
@@ -180,8 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             "work": meta["work"],
             "wider": {"shape": name, "n_points": wider["n_points"], "encode_seconds": wider["encode_seconds"]},
         },  # fmt: skip
-        "kernels": {d: k.__dict__ for d, k in kernels.items()},
-        "rates": rates.as_dict(),
+        "kernels": {d: {**k.__dict__, "gemm": {t: float(r) for t, r in k.gemm.items()}} for d, k in kernels.items()},
+        "rates": json.loads(json.dumps(rates.as_dict(), default=float)),
         "result": compare(checked, rates, kernels[checked["dim"]]),
     }
     args.out.write_text(json.dumps(written, indent=1) + "\n")
