@@ -80,10 +80,10 @@ def test_the_calibration_predicts_its_own_encoding_and_its_layers_from_its_shape
 
 
 def test_the_encodings_two_rates_are_solved_from_two_widths():
-    """A point's seconds made with known rates for two shapes give those rates back."""
+    """A point's seconds made with known rates for two models of different sizes give those rates back."""
     small, large = ModelShape(22_000_000, 384, 7, 4, 12_000_000), ModelShape(135_000_000, 576, 31, 4, 28_000_000)
-    efficiency, overhead = 0.3, 7e-8
-    made = [(m.multiplied / (efficiency * g) + overhead * (m.states - 1) * m.dim, m, g)
+    efficiency, overhead = 0.3, 2e-4
+    made = [(m.multiplied / (efficiency * g) + overhead, m, g)
             for m, g in ((small, 1.4e11), (large, 1.5e11))]  # fmt: skip
     assert fit_encoding(made) == pytest.approx((efficiency, overhead), rel=1e-9)
 
@@ -93,7 +93,7 @@ def test_the_formula_written_out():
     encoding, the scatters and each part's seconds as the module docstring writes them, each rate carried from the
     calibration's width by the GEMM rates at both, the eigen solves at their seconds at the width."""
     calibrated = Kernels(384, {"float32": 1.2e11, "float64": 6e10}, eigvalsh=0.01, eigh=0.02)
-    rates = Rates(encode=0.5, encode_overhead=1e-7, spectrum=1e10, k_decisions=2e10, neighbours=1.5e10,
+    rates = Rates(encode=0.5, encode_overhead=2e-4, spectrum=1e10, k_decisions=2e10, neighbours=1.5e10,
                   state_seconds=1.0, iterations=30.0, kernels=calibrated)  # fmt: skip
     kernels = Kernels(2048, {"float32": 1e11, "float64": 5e10, "bfloat16": 2.5e10}, eigvalsh=0.4, eigh=0.9)
     model = ModelShape(1_235_814_400, 2048, 17, 2, 128_256 * 2048)
@@ -101,7 +101,7 @@ def test_the_formula_written_out():
     s = predict(model, settings, rates, kernels, points=20_000, dtype="bfloat16", kept=5_000, sentences=800)
     scatters = 2 * 20_000 * 2048**2 * 17 / 5e10
     assert s["encode_scatters"] == pytest.approx(scatters, rel=1e-12)
-    forward = (1_235_814_400 - 128_256 * 2048) / (0.5 * 2.5e10) + 1e-7 * 16 * 2048
+    forward = (1_235_814_400 - 128_256 * 2048) / (0.5 * 2.5e10) + 2e-4
     assert s["encode"] == pytest.approx(20_000 * forward + scatters, rel=1e-12)
     n, past = 5_000, 5_000 - 200  # the kept points, and those past their sentence's first position (800 of 20,000)
     spectrum = (2 * n + past) * 2048**2 / (1e10 * 5e10 / 6e10) + 6 * 0.4

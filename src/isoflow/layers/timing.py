@@ -4,8 +4,8 @@ of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time fo
 * **Encoding**, a point's seconds: its multiplied parameters (:attr:`ModelShape.multiplied
   <isoflow.models.shapes.ModelShape.multiplied>`: all but the embeddings, which are read by index), one multiply-add
   each, at :attr:`Rates.encode` of the machine's GEMM rate in the weights' dtype at the model's width, and
-  :attr:`Rates.encode_overhead` a block and dimension (layer norms, activations, attention over ~30-token
-  sentences: work that grows with blocks · d, not d²). A run keeping its sample (``states: sample``) also folds every
+  :attr:`Rates.encode_overhead` seconds beside them (tokenizing, batching, taking the states out: a point's work
+  that the weights' size does not set). A run keeping its sample (``states: sample``) also folds every
   point into each measured state's two d × d float64 scatters, 2 · N · d² multiply-adds a state, at the float64
   GEMM rate.
 * **A measured state**: the counts of :func:`isoflow.layers.work.expected` — spectra, K decisions (K-means'
@@ -17,7 +17,7 @@ of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time fo
   count the data set: a run's own (the formula checked against its arithmetic) or the calibration's mean (a plan).
 
 The rates come from calibration runs on the machine the prediction is for (:func:`fit_rates`: one run keeping every
-point for the parts; :func:`fit_encoding`: two models of different widths for the encoding's two terms), the
+point for the parts; :func:`fit_encoding`: two models of different sizes for the encoding's two terms), the
 kernels' rates at each width from :meth:`Kernels.measured`. ``python benchmarks/layer_time.py`` calibrates,
 predicts a benchmark run of a large shape and writes both beside each other.
 
@@ -26,12 +26,12 @@ Examples
 >>> from isoflow.models.shapes import PUBLISHED
 >>> from isoflow.layers.settings import LayerSettings
 >>> kernels = Kernels(384, {"float32": 1.4e11, "float64": 6e10}, eigvalsh=0.008, eigh=0.012)
->>> rates = Rates(encode=0.3, encode_overhead=7e-8, spectrum=1e10, k_decisions=2.5e10, neighbours=1.8e10,
+>>> rates = Rates(encode=0.3, encode_overhead=2e-4, spectrum=1e10, k_decisions=2.5e10, neighbours=1.8e10,
 ...               state_seconds=0.8, iterations=35.0, kernels=kernels)
 >>> s = predict(PUBLISHED["minilm"], LayerSettings(max_tokens=5000, kmeans_samples=1, kmeans_starts=1), rates,
 ...             kernels, points=5000, sentences=230)
 >>> round(s["encode"], 2), round(s["state"], 2), round(s["measure"], 1)
-(2.09, 3.54, 24.8)
+(2.29, 3.54, 24.8)
 """
 
 from __future__ import annotations
@@ -95,10 +95,9 @@ class Kernels:
 @dataclass(frozen=True)
 class Rates:
     """One machine's rates. The encoding: ``encode``, the forward pass's multiply-adds a second as a fraction of the
-    GEMM rate in its dtype, and ``encode_overhead``, seconds a point per block and dimension (the element-wise work
-    and attention that no weight product counts). A state: ``spectrum``, ``k_decisions``, ``neighbours``, multiply-adds
-    a second at the calibration's ``kernels``; ``state_seconds`` beside them and the eigen solves; ``iterations``, the
-    Lloyd iterations of one K-means fit (mean)."""
+    GEMM rate in its dtype, and ``encode_overhead``, a point's seconds beside them. A state: ``spectrum``,
+    ``k_decisions``, ``neighbours``, multiply-adds a second at the calibration's ``kernels``; ``state_seconds`` beside
+    them and the eigen solves; ``iterations``, the Lloyd iterations of one K-means fit (mean)."""
 
     encode: float
     encode_overhead: float
@@ -116,11 +115,10 @@ class Rates:
 def fit_encoding(calibrations: list[tuple[float, ModelShape, float]]) -> tuple[float, float]:
     """``(encode, encode_overhead)`` (:class:`Rates`) from calibration runs, each as (its encoding's seconds a point,
     its model's shape, the machine's GEMM rate in its weights' dtype at its width): a point's seconds = multiplied /
-    (encode · GEMM rate) + overhead · blocks · d, solved by least squares (exactly, from two models whose widths and
-    depths differ)."""
-    a = np.array([[model.multiplied / gemm, (model.states - 1) * model.dim] for _, model, gemm in calibrations])
+    (encode · GEMM rate) + overhead, solved by least squares (exactly, from two models of different sizes)."""
+    a = np.array([[model.multiplied / gemm, 1.0] for _, model, gemm in calibrations])
     (inverse, overhead), *_ = np.linalg.lstsq(a, np.array([seconds for seconds, _, _ in calibrations]), rcond=None)
-    return 1.0 / inverse, overhead
+    return float(1.0 / inverse), float(overhead)
 
 
 def fit_rates(meta: dict, model: ModelShape, kernels: Kernels, *, encoding: tuple[float, float] | None = None) -> Rates:
@@ -194,7 +192,7 @@ def predict(
     states = model.states if measured is None else measured
     streamed = settings.states == "sample"
     scatters = 2 * points * d * d * states / kernels.gemm["float64"] if streamed else 0.0
-    forward = model.multiplied / (rates.encode * kernels.gemm[dtype]) + rates.encode_overhead * (model.states - 1) * d
+    forward = model.multiplied / (rates.encode * kernels.gemm[dtype]) + rates.encode_overhead
     n = points if not streamed or kept is None else kept  # the points a state's measures run on
     past_first = None if sentences is None else n - round(sentences * n / points)
     iterations = rates.iterations if iterations is None else iterations
