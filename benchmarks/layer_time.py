@@ -1,9 +1,9 @@
 """Benchmark: the layer run's time formula (isoflow.layers.timing) against a timed run. It calibrates on this
 machine — one `isoflow layers` run of MiniLM over 5,000 of Brown's tokens (every point kept, one K-means sample and
-start), its parts' rates read off its record; the SmolLM2-135M shape's random weights (float32) encoding 2,000 of
-them, beside MiniLM's encoding, for the encoding's two rates; the kernels (GEMM rates, eigen solves) at each width —
-then predicts the run a `benchmarks/large_layers.py` JSON records (made on the same machine, quiet), and writes
-both, part by part:
+start), its parts' rates read off its record; the SmolLM2-135M and Qwen2.5-0.5B shapes' random weights (float32)
+encoding 2,000 and 1,000 of them, beside MiniLM's encoding, for the encoding's two rates; the kernels (GEMM rates,
+eigen solves) at each width — then predicts the run a `benchmarks/large_layers.py` JSON records (made on the same
+machine, quiet), and writes both, part by part:
 
     python benchmarks/large_layers.py --shape llama-3.2-1b --dtype bfloat16 --tokens 20000 --sample-cap 5000 \\
         --states sample --corpus brown --mirror ../shared/data --out results/large-layers-1b-time.json
@@ -29,7 +29,9 @@ import model_shapes
 
 ROOT = Path(__file__).resolve().parent.parent
 CALIBRATION = dict(max_tokens=5000, kmeans_samples=1, kmeans_starts=1)  # MiniLM over Brown: about 40 s on 2 cores
-WIDER = ("smollm2-135m", 2000)  # the encoding's second calibration: a shape and the tokens it encodes (about 60 s)
+# The encoding's calibrations beside MiniLM's: random weights of these shapes (float32), each over these tokens (a
+# minute or two each, building the weights included)
+WIDER = (("smollm2-135m", 2000), ("qwen2.5-0.5b", 1000))
 WITHIN = 0.25  # the issue's bound on time
 PARTS = ("spectrum", "k_decisions", "neighbours")  # the parts a layer's work times
 
@@ -155,16 +157,20 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         meta = calibrate(args.mirror, Path(work))
-        name, tokens = WIDER
-        wider = large_layers.measure(name, "float32", "cpu", tokens, tokens, Path(work) / "wider", "all", layers="0",
-                                     corpus=("brown", args.mirror))  # fmt: skip
+        wider = {}
+        for name, tokens in WIDER:
+            (Path(work) / name).mkdir()
+            wider[name] = large_layers.measure(name, "float32", "cpu", tokens, tokens, Path(work) / name, "all",
+                                               layers="0", corpus=("brown", args.mirror))  # fmt: skip
     calibration_seconds = time.perf_counter() - t
-    minilm, smollm2 = PUBLISHED["minilm"], shape_of(name)
-    kernels = {d: Kernels.measured(d) for d in (minilm.dim, smollm2.dim)}
+    minilm = PUBLISHED["minilm"]
+    shapes = {name: shape_of(name) for name in wider}
+    kernels = {d: Kernels.measured(d) for d in {minilm.dim, *(s.dim for s in shapes.values())}}
     kernels[checked["dim"]] = Kernels.measured(checked["dim"], ("float32", "float64", checked["loaded_dtype"]))
     encoding = fit_encoding([
         (meta["seconds"]["encode"] / meta["n_points"], minilm, kernels[minilm.dim].gemm["float32"]),
-        (wider["encode_seconds"] / wider["n_points"], smollm2, kernels[smollm2.dim].gemm["float32"]),
+        *((run["encode_seconds"] / run["n_points"], shapes[name], kernels[shapes[name].dim].gemm["float32"])
+          for name, run in wider.items()),
     ])  # fmt: skip
     rates = fit_rates(meta, minilm, kernels[minilm.dim], encoding=encoding)
     written = {
@@ -178,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": meta["seconds"],
             "wall_seconds": round(calibration_seconds, 1),
             "work": meta["work"],
-            "wider": {"shape": name, "n_points": wider["n_points"], "encode_seconds": wider["encode_seconds"]},
+            "wider": [{"shape": name, "n_points": run["n_points"], "encode_seconds": run["encode_seconds"]}
+                      for name, run in wider.items()],  # fmt: skip
         },  # fmt: skip
         "kernels": {d: {**k.__dict__, "gemm": {t: float(r) for t, r in k.gemm.items()}} for d, k in kernels.items()},
         "rates": json.loads(json.dumps(rates.as_dict(), default=float)),

@@ -13,7 +13,7 @@ from isoflow.layers.timing import Kernels, Rates, fit_encoding, fit_rates, part_
 from isoflow.models.shapes import ModelShape, folder_shape
 
 PARTS = ("spectrum", "k_decisions", "neighbours")
-KERNELS = Kernels(32, {"float32": 1.0e11, "float64": 5.0e10}, eigvalsh=1e-4, eigh=2e-4)
+KERNELS = Kernels(32, {"float32": 1.0e11, "float64": 5.0e10, "scatter": 8e10}, eigvalsh=1e-4, eigh=2e-4)
 
 
 SETTINGS = LayerSettings(max_tokens=300, sample_cap=200, k_lid=5, k_max=4, kmeans_samples=1, kmeans_starts=1)
@@ -92,10 +92,11 @@ def test_the_formula_written_out():
     """A 2,048-wide shape of 17 states keeping a 5,000-point sample of 20,000 points of 800 sentences, in bf16: the
     encoding, the scatters and each part's seconds as the module docstring writes them, each rate carried from the
     calibration's width by the GEMM rates at both, the eigen solves at their seconds at the width."""
-    calibrated = Kernels(384, {"float32": 1.2e11, "float64": 6e10}, eigvalsh=0.01, eigh=0.02)
+    calibrated = Kernels(384, {"float32": 1.2e11, "float64": 6e10, "scatter": 9e10}, eigvalsh=0.01, eigh=0.02)
     rates = Rates(encode=0.5, encode_overhead=2e-4, spectrum=1e10, k_decisions=2e10, neighbours=1.5e10,
                   state_seconds=1.0, iterations=30.0, kernels=calibrated)  # fmt: skip
-    kernels = Kernels(2048, {"float32": 1e11, "float64": 5e10, "bfloat16": 2.5e10}, eigvalsh=0.4, eigh=0.9)
+    kernels = Kernels(2048, {"float32": 1e11, "float64": 5e10, "bfloat16": 2.5e10, "scatter": 1.2e11}, eigvalsh=0.4,
+                      eigh=0.9)  # fmt: skip
     model = ModelShape(1_235_814_400, 2048, 17, 2, 128_256 * 2048)
     settings = LayerSettings(max_tokens=20_000, sample_cap=5_000, kmeans_samples=1, kmeans_starts=1, states="sample")
     s = predict(model, settings, rates, kernels, points=20_000, dtype="bfloat16", kept=5_000, sentences=800)
@@ -104,7 +105,7 @@ def test_the_formula_written_out():
     forward = (1_235_814_400 - 128_256 * 2048) / (0.5 * 2.5e10) + 2e-4
     assert s["encode"] == pytest.approx(20_000 * forward + scatters, rel=1e-12)
     n, past = 5_000, 5_000 - 200  # the kept points, and those past their sentence's first position (800 of 20,000)
-    spectrum = (2 * n + past) * 2048**2 / (1e10 * 5e10 / 6e10) + 6 * 0.4
+    spectrum = (2 * n + past) * 2048**2 / (1e10 * 1.2e11 / 9e10) + 6 * 0.4
     # one sample and start: a decision's fits at K = 2..15 take (30 + 2) passes of m · K · d products each
     kmeans = sum(32 * m * sum(range(2, 16)) * 2048 for m in (n, past))
     silhouettes = (n**2 + past**2) * 2048

@@ -10,8 +10,8 @@ of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time fo
   GEMM rate.
 * **A measured state**: the counts of :func:`isoflow.layers.work.expected` — spectra, K decisions (K-means'
   point–centre products and the silhouettes' pair products, timed together), neighbour searches — each at its rate,
-  carried from the calibration's width to the state's by the GEMM rates at both (float64 for the spectra, float32
-  for the distances); the d × d eigen solves (:data:`SPECTRUM_EIGVALSH`, :data:`SUMS_EIGVALSH`, :data:`STATE_EIGH`)
+  carried from the calibration's width to the state's by the products' rates at both (:data:`PART_DTYPE`); the d × d
+  eigen solves (:data:`SPECTRUM_EIGVALSH`, :data:`SUMS_EIGVALSH`, :data:`STATE_EIGH`)
   at their seconds at the state's width; and :attr:`Rates.state_seconds` beside them. The points a state is
   measured on are all of them, or, keeping the sample, the kept ones. The Lloyd iterations a fit takes are the one
   count the data set: a run's own (the formula checked against its arithmetic) or the calibration's mean (a plan).
@@ -25,7 +25,7 @@ Examples
 --------
 >>> from isoflow.models.shapes import PUBLISHED
 >>> from isoflow.layers.settings import LayerSettings
->>> kernels = Kernels(384, {"float32": 1.4e11, "float64": 6e10}, eigvalsh=0.008, eigh=0.012)
+>>> kernels = Kernels(384, {"float32": 1.4e11, "float64": 6e10, "scatter": 9e10}, eigvalsh=0.008, eigh=0.012)
 >>> rates = Rates(encode=0.3, encode_overhead=2e-4, spectrum=1e10, k_decisions=2.5e10, neighbours=1.8e10,
 ...               state_seconds=0.8, iterations=35.0, kernels=kernels)
 >>> s = predict(PUBLISHED["minilm"], LayerSettings(max_tokens=5000, kmeans_samples=1, kmeans_starts=1), rates,
@@ -45,9 +45,11 @@ from ..models.shapes import ModelShape
 from .settings import LayerSettings
 from .work import expected
 
-# The dtype each part's products run in: the spectra's d × d products in float64, the distances in float32
-PART_DTYPE = {"spectrum": "float64", "k_decisions": "float32", "neighbours": "float32"}
-GEMM_ROWS = 2048  # rows of the product gemm_rate times: about one batch's points (64 sentences of ~32 tokens)
+# The product each part's rate is carried across widths by: the spectra's, a scatter Xᵀ·X of float32 points (d × d
+# out of SCATTER_ROWS × d); the distances', a float32 GEMM
+PART_DTYPE = {"spectrum": "scatter", "k_decisions": "float32", "neighbours": "float32"}
+GEMM_ROWS = 2048  # rows of the GEMM timed: about one batch's points (64 sentences of ~32 tokens)
+SCATTER_ROWS = 5000  # rows of the scatter timed: a K-means sample's points
 # A state's d × d eigenvalue solves (tests/test_layer_timing.py counts them in a run): the spectra of its points with
 # and without the outlier dimensions and past the first positions, each centred and not (6, within the spectrum part);
 # keeping a sample, the same three from the sums (6 more); and the principal axes' one eigenvector solve
@@ -57,8 +59,8 @@ SPECTRUM_EIGVALSH, SUMS_EIGVALSH, STATE_EIGH = 6, 6, 1
 @dataclass(frozen=True)
 class Kernels:
     """What one machine does at one width ``dim``: ``gemm`` multiply-adds a second by dtype (a (2,048 × d) · (d × 4d)
-    product, a feed-forward layer's over one batch) and the seconds of one d × d float64 eigenvalue solve
-    (``eigvalsh``) and eigenvector solve (``eigh``)."""
+    product, a feed-forward layer's over one batch; ``scatter``: Xᵀ·X of 5,000 float32 points) and the seconds of one
+    d × d float64 eigenvalue solve (``eigvalsh``) and eigenvector solve (``eigh``)."""
 
     dim: int
     gemm: dict
@@ -87,6 +89,8 @@ class Kernels:
             a = torch.randn(GEMM_ROWS, dim, dtype=getattr(torch, dtype), device=device)
             b = torch.randn(dim, 4 * dim, dtype=a.dtype, device=device)
             gemm[dtype] = GEMM_ROWS * dim * 4 * dim / best(lambda a=a, b=b: a @ b)
+        points = torch.randn(SCATTER_ROWS, dim, device=device)
+        gemm["scatter"] = SCATTER_ROWS * dim * dim / best(lambda: points.T @ points)
         x = torch.randn(3 * dim, dim, dtype=torch.float64, device=device)
         scatter = x.T @ x
         return cls(dim, gemm, best(lambda: torch.linalg.eigvalsh(scatter)), best(lambda: torch.linalg.eigh(scatter)))
