@@ -1,9 +1,10 @@
 """Benchmark: the layer run's time formula (isoflow.layers.timing) against a timed run. It calibrates on this
-machine — one `isoflow layers` run of MiniLM over 5,000 of Brown's tokens (every point kept, one K-means sample and
-start), its parts' rates read off its record; the SmolLM2-135M and Qwen2.5-0.5B shapes' random weights (float32)
-encoding 2,000 and 1,000 of them, beside MiniLM's encoding, for the encoding's two rates; the kernels (GEMM rates,
-eigen solves) at each width — then predicts the run a `benchmarks/large_layers.py` JSON records (made on the same
-machine, quiet), and writes both, part by part:
+machine — the encoding's two rates from MiniLM's encoding of 5,000 of Brown's tokens (an `isoflow layers` run keeping
+every point, one K-means sample and start) and the SmolLM2-135M and Qwen2.5-0.5B shapes' random weights (float32)
+encoding 2,000 and 1,000 of them; the parts' rates from two states of random points at the checked run's width and
+sample, measured as a layer run measures a state; the Lloyd iterations of a fit from MiniLM's run (real text); the
+kernels (GEMM rates, eigen solves) at each width — then predicts the run a `benchmarks/large_layers.py` JSON records
+(made on the same machine, quiet), and writes both, part by part:
 
     python benchmarks/large_layers.py --shape llama-3.2-1b --dtype bfloat16 --tokens 20000 --sample-cap 5000 \\
         --states sample --corpus brown --mirror ../shared/data --out results/large-layers-1b-time.json
@@ -22,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import large_layers
@@ -44,6 +46,32 @@ def calibrate(mirror: Path, work: Path) -> dict:
     out = run_layers("minilm", "brown", settings=LayerSettings(**CALIBRATION), out=work / "calibration",
                      data_dir=work / "data", mirror=mirror, device="cpu", progress=False)  # fmt: skip
     return json.loads((out / "meta.json").read_text())
+
+
+def at_width(dim: int, points: int, sentences: int, layers: int = 2, seed: int = 0) -> dict:
+    """A calibration record (as a run's meta.json has it) of ``layers`` states of ``points`` random points in ``dim``
+    dimensions, ``sentences`` sentences' worth of positions and 4,000 types, each measured as a layer run's state
+    (isoflow.layers.measure.layer_metrics, one K-means sample and start): the parts' rates at the checked run's width
+    and sample, where MiniLM's are at 384 and 5,011 points."""
+    import numpy as np
+    import torch
+
+    from isoflow.layers import LayerSettings
+    from isoflow.layers.measure import layer_metrics
+
+    settings = LayerSettings(max_tokens=points, sample_cap=points, kmeans_samples=1, kmeans_starts=1)
+    rng = np.random.default_rng(seed)
+    types = rng.integers(0, 4000, points).astype(str)
+    positions = np.arange(points) % round(points / sentences)
+    work, seconds = {}, {}
+    for layer in range(layers):
+        x = torch.from_numpy(rng.standard_normal((points, dim), dtype=np.float32))
+        start = time.perf_counter()
+        _, extra = layer_metrics(x, types, settings, positions=positions)
+        seconds[f"layer{layer}"] = time.perf_counter() - start
+        work[f"layer{layer}"] = extra["work"]
+    return {"settings": {**settings.__dict__}, "work": work, "seconds": seconds, "n_points": points,
+            "sentences_used": int((positions == 0).sum()), "dim": dim}  # fmt: skip
 
 
 def shape_of(name: str):
@@ -172,7 +200,11 @@ def main(argv: list[str] | None = None) -> int:
         *((run["encode_seconds"] / run["n_points"], shapes[name], kernels[shapes[name].dim].gemm["float32"])
           for name, run in wider.items()),
     ])  # fmt: skip
-    rates = fit_rates(meta, minilm, kernels[minilm.dim], encoding=encoding)
+    # the parts' rates at the checked run's width and sample (random points), the Lloyd iterations of real text's
+    width = at_width(checked["dim"], checked["points_kept"], round(checked["points_kept"] / checked["n_points"]
+                     * (checked.get("sentences_used") or sentences_of(checked))))  # fmt: skip
+    rates = replace(fit_rates(width, minilm, kernels[checked["dim"]], encoding=encoding),
+                    iterations=fit_rates(meta, minilm, kernels[minilm.dim]).iterations)  # fmt: skip
     written = {
         "what": "python benchmarks/layer_time.py " + " ".join(argv if argv is not None else sys.argv[1:]),
         "load_average": {"before": load_before, "after": os.getloadavg()},
@@ -184,10 +216,13 @@ def main(argv: list[str] | None = None) -> int:
             "seconds": meta["seconds"],
             "wall_seconds": round(calibration_seconds, 1),
             "work": meta["work"],
-            "wider": [{"shape": name, "n_points": run["n_points"], "encode_seconds": run["encode_seconds"]}
-                      for name, run in wider.items()],  # fmt: skip
+            "wider": [
+                {"shape": name, "n_points": run["n_points"], "encode_seconds": run["encode_seconds"]}
+                for name, run in wider.items()
+            ],  # fmt: skip
         },  # fmt: skip
         "kernels": {d: {**k.__dict__, "gemm": {t: float(r) for t, r in k.gemm.items()}} for d, k in kernels.items()},
+        "at_width": {"seconds": width["seconds"], "work": width["work"]},
         "rates": json.loads(json.dumps(rates.as_dict(), default=float)),
         "result": compare(checked, rates, kernels[checked["dim"]]),
     }
