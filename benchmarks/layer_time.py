@@ -3,8 +3,9 @@ machine — the encoding's two rates from MiniLM's encoding of 5,000 of Brown's 
 every point, one K-means sample and start) and the SmolLM2-135M and Qwen2.5-0.5B shapes' random weights (float32)
 encoding 8,000 and 4,000 of them; the parts' rates from two states of random points at the checked run's width and
 sample, measured as a layer run measures a state; the Lloyd iterations of a fit from MiniLM's run (real text); the
-kernels (GEMM rates, eigen solves) at each width — then predicts the run a `benchmarks/large_layers.py` JSON records
-(made on the same machine, quiet), and writes both, part by part:
+kernels (GEMM rates, eigen solves) at each width; and the checked shape's own random weights over 2,000 tokens — then
+predicts the run a `benchmarks/large_layers.py` JSON records (made on the same machine, quiet), and writes both,
+part by part:
 
     python benchmarks/large_layers.py --shape llama-3.2-1b --dtype bfloat16 --tokens 20000 --sample-cap 5000 \\
         --states sample --corpus brown --mirror ../shared/data --out results/large-layers-1b-time.json
@@ -35,6 +36,9 @@ CALIBRATION = dict(max_tokens=5000, kmeans_samples=1, kmeans_starts=1)  # MiniLM
 # minute or so each, building the weights included; at 1,000 tokens (two batches) Qwen's first batch's one-off costs
 # moved its rate by 30 % between two runs
 WIDER = (("smollm2-135m", 8000), ("qwen2.5-0.5b", 4000))
+# The checked shape's own random weights in its dtype over these tokens (three batches of Brown's sentences; the 1B
+# shape in bf16: about four minutes on 2 cores): the encoding's rate at the shape itself, beside the formula's
+SHORT_TOKENS = 2000
 WITHIN = 0.25  # the issue's bound on time
 PARTS = ("spectrum", "k_decisions", "neighbours")  # the parts a layer's work times
 
@@ -91,8 +95,9 @@ def shape_of(name: str):
     return ModelShape(parameters, config.hidden_size, config.num_hidden_layers + 1, 2, embeddings)
 
 
-def compare(run: dict, rates, kernels) -> dict:
-    """The checked run's encoding and measuring seconds beside the formula's: from its own counts, and planned."""
+def compare(run: dict, rates, kernels, short: dict) -> dict:
+    """The checked run's encoding and measuring seconds beside the formula's: from its own counts, and planned; its
+    encoding also at the rate of a ``short`` run of its shape (its record from benchmarks/large_layers.py)."""
     from isoflow.layers.settings import LayerSettings
     from isoflow.layers.timing import part_seconds, predict
     from isoflow.layers.work import expected
@@ -105,6 +110,11 @@ def compare(run: dict, rates, kernels) -> dict:
     streamed = run["states"] == "sample"
     planned = predict(model, settings, rates, kernels, points=run["n_points"], dtype=run["loaded_dtype"],
                       kept=run["points_kept"], sentences=sentences)  # fmt: skip
+    # the short run's seconds a point, all of it taken as the weights' products: its own fraction of the GEMM rate
+    own = model.multiplied * short["n_points"] / short["encode_seconds"] / kernels.gemm[run["loaded_dtype"]]
+    at_shape = predict(model, settings, replace(rates, encode=own, encode_overhead=0.0), kernels,
+                       points=run["n_points"], dtype=run["loaded_dtype"], kept=run["points_kept"],
+                       sentences=sentences)  # fmt: skip
     layers = []
     for name, counts in run["work"].items():
         parts = part_seconds(counts, rates, kernels, streamed=streamed)
@@ -126,6 +136,7 @@ def compare(run: dict, rates, kernels) -> dict:
     iterations = sum(r["lloyd_iterations"] for r in layers)
     ratios = {
         "encode": planned["encode"] / run["encode_seconds"],
+        "encode_at_shape": at_shape["encode"] / run["encode_seconds"],
         "measure_from_counts": from_counts / measured,
         "measure_planned": planned["measure"] / measured,
     }
@@ -144,6 +155,12 @@ def compare(run: dict, rates, kernels) -> dict:
         "sentences": sentences,
         "encode_seconds": run["encode_seconds"],
         "encode_predicted": round(planned["encode"], 1),
+        "encode_at_shape": round(at_shape["encode"], 1),
+        "short_run": {
+            "n_points": short["n_points"],
+            "encode_seconds": short["encode_seconds"],
+            "share_of_gemm_rate": round(own, 3),
+        },  # fmt: skip
         "encode_scatters_predicted": round(planned["encode_scatters"], 1),
         "measure_seconds": round(measured, 1),
         "measure_from_counts": round(from_counts, 1),
@@ -186,11 +203,15 @@ def main(argv: list[str] | None = None) -> int:
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         meta = calibrate(args.mirror, Path(work))
+        brown = ("brown", args.mirror)
         wider = {}
         for name, tokens in WIDER:
             (Path(work) / name).mkdir()
             wider[name] = large_layers.measure(name, "float32", "cpu", tokens, tokens, Path(work) / name, "all",
                                                layers="0", corpus=("brown", args.mirror))  # fmt: skip
+        (Path(work) / "short").mkdir()
+        short = large_layers.measure(checked["shape"], checked["loaded_dtype"], "cpu", SHORT_TOKENS, SHORT_TOKENS,
+                                     Path(work) / "short", "all", layers="0", corpus=brown)  # fmt: skip
     calibration_seconds = time.perf_counter() - t
     minilm = PUBLISHED["minilm"]
     shapes = {name: shape_of(name) for name in wider}
@@ -225,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "kernels": {d: {**k.__dict__, "gemm": {t: float(r) for t, r in k.gemm.items()}} for d, k in kernels.items()},
         "at_width": {"seconds": width["seconds"], "work": width["work"]},
         "rates": json.loads(json.dumps(rates.as_dict(), default=float)),
-        "result": compare(checked, rates, kernels[checked["dim"]]),
+        "result": compare(checked, rates, kernels[checked["dim"]], short),
     }
     args.out.write_text(json.dumps(written, indent=1) + "\n")
     print(json.dumps(written["result"]["predicted_over_measured"]))
