@@ -111,8 +111,8 @@ def compare(run: dict, rates, kernels, short: dict) -> dict:
     planned = predict(model, settings, rates, kernels, points=run["n_points"], dtype=run["loaded_dtype"],
                       kept=run["points_kept"], sentences=sentences)  # fmt: skip
     # the short run's seconds a point, all of it taken as the weights' products: its own fraction of the GEMM rate
-    own = model.multiplied * short["n_points"] / short["encode_seconds"] / kernels.gemm[run["loaded_dtype"]]
-    at_shape = predict(model, settings, replace(rates, encode=own, encode_overhead=0.0), kernels,
+    share = model.multiplied * short["n_points"] / short["encode_seconds"] / kernels.gemm[run["loaded_dtype"]]
+    at_shape = predict(model, settings, replace(rates, encode=share, encode_overhead=0.0), kernels,
                        points=run["n_points"], dtype=run["loaded_dtype"], kept=run["points_kept"],
                        sentences=sentences)  # fmt: skip
     layers = []
