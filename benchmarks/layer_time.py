@@ -159,7 +159,7 @@ def compare(run: dict, rates, kernels, short: dict) -> dict:
         "short_run": {
             "n_points": short["n_points"],
             "encode_seconds": short["encode_seconds"],
-            "share_of_gemm_rate": round(own, 3),
+            "share_of_gemm_rate": round(share, 3),
         },  # fmt: skip
         "encode_scatters_predicted": round(planned["encode_scatters"], 1),
         "measure_seconds": round(measured, 1),
