@@ -40,7 +40,6 @@ WIDER = (("smollm2-135m", 8000), ("qwen2.5-0.5b", 4000))
 # shape in bf16: about four minutes on 2 cores): the encoding's rate at the shape itself, beside the formula's
 SHORT_TOKENS = 2000
 WITHIN = 0.25  # the issue's bound on time
-PARTS = ("spectrum", "k_decisions", "neighbours")  # the parts a layer's work times
 
 
 def calibrate(mirror: Path, work: Path) -> dict:
@@ -95,18 +94,18 @@ def shape_of(name: str):
     return ModelShape(parameters, config.hidden_size, config.num_hidden_layers + 1, 2, embeddings)
 
 
-def compare(run: dict, rates, kernels, short: dict) -> dict:
+def compare(run: dict, rates, kernels, short: dict, sentences: int) -> dict:
     """The checked run's encoding and measuring seconds beside the formula's: from its own counts, and planned; its
-    encoding also at the rate of a ``short`` run of its shape (its record from benchmarks/large_layers.py)."""
+    encoding also at the rate of a ``short`` run of its shape (its record from benchmarks/large_layers.py);
+    ``sentences``: those its points came from."""
     from isoflow.layers.settings import LayerSettings
-    from isoflow.layers.timing import part_seconds, predict
+    from isoflow.layers.timing import PART_DTYPE, part_seconds, predict
     from isoflow.layers.work import expected
 
     model = shape_of(run["shape"])
     assert model.parameters == run["parameters"], "the benchmark's shape is the run's"
     settings = LayerSettings(max_tokens=run["n_points"], sample_cap=run["points_kept"], kmeans_samples=1,
                              kmeans_starts=1, states=run["states"])  # fmt: skip
-    sentences = run.get("sentences_used") or sentences_of(run)
     streamed = run["states"] == "sample"
     planned = predict(model, settings, rates, kernels, points=run["n_points"], dtype=run["loaded_dtype"],
                       kept=run["points_kept"], sentences=sentences)  # fmt: skip
@@ -120,9 +119,7 @@ def compare(run: dict, rates, kernels, short: dict) -> dict:
         parts = part_seconds(counts, rates, kernels, streamed=streamed)
         own = sum(parts.values())
         took = run["layer_seconds"][name]
-        timed = {
-            part: round(counts.get(f"seconds_{part}", 0.0), 2) for part in ("spectrum", "k_decisions", "neighbours")
-        }
+        timed = {part: round(counts.get(f"seconds_{part}", 0.0), 2) for part in PART_DTYPE}
         layers.append({"layer": name, "seconds": took, "from_counts": round(own, 2),
                        "counts_over_seconds": round(own / took, 3), "planned": round(planned["state"], 2),
                        **{f"{part}_seconds": value for part, value in timed.items()},
@@ -208,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, tokens in WIDER:
             (Path(work) / name).mkdir()
             wider[name] = large_layers.measure(name, "float32", "cpu", tokens, tokens, Path(work) / name, "all",
-                                               layers="0", corpus=("brown", args.mirror))  # fmt: skip
+                                               layers="0", corpus=brown)  # fmt: skip
         (Path(work) / "short").mkdir()
         short = large_layers.measure(checked["shape"], checked["loaded_dtype"], "cpu", SHORT_TOKENS, SHORT_TOKENS,
                                      Path(work) / "short", "all", layers="0", corpus=brown)  # fmt: skip
@@ -223,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
           for name, run in wider.items()),
     ])  # fmt: skip
     # the parts' rates at the checked run's width and sample (random points), the Lloyd iterations of real text's
-    width = at_width(checked["dim"], checked["points_kept"], round(checked["points_kept"] / checked["n_points"]
-                     * (checked.get("sentences_used") or sentences_of(checked))))  # fmt: skip
+    sentences = checked.get("sentences_used") or sentences_of(checked)
+    width = at_width(checked["dim"], checked["points_kept"],
+                     round(checked["points_kept"] / checked["n_points"] * sentences))  # fmt: skip
     rates = replace(fit_rates(width, minilm, kernels[checked["dim"]], encoding=encoding),
                     iterations=fit_rates(meta, minilm, kernels[minilm.dim]).iterations)  # fmt: skip
     written = {
@@ -243,10 +241,10 @@ def main(argv: list[str] | None = None) -> int:
                 for name, run in wider.items()
             ],  # fmt: skip
         },  # fmt: skip
-        "kernels": {d: {**k.__dict__, "gemm": {t: float(r) for t, r in k.gemm.items()}} for d, k in kernels.items()},
+        "kernels": {d: k.__dict__ for d, k in kernels.items()},
         "at_width": {"seconds": width["seconds"], "work": width["work"]},
-        "rates": json.loads(json.dumps(rates.as_dict(), default=float)),
-        "result": compare(checked, rates, kernels[checked["dim"]], short),
+        "rates": rates.as_dict(),
+        "result": compare(checked, rates, kernels[checked["dim"]], short, sentences),
     }
     args.out.write_text(json.dumps(written, indent=1) + "\n")
     print(json.dumps(written["result"]["predicted_over_measured"]))

@@ -36,7 +36,6 @@ Examples
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -69,20 +68,13 @@ class Kernels:
 
     @classmethod
     def measured(cls, dim: int, dtypes=("float32", "float64"), device: str = "cpu", repeats: int = 3) -> Kernels:
-        """Timed here: each the best of ``repeats`` after one to warm up."""
+        """Timed here: each the best of ``repeats`` after one to warm up (:func:`isoflow.cpu_gemm.best_seconds`)."""
         import torch
 
+        from ..cpu_gemm import best_seconds
+
         def best(step) -> float:
-            times = []
-            for _ in range(repeats + 1):
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
-                step()
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                times.append(time.perf_counter() - start)
-            return min(times[1:])
+            return best_seconds(step, repeats, device)
 
         gemm = {}
         for dtype in dict.fromkeys(("float64", *dtypes)):
