@@ -25,9 +25,10 @@ from pathlib import Path
 
 import model_shapes
 
+from isoflow.layers.settings import BATCH_SIZE  # sentences a batch (isoflow layers' default)
+
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = ROOT / "examples" / "own" / "corpus.txt"
-BATCH_SIZE = 32  # sentences a batch (isoflow layers' default)
 
 
 def text_of(tokens: int, out: Path, corpus: str | None = None, mirror: Path | None = None) -> Path:
@@ -155,6 +156,7 @@ def measure(
         "device": meta["device"],
         "n_points": meta["n_points"],
         "sentences_used": meta["sentences_used"],  # their first positions: what the second K decision leaves out
+        "positions_computed": meta.get("positions_computed"),  # the batches' padded positions: the encoding's work
         "states": states,
         "points_kept": meta.get("points_kept", meta["n_points"]),
         # on disk: every measured state's kept points, float32, and (keeping a sample) its types' sums, float64

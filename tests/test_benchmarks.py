@@ -427,7 +427,8 @@ def test_a_shape_saved_in_bfloat16_is_measured_in_bfloat16_at_a_subset_of_layers
 def test_the_large_model_benchmark_keeps_a_sample_when_asked(tmp_path, shared_mirror):
     """benchmarks/large_layers.py on the tiny Llama shape with --states sample and --layers, over Brown's sentences
     read from the mirror: its record names what the run kept and measured, and the disk that follows (measured states
-    × kept points × d × 4 bytes of states, × types × d × 8 of types' sums), fewer points than it read."""
+    × kept points × d × 4 bytes of states, × types × d × 8 of types' sums), fewer points than it read; and
+    benchmarks/layer_estimate.py estimates that run from its record."""
     import json
 
     import large_layers
@@ -442,3 +443,21 @@ def test_the_large_model_benchmark_keeps_a_sample_when_asked(tmp_path, shared_mi
     assert row["layers_measured"] == [0, 2] == [int(k[len("layer") :]) for k in row["layer_seconds"]]
     assert row["states_disk_mb"] == round(2 * 40 * row["dim"] * 4 / 2**20, 1)
     assert row["n_types"] > 100 and row["types_disk_mb"] == round(2 * row["n_types"] * row["dim"] * 8 / 2**20, 1)
+    # `isoflow layers --estimate` of that run on the files it read, made again: its points, kept points and the
+    # positions its batches compute counted as the run counted them
+    import layer_estimate
+
+    assert (
+        layer_estimate.main(["--check", str(out), "--mirror", str(shared_mirror), "--out", str(tmp_path / "e.json")])
+        == 0
+    )
+    written = json.loads((tmp_path / "e.json").read_text())
+    made, result = written["estimate"], written["result"]
+    assert (made["n_points"], made["points_kept"], made["positions"]) == (
+        row["n_points"], row["points_kept"], row["positions_computed"])  # fmt: skip
+    assert made["states_measured"] == 2 and set(result["predicted_over_measured"]) == {
+        "encode", "measure", "total", "peak_memory"}  # fmt: skip
+    assert (
+        result["estimate"]["encode_seconds"] == round(made["predicted"]["encode"], 1)
+        and made["predicted"]["encode"] > 0
+    )

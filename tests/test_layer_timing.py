@@ -42,8 +42,9 @@ def calibration(tiny_gpt2, tmp_path_factory):
 
 def test_a_calibration_runs_rates_are_its_products_over_its_seconds(calibration):
     """Each part's rate is its products summed over the layers over its seconds summed (the spectra's less their eigen
-    solves); the encoding's, alone, the multiplied parameters times the points over its seconds, as a fraction of the
-    GEMM rate; and the layers' seconds come back whole from the rates and each layer's own counts."""
+    solves); the encoding's, alone, the multiplied parameters times the positions its forward passes computed
+    (padding included) over its seconds, as a fraction of the GEMM rate; and the layers' seconds come back whole from
+    the rates and each layer's own counts."""
     meta, shape = calibration
     rates = fit_rates(meta, shape, KERNELS)
     work = list(meta["work"].values())
@@ -56,8 +57,9 @@ def test_a_calibration_runs_rates_are_its_products_over_its_seconds(calibration)
     assert rates.neighbours == pytest.approx(total["neighbour_products"] / total["seconds_neighbours"], rel=1e-12)
     assert shape.embeddings > 0 and shape.multiplied < shape.parameters  # the embeddings are read, not multiplied
     assert rates.encode * KERNELS.gemm["float32"] == pytest.approx(
-        shape.multiplied * meta["n_points"] / meta["seconds"]["encode"], rel=1e-12
+        shape.multiplied * meta["positions_computed"] / meta["seconds"]["encode"], rel=1e-12
     )
+    assert meta["positions_computed"] > meta["n_points"]  # 8-word sentences of 8 to 12 pieces: padded
     layers = [meta["seconds"][name] for name in meta["work"]]
     rebuilt = [sum(part_seconds(w, rates, KERNELS).values()) for w in work]
     assert sum(rebuilt) == pytest.approx(sum(layers), rel=1e-9)
@@ -67,12 +69,19 @@ def test_a_calibration_runs_rates_are_its_products_over_its_seconds(calibration)
 
 
 def test_the_calibration_predicts_its_own_encoding_and_its_layers_from_its_shape(calibration):
-    """At the calibration's own shape, points, sentences and kernels the formula gives back its encoding's seconds,
-    and its layers' within what K-means' products weighing each K's iterations leaves (a third)."""
+    """At the calibration's own shape, points, positions, sentences and kernels the formula gives back its encoding's
+    seconds, and its layers' within what K-means' products weighing each K's iterations leaves (a third); a short
+    run's seconds a position, at the same positions, give its own seconds back."""
     meta, shape = calibration
     rates = fit_rates(meta, shape, KERNELS)
-    seconds = predict(shape, SETTINGS, rates, KERNELS, points=meta["n_points"], sentences=meta["sentences_used"])
+    n, positions = meta["n_points"], meta["positions_computed"]
+    seconds = predict(shape, SETTINGS, rates, KERNELS, points=n, positions=positions, sentences=meta["sentences_used"])
     assert seconds["encode"] == pytest.approx(meta["seconds"]["encode"], rel=1e-12)
+    unpadded = predict(shape, SETTINGS, rates, KERNELS, points=n, sentences=meta["sentences_used"])
+    assert unpadded["encode"] == pytest.approx(seconds["encode"] * n / positions, rel=1e-12)  # no positions: points
+    short = timing.ShortRun(positions=1000, points=400, seconds=2.5)
+    at_shape = predict(shape, SETTINGS, rates, KERNELS, points=n, positions=positions, short=short)
+    assert at_shape["encode"] == pytest.approx(positions * 2.5 / 1000, rel=1e-12)
     assert seconds["encode_scatters"] == 0  # every point kept: nothing folded into sums while encoding
     measured = sum(meta["seconds"][name] for name in meta["work"])
     assert 2 / 3 < seconds["measure"] / measured < 4 / 3
@@ -152,3 +161,62 @@ def test_a_calibration_that_kept_a_sample_is_refused(calibration):
     sampled = {**meta, "settings": {**meta["settings"], "states": "sample"}}
     with pytest.raises(ValueError, match=r"a calibration run keeps every point \(states: all\)"):
         fit_rates(sampled, shape, KERNELS)
+
+
+def test_an_estimate_counts_the_runs_own_positions_and_predicts_it_from_a_short_run(tiny_gpt2, tmp_path, capsys):
+    """`isoflow layers --estimate` writes nothing and counts what the run then records — its points, kept points,
+    sentences and the positions its batches compute — and its seconds are the formula's at what it timed: the run's
+    positions at the short run's seconds a position (plus the sums' scatters), each measured state the counts
+    :func:`isoflow.layers.work.expected` gives at the rates its random states measured, at the real text's Lloyd
+    iterations (LLOYD_ITERATIONS, read from the benchmark that measured it)."""
+    import contextlib
+    import io
+    from dataclasses import replace
+    from pathlib import Path
+
+    from conftest import isoflow_cli
+
+    from isoflow.layers.estimate import LLOYD_ITERATIONS, PART_POINTS
+    from isoflow.layers.run import run_layers
+    from isoflow.layers.work import expected
+
+    recorded = json.loads((Path(__file__).parents[1] / "benchmarks/results/layer-time.json").read_text())
+    assert LLOYD_ITERATIONS == round(recorded["rates"]["iterations"], 1)
+    corpus = tmp_path / "notes.txt"
+    rng = np.random.default_rng(3)
+    words = ["the", "film", "plot", "good", "bad", "dull", "funny", "is", "was", "not", "very", "and", "it", "."]
+    corpus.write_text("\n".join(" ".join(rng.choice(words, size=rng.integers(3, 14))) for _ in range(90)) + "\n")
+    settings = replace(SETTINGS, states="sample", sample_cap=120)
+    argv = ["layers", "--model", tiny_gpt2, "--corpus", corpus, "--max-tokens", 300, "--sample-cap", 120, "--k-lid", 5,
+            "--k-max", 4, "--kmeans-samples", 1, "--kmeans-starts", 1, "--states", "sample", "--layers", "::2",
+            "--batch-size", 8, "--estimate", "--data-dir", tmp_path / "data"]  # fmt: skip
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code, err = isoflow_cli(*argv, cwd=tmp_path)
+    assert code == 0, err
+    made = json.loads(out.getvalue())
+    assert not (tmp_path / "results").exists()  # nothing written
+    assert "encoding" in err and "min, measuring 2 state(s)" in err  # states 0 and 2 of 3
+    run = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "run", settings=settings, layers="::2", batch_size=8,
+                     device="cpu", progress=False, data_dir=tmp_path / "data")  # fmt: skip
+    meta = json.loads((run / "meta.json").read_text())
+    counted = ("n_points", "points_kept", "sentences", "positions", "states_measured")
+    recorded_counts = ("n_points", "points_kept", "sentences_used", "positions_computed")
+    assert [made[k] for k in counted] == [*(meta[k] for k in recorded_counts), len(meta["layers_measured"])]
+    assert made["positions"] > made["n_points"]  # sentences of 3 to 13 words, padded to a batch's longest
+    short, p = made["short_run"], made["predicted"]
+    d, n = made["dim"], made["points_kept"]
+    scatters = 2 * made["n_points"] * d * d * 2 / made["kernels"]["gemm"]["float64"]
+    assert p["encode_scatters"] == pytest.approx(scatters, rel=1e-9)
+    assert p["encode"] == pytest.approx(made["positions"] * short["seconds"] / short["positions"] + scatters, rel=1e-9)
+    assert 0 < short["points"] <= made["n_points"] and made["rates"]["iterations"] == LLOYD_ITERATIONS
+    counts = expected(n, d, settings, past_first=n - round(made["sentences"] * n / made["n_points"]),
+                      iterations=LLOYD_ITERATIONS)  # fmt: skip
+    kernels = Kernels(d, made["kernels"]["gemm"], made["kernels"]["eigvalsh"], made["kernels"]["eigh"])
+    rates = Rates(**made["rates"], kernels=kernels)  # calibrated at the model's own width: carried by 1
+    parts = part_seconds(counts, rates, kernels, streamed=True)
+    assert p["state"] == pytest.approx(sum(parts.values()), rel=1e-9) and p["measure"] == pytest.approx(
+        3 * p["state"], abs=0.2
+    )
+    assert p["total"] == pytest.approx(p["encode"] + p["measure"], rel=1e-9)
+    assert p["peak_memory_mb"] > 0 and p["disk_mb"] > 0 and PART_POINTS >= n

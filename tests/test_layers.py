@@ -19,7 +19,7 @@ from sklearn.neighbors import NearestNeighbors
 from isoflow import corpora
 from isoflow.cli import main
 from isoflow.layers import LayerSettings, compare, layer_metrics, report, run_layers
-from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder
+from isoflow.layers.encoder import batches, count_points, hidden_state_shape, load_encoder, padded_positions
 from isoflow.layers.measure import cap_per_type
 from isoflow.layers.store import LayerStore
 from isoflow.models import ModelUnavailableError
@@ -289,6 +289,10 @@ def test_special_tokens_are_excluded_and_counted(minilm):
     pieces = [minilm.tokenizer(s, is_split_into_words=True, add_special_tokens=False)["input_ids"] for s in SENTENCES]
     assert len(types) == sum(map(len, pieces)) == sum(count_points(minilm, s) for s in SENTENCES)
     assert n_special == 2 * len(SENTENCES)  # [CLS] and [SEP] of each sentence; padding is not counted either
+    # the forward pass computes every sentence at the longest one's length, specials included
+    lengths = [len(p) + 2 for p in pieces]
+    assert batch.n_positions == len(SENTENCES) * max(lengths) == padded_positions(minilm, SENTENCES, batch_size=8)
+    assert padded_positions(minilm, SENTENCES, batch_size=2) == 2 * max(lengths[:2]) + lengths[2]
     assert "[CLS]" not in types and "[SEP]" not in types and "[PAD]" not in types
     assert types == minilm.tokenizer.convert_ids_to_tokens([i for p in pieces for i in p])
     assert batch.token_ids.tolist() == [i for p in pieces for i in p]
@@ -1112,7 +1116,7 @@ def test_a_layers_counted_arithmetic_is_the_one_its_shape_gives(tiny_gpt2, tmp_p
     before the run: the spectra's, the silhouettes' and the neighbour searches' products to the unit, K-means' at the
     run's own mean Lloyd iterations within the spread of K (its products weigh each K's iterations by K)."""
     from isoflow import corpora
-    from isoflow.layers.encoder import batches, count_points, load_encoder
+    from isoflow.layers.encoder import batches, count_points, load_encoder, padded_positions
     from isoflow.layers.run import run_layers
     from isoflow.layers.work import expected
     from isoflow.models.resolve import resolve_model
@@ -1128,6 +1132,8 @@ def test_a_layers_counted_arithmetic_is_the_one_its_shape_gives(tiny_gpt2, tmp_p
     chosen = corpora.sample(corpora.load(str(corpus), tmp_path), 300, 0, lambda w: count_points(encoder, w))
     positions = np.concatenate([b.positions for b in batches(encoder, chosen)])
     assert len(positions) == meta["n_points"] > settings.sample_cap  # the K decisions on a sample
+    # the positions its forward passes computed, padding included (what the encoding's time grows with)
+    assert meta["positions_computed"] == padded_positions(encoder, chosen) > meta["n_points"]
     for row in rows.itertuples():
         work = meta["work"][f"layer{row.layer}"]
         fits = 2 * settings.kmeans_samples * settings.kmeans_starts * (settings.k_max - 1)  # with and without firsts

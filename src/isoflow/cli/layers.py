@@ -40,6 +40,12 @@ def add_parser(sub) -> None:
         help="measure only these states (0 = embeddings, -1 = the last; indices and slices, e.g. 0,6,12 or ::4,-1: "
         "every fourth and the last); only they are stored (default: every layer)",
     )
+    y.add_argument(
+        "--estimate",
+        action="store_true",
+        help="print the run's predicted seconds, peak memory and disk on this machine (JSON) instead of making it: "
+        "its positions counted, a few of its batches encoded, the measuring's kernels timed (a few minutes)",
+    )
     options.layer_run(y, "results/layers/runs/<model>/<corpus>")
     y.set_defaults(func=run)
 
@@ -49,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.settings import LayerSettings
 
     settings = declared.from_namespace(LayerSettings, args)
+    if args.estimate:
+        return estimate(args, settings)
     out = run_layers(
         options.model_spec(args),
         args.corpus,
@@ -72,4 +80,34 @@ def run(args: argparse.Namespace) -> int:
         f"{meta['model']} x {meta['corpus']}: {meta['n_points']} points, {meta['n_layers']} layer(s), "
         f"{sum(meta['seconds'].values()):.0f} s, peak {meta['peak_rss_mb']:.0f} MB -> {out}"
     )
+    return 0
+
+
+def estimate(args: argparse.Namespace, settings) -> int:
+    """``--estimate``: the run's prediction (isoflow.layers.estimate) as JSON on stdout, a summary on stderr."""
+    import sys
+
+    from ..layers.estimate import estimate_layers
+
+    made = estimate_layers(
+        options.model_spec(args),
+        args.corpus,
+        settings=settings,
+        types=args.types,
+        layers=args.layers,
+        device=args.device,
+        batch_size=args.batch_size,
+        data_dir=args.data_dir,
+        raw_dir=args.raw_dir,
+        mirror=args.mirror,
+        progress=not args.quiet,
+    )
+    p = made["predicted"]
+    print(
+        f"{made['model']} x {made['corpus']}: encoding {p['encode'] / 60:.1f} min, measuring {made['states_measured']} "
+        f"state(s) {p['measure'] / 60:.1f} min, total {p['total'] / 60:.1f} min; peak {p['peak_memory_mb']:,.0f} MiB, "
+        f"disk {p['disk_mb']:,.0f} MiB (estimated in {made['estimate_seconds']:.0f} s)",
+        file=sys.stderr,
+    )
+    print(json.dumps(made, indent=1))
     return 0

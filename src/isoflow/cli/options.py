@@ -142,7 +142,9 @@ def corpus(p: argparse.ArgumentParser) -> None:
 def layer_run(p: argparse.ArgumentParser, output: str) -> None:
     """What a command that reads every layer of a model over a corpus also takes: --batch-size, --device, where its
     output goes (``output``: the default folder), --force and the data options."""
-    p.add_argument("--batch-size", type=int_at_least(1), default=32)
+    from ..layers.settings import BATCH_SIZE
+
+    p.add_argument("--batch-size", type=int_at_least(1), default=BATCH_SIZE)
     device(p)
     results(p, f"; output {output}")
     force(p)

@@ -37,6 +37,7 @@ import torch
 
 from ..models import ModelUnavailableError
 from . import TYPE_MODES
+from .settings import BATCH_SIZE
 
 
 @dataclass
@@ -154,18 +155,31 @@ def count_points(encoder: Encoder, words: list[str], mode: str = "tokens") -> in
 @dataclass
 class Batch:
     """One batch of sentences' points: one float32 (points, dim) array per layer, the points' types, their positions
-    in their sentence (0 for its first analysed token or word), their token ids (tokens mode; empty for words) and how
-    many special tokens were left out."""
+    in their sentence (0 for its first analysed token or word), their token ids (tokens mode; empty for words), how
+    many special tokens were left out and how many positions the forward pass computed (sentences × the longest one's
+    pieces: padding and specials included)."""
 
     layers: list[np.ndarray]
     types: list[str]
     positions: np.ndarray
     token_ids: np.ndarray
     n_special: int
+    n_positions: int
+
+
+def padded_positions(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = BATCH_SIZE) -> int:
+    """The positions the forward passes of :func:`batches` compute over ``sentences``: each batch padded to its longest
+    sentence, special tokens included — what the encoding's time grows with (a point is such a position less the
+    padding and the specials; :mod:`isoflow.layers.timing`)."""
+    total = 0
+    for b0 in range(0, len(sentences), batch_size):
+        enc, _ = encoder.tokenize(sentences[b0 : b0 + batch_size])
+        total += len(enc["input_ids"]) * max(map(len, enc["input_ids"]))
+    return total
 
 
 def batches(
-    encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = 32, mode: str = "tokens"
+    encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = BATCH_SIZE, mode: str = "tokens"
 ) -> Iterator[Batch]:
     """The points of ``sentences``, a :class:`Batch` at a time, special tokens and padding excluded."""
     if mode not in TYPE_MODES:
@@ -179,6 +193,7 @@ def batches(
             states = encoder.model(**inputs, output_hidden_states=True).hidden_states
         keep = enc["attention_mask"].bool() & ~special
         n_special = int((enc["attention_mask"].bool() & special).sum())
+        n_positions = enc["attention_mask"].numel()
         # A model spread over devices has its states on several: what selects from them, once on each
         devices = {s.device for s in states}
         if mode in ("tokens", "last-token"):
@@ -190,7 +205,7 @@ def batches(
             types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
             masks = {d: picked.to(d) for d in devices}
             layers = [s[masks[s.device]].float().cpu().numpy() for s in states]
-            yield Batch(layers, types, positions, ids.numpy(), n_special)
+            yield Batch(layers, types, positions, ids.numpy(), n_special, n_positions)
             continue
         # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
         rows, cols, types, word_positions = [], [], [], []
@@ -213,4 +228,4 @@ def batches(
         weights = {d: weight.to(d) for d in devices}
         layers = [(weights[s.device] @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
         positions = np.asarray(word_positions, dtype=np.int64)
-        yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special)
+        yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special, n_positions)

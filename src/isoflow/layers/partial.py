@@ -63,7 +63,8 @@ class PartialRun:
         return LayerStore(n_layers, n_points, dim, self.dir / STATES, keep=True, sums_bytes=sums_bytes)
 
     def encoded(self) -> dict | None:
-        """The tokens of a finished encoding (types, positions, token_ids, n_special, seconds), or None."""
+        """The tokens of a finished encoding (types, positions, token_ids, n_special, positions_computed, seconds), or
+        None."""
         path = self.dir / "encoded.npz"
         if not path.is_file():
             return None

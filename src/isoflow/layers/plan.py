@@ -33,7 +33,7 @@ import math
 
 from ..models.shapes import ModelShape
 from .cost import RunShape, disk, peak_memory
-from .settings import LayerSettings
+from .settings import BATCH_SIZE, LayerSettings
 from .subset import chosen_layers
 
 # The slowest encoding among the published layer runs: smollm2-135m over Brown (docs/results/layers/runs/smollm2-135m/
@@ -52,7 +52,6 @@ MEMORY_MARGIN = 1.5
 DISK_MARGIN = 1.1
 TIME_MARGIN = 1.5
 POINTS_PER_SENTENCE = 32  # a batch's points per sentence (English sentences average fewer tokens)
-ENCODE_BATCH = 64  # sentences per forward pass (isoflow.layers.run's default batch_size)
 HEAPS = (30, 0.6)  # types ≤ 30 · tokens^0.6 (Heaps' law, above English text's): what a streamed run's type sums hold
 
 
@@ -73,7 +72,7 @@ def run_shape(
         points=points,
         types=min(points, math.ceil(HEAPS[0] * points ** HEAPS[1])),
         kept=kept,
-        batch_points=ENCODE_BATCH * POINTS_PER_SENTENCE,
+        batch_points=BATCH_SIZE * POINTS_PER_SENTENCE,
     )
 
 

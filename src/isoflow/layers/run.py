@@ -48,6 +48,7 @@ from .measure import LayerSettings, layer_metrics, pair_sample
 from .partial import PartialRun
 from .pca import pca_view
 from .runs import Analysis
+from .settings import BATCH_SIZE
 from .store import LayerStore, available_memory, large_blocks_mapped, release_freed_memory, types_file
 from .streamed import LayerStatistics, SharedSample, TypeIndex, with_streamed
 from .subset import check_spec, chosen_layers
@@ -82,7 +83,7 @@ def run_layers(
     raw_dir: str | os.PathLike | None = None,
     mirror=None,
     device: str = "auto",
-    batch_size: int = 32,
+    batch_size: int = BATCH_SIZE,
     stream: bool = True,
     force: bool = False,
     progress: bool | None = None,
@@ -260,13 +261,14 @@ def _contextual(job: _Job):
     measured = chosen_layers(job.layers, encoder.n_states)
     view_layer, views_wanted = _views(job, encoder.n_states, measured)
     t = time.perf_counter()
-    chosen, n_points = _sampled(job, encoder)
+    chosen, n_points = sampled_sentences(encoder, job.sentences, job.settings, job.types, job.name)
     timings["sample"] = time.perf_counter() - t
     # A run keeping its K-means samples' points alone (states: sample) keeps those rows, and sums over all points
     shared = SharedSample.of(n_points, settings) if settings.states == "sample" else None
     kept = n_points if shared is None else len(shared.rows)
     costed = job.dev.type == "cpu" or shared is not None
-    shape = _run_shape(job, encoder, measured, chosen, n_points, kept) if costed else None
+    counts = dict(measured=len(measured), n_points=n_points, kept=kept)
+    shape = encoded_run_shape(encoder, chosen, job.settings, job.types, job.batch_size, **counts) if costed else None
     if job.dev.type == "cpu":  # what the run will hold, checked before it encodes (the weights are in memory now)
         check_memory(shape, available_memory())
     sums_bytes = 0 if shared is None else type_sums_bytes(shape)  # checked with the states' bytes
@@ -305,6 +307,9 @@ def _contextual(job: _Job):
         **({"points_kept": kept} if shared is not None else {}),
         "sentences_used": len(chosen),
         "special_tokens_excluded": int(tokens["n_special"]),
+        # what the encoding's time grows with: the batches' padded positions (an encoding an earlier version left
+        # does not say)
+        **({"positions_computed": int(tokens["positions_computed"])} if "positions_computed" in tokens else {}),
         "view_layer": view_layer,
         "roll_layer": roll_layer(encoder.n_states),
         "streamed": streamed,
@@ -322,24 +327,35 @@ def _contextual(job: _Job):
     return o["rows"], views, o["clusters"], o["kmeans"], dims, o["types"], cka, info
 
 
-def _run_shape(job: _Job, encoder, measured: list[int], chosen: list, n_points: int, kept: int) -> RunShape:
-    """The run's shape for :mod:`isoflow.layers.cost`: the weights as loaded, and the types its points will have
-    (every token's piece, every word, or at most a sentence's last token each)."""
-    if job.types == "tokens":
+def encoded_run_shape(
+    encoder,
+    chosen: list,
+    settings: LayerSettings,
+    types: str,
+    batch_size: int,
+    *,
+    measured: int,
+    n_points: int,
+    kept: int,
+) -> RunShape:
+    """The shape for :mod:`isoflow.layers.cost` of a run encoding the ``chosen`` sentences (``n_points`` points,
+    ``kept`` of them kept) and measuring ``measured`` states: the weights as loaded, and the types its points will
+    have (every token's piece, every word, or at most a sentence's last token each)."""
+    if types == "tokens":
         enc, _ = encoder.tokenize(chosen)  # specials included: a few types more, an upper bound
-        types = len({i for row in enc["input_ids"] for i in row})
+        n_types = len({i for row in enc["input_ids"] for i in row})
     else:
-        types = len({w for words in chosen for w in words}) if job.types != "last-token" else len(chosen)
+        n_types = len({w for words in chosen for w in words}) if types != "last-token" else len(chosen)
     return RunShape.at(
-        job.settings,
+        settings,
         weight_bytes=sum(p.numel() * p.element_size() for p in encoder.model.parameters()),
         dim=encoder.dim,
         states=encoder.n_states,
-        measured=len(measured),
+        measured=measured,
         points=n_points,
-        types=min(types, n_points),
+        types=min(n_types, n_points),
         kept=kept,
-        batch_points=-(-job.batch_size * n_points // max(len(chosen), 1)),
+        batch_points=-(-batch_size * n_points // max(len(chosen), 1)),
     )
 
 
@@ -354,14 +370,15 @@ def _views(job: _Job, n_layers: int, measured: list[int]) -> tuple[int, dict]:
     return view_layer, {"middle": view_layer, "roll": min(measured, key=lambda k: abs(k - roll_layer(n_layers)))}
 
 
-def _sampled(job: _Job, encoder) -> tuple[list, int]:
-    """The corpus' sentences in the run's seeded order up to ``max_tokens`` points, and how many points they give."""
-    count = lambda words: count_points(encoder, words, job.types)  # noqa: E731
-    chosen = corpora.sample(job.sentences, job.settings.max_tokens, job.settings.seed, count)
+def sampled_sentences(encoder, sentences: list, settings: LayerSettings, types: str, name: str) -> tuple[list, int]:
+    """The corpus' ``sentences`` in the run's seeded order up to ``max_tokens`` points (of the ``types`` mode), and how
+    many points they give; unknown tokens warned of under the model's ``name``."""
+    count = lambda words: count_points(encoder, words, types)  # noqa: E731
+    chosen = corpora.sample(sentences, settings.max_tokens, settings.seed, count)
     n_points = sum(count(words) for words in chosen)
-    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], job.name)
+    warn_unknown_tokens(encoder.tokenizer, [" ".join(words) for words in chosen], name)
     if n_points == 0:
-        raise ValueError(f"the corpus gave no {job.types} to analyse")
+        raise ValueError(f"the corpus gave no {types} to analyse")
     return chosen, n_points
 
 
@@ -499,7 +516,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
     type_list: list[str] = []
     position_parts: list[np.ndarray] = []
     id_parts: list[np.ndarray] = []
-    n_special = 0
+    n_special = n_positions = 0
     bar = progress_bar(job.progress, len(chosen), f"{job.name}: encoding", "sent")
     for batch in batches(encoder, chosen, batch_size=job.batch_size, mode=job.types):
         size = len(batch.types)
@@ -516,6 +533,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
         position_parts.append(batch.positions)
         id_parts.append(batch.token_ids)
         n_special += batch.n_special
+        n_positions += batch.n_positions
         interrupt.check()
         if bar is not None:
             bar.update(min(job.batch_size, len(chosen) - bar.n))
@@ -526,6 +544,7 @@ def _encode(job: _Job, encoder, chosen: list, store: LayerStore, measured: list[
         "positions": np.concatenate(position_parts),
         "token_ids": np.concatenate(id_parts),
         "n_special": np.int64(n_special),
+        "positions_computed": np.int64(n_positions),
         "seconds": np.float64(time.perf_counter() - t),
         "threads": np.int64(torch.get_num_threads()),  # a resumed run's record names it (its seconds depend on it)
     }, sums

@@ -7,6 +7,10 @@ from dataclasses import asdict, dataclass
 
 from ..settings import check, setting
 
+# Sentences per forward pass of a layer run (`isoflow layers --batch-size`, isoflow.layers.run.run_layers): each batch
+# is padded to its longest sentence, so that its points and positions, and the run's memory plan, follow from it
+BATCH_SIZE = 32
+
 
 @dataclass(frozen=True)
 class LayerSettings:

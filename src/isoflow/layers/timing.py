@@ -1,11 +1,14 @@
 """A layer run's seconds, predicted from its arithmetic and what one machine does at each part (issue "Every layer
 of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time formula").
 
-* **Encoding**, a point's seconds: its multiplied parameters (:attr:`ModelShape.multiplied
-  <isoflow.models.shapes.ModelShape.multiplied>`: all but the embeddings, which are read by index), one multiply-add
-  each, at :attr:`Rates.encode` of the machine's GEMM rate in the weights' dtype at the model's width, and
-  :attr:`Rates.encode_overhead` seconds beside them (tokenizing, batching, taking the states out: a point's work
-  that the weights' size does not set). A run keeping its sample (``states: sample``) also folds every
+* **Encoding**, a computed position's seconds — the forward passes compute every sentence of a batch at its
+  longest one's length (:func:`isoflow.layers.encoder.padded_positions`; a run's ``positions_computed``) —: its
+  multiplied parameters (:attr:`ModelShape.multiplied <isoflow.models.shapes.ModelShape.multiplied>`: all but the
+  embeddings, which are read by index), one multiply-add each, at :attr:`Rates.encode` of the machine's GEMM rate in
+  the weights' dtype at the model's width, and :attr:`Rates.encode_overhead` seconds beside them (tokenizing,
+  batching, taking the states out: work that the weights' size does not set); or, measured at the model's own shape,
+  a short run's seconds a position (:class:`ShortRun`, :func:`time_encoding`). A run keeping its sample (``states:
+  sample``) also folds every
   point into each measured state's two d × d float64 scatters, 2 · N · d² multiply-adds a state, at the float64
   GEMM rate.
 * **A measured state**: the counts of :func:`isoflow.layers.work.expected` — spectra, K decisions (K-means'
@@ -19,7 +22,8 @@ of a 1B–8B model in bounded memory", item 3; docs/performance.md, "The time fo
 The rates come from calibration runs on the machine the prediction is for (:func:`fit_rates`: one run keeping every
 point for the parts; :func:`fit_encoding`: two models of different sizes for the encoding's two terms), the
 kernels' rates at each width from :meth:`Kernels.measured`. ``python benchmarks/layer_time.py`` calibrates,
-predicts a benchmark run of a large shape and writes both beside each other.
+predicts a benchmark run of a large shape and writes both beside each other; :mod:`isoflow.layers.estimate` predicts
+a user's run from a short run of its own model (``isoflow layers --estimate``).
 
 Examples
 --------
@@ -36,12 +40,13 @@ Examples
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from ..models.shapes import ModelShape
-from .settings import LayerSettings
+from .settings import BATCH_SIZE, LayerSettings
 from .work import expected
 
 # The product each part's rate is carried across widths by: the spectra's, a scatter Xᵀ·X of float32 points (d × d
@@ -108,9 +113,49 @@ class Rates:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ShortRun:
+    """A few batches of a model's own encoding, timed: the ``positions`` its forward passes computed (padding and
+    special tokens included), the ``points`` they gave and their ``seconds`` (the first batch, which pays one-off
+    costs, left out)."""
+
+    positions: int
+    points: int
+    seconds: float
+
+    @property
+    def per_position(self) -> float:
+        return self.seconds / self.positions
+
+
+SHORT_POINTS = 2000  # a short run's points: a few batches (the 1B shape in bf16: about three minutes on 2 CPU cores)
+
+
+def time_encoding(encoder, sentences: list, *, batch_size: int = BATCH_SIZE, points: int = SHORT_POINTS) -> ShortRun:
+    """The encoding of ``sentences``' first batches (:func:`isoflow.layers.encoder.batches`), timed: one batch to warm
+    up, then batches until ``points`` points (at least one batch); the states are dropped."""
+    from .encoder import batches
+
+    positions = got = 0
+    stream = batches(encoder, sentences, batch_size=batch_size)
+    if next(stream, None) is None:
+        raise ValueError("a short run needs at least one sentence")
+    start = time.perf_counter()
+    for batch in stream:
+        positions, got = positions + batch.n_positions, got + len(batch.types)
+        if got >= points:
+            break
+    if positions == 0:  # one batch in all: timed again, warm now
+        start = time.perf_counter()
+        batch = next(batches(encoder, sentences[:batch_size], batch_size=batch_size))
+        positions, got = batch.n_positions, len(batch.types)
+    return ShortRun(positions, got, time.perf_counter() - start)
+
+
 def fit_encoding(calibrations: list[tuple[float, ModelShape, float]]) -> tuple[float, float]:
-    """``(encode, encode_overhead)`` (:class:`Rates`) from calibration runs, each as (its encoding's seconds a point,
-    its model's shape, the machine's GEMM rate in its weights' dtype at its width): a point's seconds = multiplied /
+    """``(encode, encode_overhead)`` (:class:`Rates`) from calibration runs, each as (its encoding's seconds a computed
+    position — or a point, where its record does not count positions —, its model's shape, the machine's GEMM rate in
+    its weights' dtype at its width): a position's seconds = multiplied /
     (encode · GEMM rate) + overhead, solved by least squares (exactly, from two models of different sizes)."""
     a = np.array([[model.multiplied / gemm, 1.0] for _, model, gemm in calibrations])
     (inverse, overhead), *_ = np.linalg.lstsq(a, np.array([seconds for seconds, _, _ in calibrations]), rcond=None)
@@ -123,7 +168,7 @@ def fit_rates(meta: dict, model: ModelShape, kernels: Kernels, *, encoding: tupl
     over its seconds summed over the layers (the spectra's after their eigen solves); a state's seconds beside its
     parts and eigen solves, the mean; the Lloyd iterations of a fit, those counted over the fits
     :func:`isoflow.layers.work.expected` counts; the encoding's rates from ``encoding`` (:func:`fit_encoding`; default:
-    this run's alone, all its time taken as the weights' products)."""
+    this run's alone, all its time taken as the weights' products over its computed positions)."""
     settings = LayerSettings(**meta["settings"])
     if settings.states != "all":
         raise ValueError("a calibration run keeps every point (states: all): its encoding then folds no sums")
@@ -137,17 +182,32 @@ def fit_rates(meta: dict, model: ModelShape, kernels: Kernels, *, encoding: tupl
     fits = layers * once["lloyd_iterations"]
     spectrum_seconds = total["seconds_spectrum"] - layers * SPECTRUM_EIGVALSH * kernels.eigvalsh
     if encoding is None:
-        encoding = (model.multiplied * n / seconds["encode"] / kernels.gemm["float32"], 0.0)
+        positions = meta.get("positions_computed", n)  # a record made before positions were counted: its points
+        encoding = (model.multiplied * positions / seconds["encode"] / kernels.gemm["float32"], 0.0)
     return Rates(
         encode=encoding[0],
         encode_overhead=encoding[1],
-        spectrum=total["spectrum_products"] / spectrum_seconds,
-        k_decisions=(total["kmeans_products"] + total["silhouette_products"]) / total["seconds_k_decisions"],
-        neighbours=total["neighbour_products"] / total["seconds_neighbours"],
+        spectrum=_rate(total.get("spectrum_products", 0), spectrum_seconds),
+        k_decisions=_rate(total.get("kmeans_products", 0) + total.get("silhouette_products", 0),
+                          total.get("seconds_k_decisions", 0.0)),  # fmt: skip
+        neighbours=_rate(total.get("neighbour_products", 0), total.get("seconds_neighbours", 0.0)),
         state_seconds=(sum(seconds[name] for name in work) - parts) / layers - STATE_EIGH * kernels.eigh,
         iterations=total["lloyd_iterations"] / fits if fits else 0.0,
         kernels=kernels,
     )
+
+
+def _rate(products: float, seconds: float) -> float:
+    """Products a second; 0 for a part the calibration did not reach (too few points for its neighbours, say)."""
+    return products / seconds if products else 0.0
+
+
+def _seconds(products: float, rate: float, part: str) -> float:
+    if not products:
+        return 0.0
+    if not rate:
+        raise ValueError(f"the calibration measured no {part} (too few points for them?); this run's states need them")
+    return products / rate
 
 
 def part_seconds(counts: dict, rates: Rates, kernels: Kernels, *, streamed: bool = False) -> dict[str, float]:
@@ -157,11 +217,12 @@ def part_seconds(counts: dict, rates: Rates, kernels: Kernels, *, streamed: bool
     principal axes and, keeping a sample (``streamed``), the sums' spectra)."""
     at_width = {part: kernels.gemm[kind] / rates.kernels.gemm[kind] for part, kind in PART_DTYPE.items()}
     return {
-        "spectrum": counts["spectrum_products"] / (rates.spectrum * at_width["spectrum"])
+        "spectrum": _seconds(counts["spectrum_products"], rates.spectrum * at_width["spectrum"], "spectra")
         + SPECTRUM_EIGVALSH * kernels.eigvalsh,
-        "k_decisions": (counts["kmeans_products"] + counts["silhouette_products"])
-        / (rates.k_decisions * at_width["k_decisions"]),
-        "neighbours": counts["neighbour_products"] / (rates.neighbours * at_width["neighbours"]),
+        "k_decisions": _seconds(counts["kmeans_products"] + counts["silhouette_products"],
+                                rates.k_decisions * at_width["k_decisions"], "K decisions"),  # fmt: skip
+        "neighbours": _seconds(counts["neighbour_products"], rates.neighbours * at_width["neighbours"],
+                               "neighbour searches"),  # fmt: skip
         "rest": rates.state_seconds + STATE_EIGH * kernels.eigh + streamed * SUMS_EIGVALSH * kernels.eigvalsh,
     }
 
@@ -178,17 +239,25 @@ def predict(
     sentences: int | None = None,
     measured: int | None = None,
     iterations: float | None = None,
+    positions: int | None = None,
+    short: ShortRun | None = None,
 ) -> dict[str, float]:
     """Seconds of a run of ``model`` over ``points`` points at ``settings`` with weights in ``dtype``: ``encode``
     (``encode_scatters`` of it), ``state`` (one measured state's, ``state_<part>`` its parts) and ``measure``
     (``measured`` states: every one by default), with ``kernels`` the machine's at the model's width; ``kept`` the
     points a run keeping its sample kept, ``sentences`` the sentences they came from (their first positions; None:
-    static vectors), ``iterations`` the Lloyd iterations of a fit (default: the calibration's)."""
+    static vectors), ``iterations`` the Lloyd iterations of a fit (default: the calibration's), ``positions`` those
+    the forward passes compute (:func:`isoflow.layers.encoder.padded_positions`; default: the points, as if nothing
+    were padded), ``short`` a short run of the model, whose seconds a position replace the formula's."""
     d = model.dim
     states = model.states if measured is None else measured
     streamed = settings.states == "sample"
     scatters = 2 * points * d * d * states / kernels.gemm["float64"] if streamed else 0.0
-    forward = model.multiplied / (rates.encode * kernels.gemm[dtype]) + rates.encode_overhead
+    if short is not None:
+        forward = short.per_position
+    else:
+        forward = model.multiplied / (rates.encode * kernels.gemm[dtype]) + rates.encode_overhead
+    positions = points if positions is None else positions
     n = points if not streamed or kept is None else kept  # the points a state's measures run on
     past_first = None if sentences is None else n - round(sentences * n / points)
     iterations = rates.iterations if iterations is None else iterations
@@ -196,10 +265,10 @@ def predict(
     parts = part_seconds(counts, rates, kernels, streamed=streamed)
     state = sum(parts.values())
     return {
-        "encode": points * forward + scatters,
+        "encode": positions * forward + scatters,
         "encode_scatters": scatters,
         "state": state,
         **{f"state_{part}": value for part, value in parts.items()},
         "measure": states * state,
-        "total": points * forward + scatters + states * state,
+        "total": positions * forward + scatters + states * state,
     }
