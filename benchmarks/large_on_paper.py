@@ -24,7 +24,6 @@ import model_shapes
 SHAPES = ("llama-3.2-1b", "llama-3.1-8b", "llama-3.1-70b")
 SUBSETS = (None, "::4,-1")  # every state; every fourth and the last (isoflow layers --layers)
 TOKENS, SAMPLE = 100_000, 5_000
-BATCH_POINTS = 2_048  # a batch's points the plan takes (isoflow.layers.plan)
 H100_BYTES = 81_559 * 2**20  # an H100 80 GB as nvidia-smi reports it
 H100_BF16_FLOPS = 989e12  # dense bf16 tensor-core peak (NVIDIA's H100 SXM datasheet)
 
