@@ -395,10 +395,11 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     settings = LayerSettings(max_tokens=300, k_lid=20, k_max=3)
     whole = run_layers("minilm", "brown", settings=settings, out=tmp_path / "whole", **kw)
 
-    def agrees_with_whole(out):
+    def agrees_with_whole(out, encoded: bool = True):  # encoded by a process of one thread more, or as the whole
         for name in ("layers", "kmeans", "clusters", "dims", "pca", "types"):
             name = f"{name}.parquet"
-            assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name))
+            assert_frames_agree_across_threads(pd.read_parquet(out / name), pd.read_parquet(whole / name),
+                                               encoded=encoded)  # fmt: skip
 
     measure, encode = layers_run._measure_layer, layers_run._encode
     calls = {"measure": [], "encode": 0, "stop_at": 3}
@@ -457,7 +458,7 @@ def test_an_interrupted_analysis_resumes_where_it_stopped(tmp_path, shared_mirro
     assert (calls["measure"], calls["encode"]) == ([3, 4, 5, 6], 1) and not left.exists()
     resumed = json.loads((carried / "meta.json").read_text())["resumed"]
     assert resumed == {"encoding": None, "layers": [0, 1, 2], "threads": {f"layer{i}": threads for i in range(3)}}
-    agrees_with_whole(carried)
+    agrees_with_whole(carried, encoded=False)  # encoded again here, at the whole run's threads
 
     # Progress left by other settings is not taken up: stopped at layer 1 both times, the second call encodes again
     # and measures layer 0 again.
@@ -1296,3 +1297,57 @@ def test_a_stopped_run_keeping_its_samples_points_resumes_with_its_sums(tiny_gpt
     third = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "third", **kw)
     assert calls["encode"] == 3
     pd.testing.assert_frame_equal(pd.read_parquet(third / "layers.parquet"), pd.read_parquet(whole / "layers.parquet"))
+
+
+def passes_cost(groups, lengths, budget, overhead) -> float:
+    """Positions computed by passes over ``groups`` plus ``overhead`` a pass; infinite where a pass of several
+    sentences exceeds ``budget``."""
+    sizes = [len(g) * max(lengths[i] for i in g) for g in groups]
+    fits = all(size <= budget or len(g) == 1 for size, g in zip(sizes, groups))
+    return sum(sizes) + overhead * len(groups) if fits else np.inf
+
+
+def test_a_batchs_forward_passes_group_sentences_of_similar_length_at_the_fewest_positions():
+    """forward_groups: among every way of cutting the sentences sorted by length into runs (brute force), the one that
+    computes the fewest positions plus a pass's overhead, each pass within its positions (a longer sentence alone)."""
+    import itertools
+
+    from isoflow.layers.encoder import forward_groups
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        lengths = rng.integers(3, 60, size=int(rng.integers(1, 8))).tolist()
+        budget, overhead = int(rng.integers(40, 200)), int(rng.integers(0, 40))
+        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+
+        cuts = [c for r in range(len(order)) for c in itertools.combinations(range(1, len(order)), r)]
+        runs = ([order[a:b] for a, b in zip((0, *c), (*c, len(order)))] for c in cuts)
+        best = min(passes_cost(groups, lengths, budget, overhead) for groups in runs)
+        groups = forward_groups(lengths, budget, overhead)
+        assert passes_cost(groups, lengths, budget, overhead) == best and sorted(i for g in groups for i in g) == list(
+            range(len(lengths))
+        )
+        assert all(g == sorted(g) for g in groups)
+    assert forward_groups([10, 12, 11], 2048) == [[0, 1, 2]]  # nothing to gain: the batch as it is
+    assert forward_groups([141] + [25] * 31, 2048) == [[0], list(range(1, 32))]
+
+
+def test_a_batch_split_into_passes_gives_each_sentence_its_points_in_order(minilm):
+    """A batch whose long sentence would make its short ones pay for its length is computed in passes of similar
+    lengths: every point, type, position and token id comes back in the sentences' order, each sentence's states those
+    it has alone (padding changes nothing but rounding), in tokens and words modes, and the passes compute fewer
+    positions than one padded pass would (what padded_positions counts)."""
+    long = ["word"] * 3 + ["unbelievably", "long", "sentence"] * 40
+    sentences = [SENTENCES[0], long, *SENTENCES[1:], SENTENCES[0][:3]]
+    lengths = [len(minilm.tokenize([s])[0]["input_ids"][0]) for s in sentences]
+    for mode in ("tokens", "words"):
+        (batch,) = list(batches(minilm, sentences, batch_size=8, mode=mode))
+        alone = [next(batches(minilm, [s], batch_size=1, mode=mode)) for s in sentences]
+        assert batch.types == [t for a in alone for t in a.types]
+        assert batch.positions.tolist() == [p for a in alone for p in a.positions.tolist()]
+        assert batch.token_ids.tolist() == [i for a in alone for i in a.token_ids.tolist()]
+        assert batch.n_special == sum(a.n_special for a in alone) == 2 * len(sentences)
+        for k in (0, 6):
+            np.testing.assert_allclose(batch.layers[k], np.concatenate([a.layers[k] for a in alone]), atol=2e-5)
+    assert batch.n_positions == padded_positions(minilm, sentences, batch_size=8) < len(sentences) * max(lengths)
+    assert batch.n_positions == lengths[1] + 4 * max(lengths[i] for i in (0, 2, 3, 4))  # the long one alone

@@ -29,6 +29,7 @@ Points and their types:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -167,65 +168,137 @@ class Batch:
     n_positions: int
 
 
+# A forward pass computes every sentence at its longest one's length. A batch's sentences go through the model in
+# groups of similar lengths (forward_groups), each of at most its batch size × POSITIONS_PER_SENTENCE positions, so
+# that a long sentence neither makes its batch's short ones pay for its length (Brown's batches of 32 in corpus order
+# computed 2.85 positions a point: docs/performance.md) nor sets the batch's memory; a split must save
+# FORWARD_POSITIONS positions a pass, a pass's fixed cost in positions (on the 1B shape in bf16 on 2 CPU cores about
+# ten: a pass of 32 positions took 43.7 ms a position, of 256 to 2,048 positions 33 to 34; more on a small model, whose
+# passes are mostly fixed costs)
+POSITIONS_PER_SENTENCE = 64
+FORWARD_POSITIONS = 64
+
+
+def forward_groups(lengths: Sequence[int], max_positions: int, overhead: int = FORWARD_POSITIONS) -> list[list[int]]:
+    """A batch's sentences (``lengths``: each one's pieces, special tokens included) grouped into forward passes: runs
+    of the sentences sorted by length (longest first, then by index), chosen to compute the fewest positions plus
+    ``overhead`` a pass, each pass at most ``max_positions`` positions (a sentence longer than that alone); each group
+    its sentences' indices in the batch, ascending. A batch that gains nothing by a split is one group."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    longest = [lengths[i] for i in order]
+    cost, cut = [0.0] + [math.inf] * len(order), [0] * (len(order) + 1)
+    for j in range(1, len(order) + 1):  # the best grouping of the j longest: its last group order[i:j]
+        for i in range(j):
+            size = (j - i) * longest[i]
+            if size <= max_positions or j - i == 1:
+                if cost[i] + size + overhead < cost[j]:
+                    cost[j], cut[j] = cost[i] + size + overhead, i
+    groups, j = [], len(order)
+    while j:
+        groups.append(sorted(order[cut[j] : j]))
+        j = cut[j]
+    return groups[::-1]
+
+
+def _lengths_and_groups(encoder: Encoder, chunk: Sequence[list[str]], batch_size: int) -> tuple[list, list]:
+    """A batch's sentences' pieces (special tokens included) and its forward passes (:func:`forward_groups`)."""
+    enc, _ = encoder.tokenize(chunk)
+    lengths = [len(ids) for ids in enc["input_ids"]]
+    return lengths, forward_groups(lengths, batch_size * POSITIONS_PER_SENTENCE)
+
+
 def padded_positions(encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = BATCH_SIZE) -> int:
-    """The positions the forward passes of :func:`batches` compute over ``sentences``: each batch padded to its longest
+    """The positions the forward passes of :func:`batches` compute over ``sentences``: each pass padded to its longest
     sentence, special tokens included — what the encoding's time grows with (a point is such a position less the
     padding and the specials; :mod:`isoflow.layers.timing`)."""
     total = 0
     for b0 in range(0, len(sentences), batch_size):
-        enc, _ = encoder.tokenize(sentences[b0 : b0 + batch_size])
-        total += len(enc["input_ids"]) * max(map(len, enc["input_ids"]))
+        lengths, groups = _lengths_and_groups(encoder, sentences[b0 : b0 + batch_size], batch_size)
+        total += sum(len(g) * max(lengths[i] for i in g) for g in groups)
     return total
 
 
 def batches(
     encoder: Encoder, sentences: Sequence[list[str]], *, batch_size: int = BATCH_SIZE, mode: str = "tokens"
 ) -> Iterator[Batch]:
-    """The points of ``sentences``, a :class:`Batch` at a time, special tokens and padding excluded."""
+    """The points of ``sentences``, a :class:`Batch` of ``batch_size`` sentences at a time (its points in the sentences'
+    order, whatever passes computed them: :func:`forward_groups`), special tokens and padding excluded."""
     if mode not in TYPE_MODES:
         raise ValueError(f"types must be one of {', '.join(TYPE_MODES)}; got {mode!r}")
     for b0 in range(0, len(sentences), batch_size):
         chunk = sentences[b0 : b0 + batch_size]
-        enc, word_ids = encoder.tokenize(chunk, padding=True, return_special_tokens_mask=True, return_tensors="pt")
-        special = enc.pop("special_tokens_mask").bool()
-        inputs = {k: v.to(encoder.device) for k, v in enc.items()}
-        with torch.no_grad():
-            states = encoder.model(**inputs, output_hidden_states=True).hidden_states
-        keep = enc["attention_mask"].bool() & ~special
-        n_special = int((enc["attention_mask"].bool() & special).sum())
-        n_positions = enc["attention_mask"].numel()
-        # A model spread over devices has its states on several: what selects from them, once on each
-        devices = {s.device for s in states}
-        if mode in ("tokens", "last-token"):
-            picked = keep
-            if mode == "last-token":  # each row's last kept piece: the one with no kept piece after it
-                picked = keep & (torch.cumsum(keep.int().flip(1), dim=1).flip(1) == 1)
-            positions = (torch.cumsum(keep.int(), dim=1) - 1)[picked].numpy()
-            ids = enc["input_ids"][picked]
-            types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
-            masks = {d: picked.to(d) for d in devices}
-            layers = [s[masks[s.device]].float().cpu().numpy() for s in states]
-            yield Batch(layers, types, positions, ids.numpy(), n_special, n_positions)
+        _, groups = _lengths_and_groups(encoder, chunk, batch_size)
+        if len(groups) == 1:  # one pass over the batch as it is
+            yield _forward(encoder, chunk, mode)[0]
             continue
-        # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
-        rows, cols, types, word_positions = [], [], [], []
-        flat = 0
-        for i, wids in enumerate(word_ids):
-            seen: dict[int, int] = {}
-            for j, w in enumerate(wids):
-                if w is None or not bool(keep[i, j]):
-                    continue
-                if w not in seen:
-                    seen[w] = flat + len(seen)
-                    types.append(chunk[i][w])
-                    word_positions.append(w)
-                rows.append(seen[w])
-                cols.append(i * keep.shape[1] + j)
-            flat += len(seen)
-        weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
-        weight[rows, cols] = 1.0
-        weight /= weight.sum(dim=1, keepdim=True)
-        weights = {d: weight.to(d) for d in devices}
-        layers = [(weights[s.device] @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
-        positions = np.asarray(word_positions, dtype=np.int64)
-        yield Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special, n_positions)
+        yield _in_order([(g, *_forward(encoder, [chunk[i] for i in g], mode)) for g in groups], len(chunk))
+
+
+def _in_order(parts: list[tuple[list[int], Batch, np.ndarray]], n: int) -> Batch:
+    """One batch of ``n`` sentences from the passes that computed its groups (each: the sentences' indices, its
+    :class:`Batch`, each sentence's points), every sentence's points put back in the sentences' order."""
+    where: list = [None] * n  # each sentence's pass and the span of its points in it
+    for group, batch, counts in parts:
+        ends = np.cumsum(counts)
+        for sentence, start, stop in zip(group, ends - counts, ends):
+            where[sentence] = (batch, int(start), int(stop))
+    spans = [(b, slice(lo, hi)) for b, lo, hi in where]
+    layers = [np.concatenate([b.layers[k][span] for b, span in spans]) for k in range(len(parts[0][1].layers))]
+    return Batch(
+        layers,
+        [t for b, span in spans for t in b.types[span]],
+        np.concatenate([b.positions[span] for b, span in spans]),
+        np.concatenate([b.token_ids[span] for b, span in spans]),  # words: none
+        sum(b.n_special for _, b, _ in parts),
+        sum(b.n_positions for _, b, _ in parts),
+    )
+
+
+def _forward(encoder: Encoder, chunk: Sequence[list[str]], mode: str) -> tuple[Batch, np.ndarray]:
+    """One forward pass over ``chunk``'s sentences, padded to the longest: their points (a :class:`Batch`) and how
+    many points each sentence gave."""
+    enc, word_ids = encoder.tokenize(chunk, padding=True, return_special_tokens_mask=True, return_tensors="pt")
+    special = enc.pop("special_tokens_mask").bool()
+    inputs = {k: v.to(encoder.device) for k, v in enc.items()}
+    with torch.no_grad():
+        states = encoder.model(**inputs, output_hidden_states=True).hidden_states
+    keep = enc["attention_mask"].bool() & ~special
+    n_special = int((enc["attention_mask"].bool() & special).sum())
+    n_positions = enc["attention_mask"].numel()
+    # A model spread over devices has its states on several: what selects from them, once on each
+    devices = {s.device for s in states}
+    if mode in ("tokens", "last-token"):
+        picked = keep
+        if mode == "last-token":  # each row's last kept piece: the one with no kept piece after it
+            picked = keep & (torch.cumsum(keep.int().flip(1), dim=1).flip(1) == 1)
+        positions = (torch.cumsum(keep.int(), dim=1) - 1)[picked].numpy()
+        ids = enc["input_ids"][picked]
+        types = encoder.tokenizer.convert_ids_to_tokens(ids.tolist())
+        masks = {d: picked.to(d) for d in devices}
+        layers = [s[masks[s.device]].float().cpu().numpy() for s in states]
+        counts = picked.sum(dim=1).numpy()
+        return Batch(layers, types, positions, ids.numpy(), n_special, n_positions), counts
+    # Mean of each word's pieces: a (words, pieces) averaging matrix per batch.
+    rows, cols, types, word_positions = [], [], [], []
+    counts = np.zeros(len(chunk), dtype=np.int64)
+    flat = 0
+    for i, wids in enumerate(word_ids):
+        seen: dict[int, int] = {}
+        for j, w in enumerate(wids):
+            if w is None or not bool(keep[i, j]):
+                continue
+            if w not in seen:
+                seen[w] = flat + len(seen)
+                types.append(chunk[i][w])
+                word_positions.append(w)
+            rows.append(seen[w])
+            cols.append(i * keep.shape[1] + j)
+        flat += len(seen)
+        counts[i] = len(seen)
+    weight = torch.zeros(flat, keep.numel(), dtype=torch.float32)
+    weight[rows, cols] = 1.0
+    weight /= weight.sum(dim=1, keepdim=True)
+    weights = {d: weight.to(d) for d in devices}
+    layers = [(weights[s.device] @ s.float().reshape(-1, s.shape[-1])).cpu().numpy() for s in states]
+    positions = np.asarray(word_positions, dtype=np.int64)
+    return Batch(layers, types, positions, np.zeros(0, dtype=np.int64), n_special, n_positions), counts

@@ -188,8 +188,9 @@ def fit_rates(meta: dict, model: ModelShape, kernels: Kernels, *, encoding: tupl
         encode=encoding[0],
         encode_overhead=encoding[1],
         spectrum=_rate(total.get("spectrum_products", 0), spectrum_seconds),
-        k_decisions=_rate(total.get("kmeans_products", 0) + total.get("silhouette_products", 0),
-                          total.get("seconds_k_decisions", 0.0)),  # fmt: skip
+        k_decisions=_rate(
+            total.get("kmeans_products", 0) + total.get("silhouette_products", 0), total.get("seconds_k_decisions", 0.0)
+        ),  # fmt: skip
         neighbours=_rate(total.get("neighbour_products", 0), total.get("seconds_neighbours", 0.0)),
         state_seconds=(sum(seconds[name] for name in work) - parts) / layers - STATE_EIGH * kernels.eigh,
         iterations=total["lloyd_iterations"] / fits if fits else 0.0,
@@ -219,10 +220,14 @@ def part_seconds(counts: dict, rates: Rates, kernels: Kernels, *, streamed: bool
     return {
         "spectrum": _seconds(counts["spectrum_products"], rates.spectrum * at_width["spectrum"], "spectra")
         + SPECTRUM_EIGVALSH * kernels.eigvalsh,
-        "k_decisions": _seconds(counts["kmeans_products"] + counts["silhouette_products"],
-                                rates.k_decisions * at_width["k_decisions"], "K decisions"),  # fmt: skip
-        "neighbours": _seconds(counts["neighbour_products"], rates.neighbours * at_width["neighbours"],
-                               "neighbour searches"),  # fmt: skip
+        "k_decisions": _seconds(
+            counts["kmeans_products"] + counts["silhouette_products"],
+            rates.k_decisions * at_width["k_decisions"],
+            "K decisions",
+        ),  # fmt: skip
+        "neighbours": _seconds(
+            counts["neighbour_products"], rates.neighbours * at_width["neighbours"], "neighbour searches"
+        ),  # fmt: skip
         "rest": rates.state_seconds + STATE_EIGH * kernels.eigh + streamed * SUMS_EIGVALSH * kernels.eigvalsh,
     }
 
