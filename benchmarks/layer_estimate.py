@@ -80,18 +80,7 @@ def compare(made: dict, run: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from isoflow.records import run_provenance
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", type=Path, required=True, help="a benchmarks/large_layers.py JSON made here")
-    parser.add_argument("--mirror", type=Path, required=True, help="where its corpus is read from (nothing downloaded)")
-    parser.add_argument("--out", type=Path, required=True, help="the JSON written")
-    args = parser.parse_args(argv)
-    checked = json.loads(args.check.read_text())
-    provenance = run_provenance()
-    if provenance["machine"] != checked["provenance"]["machine"]:
-        raise SystemExit(f"{args.check}: made on {checked['provenance']['machine']['cpu']}, this is "
-                         f"{provenance['machine']['cpu']}; an estimate is of this machine")  # fmt: skip
+    args, checked, provenance = large_layers.checking(__doc__.split("\n")[0], argv, "an estimate is of this machine")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as work:
         made = estimate(checked_command(checked), args.mirror, Path(work))

@@ -18,7 +18,6 @@ included: the formula's rates checked), and from the shape alone at the calibrat
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -52,30 +51,13 @@ def calibrate(mirror: Path, work: Path) -> dict:
     return json.loads((out / "meta.json").read_text())
 
 
-def at_width(dim: int, points: int, sentences: int, layers: int = 2, seed: int = 0) -> dict:
-    """A calibration record (as a run's meta.json has it) of ``layers`` states of ``points`` random points in ``dim``
-    dimensions, ``sentences`` sentences' worth of positions and 4,000 types, each measured as a layer run's state
-    (isoflow.layers.measure.layer_metrics, one K-means sample and start): the parts' rates at the checked run's width
-    and sample, where MiniLM's are at 384 and 5,011 points."""
-    import numpy as np
-    import torch
-
+def at_width(dim: int, points: int, sentences: int) -> dict:
+    """The parts' calibration record at the checked run's width and sample (isoflow.layers.estimate.calibrate_parts:
+    two states of random points, one K-means sample and start), where MiniLM's are at 384 and 5,011 points."""
     from isoflow.layers import LayerSettings
-    from isoflow.layers.measure import layer_metrics
+    from isoflow.layers.estimate import calibrate_parts
 
-    settings = LayerSettings(max_tokens=points, sample_cap=points, kmeans_samples=1, kmeans_starts=1)
-    rng = np.random.default_rng(seed)
-    types = rng.integers(0, 4000, points).astype(str)
-    positions = np.arange(points) % round(points / sentences)
-    work, seconds = {}, {}
-    for layer in range(layers):
-        x = torch.from_numpy(rng.standard_normal((points, dim), dtype=np.float32))
-        start = time.perf_counter()
-        _, extra = layer_metrics(x, types, settings, positions=positions)
-        seconds[f"layer{layer}"] = time.perf_counter() - start
-        work[f"layer{layer}"] = extra["work"]
-    return {"settings": {**settings.__dict__}, "work": work, "seconds": seconds, "n_points": points,
-            "sentences_used": int((positions == 0).sum()), "dim": dim}  # fmt: skip
+    return calibrate_parts(dim, points, sentences, LayerSettings(sample_cap=points))
 
 
 def shape_of(name: str):
@@ -183,20 +165,10 @@ def sentences_of(run: dict) -> int:
 def main(argv: list[str] | None = None) -> int:
     from isoflow.layers.timing import Kernels, fit_encoding, fit_rates
     from isoflow.models.shapes import PUBLISHED
-    from isoflow.records import run_provenance
-
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", type=Path, required=True, help="a benchmarks/large_layers.py JSON made here")
-    parser.add_argument("--mirror", type=Path, required=True, help="where Brown is read from (nothing downloaded)")
-    parser.add_argument("--out", type=Path, required=True, help="the JSON written")
-    args = parser.parse_args(argv)
-    run = json.loads(args.check.read_text())
+    description, why = __doc__.split("\n")[0], "the formula's rates are this machine's"
+    args, run, provenance = large_layers.checking(description, argv, why)
     checked = run["results"][0]
     load_before = os.getloadavg()
-    provenance = run_provenance()
-    if provenance["machine"] != run["provenance"]["machine"]:
-        raise SystemExit(f"{args.check}: made on {run['provenance']['machine']['cpu']}, this is "
-                         f"{provenance['machine']['cpu']}; the formula's rates are this machine's")  # fmt: skip
     t = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
         meta = calibrate(args.mirror, Path(work))

@@ -55,23 +55,19 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.settings import LayerSettings
 
     settings = declared.from_namespace(LayerSettings, args)
+    # what a run and its estimate both read: the model, the corpus, the settings and where things are
+    given = dict(settings=settings, types=args.types, layers=args.layers, device=args.device, mirror=args.mirror,
+                 batch_size=args.batch_size, data_dir=args.data_dir, raw_dir=args.raw_dir)  # fmt: skip
     if args.estimate:
-        return estimate(args, settings)
+        return estimate(args, given)
     out = run_layers(
         options.model_spec(args),
         args.corpus,
-        settings=settings,
+        **given,
         corpus_name=args.corpus_name,
-        types=args.types,
         view_layer=args.view_layer,
-        layers=args.layers,
         out=args.out,
         results=args.results,
-        data_dir=args.data_dir,
-        raw_dir=args.raw_dir,
-        mirror=args.mirror,
-        device=args.device,
-        batch_size=args.batch_size,
         force=args.force,
         progress=None if not args.quiet else False,
     )
@@ -83,25 +79,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def estimate(args: argparse.Namespace, settings) -> int:
+def estimate(args: argparse.Namespace, given: dict) -> int:
     """``--estimate``: the run's prediction (isoflow.layers.estimate) as JSON on stdout, a summary on stderr."""
     import sys
 
     from ..layers.estimate import estimate_layers
 
-    made = estimate_layers(
-        options.model_spec(args),
-        args.corpus,
-        settings=settings,
-        types=args.types,
-        layers=args.layers,
-        device=args.device,
-        batch_size=args.batch_size,
-        data_dir=args.data_dir,
-        raw_dir=args.raw_dir,
-        mirror=args.mirror,
-        progress=not args.quiet,
-    )
+    made = estimate_layers(options.model_spec(args), args.corpus, **given, progress=not args.quiet)
     p = made["predicted"]
     print(
         f"{made['model']} x {made['corpus']}: encoding {p['encode'] / 60:.1f} min, measuring {made['states_measured']} "
