@@ -1,12 +1,14 @@
 """Measurement, not a timing: how much a layer's α-ReQ (fitted over the covariance's whole numerical rank) depends on
-the precision its products are taken in. A LayerNorm's output lacks a direction (its coordinates' mean is 0); the
-layer analysis' in-memory spectrum takes float32 products of float32 states (added up in float64), whose rounding
-can give that direction an eigenvalue above the float64 rank tolerance, which the fit then counts; the same states
-in float64 (and the streamed sums of ``states: sample``) do not.
+the precision its products are taken in. A LayerNorm's output lacks a direction (its coordinates' mean is 0); float32
+products of float32 states (added up in float64, 1,024 rows at a time: the layer analysis' in-memory spectrum until
+isoflow.metrics.spectrum took them in float64) can give that direction an eigenvalue above the float64 rank
+tolerance, which the fit then counts; float64 products (the library's now, and the streamed sums of ``states:
+sample``) do not.
 
 For each ``--model``, on ``--tokens`` Brown tokens (the layer analysis' seeded sentence sample): per state, α-ReQ and
-Li et al.'s α (ranks 12-100) on the float32 states and on their float64 copy, and the smallest eigenvalue each counts,
-as a share of the largest. Writes ``benchmarks/results/alpha-req-precision.json`` with the machine and the commit.
+Li et al.'s α (ranks 12-100) from float32 products (``*_float32``) and from float64 products (``*_float64``:
+isoflow.metrics.alpha_req), and the smallest eigenvalue each counts, as a share of the largest. Writes
+``benchmarks/results/alpha-req-precision.json`` with the machine and the commit.
 
     python benchmarks/alpha_req_precision.py --model minilm --tokens 5000 --mirror ../shared/data
 """
@@ -23,11 +25,18 @@ import torch
 OUT = Path(__file__).parent / "results" / "alpha-req-precision.json"
 
 
-def smallest_counted(x: torch.Tensor) -> float:
-    """The smallest eigenvalue the spectrum counts (above its rank tolerance), as a share of the largest."""
-    from isoflow.metrics.spectrum import _eigenvalues
+def float32_products(x32: torch.Tensor) -> torch.Tensor:
+    """The covariance's eigenvalues of float32 points from float32 products (centred in float32, multiplied 1,024 rows
+    at a time, the products added in float64: isoflow.metrics.isotropy._scatter_matrix), at the library's rank
+    tolerance."""
+    from isoflow.metrics.isotropy import _centred_rescaled, _scatter_matrix
+    from isoflow.metrics.spectrum import descending_eigenvalues
 
-    ev = _eigenvalues(x, centred=True)
+    return descending_eigenvalues(_scatter_matrix(_centred_rescaled(x32)[0]), max(x32.shape))
+
+
+def smallest_counted(ev: torch.Tensor) -> float:
+    """The smallest eigenvalue a spectrum counts (above its rank tolerance), as a share of the largest."""
     return float(ev[ev > 0][-1] / ev[0])
 
 
@@ -35,7 +44,7 @@ def measure(model: str, args) -> list[dict]:
     from isoflow import corpora
     from isoflow.datasets import raw_cache
     from isoflow.layers.encoder import batches, count_points, load_encoder
-    from isoflow.metrics import alpha_req
+    from isoflow.metrics.spectrum import _alpha_of, _eigenvalues
     from isoflow.models.resolve import resolve_model
 
     cache = raw_cache(args.data_dir, None)
@@ -46,19 +55,19 @@ def measure(model: str, args) -> list[dict]:
     rows = []
     for layer, x32 in enumerate(states):
         x32 = torch.from_numpy(x32)
-        x64 = x32.to(torch.float64)
+        f32, f64 = float32_products(x32), _eigenvalues(x32, centred=True)
         rows.append(
             {
                 "model": model,
                 "layer": layer,
                 "n_points": int(x32.shape[0]),
                 "dim": int(x32.shape[1]),
-                "alpha_req_float32": alpha_req(x32),
-                "alpha_req_float64": alpha_req(x64),
-                "alpha_req_li_float32": alpha_req(x32, first=12, last=100, weighted=True),
-                "alpha_req_li_float64": alpha_req(x64, first=12, last=100, weighted=True),
-                "smallest_counted_float32": smallest_counted(x32),
-                "smallest_counted_float64": smallest_counted(x64),
+                "alpha_req_float32": _alpha_of(f32),
+                "alpha_req_float64": _alpha_of(f64),
+                "alpha_req_li_float32": _alpha_of(f32, 12, 100, True),
+                "alpha_req_li_float64": _alpha_of(f64, 12, 100, True),
+                "smallest_counted_float32": smallest_counted(f32),
+                "smallest_counted_float64": smallest_counted(f64),
             }
         )
         print(json.dumps(rows[-1]), flush=True)

@@ -49,8 +49,8 @@ from ..models.shapes import ModelShape
 from .settings import BATCH_SIZE, LayerSettings
 from .work import expected
 
-# The product each part's rate is carried across widths by: the spectra's, a scatter Xᵀ·X of float32 points (d × d
-# out of SCATTER_ROWS × d); the distances', a float32 GEMM
+# The product each part's rate is carried across widths by: the spectra's, a scatter Xᵀ·X of float32 points in float64
+# products (d × d out of SCATTER_ROWS × d, as isoflow.metrics.spectrum takes it); the distances', a float32 GEMM
 PART_DTYPE = {"spectrum": "scatter", "k_decisions": "float32", "neighbours": "float32"}
 GEMM_ROWS = 2048  # rows of the GEMM timed: about one batch's points (64 sentences of ~32 tokens)
 SCATTER_ROWS = 5000  # rows of the scatter timed: a K-means sample's points
@@ -63,7 +63,8 @@ SPECTRUM_EIGVALSH, SUMS_EIGVALSH, STATE_EIGH = 6, 6, 1
 @dataclass(frozen=True)
 class Kernels:
     """What one machine does at one width ``dim``: ``gemm`` multiply-adds a second by dtype (a (2,048 × d) · (d × 4d)
-    product, a feed-forward layer's over one batch; ``scatter``: Xᵀ·X of 5,000 float32 points) and the seconds of one
+    product, a feed-forward layer's over one batch; ``scatter``: Xᵀ·X of 5,000 float32 points in float64 products, a
+    spectrum's) and the seconds of one
     d × d float64 eigenvalue solve (``eigvalsh``) and eigenvector solve (``eigh``)."""
 
     dim: int
@@ -86,8 +87,10 @@ class Kernels:
             a = torch.randn(GEMM_ROWS, dim, dtype=getattr(torch, dtype), device=device)
             b = torch.randn(dim, 4 * dim, dtype=a.dtype, device=device)
             gemm[dtype] = GEMM_ROWS * dim * 4 * dim / best(lambda a=a, b=b: a @ b)
+        from ..metrics.spectrum import float64_scatter
+
         points = torch.randn(SCATTER_ROWS, dim, device=device)
-        gemm["scatter"] = SCATTER_ROWS * dim * dim / best(lambda: points.T @ points)
+        gemm["scatter"] = SCATTER_ROWS * dim * dim / best(lambda: float64_scatter(points))
         x = torch.randn(3 * dim, dim, dtype=torch.float64, device=device)
         scatter = x.T @ x
         return cls(dim, gemm, best(lambda: torch.linalg.eigvalsh(scatter)), best(lambda: torch.linalg.eigh(scatter)))

@@ -19,8 +19,11 @@ covariance (centred: :math:`\lambda_k = \sigma_k(X_c)^2/(n-1)`):
 * :func:`uniformity` and :func:`alignment` — Wang & Isola (2020) on L2-normalised points: the log of the mean
   Gaussian potential over all pairs, and the mean distance of positive pairs.
 
-The spectra come from the smaller of XᵀX and XXᵀ (the same non-zero eigenvalues), float64, on the input's device; the
-pairwise sums of :func:`uniformity` in blocks (memory O(block²)), exactly.
+The spectra come from the smaller of XᵀX and XXᵀ (the same non-zero eigenvalues), float64, on the input's device — of
+float32 points too, whose rows are taken to float64 a chunk at a time before they are multiplied: a direction the
+points lack (the mean after a LayerNorm) then gets no eigenvalue from the products' rounding, which float32 products
+gave one of 1e-12 to 1e-10 of the largest, depending on the CPU's kernels, and which the fits over the whole numerical
+rank counted; the pairwise sums of :func:`uniformity` in blocks (memory O(block²)), exactly.
 
 References: O. Roy, M. Vetterli. *The effective rank: a measure of effective dimensionality*. EUSIPCO 2007.
 Q. Garrido, R. Balestriero, L. Najman, Y. LeCun. *RankMe: Assessing the downstream performance of pretrained
@@ -37,9 +40,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-from ._validate import ArrayLike, as_points, power_of_two_factor
+from ._validate import SUM_CHUNK_ROWS, ArrayLike, as_points, power_of_two_factor
+from .device_policy import numpy_blas
 from .isotropy import _centred_rescaled, _gram_or_scatter, _participation_ratio, _unit_rows, covariance
 
 # The ranks Li et al. (2025) fit α-ReQ over, weighted 1/k: their code (rankme_alpha_scripts, utils/powerlaw.py) passes
@@ -53,12 +58,40 @@ def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
     """The eigenvalues of XᵀX (``centred``: of Xcᵀ·Xc), descending, float64, at least 0 (those within rounding of 0 are
     0), up to a common power-of-two factor (every measure here is scale-free)."""
     x = as_points(X)
-    if centred:
-        xc, _ = _centred_rescaled(x)
-    else:
-        x = x if x.dtype == torch.float32 else x.to(torch.float64)
-        xc = x * power_of_two_factor(x)
+    if x.dtype == torch.float32:
+        return descending_eigenvalues(float64_scatter(x, centred=centred), max(x.shape))
+    x = x.to(torch.float64)
+    xc = _centred_rescaled(x)[0] if centred else x * power_of_two_factor(x)
     return descending_eigenvalues(_gram_or_scatter(xc).to(xc.device), max(x.shape))
+
+
+def float64_scatter(x: torch.Tensor, *, centred: bool = False) -> torch.Tensor:
+    """The smaller of XᵀX and XXᵀ of float32 points ``x`` (``centred``: of X less its column means), rescaled by a
+    power of two, in float64 products: :data:`~isoflow.metrics._validate.SUM_CHUNK_ROWS` rows taken to float64 at a
+    time, so that it holds what a float64 copy of the points gives (to float64's rounding) without the copy. In NumPy
+    on a host whose CPU BLAS is NumPy's (:mod:`.device_policy`)."""
+    n, d = x.shape
+    f = float(power_of_two_factor(x))
+    if numpy_blas(x):
+        a = x.numpy()
+        mean = a.mean(axis=0, dtype=np.float64) * f if centred else 0.0
+        if n < d:
+            a64 = a.astype(np.float64) * f - mean
+            return torch.from_numpy(a64 @ a64.T)
+        G = np.zeros((d, d))
+        for i0 in range(0, n, SUM_CHUNK_ROWS):
+            chunk = a[i0 : i0 + SUM_CHUNK_ROWS].astype(np.float64) * f - mean
+            G += chunk.T @ chunk
+        return torch.from_numpy(G)
+    mean = x.sum(dim=0, dtype=torch.float64) * (f / n) if centred else 0.0
+    if n < d:
+        x64 = x.to(torch.float64) * f - mean
+        return x64 @ x64.T
+    G = torch.zeros(d, d, dtype=torch.float64, device=x.device)
+    for i0 in range(0, n, SUM_CHUNK_ROWS):
+        chunk = x[i0 : i0 + SUM_CHUNK_ROWS].to(torch.float64) * f - mean
+        G.addmm_(chunk.T, chunk)
+    return G
 
 
 def descending_eigenvalues(G: torch.Tensor, size: int) -> torch.Tensor:
