@@ -13,7 +13,7 @@ HELP = "Cai et al. across layers: per layer S_inter, S_intra, IsoScore, clusters
 
 def add_parser(sub) -> None:
     from ..layers import TYPE_MODES
-    from ..layers.settings import LayerSettings
+    from ..layers.settings import BATCH_SIZE, LayerSettings
 
     y = sub.add_parser("layers", help=HELP)
     options.model(y, extra="; encoders and decoder-only models such as GPT-2")
@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
         help="print the run's predicted seconds, peak memory and disk on this machine (JSON) instead of making it: "
         "its positions counted, a few of its batches encoded, the measuring's kernels timed (a few minutes)",
     )
-    options.layer_run(y, "results/layers/runs/<model>/<corpus>")
+    options.layer_run(y, "results/layers/runs/<model>/<corpus>", BATCH_SIZE)
     y.set_defaults(func=run)
 
 

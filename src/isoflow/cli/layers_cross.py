@@ -12,6 +12,7 @@ HELP = "linear CKA between two models' layers on the same words (word states: th
 
 def add_parser(sub) -> None:
     from ..layers import CROSS_WORDS
+    from ..layers.settings import BATCH_SIZE
 
     y = sub.add_parser("layers-cross", help=HELP)
     options.model(y, static=False, extra="; encoders and decoder-only models such as GPT-2")
@@ -29,7 +30,7 @@ def add_parser(sub) -> None:
         help=f"whole sentences in the seeded order until this many words (default {CROSS_WORDS})",
     )
     y.add_argument("--seed", type=int, default=0, help="the seed of the sentences' order (default 0)")
-    options.layer_run(y, "results/layers/runs/cross/<model>/<other>/<corpus>")
+    options.layer_run(y, "results/layers/runs/cross/<model>/<other>/<corpus>", BATCH_SIZE)
     y.set_defaults(func=run)
 
 

@@ -139,12 +139,12 @@ def corpus(p: argparse.ArgumentParser) -> None:
     )
 
 
-def layer_run(p: argparse.ArgumentParser, output: str) -> None:
+def layer_run(p: argparse.ArgumentParser, output: str, batch_size: int) -> None:
     """What a command that reads every layer of a model over a corpus also takes: --batch-size, --device, where its
-    output goes (``output``: the default folder), --force and the data options."""
-    from ..layers.settings import BATCH_SIZE
-
-    p.add_argument("--batch-size", type=int_at_least(1), default=BATCH_SIZE)
+    output goes (``output``: the default folder), --force and the data options; ``batch_size``: --batch-size's
+    default (isoflow.layers.settings.BATCH_SIZE, passed by the layer commands: the other commands' DVC stages need not
+    follow it)."""
+    p.add_argument("--batch-size", type=int_at_least(1), default=batch_size)
     device(p)
     results(p, f"; output {output}")
     force(p)
