@@ -7,14 +7,15 @@
 #                                          # carry=[".whl"], timeout_s=600)
 #   OUT=/tmp/x bash benchmarks/gpu_check.sh dry   # here, on the CPU: every step on a tiny case, saying what it skipped
 #                                                 # (the test suite runs it, so a lent GPU never meets a broken script)
-#   bash benchmarks/gpu_check.sh large     # there, a call of its own (about 5 minutes): every layer of a random
-#                                          # Llama-3.2-1B shape in bf16 over 20,000 tokens (benchmarks/large_layers.py)
+#   bash benchmarks/gpu_check.sh large     # there, a call of its own (about 7 minutes): every layer of a random
+#                                          # Llama-3.2-1B shape in bf16 over 20,000 tokens (benchmarks/large_layers.py),
+#                                          # then its estimate (benchmarks/layer_estimate.py)
 #
 # There it writes under $OUT: gpu.txt (the GPU, driver, versions), tests.log (the CUDA metric and device tests),
 # metric-step-cuda.json and .log (benchmarks/metric_step_device.py: the step against one X·Xᵀ, strips against square
 # blocks, kernel launches) and metrics-cuda.json and .log (benchmarks/metrics.py --device cuda against the reference
 # on the machine's CPU); `large`: large-layers-cuda.json and .log (tokens/s, each layer's seconds, peak host and GPU
-# memory). Copy the JSONs to benchmarks/results/ and say in docs/performance.md what they show.
+# memory) and layer-estimate-cuda.json and .log (`isoflow layers --estimate` of that run against it). Copy the JSONs to benchmarks/results/ and say in docs/performance.md what they show.
 set -o pipefail
 WHEELS=(IsoScore==2.0.1 scikit-dimension==0.5.0)
 
@@ -42,8 +43,11 @@ if compgen -G ".whl/*.whl" >/dev/null; then
 fi
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$PWD/src:$PWD/benchmarks PYTHONUNBUFFERED=1
 large() {
-    timeout 500 python3 benchmarks/large_layers.py --device $DEVICE "${LARGE[@]}" --out "$OUT/large-layers-$DEVICE.json" \
+    timeout 420 python3 benchmarks/large_layers.py --device $DEVICE "${LARGE[@]}" --out "$OUT/large-layers-$DEVICE.json" \
         2>&1 | tail -5 | tee "$OUT/large-layers-$DEVICE.log"
+    # `isoflow layers --estimate` of that run, on this machine's device (benchmarks/layer_estimate.py)
+    timeout 150 python3 benchmarks/layer_estimate.py --check "$OUT/large-layers-$DEVICE.json" \
+        --out "$OUT/layer-estimate-$DEVICE.json" 2>&1 | tail -2 | tee "$OUT/layer-estimate-$DEVICE.log"
 }
 if [[ "${1:-}" == large ]]; then
     large

@@ -237,15 +237,17 @@ def parser() -> argparse.ArgumentParser:
     return parser
 
 
-def checking(description: str, argv: list[str] | None, why: str) -> tuple[argparse.Namespace, dict, dict]:
-    """The command line of a benchmark that checks a run this benchmark made on this machine (--check, --mirror,
-    --out): its arguments, the checked JSON and this machine's provenance; a JSON made on another CPU is refused with
-    ``why`` (what ties the check to the machine)."""
+def checking(
+    description: str, argv: list[str] | None, why: str, *, mirror: bool = True
+) -> tuple[argparse.Namespace, dict, dict]:
+    """The command line of a benchmark that checks a run this benchmark made on this machine (--check, --mirror
+    (``mirror``: required), --out): its arguments, the checked JSON and this machine's provenance; a JSON made on
+    another CPU is refused with ``why`` (what ties the check to the machine)."""
     from isoflow.records import run_provenance
 
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", type=Path, required=True, help="a benchmarks/large_layers.py JSON made here")
-    parser.add_argument("--mirror", type=Path, required=True, help="where its corpus is read from (nothing downloaded)")
+    parser.add_argument("--mirror", type=Path, required=mirror, help="where its corpus is read (nothing downloaded)")
     parser.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = parser.parse_args(argv)
     checked = json.loads(args.check.read_text())

@@ -80,7 +80,8 @@ def compare(made: dict, run: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args, checked, provenance = large_layers.checking(__doc__.split("\n")[0], argv, "an estimate is of this machine")
+    why = "an estimate is of this machine"
+    args, checked, provenance = large_layers.checking(__doc__.split("\n")[0], argv, why, mirror=False)
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as work:
         made = estimate(checked_command(checked), args.mirror, Path(work))

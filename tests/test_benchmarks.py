@@ -267,6 +267,8 @@ def test_the_gpu_check_runs_dry_on_the_cpu(tmp_path):
     (large,) = json.loads((tmp_path / "large-layers-cpu.json").read_text())["results"]  # `gpu_check.sh large`'s step
     assert large["shape"] == "tiny-llama" and large["dtype"] == "bfloat16" and large["tokens_per_second"] > 0
     assert set(large["layer_seconds"]) == {f"layer{i}" for i in range(large["n_states"])}
+    estimate = json.loads((tmp_path / "layer-estimate-cpu.json").read_text())  # and its estimate, no mirror needed
+    assert estimate["estimate"]["n_points"] == large["n_points"] and estimate["estimate"]["device"] == "cpu"
 
 
 def test_the_suite_durations_record_names_every_test_as_pytest_does(tmp_path):

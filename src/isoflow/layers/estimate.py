@@ -46,12 +46,12 @@ PART_POINTS = 5000  # at most this many random points a state (the 1B shape's 2,
 
 
 def calibrate_parts(dim: int, points: int, sentences: int, settings: LayerSettings, *, states: int = PART_STATES,
-                    seed: int = 0) -> dict:  # fmt: skip
+                    seed: int = 0, device: str = "cpu") -> dict:  # fmt: skip
     """A calibration record (as a run's ``meta.json`` has it: settings, work, seconds, points, sentences, width) of
     ``states`` states of ``points`` random points in ``dim`` dimensions, with ``sentences`` sentences' first positions
     among them and 4,000 types, each measured as a layer run measures a state
-    (:func:`isoflow.layers.measure.layer_metrics`) at ``settings``' K decision: the parts' rates at a run's width and
-    sample (:func:`isoflow.layers.timing.fit_rates`)."""
+    (:func:`isoflow.layers.measure.layer_metrics`, on ``device``, where a run measures) at ``settings``' K decision:
+    the parts' rates at a run's width and sample (:func:`isoflow.layers.timing.fit_rates`)."""
     import torch
 
     from .measure import layer_metrics
@@ -63,7 +63,7 @@ def calibrate_parts(dim: int, points: int, sentences: int, settings: LayerSettin
     positions = np.arange(points) % max(1, round(points / max(sentences, 1)))
     work, seconds = {}, {}
     for state in range(states):
-        x = torch.from_numpy(rng.standard_normal((points, dim), dtype=np.float32))
+        x = torch.from_numpy(rng.standard_normal((points, dim), dtype=np.float32)).to(device)
         start = time.perf_counter()
         _, extra = layer_metrics(x, types, settings, positions=positions)
         seconds[f"layer{state}"] = time.perf_counter() - start
@@ -127,7 +127,8 @@ def estimate_layers(
         f"{model_shape.dim} dimensions")  # fmt: skip
     kernels = Kernels.measured(model_shape.dim, ("float32", "float64", dtype), device=str(inputs.device))
     points = min(kept, PART_POINTS)
-    parts = calibrate_parts(model_shape.dim, points, round(len(chosen) * points / n_points), settings)
+    parts = calibrate_parts(model_shape.dim, points, round(len(chosen) * points / n_points), settings,
+                            device=str(inputs.device))  # fmt: skip
     # the encoding's share of the GEMM rate, as the short run reached it (the prediction reads its seconds directly)
     share = model_shape.multiplied * short.positions / short.seconds / kernels.gemm[dtype]
     rates = replace(fit_rates(parts, model_shape, kernels, encoding=(share, 0.0)), iterations=LLOYD_ITERATIONS)
