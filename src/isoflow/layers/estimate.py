@@ -34,7 +34,7 @@ from .encoder import load_encoder, padded_positions
 from .run import encoded_run_shape, sampled_sentences
 from .settings import BATCH_SIZE, LayerSettings
 from .streamed import SharedSample
-from .subset import chosen_layers
+from .subset import check_spec, chosen_layers
 from .timing import SHORT_POINTS, Kernels, fit_rates, predict, time_encoding
 
 # The Lloyd iterations of one K-means fit on real text: MiniLM's states over 5,000 of Brown's tokens, the mean over its
@@ -103,14 +103,15 @@ def estimate_layers(
     predicted here (module docstring): the run's counts (points, kept points, sentences, positions, types), the short
     run, the kernels and rates measured, and ``predicted`` — ``encode``, ``measure``, ``total`` seconds, a ``state``'s
     and its parts', ``peak_memory_mb`` and ``disk_mb`` —, with the seconds the estimate itself took."""
+    if types != "tokens":  # before anything loads
+        raise ValueError(f"--estimate predicts runs of token points (--types tokens); got --types {types}")
+    check_spec(layers)
     started = time.perf_counter()
     say = (lambda text: print(f"estimate: {text}", file=sys.stderr, flush=True)) if progress else (lambda text: None)
     inputs = run_inputs(device=device, model=model, data_dir=data_dir, raw_dir=raw_dir, mirror=mirror)
     name = inputs.model.name
     sentences = corpora.load(corpus, inputs.cache, mirror)
     encoder = load_encoder(inputs.model, inputs.device)
-    if types != "tokens":
-        raise ValueError(f"--estimate predicts runs of token points (--types tokens); got {types!r}")
     measured = len(chosen_layers(layers, encoder.n_states))
     chosen, n_points = sampled_sentences(encoder, sentences, settings, types, name)
     positions = padded_positions(encoder, chosen, batch_size=batch_size)
