@@ -197,6 +197,7 @@ def test_an_estimate_counts_the_runs_own_positions_and_predicts_it_from_a_short_
     made = json.loads(out.getvalue())
     assert not (tmp_path / "results").exists()  # nothing written
     assert "encoding" in err and "min, measuring 2 state(s)" in err  # states 0 and 2 of 3
+    assert made["available_memory_mb"] > made["predicted"]["peak_memory_mb"] and " MiB available, disk " in err
     run = run_layers(str(tiny_gpt2), str(corpus), out=tmp_path / "run", settings=settings, layers="::2", batch_size=8,
                      device="cpu", progress=False, data_dir=tmp_path / "data")  # fmt: skip
     meta = json.loads((run / "meta.json").read_text())

@@ -86,11 +86,14 @@ def estimate(args: argparse.Namespace, given: dict) -> int:
     from ..layers.estimate import estimate_layers
 
     made = estimate_layers(options.model_spec(args), args.corpus, **given, progress=not args.quiet)
-    p = made["predicted"]
+    p, available = made["predicted"], made["available_memory_mb"]
+    fits = ""  # the memory available now, where the machine says
+    if available is not None:
+        fits = f" of {available:,.0f} MiB available" + (": it would not fit" if p["peak_memory_mb"] > available else "")
     print(
         f"{made['model']} x {made['corpus']}: encoding {p['encode'] / 60:.1f} min, measuring {made['states_measured']} "
-        f"state(s) {p['measure'] / 60:.1f} min, total {p['total'] / 60:.1f} min; peak {p['peak_memory_mb']:,.0f} MiB, "
-        f"disk {p['disk_mb']:,.0f} MiB (estimated in {made['estimate_seconds']:.0f} s)",
+        f"state(s) {p['measure'] / 60:.1f} min, total {p['total'] / 60:.1f} min; peak {p['peak_memory_mb']:,.0f} MiB"
+        f"{fits}, disk {p['disk_mb']:,.0f} MiB (estimated in {made['estimate_seconds']:.0f} s)",
         file=sys.stderr,
     )
     print(json.dumps(made, indent=1))

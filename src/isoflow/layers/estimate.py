@@ -33,6 +33,7 @@ from .cost import disk, peak_memory
 from .encoder import load_encoder, padded_positions
 from .run import encoded_run_shape, sampled_sentences
 from .settings import BATCH_SIZE, LayerSettings
+from .store import available_memory
 from .streamed import SharedSample
 from .subset import check_spec, chosen_layers
 from .timing import SHORT_POINTS, Kernels, fit_rates, predict, time_encoding
@@ -102,7 +103,8 @@ def estimate_layers(
     """The seconds, memory and disk of :func:`isoflow.layers.run.run_layers` with these arguments (the same meanings),
     predicted here (module docstring): the run's counts (points, kept points, sentences, positions, types), the short
     run, the kernels and rates measured, and ``predicted`` — ``encode``, ``measure``, ``total`` seconds, a ``state``'s
-    and its parts', ``peak_memory_mb`` and ``disk_mb`` —, with the seconds the estimate itself took."""
+    and its parts', ``peak_memory_mb`` and ``disk_mb`` —, the memory this machine has available now
+    (``available_memory_mb``; None where it cannot tell) and the seconds the estimate itself took."""
     if types != "tokens":  # before anything loads
         raise ValueError(f"--estimate predicts runs of token points (--types tokens); got --types {types}")
     check_spec(layers)
@@ -118,6 +120,7 @@ def estimate_layers(
     kept = n_points if settings.states == "all" else len(SharedSample.of(n_points, settings).rows)
     shape = encoded_run_shape(encoder, chosen, settings, types, batch_size, measured=measured, n_points=n_points,
                               kept=kept)  # fmt: skip
+    available = available_memory()  # with the model loaded, as the run checks it
     say(f"{name}: {n_points:,} points of {len(chosen):,} sentences, {positions:,} positions computed; timing "
         f"{short_points:,} points of encoding")  # fmt: skip
     short = time_encoding(encoder, chosen, batch_size=batch_size, points=short_points)
@@ -156,5 +159,6 @@ def estimate_layers(
             "peak_memory_mb": round(peak_memory(shape)["peak"] / 2**20, 1),
             "disk_mb": round(disk(shape) / 2**20, 3),
         },
+        "available_memory_mb": None if available is None else round(available / 2**20, 1),
         "estimate_seconds": round(time.perf_counter() - started, 1),
     }
