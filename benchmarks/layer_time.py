@@ -62,18 +62,17 @@ def at_width(dim: int, points: int, sentences: int) -> dict:
 
 def shape_of(name: str):
     """A benchmark shape's ModelShape: its base model (what `isoflow layers` runs) built on the meta device, its
-    parameters, width, states and embeddings (the parameters no point is multiplied by) counted there."""
+    parameters, width, states and embeddings (the parameters no point is multiplied by) counted there
+    (isoflow.models.shapes.module_shape)."""
     import torch
     from transformers import AutoModel
 
-    from isoflow.models.shapes import ModelShape
+    from isoflow.models.shapes import module_shape
 
     config = model_shapes.config(name)
     with torch.device("meta"):
         base = AutoModel.from_config(config)
-    embeddings = sum(p.numel() for m in base.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
-    parameters = sum(p.numel() for p in base.parameters())
-    return ModelShape(parameters, config.hidden_size, config.num_hidden_layers + 1, 2, embeddings)
+    return module_shape(base, config.hidden_size, config.num_hidden_layers + 1)
 
 
 def compare(run: dict, rates, kernels, short: dict, sentences: int) -> dict:
@@ -165,6 +164,7 @@ def sentences_of(run: dict) -> int:
 def main(argv: list[str] | None = None) -> int:
     from isoflow.layers.timing import Kernels, fit_encoding, fit_rates
     from isoflow.models.shapes import PUBLISHED
+
     description, why = __doc__.split("\n")[0], "the formula's rates are this machine's"
     args, run, provenance = large_layers.checking(description, argv, why)
     checked = run["results"][0]

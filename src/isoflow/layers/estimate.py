@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from .. import corpora
-from ..models.shapes import ModelShape
+from ..models.shapes import module_shape
 from ..run_inputs import run_inputs
 from .cost import disk, peak_memory
 from .encoder import load_encoder, padded_positions
@@ -73,18 +73,6 @@ def calibrate_parts(dim: int, points: int, sentences: int, settings: LayerSettin
             "sentences_used": int((positions == 0).sum()), "dim": dim}  # fmt: skip
 
 
-def loaded_shape(encoder) -> ModelShape:
-    """The shape of a loaded model (:class:`~isoflow.models.shapes.ModelShape`): its parameters, width and states, its
-    embeddings (the parameters read by index: its ``nn.Embedding`` modules') and its bytes per parameter as loaded."""
-    import torch
-
-    model = encoder.model
-    parameters = sum(p.numel() for p in model.parameters())
-    embeddings = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
-    size = next(model.parameters()).element_size()
-    return ModelShape(parameters, encoder.dim, encoder.n_states, size, embeddings)
-
-
 def estimate_layers(
     model,
     corpus: str,
@@ -125,7 +113,7 @@ def estimate_layers(
         f"{short_points:,} points of encoding")  # fmt: skip
     short = time_encoding(encoder, chosen, batch_size=batch_size, points=short_points)
     dtype = str(next(encoder.model.parameters()).dtype).removeprefix("torch.")
-    model_shape = loaded_shape(encoder)
+    model_shape = module_shape(encoder.model, encoder.dim, encoder.n_states)
     del encoder  # the weights, before the parts' random states take their memory
     say(f"encoding at {short.positions / short.seconds:.1f} positions/s; timing the kernels and two states at "
         f"{model_shape.dim} dimensions")  # fmt: skip

@@ -78,6 +78,17 @@ EMBEDDING_TENSOR = re.compile(
 )
 
 
+def module_shape(model, dim: int, states: int) -> ModelShape:
+    """The shape of a built model (a torch module, loaded or on the meta device) with ``dim``-wide hidden states and
+    ``states`` of them: its parameters, their bytes as held, and its embeddings — the parameters of its
+    ``nn.Embedding`` modules, read by index."""
+    import torch  # here, not above: a plan reads shapes without torch
+
+    parameters = sum(p.numel() for p in model.parameters())
+    embeddings = sum(p.numel() for m in model.modules() if isinstance(m, torch.nn.Embedding) for p in m.parameters())
+    return ModelShape(parameters, dim, states, next(model.parameters()).element_size(), embeddings)
+
+
 def folder_shape(folder: str | os.PathLike) -> ModelShape | None:
     """A Hugging Face model folder's shape, read without loading it: width and blocks from ``config.json``,
     parameters and their bytes from the safetensors files' headers (None where the folder has no config or no
