@@ -504,10 +504,9 @@ def tiny_gpt2(tmp_path_factory) -> Path:
 #   d = 384 terms rounds to ~√d·2^-24 ≈ 1.2e-6 of its scale under a reordering (seen: 1.4e-8 on MiniLM's 7 layers,
 #   tests/test_layers.py); these values are bounded by 1 (a silhouette is a difference of two such distance means
 #   over their maximum), so the bound is absolute: atol 1e-6.
-# - a spectrum's sizes (effective rank, participation ratio, stable rank: 1 to d, not bounded by 1; alpha-ReQ, a slope
-#   over them; also without outlier dimensions or first positions) are read from a
-#   float32 points' scatter matrix summed in float32 chunks (isoflow.metrics.isotropy._scatter_matrix: within ~1e-7
-#   of the float64 value, relative; seen: 1.3e-8 on MiniLM's layer 0): rtol 1e-6, relative, for those columns.
+# - a spectrum's sizes (effective rank, participation ratio, stable rank, alpha-ReQ, also without outlier dimensions or
+#   first positions) are read from float64 products even of float32 points (isoflow.metrics.spectrum.float64_scatter),
+#   so they are float64 reductions too;
 # A discrete outcome (a K decision, a cluster, a rank order) must be equal: ties are broken by the data, never by
 # rounding (identical points get one PCA coordinate: isoflow.layers.pca).
 # - states encoded at another thread count: a forward pass over a few sentences (isoflow.layers.encoder.forward_groups)
@@ -516,24 +515,16 @@ def tiny_gpt2(tmp_path_factory) -> Path:
 #   axes turning with the states, the most): rtol and atol 1e-5 (ENCODED_ACROSS_THREADS, for runs whose encodings were
 #   made at different thread counts).
 ACROSS_THREADS = {"check_exact": False, "rtol": 1e-9, "atol": 1e-6}
-SPECTRUM_ACROSS_THREADS = {"check_exact": False, "rtol": 1e-6, "atol": 0.0}
 ENCODED_ACROSS_THREADS = {"check_exact": False, "rtol": 1e-5, "atol": 1e-5}
 
 
 def assert_frames_agree_across_threads(got, expected, *, encoded: bool = False) -> None:
     """``got`` and ``expected`` (DataFrames) made with other thread counts or in other processes: equal but for the
-    rounding :data:`ACROSS_THREADS` allows (:data:`SPECTRUM_ACROSS_THREADS` for a spectrum's sizes;
-    :data:`ENCODED_ACROSS_THREADS` for every float where their states were ``encoded`` at different thread counts);
-    every column that is not a float exactly."""
+    rounding :data:`ACROSS_THREADS` allows (:data:`ENCODED_ACROSS_THREADS` where their states were ``encoded`` at
+    different thread counts); every column that is not a float exactly."""
     import pandas as pd
 
-    from isoflow.layers.measure import TABLE_SPECTRUM  # every size read off the eigenvalues, the σ² entropy included
-
-    assert list(got.columns) == list(expected.columns)
-    sizes = [c for c in expected.columns if c.removesuffix("_removed").removesuffix("_nofirst") in TABLE_SPECTRUM]
-    rest = [c for c in expected.columns if c not in sizes]
-    pd.testing.assert_frame_equal(got[sizes], expected[sizes], **SPECTRUM_ACROSS_THREADS)
-    pd.testing.assert_frame_equal(got[rest], expected[rest], **(ENCODED_ACROSS_THREADS if encoded else ACROSS_THREADS))
+    pd.testing.assert_frame_equal(got, expected, **(ENCODED_ACROSS_THREADS if encoded else ACROSS_THREADS))
 
 
 def assert_one_record_schema(record: dict, section: str) -> None:

@@ -58,35 +58,29 @@ def _eigenvalues(X: ArrayLike, centred: bool) -> torch.Tensor:
     """The eigenvalues of XᵀX (``centred``: of Xcᵀ·Xc), descending, float64, at least 0 (those within rounding of 0 are
     0), up to a common power-of-two factor (every measure here is scale-free)."""
     x = as_points(X)
-    if x.dtype == torch.float32:
-        return descending_eigenvalues(float64_scatter(x, centred=centred), max(x.shape))
-    x = x.to(torch.float64)
+    if x.dtype == torch.float32 and x.shape[0] >= x.shape[1]:
+        return descending_eigenvalues(float64_scatter(x, centred=centred), x.shape[0])
+    x = x.to(torch.float64)  # the float64 copy is no larger than the Gram matrix it makes where n < d
     xc = _centred_rescaled(x)[0] if centred else x * power_of_two_factor(x)
     return descending_eigenvalues(_gram_or_scatter(xc).to(xc.device), max(x.shape))
 
 
 def float64_scatter(x: torch.Tensor, *, centred: bool = False) -> torch.Tensor:
-    """The smaller of XᵀX and XXᵀ of float32 points ``x`` (``centred``: of X less its column means), rescaled by a
-    power of two, in float64 products: :data:`~isoflow.metrics._validate.SUM_CHUNK_ROWS` rows taken to float64 at a
-    time, so that it holds what a float64 copy of the points gives (to float64's rounding) without the copy. In NumPy
-    on a host whose CPU BLAS is NumPy's (:mod:`.device_policy`)."""
+    """XᵀX of float32 points ``x`` (``centred``: of X less its column means), rescaled by a power of two, in float64
+    products: :data:`~isoflow.metrics._validate.SUM_CHUNK_ROWS` rows taken to float64 at a time, so that it holds what a
+    float64 copy of the points gives (to float64's rounding) without the copy. In NumPy on a host whose CPU BLAS is
+    NumPy's (:mod:`.device_policy`)."""
     n, d = x.shape
     f = float(power_of_two_factor(x))
     if numpy_blas(x):
         a = x.numpy()
         mean = a.mean(axis=0, dtype=np.float64) * f if centred else 0.0
-        if n < d:
-            a64 = a.astype(np.float64) * f - mean
-            return torch.from_numpy(a64 @ a64.T)
         G = np.zeros((d, d))
         for i0 in range(0, n, SUM_CHUNK_ROWS):
             chunk = a[i0 : i0 + SUM_CHUNK_ROWS].astype(np.float64) * f - mean
             G += chunk.T @ chunk
         return torch.from_numpy(G)
     mean = x.sum(dim=0, dtype=torch.float64) * (f / n) if centred else 0.0
-    if n < d:
-        x64 = x.to(torch.float64) * f - mean
-        return x64 @ x64.T
     G = torch.zeros(d, d, dtype=torch.float64, device=x.device)
     for i0 in range(0, n, SUM_CHUNK_ROWS):
         chunk = x[i0 : i0 + SUM_CHUNK_ROWS].to(torch.float64) * f - mean
