@@ -13,6 +13,7 @@ pass's fixed cost in positions. Writes JSON with the machine, the threads and th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -49,11 +50,10 @@ def measure(shape: str, dtype: str, passes, repeats: int) -> list[dict]:
     vocab = model.config.vocab_size
     rows = []
     for sentences, length in passes:
-        ids = torch.randint(0, vocab, (sentences, length))
-        mask = torch.ones_like(ids)
+        inputs = {"input_ids": torch.randint(0, vocab, (sentences, length))}
+        inputs["attention_mask"] = torch.ones_like(inputs["input_ids"])
         with torch.inference_mode():
-            seconds = best_seconds(lambda: model(input_ids=ids, attention_mask=mask, output_hidden_states=True),
-                                   repeats)  # fmt: skip
+            seconds = best_seconds(functools.partial(model, **inputs, output_hidden_states=True), repeats)
         positions = sentences * length
         rows.append({"sentences": sentences, "length": length, "positions": positions, "seconds": seconds,
                      "ms_per_position": 1000 * seconds / positions})  # fmt: skip
