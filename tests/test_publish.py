@@ -705,3 +705,21 @@ def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commi
         PublishError, match=r"more than one kind of CPU: 1 on AMD EPYC \(e.g. glue/sst2/m/istar0/seed0.json\); 1 on "
     ):
         check_one_commit(runs)
+
+
+def test_a_workflow_refused_for_a_stopped_run_s_lock_says_how_to_unlock_it(tmp_path, monkeypatch):
+    """Snakemake failing while its lock is left (a run killed, or a session ended): one error naming the lock and the
+    unlock command with the publication's config; a failure with no lock left stays Snakemake's own."""
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(publish_results, "ROOT", tmp_path)
+    failing = [sys.executable, "-c", "raise SystemExit(1)", "--configfile", "config/reproduce-offline.yaml"]
+    with pytest.raises(subprocess.CalledProcessError):
+        publish_results._snakemake(failing)
+    _write(tmp_path / ".snakemake/locks/0.input.lock", "")
+    with pytest.raises(publish_results.PublishError) as refused:
+        publish_results._snakemake(failing)
+    said = str(refused.value)
+    assert str(tmp_path / ".snakemake/locks") in said and "\n" not in said
+    assert "run `snakemake --unlock --cores 1 --configfile config/reproduce-offline.yaml`, then" in said

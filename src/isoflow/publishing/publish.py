@@ -227,7 +227,22 @@ def publish(
 
 def _snakemake(command: list[str]) -> None:
     print("+ " + " ".join(command), flush=True)
-    subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        subprocess.run(command, cwd=ROOT, check=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    except subprocess.CalledProcessError as err:
+        if any((ROOT / ".snakemake" / "locks").glob("*")):  # a run stopped by a kill or a session's end leaves it
+            raise PublishError(_unlock_hint(command)) from err
+        raise
+
+
+def _unlock_hint(command: list[str]) -> str:
+    """What to run where Snakemake refused for the lock a stopped run left: its unlock, with the command's config."""
+    at = command.index("--configfile") if "--configfile" in command else len(command)
+    unlock = " ".join(["snakemake", "--unlock", "--cores", "1", *command[at : at + 2]])
+    return (
+        f"Snakemake stopped with its lock in {ROOT / '.snakemake' / 'locks'} (left by a run that was killed): if no "
+        f"other snakemake runs in this checkout, run `{unlock}`, then this command again"
+    )
 
 
 def _made_in_parts(publication: str, parts: dict, command: list[str]) -> str:
