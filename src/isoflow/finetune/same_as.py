@@ -21,46 +21,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..reporting.frame_difference import frames_difference, provenance_of
+
 IDENTITY = ("task", "model", "seed", "reg", "istar_lambda", "cosreg_weight")  # what must match for a comparison
-
-
-def _column_difference(a: pd.Series, b: pd.Series) -> tuple[bool, float]:
-    """(equal bit for bit, NaN equal to NaN, text equal as text; the largest absolute difference of the numbers, NaN
-    where a list's length differs)."""
-    largest, equal = 0.0, True
-    for x, y in zip(a, b):
-        if isinstance(x, str) or isinstance(y, str):
-            equal = equal and x == y
-            continue
-        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-        if x.shape != y.shape:
-            return False, float("nan")
-        differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
-        if differ.any():
-            equal = False
-            largest = max(largest, float(np.nanmax(np.abs(x - y)[differ], initial=0.0)))
-    return equal, largest
-
-
-def _frames_difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
-    if len(a) != len(b):
-        return {"rows": [len(a), len(b)], "equal": False, "columns_differing": {}, "columns_in_one_only": []}
-    differing = {}
-    for col in [c for c in a.columns if c in b.columns]:
-        equal, largest = _column_difference(a[col], b[col])
-        if not equal:
-            differing[col] = largest
-    in_one = sorted(set(a.columns) ^ set(b.columns))
-    # a measurement one run's code made and the other's did not is listed, not a difference between the runs
-    return {"rows": [len(a), len(b)], "equal": not differing, "columns_differing": differing,
-            "columns_in_one_only": in_one}  # fmt: skip
-
-
-def _provenance(info: dict) -> dict:
-    return {
-        "git_commit": (info.get("code") or {}).get("git_commit"),
-        **{k: info.get(k) for k in ("threads", "machine")},
-    }
 
 
 def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
@@ -75,7 +38,7 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
         raise ValueError(f"{other}: another run than {run} ({which}); compare a run with its namesake")
     epochs = [pd.read_parquet(p.with_suffix(".parquet")) for p in (run, other)]
     steps = [pd.read_parquet(p.with_name(p.stem + ".steps.parquet")) for p in (run, other)]
-    measured, trained = _frames_difference(*epochs), _frames_difference(*steps)
+    measured, trained = frames_difference(*epochs), frames_difference(*steps)
     flips = []
     if measured["rows"][0] == measured["rows"][1] and all("predictions" in e for e in epochs):
         flips = [int((np.asarray(x) != np.asarray(y)).sum()) for x, y in zip(*(e["predictions"] for e in epochs))]
@@ -88,7 +51,7 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
         "steps": trained,
         "predictions_differing": flips,
         "settings_differing": sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)),
-        "provenance": [_provenance(a), _provenance(b)],
+        "provenance": [provenance_of(a), provenance_of(b)],
     }
 
 

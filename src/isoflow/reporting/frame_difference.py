@@ -1,0 +1,63 @@
+"""Two tables of one measurement compared column by column: which columns differ, and by how much (absolute and
+relative), NaN equal to NaN, text equal as text, lists element by element. What a run compared with its namesake made
+elsewhere reads (``isoflow finetune-same-as``, ``isoflow layers-same-as``).
+
+Examples
+--------
+>>> import pandas as pd
+>>> a = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.5], "name": ["x", "y"]})
+>>> b = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.4], "name": ["x", "y"]})
+>>> d = frames_difference(a, b)
+>>> d["equal"], d["columns_differing"], round(d["relative_differing"]["s_inter"], 6)
+(False, {'s_inter': 0.09999999999999998}, 0.2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def column_difference(a: pd.Series, b: pd.Series) -> tuple[bool, float, float]:
+    """(equal bit for bit, NaN equal to NaN, text equal as text; the largest absolute difference of the numbers; the
+    largest relative one, |x − y| / max(|x|, |y|)); both differences NaN where a list's length differs."""
+    largest, relative, equal = 0.0, 0.0, True
+    for x, y in zip(a, b):
+        if isinstance(x, str) or isinstance(y, str):
+            equal = equal and x == y
+            continue
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        if x.shape != y.shape:
+            return False, float("nan"), float("nan")
+        differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
+        if differ.any():
+            equal = False
+            gap = np.abs(x - y)[differ]  # a NaN against a number: NaN, which nanmax passes over
+            scale = np.maximum(np.abs(x), np.abs(y))[differ]
+            largest = max(largest, float(np.nanmax(gap, initial=0.0)))
+            relative = max(relative, float(np.nanmax(gap / scale, initial=0.0)))
+    return equal, largest, relative
+
+
+def frames_difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
+    """Every column both frames hold compared (:func:`column_difference`): ``equal`` (all of them, and as many rows),
+    ``columns_differing`` (column: largest absolute difference), ``relative_differing`` (column: largest relative
+    difference), ``columns_in_one_only`` (a measurement one side's code made and the other's did not: listed, not a
+    difference) and both row counts."""
+    if len(a) != len(b):
+        return {"rows": [len(a), len(b)], "equal": False, "columns_differing": {}, "relative_differing": {},
+                "columns_in_one_only": []}  # fmt: skip
+    differing, relative = {}, {}
+    for col in [c for c in a.columns if c in b.columns]:
+        equal, largest, rel = column_difference(a[col], b[col])
+        if not equal:
+            differing[col], relative[col] = largest, rel
+    in_one = sorted(set(a.columns) ^ set(b.columns))
+    return {"rows": [len(a), len(b)], "equal": not differing, "columns_differing": differing,
+            "relative_differing": relative, "columns_in_one_only": in_one}  # fmt: skip
+
+
+def provenance_of(record: dict) -> dict:
+    """A run record's code commit, thread count and machine: what a comparison of two runs names beside them."""
+    commit = (record.get("code") or {}).get("git_commit")
+    return {"git_commit": commit, **{k: record.get(k) for k in ("threads", "machine")}}
