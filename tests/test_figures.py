@@ -193,3 +193,18 @@ def test_dense_scatters_are_images_in_the_pdf_and_the_png_is_unchanged(tmp_path)
     assert png.read_bytes() == png_vec.read_bytes()
     assert b"/Subtype /Image" in pdf.read_bytes() and b"/Subtype /Image" not in pdf_vec.read_bytes()
     assert pdf.stat().st_size < pdf_vec.stat().st_size / 10
+
+
+def test_a_table_s_text_with_a_bar_stays_in_its_markdown_cell(tmp_path):
+    """isoflow.reporting.tables.write_table: a cell holding `|` (two machines' names) is one Markdown cell (escaped),
+    every row as many cells as the header; the CSV keeps the text as it is, numbers formatted as before."""
+    import pandas as pd
+
+    from isoflow.reporting.tables import write_table
+
+    df = pd.DataFrame({"model": ["a", "b"], "machines": ["AMD EPYC | Intel Xeon", "AMD EPYC"], "x": [0.5, 1.25]})
+    write_table(df, tmp_path / "t", caption="A caption.")
+    rows = [line for line in (tmp_path / "t.md").read_text().splitlines() if line.startswith("|")]
+    assert len({line.replace("\\|", "").count("|") for line in rows}) == 1 and len(rows) == 4
+    assert rows[2] == "| a       | AMD EPYC \\| Intel Xeon | 0.500 |"
+    assert pd.read_csv(tmp_path / "t.csv").equals(df)

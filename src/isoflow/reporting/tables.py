@@ -11,13 +11,19 @@ import pandas as pd
 from ..atomic import atomic_file
 
 
+def _cells_escaped(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with every ``|`` inside a text cell written ``\\|``, so that it stays in its Markdown cell instead of
+    opening another."""
+    return df.apply(lambda col: col.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v))
+
+
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
     """``stem``.csv, .md (the caption above the table) and .tex (a captioned table); returns the three paths."""
     stem = Path(stem)
     out = []
     for suffix, text in (
         (".csv", df.to_csv(index=False)),
-        (".md", f"{caption}\n\n" + df.to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
+        (".md", f"{caption}\n\n" + _cells_escaped(df).to_markdown(index=False, floatfmt=floatfmt.strip("%")) + "\n"),
         (
             ".tex",
             df.to_latex(
