@@ -210,7 +210,7 @@ SECTIONS: dict[str, Section] = {
         Section(
             "layers",
             "Clusters and manifolds across layers (Cai et al. 2021)",
-            ("layers", "layers-cross", "layers-same-as"),
+            ("layers", "layers-cross"),
             ("layers-report",),
             run_rules=("layers_run", "layers_cross"),
             report_rules=("layers_report",),
