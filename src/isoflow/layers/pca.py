@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from ..metrics import sample_rows
 from . import PCS
@@ -30,6 +29,8 @@ def principal_axes(x: torch.Tensor, n: int = 3) -> tuple[torch.Tensor, torch.Ten
 def orderings(points: torch.Tensor, positions: np.ndarray | None, log_frequency: np.ndarray) -> dict[str, float]:
     """Per principal component 1-3: its share of the variance and |ρ| with position (NaN without positions) and with
     log frequency."""
+    from scipy.stats import spearmanr  # here: scipy.stats takes 0.7 s to import, which every layer job would pay first
+
     _, axes, shares = principal_axes(points)
     # Identical points (a token's state at the input layer, a causal LM's sentence-initial states) must tie in the
     # ranks: projected one by one, a product's summation order (it follows the thread count) can split them by 1e-16
