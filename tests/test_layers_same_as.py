@@ -35,7 +35,8 @@ def test_a_rerun_s_moves_are_tabulated_column_by_column(tmp_path, capsys):
     (moved / "meta.json").write_text(json.dumps(meta))
 
     assert main(["layers-same-as", str(old), str(new), "--out", str(out)]) == 0
-    assert "glove-50d over brown: 1 columns moved" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "glove-50d over brown: 1 columns moved" in said and f"in {old} only, not compared: minilm/brown" in said
     compared = json.loads((out / "glove-50d/brown.json").read_text())
     assert not compared["identical"] and compared["settings_differing"] == ["k_lid"]
     assert compared["tables"]["layers"]["columns_differing"] == {"alpha_req": pytest.approx(0.01, rel=1e-9)}
@@ -45,7 +46,8 @@ def test_a_rerun_s_moves_are_tabulated_column_by_column(tmp_path, capsys):
     assert sorted(compared["tables"]) == sorted(present)
     assert all(compared["tables"][name]["equal"] for name in present if name != "layers")
     table = pd.read_csv(out / "layers_same_as.csv")
-    assert table[["model", "table", "column"]].values.tolist() == [["glove-50d", "layers", "alpha_req"]]
+    moved = table[["model", "table", "column", "nan_changed"]].values.tolist()
+    assert moved == [["glove-50d", "layers", "alpha_req", 0]]
     published = json.loads((old / "glove-50d/brown/meta.json").read_text())["code"]["git_commit"]
     assert table.loc[0, "commits"] == f"{published[:7]} abcdef0"
     assert not (out / "minilm").exists()

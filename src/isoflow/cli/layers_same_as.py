@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from ..layers.same_as import CAPTION, compare_folders, moves_table
     from ..reporting.tables import write_table
 
-    compared = compare_folders(args.old, args.new)
+    compared, old_only, new_only = compare_folders(args.old, args.new)
     if not compared:
         raise ValueError(f"{args.new}: no layer analysis (<model>/<corpus>/meta.json) that {args.old} also holds")
     out = Path(args.out)
@@ -30,6 +30,9 @@ def run(args: argparse.Namespace) -> int:
         write_json(out / c["model"] / f"{c['corpus']}.json", c)
         moved = sorted({col for t in c["tables"].values() for col in t["columns_differing"]})
         print(f"{c['model']} over {c['corpus']}: {'identical' if c['identical'] else f'{len(moved)} columns moved'}")
+    for folder, only in ((args.old, old_only), (args.new, new_only)):
+        if only:
+            print(f"in {folder} only, not compared: {', '.join(only)}")
     write_table(moves_table(compared), out / "layers_same_as", caption=CAPTION, floatfmt="%.3g")
     print(f"-> {out / 'layers_same_as.md'}")
     return 0

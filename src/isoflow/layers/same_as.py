@@ -55,18 +55,20 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
     }
 
 
-def compare_folders(old: str | os.PathLike, new: str | os.PathLike) -> list[dict]:
+def compare_folders(old: str | os.PathLike, new: str | os.PathLike) -> tuple[list[dict], list[str], list[str]]:
     """:func:`compare_runs` of every analysis both runs folders hold (each ``<model>/<corpus>/meta.json``), ``new``'s
-    against ``old``'s, by identity; an analysis in one folder only is left out (the caller names it)."""
-    found = {run.identity(): path.parent for run, path in Analysis.found_in(old, "/" + META)}
-    return [compare_runs(found[run.identity()], path.parent) for run, path in Analysis.found_in(new, "/" + META)
-            if run.identity() in found]  # fmt: skip
+    against ``old``'s, by identity; and the identities in ``old`` only and in ``new`` only."""
+    found = [{run.identity(): path.parent for run, path in Analysis.found_in(f, "/" + META)} for f in (old, new)]
+    both = [i for i in found[1] if i in found[0]]
+    only = [sorted(set(found[0]) - set(found[1])), sorted(set(found[1]) - set(found[0]))]
+    return [compare_runs(found[0][i], found[1][i]) for i in both], *only
 
 
 CAPTION = (
     "What moved between layer analyses of the same model and corpus made twice (old, then new): per table of the run "
     "and column, the largest absolute and relative difference (|old − new| / max(|old|, |new|)) over its rows; a "
-    "column not listed is equal bit for bit. Commits, threads and machines (after a semicolon): the old run's, then "
+    "column not listed is equal bit for bit; nan_changed: its values that are NaN in one run only (no difference to "
+    "measure). Commits, threads and machines (after a semicolon): the old run's, then "
     "the new one's."
 )
 
@@ -83,11 +85,13 @@ def moves_table(compared: list[dict]) -> pd.DataFrame:
         }
         moved = [
             {"table": name, "column": col, "largest_difference": t["columns_differing"][col],
-             "largest_relative": t["relative_differing"][col]}  # fmt: skip
+             "largest_relative": t["relative_differing"][col],
+             "nan_changed": t["nan_differing"].get(col, 0)}  # fmt: skip
             for name, t in c["tables"].items()
             for col in t["columns_differing"]
         ]
         moved.sort(key=lambda r: (TABLES.index(r["table"]), -r["largest_relative"]))
-        for row in moved or [{"table": "", "column": "", "largest_difference": 0.0, "largest_relative": 0.0}]:
+        nothing = {"table": "", "column": "", "largest_difference": 0.0, "largest_relative": 0.0, "nan_changed": 0}
+        for row in moved or [nothing]:
             rows.append({"model": c["model"], "corpus": c["corpus"], **row, **runs})
     return pd.DataFrame(rows)

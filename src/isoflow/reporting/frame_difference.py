@@ -5,11 +5,13 @@ elsewhere reads (``isoflow finetune-same-as``, ``isoflow layers-same-as``).
 Examples
 --------
 >>> import pandas as pd
->>> a = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.5], "name": ["x", "y"]})
->>> b = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.4], "name": ["x", "y"]})
+>>> a = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.5], "lid": [3.0, 4.0], "name": ["x", "y"]})
+>>> b = pd.DataFrame({"layer": [0, 1], "s_inter": [0.25, 0.4], "lid": [3.0, float("nan")], "name": ["x", "y"]})
 >>> d = frames_difference(a, b)
->>> d["equal"], d["columns_differing"], round(d["relative_differing"]["s_inter"], 6)
-(False, {'s_inter': 0.09999999999999998}, 0.2)
+>>> d["equal"], round(d["columns_differing"]["s_inter"], 6), round(d["relative_differing"]["s_inter"], 6)
+(False, 0.1, 0.2)
+>>> d["columns_differing"]["lid"], d["nan_differing"]
+(0.0, {'lid': 1})
 """
 
 from __future__ import annotations
@@ -18,43 +20,46 @@ import numpy as np
 import pandas as pd
 
 
-def column_difference(a: pd.Series, b: pd.Series) -> tuple[bool, float, float]:
+def column_difference(a: pd.Series, b: pd.Series) -> tuple[bool, float, float, int]:
     """(equal bit for bit, NaN equal to NaN, text equal as text; the largest absolute difference of the numbers; the
-    largest relative one, |x − y| / max(|x|, |y|)); both differences NaN where a list's length differs."""
-    largest, relative, equal = 0.0, 0.0, True
+    largest relative one, |x − y| / max(|x|, |y|); how many values are NaN on one side only, which neither difference
+    counts); both differences NaN where a list's length differs."""
+    largest, relative, one_nan, equal = 0.0, 0.0, 0, True
     for x, y in zip(a, b):
         if isinstance(x, str) or isinstance(y, str):
             equal = equal and x == y
             continue
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         if x.shape != y.shape:
-            return False, float("nan"), float("nan")
+            return False, float("nan"), float("nan"), one_nan
         differ = ~((x == y) | (np.isnan(x) & np.isnan(y)))
         if differ.any():
             equal = False
-            gap = np.abs(x - y)[differ]  # a NaN against a number: NaN, which nanmax passes over
+            one_nan += int((np.isnan(x) != np.isnan(y)).sum())
+            gap = np.abs(x - y)[differ]  # NaN where one side is: nanmax passes over it (counted in one_nan)
             scale = np.maximum(np.abs(x), np.abs(y))[differ]
             largest = max(largest, float(np.nanmax(gap, initial=0.0)))
             relative = max(relative, float(np.nanmax(gap / scale, initial=0.0)))
-    return equal, largest, relative
+    return equal, largest, relative, one_nan
 
 
 def frames_difference(a: pd.DataFrame, b: pd.DataFrame) -> dict:
     """Every column both frames hold compared (:func:`column_difference`): ``equal`` (all of them, and as many rows),
     ``columns_differing`` (column: largest absolute difference), ``relative_differing`` (column: largest relative
-    difference), ``columns_in_one_only`` (a measurement one side's code made and the other's did not: listed, not a
-    difference) and both row counts."""
+    difference), ``nan_differing`` (column: values NaN on one side only, where there are any), ``columns_in_one_only``
+    (a measurement one side's code made and the other's did not: listed, not a difference) and both row counts."""
     if len(a) != len(b):
         return {"rows": [len(a), len(b)], "equal": False, "columns_differing": {}, "relative_differing": {},
-                "columns_in_one_only": []}  # fmt: skip
-    differing, relative = {}, {}
+                "nan_differing": {}, "columns_in_one_only": []}  # fmt: skip
+    differing, relative, one_nan = {}, {}, {}
     for col in [c for c in a.columns if c in b.columns]:
-        equal, largest, rel = column_difference(a[col], b[col])
+        equal, largest, rel, nans = column_difference(a[col], b[col])
         if not equal:
             differing[col], relative[col] = largest, rel
+            one_nan.update({col: nans} if nans else {})
     in_one = sorted(set(a.columns) ^ set(b.columns))
     return {"rows": [len(a), len(b)], "equal": not differing, "columns_differing": differing,
-            "relative_differing": relative, "columns_in_one_only": in_one}  # fmt: skip
+            "relative_differing": relative, "nan_differing": one_nan, "columns_in_one_only": in_one}  # fmt: skip
 
 
 def provenance_of(record: dict) -> dict:
