@@ -9,9 +9,9 @@ HELP = "compare every layer analysis two runs folders both hold (a rerun against
 
 def add_parser(sub) -> None:
     p = sub.add_parser("layers-same-as", help=HELP)
-    p.add_argument("old", help="a layers runs folder (<model>/<corpus>/ analyses), e.g. docs/results/layers/runs")
+    p.add_argument("old", help="a layers runs folder (<model>/<corpus>/, cross/...), e.g. docs/results/layers/runs")
     p.add_argument("new", help="the runs folder of the analyses made again, e.g. results/reproduce-offline/layers/runs")
-    p.add_argument("--out", required=True, help="a folder: <model>/<corpus>.json each, and the table layers_same_as")
+    p.add_argument("--out", required=True, help="a folder: <run>.json each (<model>/<corpus>.json, ...), the table")
     p.set_defaults(func=run)
 
 
@@ -24,12 +24,13 @@ def run(args: argparse.Namespace) -> int:
 
     compared, old_only, new_only = compare_folders(args.old, args.new)
     if not compared:
-        raise ValueError(f"{args.new}: no layer analysis (<model>/<corpus>/meta.json) that {args.old} also holds")
+        runs = "<model>/<corpus>/meta.json, cross/<a>/<b>/<corpus>/cross.json"
+        raise ValueError(f"{args.new}: no layer run ({runs}) that {args.old} also holds")
     out = Path(args.out)
     for c in compared:
-        write_json(out / c["model"] / f"{c['corpus']}.json", c)
+        write_json(out / f"{c['identity']}.json", c)
         moved = sorted({col for t in c["tables"].values() for col in t["columns_differing"]})
-        print(f"{c['model']} over {c['corpus']}: {'identical' if c['identical'] else f'{len(moved)} columns moved'}")
+        print(f"{c['identity']}: {'identical' if c['identical'] else f'{len(moved)} columns moved'}")
     for folder, only in ((args.old, old_only), (args.new, new_only)):
         if only:
             print(f"in {folder} only, not compared: {', '.join(only)}")

@@ -2,9 +2,10 @@
 
 A layer analysis made again — at a later commit (a measure's arithmetic changed: the spectrum's float64 products,
 the forward passes of similar lengths), at another thread count, on another kind of CPU — is compared with the one
-made before (``isoflow layers-same-as OLD NEW --out DIR``): for every analysis both runs folders hold
-(:class:`~isoflow.layers.runs.Analysis`, by its ``meta.json``), each table of the run (``layers``, ``kmeans``,
-``clusters``, ``dims``, ``types``, ``cka``, ``pca``) is compared column by column
+made before (``isoflow layers-same-as OLD NEW --out DIR``): for every run both runs folders hold — each analysis
+(:class:`~isoflow.layers.runs.Analysis`, by its ``meta.json``: its tables ``layers``, ``kmeans``, ``clusters``,
+``dims``, ``types``, ``cka``, ``pca``) and each comparison of two models (:class:`~isoflow.layers.runs.CrossComparison`,
+by its ``cross.json``: its table ``cross``) — every table is compared column by column
 (:func:`isoflow.reporting.frame_difference.frames_difference`: the largest absolute and relative difference of each
 column that differs), with the settings that differ and both runs' commits, threads and machines. A published number
 then holds (equal, or within the rounding a column's arithmetic allows) or its move is in the table.
@@ -12,6 +13,7 @@ then holds (equal, or within the rounding a column's arithmetic allows) or its m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -19,36 +21,38 @@ from pathlib import Path
 import pandas as pd
 
 from ..reporting.frame_difference import frames_difference, provenance_of
-from .runs import Analysis
+from .runs import Analysis, CrossComparison
 
-TABLES = ("layers", "kmeans", "clusters", "dims", "types", "cka", "pca")  # a run's tables, each <name>.parquet
+TABLES = ("layers", "kmeans", "clusters", "dims", "types", "cka", "pca")  # an analysis' tables, each <name>.parquet
 META = "meta.json"
+# Each kind of run: its run id, its record (beside its tables), its tables
+KINDS = ((Analysis, META, TABLES), (CrossComparison, "cross.json", ("cross",)))
 
 
 def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
-    """The analysis in folder ``run`` against ``other`` of the same model and corpus (module docstring); JSON-ready."""
+    """The run in folder ``run`` (an analysis or a comparison of two models) against ``other``, its namesake (module
+    docstring); JSON-ready."""
     run, other = Path(run), Path(other)
-    a, b = (json.loads((p / META).read_text()) for p in (run, other))
-    if (a["model"], a["corpus"]) != (b["model"], b["corpus"]):
-        raise ValueError(
-            f"{other}: the analysis of {b['model']} over {b['corpus']}, not of {a['model']} over {a['corpus']}; "
-            "compare an analysis with its namesake"
-        )
+    kind, record, names = next((k for k in KINDS if (run / k[1]).is_file()), KINDS[0])
+    a, b = (json.loads((p / record).read_text()) for p in (run, other))
+    fields = [f.name for f in dataclasses.fields(kind)]
+    mine_id, theirs_id = (kind(**{f: r[f] for f in fields}).identity() for r in (a, b))
+    if mine_id != theirs_id:
+        raise ValueError(f"{other}: the run {theirs_id}, not {mine_id}; compare a run with its namesake")
     tables = {
         name: frames_difference(pd.read_parquet(run / f"{name}.parquet"), pd.read_parquet(other / f"{name}.parquet"))
-        for name in TABLES
+        for name in names
         if (run / f"{name}.parquet").is_file() and (other / f"{name}.parquet").is_file()
     }
     mine, theirs = a.get("settings") or {}, b.get("settings") or {}
     return {
-        "model": a["model"],
-        "corpus": a["corpus"],
+        "identity": mine_id,
         "run": str(run),
         "other": str(other),
         "identical": all(t["equal"] for t in tables.values()),
         "tables": tables,
         "tables_in_one_only": sorted(
-            name for name in TABLES if (run / f"{name}.parquet").is_file() != (other / f"{name}.parquet").is_file()
+            name for name in names if (run / f"{name}.parquet").is_file() != (other / f"{name}.parquet").is_file()
         ),
         "settings_differing": sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)),
         "provenance": [provenance_of(a), provenance_of(b)],
@@ -56,16 +60,20 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
 
 
 def compare_folders(old: str | os.PathLike, new: str | os.PathLike) -> tuple[list[dict], list[str], list[str]]:
-    """:func:`compare_runs` of every analysis both runs folders hold (each ``<model>/<corpus>/meta.json``), ``new``'s
+    """:func:`compare_runs` of every run both runs folders hold (analyses, then comparisons of two models), ``new``'s
     against ``old``'s, by identity; and the identities in ``old`` only and in ``new`` only."""
-    found = [{run.identity(): path.parent for run, path in Analysis.found_in(f, "/" + META)} for f in (old, new)]
-    both = [i for i in found[1] if i in found[0]]
-    only = [sorted(set(found[0]) - set(found[1])), sorted(set(found[1]) - set(found[0]))]
-    return [compare_runs(found[0][i], found[1][i]) for i in both], *only
+    compared, only_old, only_new = [], [], []
+    for kind, record, _ in KINDS:
+        found = [{run.identity(): path.parent for run, path in kind.found_in(f, "/" + record)} for f in (old, new)]
+        compared += [compare_runs(found[0][i], found[1][i]) for i in found[1] if i in found[0]]
+        only_old += sorted(set(found[0]) - set(found[1]))
+        only_new += sorted(set(found[1]) - set(found[0]))
+    return compared, only_old, only_new
 
 
 CAPTION = (
-    "What moved between layer analyses of the same model and corpus made twice (old, then new): per table of the run "
+    "What moved between layer runs of the same identity made twice (old, then new: an analysis <model>/<corpus>, or a "
+    "comparison of two models cross/<a>/<b>/<corpus>): per table of the run "
     "and column, the largest absolute and relative difference (|old − new| / max(|old|, |new|)) over its rows; a "
     "column not listed is equal bit for bit; nan_changed: its values that are NaN in one run only (no difference to "
     "measure). Commits, threads and machines (after a semicolon): the old run's, then "
@@ -74,8 +82,8 @@ CAPTION = (
 
 
 def moves_table(compared: list[dict]) -> pd.DataFrame:
-    """One row per analysis × table × column that differs (:func:`compare_runs`' results), largest move first within
-    an analysis; an identical analysis gets one row, its column empty."""
+    """One row per run × table × column that differs (:func:`compare_runs`' results), largest move first within a
+    run's table; an identical run gets one row, its column empty."""
     rows = []
     for c in compared:
         runs = {
@@ -90,8 +98,9 @@ def moves_table(compared: list[dict]) -> pd.DataFrame:
             for name, t in c["tables"].items()
             for col in t["columns_differing"]
         ]
-        moved.sort(key=lambda r: (TABLES.index(r["table"]), -r["largest_relative"]))
+        order = [name for _, _, names in KINDS for name in names]
+        moved.sort(key=lambda r: (order.index(r["table"]), -r["largest_relative"]))
         nothing = {"table": "", "column": "", "largest_difference": 0.0, "largest_relative": 0.0, "nan_changed": 0}
         for row in moved or [nothing]:
-            rows.append({"model": c["model"], "corpus": c["corpus"], **row, **runs})
+            rows.append({"run": c["identity"], **row, **runs})
     return pd.DataFrame(rows)
