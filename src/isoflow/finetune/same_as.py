@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting.frame_difference import frames_difference, provenance_of
+from ..reporting.frame_difference import frames_difference, provenance_of, settings_differing
 
 IDENTITY = ("task", "model", "seed", "reg", "istar_lambda", "cosreg_weight")  # what must match for a comparison
 
@@ -50,7 +50,7 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
         "epochs": measured,
         "steps": trained,
         "predictions_differing": flips,
-        "settings_differing": sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)),
+        "settings_differing": settings_differing(mine, theirs),
         "provenance": [provenance_of(a), provenance_of(b)],
     }
 

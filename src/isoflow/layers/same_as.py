@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..reporting.frame_difference import frames_difference, provenance_of
+from ..reporting.frame_difference import frames_difference, provenance_of, settings_differing
 from .runs import Analysis, CrossComparison
 
 TABLES = ("layers", "kmeans", "clusters", "dims", "types", "cka", "pca")  # an analysis' tables, each <name>.parquet
@@ -39,22 +39,20 @@ def compare_runs(run: str | os.PathLike, other: str | os.PathLike) -> dict:
     mine_id, theirs_id = (kind(**{f: r[f] for f in fields}).identity() for r in (a, b))
     if mine_id != theirs_id:
         raise ValueError(f"{other}: the run {theirs_id}, not {mine_id}; compare a run with its namesake")
+    held = [{name for name in names if (p / f"{name}.parquet").is_file()} for p in (run, other)]
     tables = {
         name: frames_difference(pd.read_parquet(run / f"{name}.parquet"), pd.read_parquet(other / f"{name}.parquet"))
         for name in names
-        if (run / f"{name}.parquet").is_file() and (other / f"{name}.parquet").is_file()
+        if name in held[0] & held[1]
     }
-    mine, theirs = a.get("settings") or {}, b.get("settings") or {}
     return {
         "identity": mine_id,
         "run": str(run),
         "other": str(other),
         "identical": all(t["equal"] for t in tables.values()),
         "tables": tables,
-        "tables_in_one_only": sorted(
-            name for name in names if (run / f"{name}.parquet").is_file() != (other / f"{name}.parquet").is_file()
-        ),
-        "settings_differing": sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k)),
+        "tables_in_one_only": sorted(held[0] ^ held[1]),
+        "settings_differing": settings_differing(a.get("settings") or {}, b.get("settings") or {}),
         "provenance": [provenance_of(a), provenance_of(b)],
     }
 
@@ -84,7 +82,7 @@ CAPTION = (
 def moves_table(compared: list[dict]) -> pd.DataFrame:
     """One row per run × table × column that differs (:func:`compare_runs`' results), largest move first within a
     run's table; an identical run gets one row, its column empty."""
-    rows = []
+    rows, order = [], [name for _, _, names in KINDS for name in names]
     for c in compared:
         runs = {
             "commits": " ".join(str(p["git_commit"])[:7] for p in c["provenance"]),
@@ -98,7 +96,6 @@ def moves_table(compared: list[dict]) -> pd.DataFrame:
             for name, t in c["tables"].items()
             for col in t["columns_differing"]
         ]
-        order = [name for _, _, names in KINDS for name in names]
         moved.sort(key=lambda r: (order.index(r["table"]), -r["largest_relative"]))
         nothing = {"table": "", "column": "", "largest_difference": 0.0, "largest_relative": 0.0, "nan_changed": 0}
         for row in moved or [nothing]:

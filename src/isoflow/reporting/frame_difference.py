@@ -66,3 +66,8 @@ def provenance_of(record: dict) -> dict:
     """A run record's code commit, thread count and machine: what a comparison of two runs names beside them."""
     commit = (record.get("code") or {}).get("git_commit")
     return {"git_commit": commit, **{k: record.get(k) for k in ("threads", "machine")}}
+
+
+def settings_differing(mine: dict, theirs: dict) -> list[str]:
+    """The settings two run records hold with other values (one lacking a setting the other has counts)."""
+    return sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
