@@ -11,6 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from isoflow.finetune.runs import BASELINE
+from isoflow.finetune.verdicts import accuracy_claims, manipulation_intervals, outside_kind
+from isoflow.models.kinds import model_kind
 from isoflow.reporting.significance import detectable_effect, seed_interval
 from isoflow.reporting.verdicts import verdict
 
@@ -33,6 +36,27 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
+def kind_of(model: str) -> str:
+    """A model's kind (isoflow.models.kinds): a registered name's, else its published pretraining run's config."""
+    config = ROOT / "docs/results/pretrain/runs" / model / "config.json"
+    return model_kind(model, json.loads(config.read_text(encoding="utf-8")) if config.exists() else None)
+
+
+def accuracy_verdicts(publication: str, epoch: str = "selected") -> pd.DataFrame:
+    """The poster's accuracy claims on a fine-tuning publication, every condition of docs/verdicts.md applied
+    (isoflow.finetune.verdicts.accuracy_claims), from its committed tables."""
+    tables = ROOT / "docs/results" / publication / "tables"
+    controls = pd.read_csv(tables / "finetune_controls.csv")
+    moved = manipulation_intervals(*(pd.read_csv(tables / f"finetune_{t}.csv") for t in ("manipulation", "paired")))
+    kinds = {model: kind_of(model) for model in set(controls.model) - {BASELINE}}
+    return accuracy_claims(controls, moved, kinds, epoch=epoch)
+
+
+def markdown(text: str) -> str:
+    """Text as the documents write it in Markdown: IsoScore* as IsoScore\\*."""
+    return text.replace("*", "\\*")
+
+
 def value_of(claim: dict) -> str:
     tables = claim["table"] if isinstance(claim["table"], list) else [claim["table"]]
     files = [f for p in tables for f in (sorted(ROOT.glob(p)) if "*" in p else [ROOT / p])]
@@ -48,6 +72,8 @@ def value_of(claim: dict) -> str:
             **{"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written},
             # a verdict is computed by its rule (docs/verdicts.md), never typed: the word written must be the rule's
             **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval},
+            # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
+            **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
         }
         out = eval(claim["expr"], {**helpers, "t": t})  # noqa: S307 - our own ledger; t global: comprehensions see it
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))

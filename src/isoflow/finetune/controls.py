@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
-from .runs import BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
+from .runs import BASELINE, BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from .settings import REGULARISERS
 
 GRADIENTS_CAPTION = (
@@ -153,7 +153,7 @@ def controls_table(records, baselines=()) -> pd.DataFrame:
         extra.append(
             {
                 "task": b["task"],
-                "model": "bag-of-words",
+                "model": BASELINE,
                 "reg": "tf-idf + logistic regression",
                 "weight": np.nan,
                 "seeds": 1,

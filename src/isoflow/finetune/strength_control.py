@@ -86,9 +86,7 @@ def strength_control(intervention: pd.DataFrame, control: pd.DataFrame, bound: f
         ("(A) a second loss this strong hurts", a, a["mean"], a_detectable, adjusted[0]),
         ("(B) the harm is isotropy's", b, b["difference"], b_detectable, adjusted[1]),
     ):
-        word = verdict(harm, r["low"], r["high"], detectable=detectable, untested_because=why)
-        if word in ("reproduced", "contradicted") and not p_holm < 0.05:  # the family's correction decides
-            word = verdict(harm, min(r["low"], 0.0), max(r["high"], 0.0), detectable=detectable)
+        word = verdict(harm, r["low"], r["high"], detectable=detectable, untested_because=why, p_adjusted=p_holm)
         rows.append(
             {
                 "reading": name,

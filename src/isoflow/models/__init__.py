@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .gguf import GGUF_MODELS, GgufModel
+from .kinds import model_kind
 from .sbert import SENTENCE_MODELS, ModelUnavailableError, SentenceModel
 from .static import STATIC_MODELS, StaticModel, StaticVectors
 
@@ -52,6 +53,7 @@ __all__ = [
     "StaticModel",
     "StaticVectors",
     "is_static",
+    "model_kind",
     "sentence_model",
     "static_model",
 ]

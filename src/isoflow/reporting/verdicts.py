@@ -37,12 +37,15 @@ def verdict(
     *,
     detectable: float | None = None,
     untested_because: str | None = None,
+    p_adjusted: float | None = None,
 ) -> str:
     """The word (module docstring) for a claimed effect ``claimed`` (its sign the claim's direction; its size, where the
     paper gives one, else ±inf for a direction alone: ±1 is a size of 1 in the measure's units, all that accuracy can
     move, but small for an intrinsic dimension) and our 95 % interval [``low``, ``high``] over the unit of
     replication; ``detectable``: the smallest effect the test detects with 80 % power; ``untested_because``: why no
-    test was made (then nothing else is read).
+    test was made (then nothing else is read); ``p_adjusted``: the test's p-value corrected for its family (Holm's,
+    :func:`isoflow.reporting.significance.holm`), where it is one of several: an interval that excludes 0 counts only
+    where that p is below 0.05, else the word is read as if the interval reached 0.
 
     >>> verdict(-0.8, -0.81, -0.79)
     'reproduced'
@@ -53,7 +56,9 @@ def verdict(
     >>> verdict(-math.inf, -3.5, 0.9, detectable=5.6)   # a direction alone: the test's reach is stated, not judged
     'not seen (could have detected ≥ 5.6)'
     >>> verdict(1.0, 0.0, 0.0, untested_because="the penalty did not move IsoScore*")
-    'untested (the penalty did not move IsoScore*)'"""
+    'untested (the penalty did not move IsoScore*)'
+    >>> verdict(math.inf, 0.001, 0.02, detectable=0.015, p_adjusted=0.09)   # one of a family: Holm's p decides
+    'not seen (could have detected ≥ 0.015)'"""
     if untested_because:
         return f"untested ({untested_because})"
     if claimed == 0 or any(math.isnan(v) for v in (claimed, low, high)):
@@ -61,6 +66,8 @@ def verdict(
     if low > high:
         raise ValueError(f"the interval [{low}, {high}] is reversed")
     side = math.copysign(1.0, claimed)
+    if p_adjusted is not None and not p_adjusted < 0.05:  # the family's correction: as if the interval reached 0
+        low, high = min(low, 0.0), max(high, 0.0)
     if (low > 0 and side > 0) or (high < 0 and side < 0):
         return "reproduced"
     if low > 0 or high < 0:

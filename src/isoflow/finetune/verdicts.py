@@ -1,0 +1,135 @@
+"""The I-STAR poster's accuracy claims read on a fine-tuning publication, every condition of docs/verdicts.md applied
+the same way to every row: "λ < 0 improves" at each λ < 0, "λ > 0 hurts" at each λ > 0, each against the plain run
+(λ = 0) of the same seed at one epoch.
+
+A row is **untested**, with every reason that holds, where the model is not of the kinds the paper fine-tuned
+(:data:`PAPER_KINDS`: language models; a sentence encoder or static vectors are other claims' objects), plain
+fine-tuning does not beat a bag of words trained on the same phrases (the model has not learned the task past its
+words, so what a penalty does to its accuracy says nothing of the claim), or the penalty did not move IsoScore\\* the
+way λ asks (the manipulation check). The rows tested are one family (Holm over their seed-level p-values, all tasks
+and models of the publication), and a **reproduced** or **contradicted** needs its Holm-adjusted p below 0.05
+(:func:`isoflow.reporting.verdicts.verdict`). A direction without a size is read with what the data exclude: past the
+interval's end on the claimed side (``excludes``).
+
+>>> controls = pd.DataFrame({
+...     "task": ["t"] * 4, "model": ["bag-of-words", "m", "m", "m"], "reg": ["tf-idf", "istar", "istar", "istar"],
+...     "weight": [np.nan, 0.0, -1.0, 1.0], "n_train": [100] * 4, "metric_name": ["accuracy"] * 4,
+...     "metric": [0.70, 0.80, 0.80, 0.76], "seeds": [1, 6, 6, 6], "diff_selected": [np.nan, np.nan, -0.004, -0.04],
+...     "diff_selected_low": [np.nan, np.nan, -0.017, -0.054], "diff_selected_high": [np.nan, np.nan, 0.008, -0.027],
+...     "p_seeds_selected": [np.nan, np.nan, 0.39, 0.0005], "detectable_selected": [np.nan, np.nan, 0.018, 0.02]})
+>>> moved = pd.DataFrame({"task": ["t", "t"], "model": ["m", "m"], "reg": ["istar", "istar"], "weight": [-1.0, 1.0],
+...                       "low": [-0.12, 0.19], "high": [-0.09, 0.23]})
+>>> claims = accuracy_claims(controls, moved, {"m": "causal language model"})
+>>> claims[["weight", "verdict", "excludes"]].to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+[{'weight': -1.0, 'verdict': 'not seen (could have detected ≥ 0.018)', 'excludes': 'gains above +0.008'},
+ {'weight': 1.0, 'verdict': 'reproduced', 'excludes': ''}]
+>>> accuracy_claims(controls, moved, {"m": "sentence encoder"}).verdict.iloc[0]
+'untested (a sentence encoder, not of the kinds the paper fine-tuned)'
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..models.kinds import CAUSAL_LM, MASKED_LM
+from ..reporting.significance import holm
+from ..reporting.verdicts import verdict
+from .runs import BASELINE
+
+PAPER_KINDS = (MASKED_LM, CAUSAL_LM)  # Rudman & Eickhoff fine-tune BERT, ALBERT, DistilBERT: masked LMs
+CLAIMS = {-1: "λ < 0 improves", +1: "λ > 0 hurts"}
+_METRIC_NAMES = {"f1": "F1", "accuracy": "accuracy"}
+COLUMNS = [
+    "task", "model", "weight", "claim", "seeds", "mean", "low", "high", "p", "p_holm", "detectable", "excludes",
+    "verdict",
+]  # fmt: skip
+
+
+def outside_kind(kind: str) -> str | None:
+    """Why a model of ``kind`` is no test of the poster's claims, or None where it is one."""
+    return None if kind in PAPER_KINDS else f"a {kind}, not of the kinds the paper fine-tuned"
+
+
+def below_baseline(metric_name: str, plain: float, baseline: float) -> str | None:
+    """Why plain fine-tuning at ``plain`` is no test against a bag of words at ``baseline`` on the same phrases."""
+    if plain > baseline:
+        return None
+    name = _METRIC_NAMES.get(metric_name, metric_name)
+    return f"plain fine-tuning scores below a bag of words: {name} {plain:.4f} against {baseline:.4f}"
+
+
+def excludes(claimed: float, low: float, high: float) -> str:
+    """What a direction claimed without a size leaves out where its interval reaches 0: the effects past the interval's
+    end on the claimed side ("gains above +0.008"); empty where the interval excludes 0."""
+    if low > 0 or high < 0:
+        return ""
+    return f"gains above {high:+.3f}" if claimed > 0 else f"losses beyond {low:+.3f}"
+
+
+def accuracy_claims(
+    controls: pd.DataFrame, manipulation: pd.DataFrame, kinds: dict[str, str], *, epoch: str = "selected"
+) -> pd.DataFrame:
+    """One row per I-STAR weight ≠ 0 of ``controls`` (a ``finetune_controls`` table) at ``epoch`` (``selected``: the
+    best validation epoch where the runs have one, the leading comparison; ``last``): the claim, the seed-level
+    interval, p, Holm's p over the tested rows, the detectable effect, what the data exclude and the word.
+    ``manipulation``: per task × model × weight, the seed-level interval (``low``, ``high``) of the penalty's
+    IsoScore\\* against the plain run's (:func:`manipulation_intervals`); ``kinds``: each model's kind
+    (:func:`isoflow.models.kinds.model_kind`)."""
+    moved = manipulation.set_index(["task", "model", "weight"])
+    rows = []
+    for r in controls[(controls.reg == "istar") & (controls.weight != 0)].itertuples():
+        sign = int(np.sign(r.weight))
+        plain = controls[(controls.task == r.task) & (controls.model == r.model) & (controls.reg == "istar")]
+        plain = plain[plain.weight == 0].metric.iloc[0]
+        bag = controls[(controls.task == r.task) & (controls.model == BASELINE) & (controls.n_train == r.n_train)]
+        check = moved.loc[(r.task, r.model, r.weight)]
+        asked = check.high < 0 if sign < 0 else check.low > 0
+        reasons = (
+            outside_kind(kinds[r.model]),
+            below_baseline(r.metric_name, plain, bag.metric.iloc[0]),
+            None if asked else "the penalty did not move IsoScore*",
+        )
+        why = "; ".join(reason for reason in reasons if reason) or None
+        low, high = getattr(r, f"diff_{epoch}_low"), getattr(r, f"diff_{epoch}_high")
+        rows.append(
+            {
+                "task": r.task,
+                "model": r.model,
+                "weight": r.weight,
+                "claim": CLAIMS[sign],
+                "seeds": r.seeds,
+                "mean": getattr(r, f"diff_{epoch}"),
+                "low": low,
+                "high": high,
+                "p": getattr(r, f"p_seeds_{epoch}") if why is None else math.nan,
+                "detectable": getattr(r, f"detectable_{epoch}"),
+                "excludes": excludes(-sign, low, high) if why is None else "",
+                "untested_because": why,
+                "claimed": -sign * math.inf,  # a direction alone: the poster gives no size
+            }
+        )
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    table["p_holm"] = holm(table.p)  # NaN (untested) stays NaN and is not counted
+    table["verdict"] = [
+        verdict(r.claimed, r.low, r.high, detectable=r.detectable, untested_because=why, p_adjusted=r.p_holm)
+        for r, why in zip(table.itertuples(), [w if isinstance(w, str) else None for w in table.untested_because])
+    ]  # fmt: skip
+    return table[COLUMNS]
+
+
+def manipulation_intervals(manipulation: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:
+    """Per task × model × weight, the seed-level interval of the penalty's IsoScore\\* minus the plain run's after the
+    last epoch: from the ``finetune_manipulation`` table (against the pretrained model's Σ_S: one reference for every
+    run) where it has the row, else from ``finetune_paired`` (each run's own Σ_S; publications whose records predate
+    the first)."""
+    keys = ["task", "model", "weight"]
+    pretrained = manipulation.rename(columns={"vs_plain_low": "low", "vs_plain_high": "high"})[[*keys, "low", "high"]]
+    own = paired.rename(columns={"isoscore_star_diff_ci_low": "low", "isoscore_star_diff_ci_high": "high"})
+    own = own[own.reg == "istar"][[*keys, "low", "high"]]
+    missing = own.merge(pretrained[keys], on=keys, how="left", indicator=True)
+    return pd.concat([pretrained, own[(missing._merge == "left_only").to_numpy()]], ignore_index=True)
