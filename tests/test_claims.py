@@ -4,6 +4,7 @@ it; editing either side without the other fails here."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -132,3 +133,51 @@ def test_a_verdict_is_its_rules_and_a_wrong_word_fails():
     assert value_of({**claim, "expr": expr, "says": word}) == word
     for wrong in {"reproduced", "contradicted", "inconclusive", "not seen (could have detected ≥ 0.01)"} - {word}:
         assert value_of({**claim, "expr": expr, "says": wrong}) != wrong
+
+
+# Where verdicts are written, and the vocabulary's own page (it defines the words; it gives none).
+VERDICT_DOCUMENTS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/*.md")),
+                     *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/results/*/README.md"))]  # fmt: skip
+VOCABULARY = "docs/verdicts.md"
+COMPUTING = ("verdict(", "accuracy(", "outside_kind(")  # an entry whose expression gives a verdict word by a rule
+BOLD_VERDICT = re.compile(r"\*\*((?:reproduced|contradicted|not seen|inconclusive|untested)\b.*?)\*\*")
+
+
+def typed_verdicts(document: str, text: str, claims=CLAIMS) -> list[str]:
+    """The bold verdict words of ``text`` (the document ``document``) that lie in no ledger entry computing them."""
+    computed = [
+        prose(c["says"]) for c in claims if document in places(c) and any(f in c.get("expr", "") for f in COMPUTING)
+    ]
+    flat = prose(text)
+    typed = []
+    for found in BOLD_VERDICT.finditer(flat):
+        spans = [(i, i + len(s)) for s in computed for i in _starts(flat, s)]
+        if not any(a <= found.start() and found.end() <= b for a, b in spans):
+            typed.append(found.group(0))
+    return typed
+
+
+def _starts(text: str, part: str) -> list[int]:
+    found, at = [], text.find(part)
+    while at >= 0:
+        found.append(at)
+        at = text.find(part, at + 1)
+    return found
+
+
+@pytest.mark.parametrize("document", [d for d in VERDICT_DOCUMENTS if d != VOCABULARY])
+def test_every_bold_verdict_word_is_computed_by_the_ledger(document):
+    """docs/verdicts.md: every verdict word is computed, "untested" too (its entry computes the condition that makes it
+    so); a bold verdict typed into a document, outside the ledger entry that computes it, fails here."""
+    typed = typed_verdicts(document, (ROOT / document).read_text(encoding="utf-8"))
+    assert not typed, f"{document}: {typed} typed, not computed: give each a ledger entry (docs/results/claims.yaml)"
+
+
+def test_a_typed_verdict_is_found():
+    document = "docs/results/finetune-smollm2-fair/README.md"
+    text = (ROOT / document).read_text(encoding="utf-8")
+    assert typed_verdicts(document, text) == []
+    assert typed_verdicts(document, text + "\nSo it is **reproduced** after all.\n") == ["**reproduced**"]
+    # the same words, once their entry no longer computes them, count as typed
+    uncomputed = [{**c, "expr": "'x'"} if document in places(c) else c for c in CLAIMS]
+    assert "**reproduced**" in typed_verdicts(document, text, uncomputed)
