@@ -380,12 +380,13 @@ def test_analysis_outputs(small, tmp_path, capsys):
     per_run = runs[runs.task == "polarity-300"].iloc[0]
     first = traj[(traj.task == "polarity-300") & (traj.seed == per_run.seed)]
     assert per_run["pearson_r_from_0"] == pytest.approx(np.corrcoef(first["isoscore"], first["silhouette"])[0, 1])
-    # the seeds' interval of the per-run r: mean ± t(0.975, n − 1) · s / √n over the runs
-    r = runs[runs.task == "polarity-300"]["pearson_r_from_0"].to_numpy()
-    half = student.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
+    # the seeds' interval of the per-run r on Fisher's z: tanh(mean(z) ± t(0.975, n − 1) · s_z / √n), z = atanh(r)
+    z = np.arctanh(runs[runs.task == "polarity-300"]["pearson_r_from_0"].to_numpy())
+    half = student.ppf(0.975, len(z) - 1) * z.std(ddof=1) / np.sqrt(len(z))
     assert (row["pearson_r_runs_ci_low_from_0"], row["pearson_r_runs_ci_high_from_0"]) == pytest.approx(
-        (r.mean() - half, r.mean() + half), abs=1e-12
+        (np.tanh(z.mean() - half), np.tanh(z.mean() + half)), abs=1e-12
     )
+    assert -1 < row["pearson_r_runs_ci_low_from_0"] < row["pearson_r_runs_ci_high_from_0"] < 1
     ln = log_normalised_isoscore(traj)
     assert np.allclose(ln[traj.step.to_numpy() == 0], 0.0)
     written = {p.name for p in analyze(tmp_path)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from isoflow.reporting.significance import detectable_effect, seed_interval
@@ -73,3 +74,22 @@ def test_the_difference_of_two_arms_is_welchs_and_its_detectable_effect_has_its_
     rejected = ttest_ind(x, y, axis=1, equal_var=False).pvalue < 0.05
     assert rejected.mean() == pytest.approx(0.8, abs=0.02)
     assert np.isnan(difference_interval([0.1], [0.0, 0.2])["low"]) and np.isnan(detectable_difference(0.1, 1, 0.1, 6))
+
+
+def test_a_correlation_interval_is_fishers_and_stays_inside_plus_minus_one():
+    """docs/verdicts.md: an interval of a bounded statistic on its own scale. Near r = 1 the t-interval on r passes 1
+    (the supersense row once reached 1.0022); on Fisher's z it cannot, and it equals the z-interval carried back."""
+    from scipy import stats
+
+    from isoflow.reporting.significance import correlation_interval, seed_interval
+
+    r = np.array([0.9564, 0.9990, 0.9941, 0.9987, 0.9703])
+    assert seed_interval(r)["high"] > 1  # the naive interval
+    z = np.arctanh(r)
+    half = stats.t.ppf(0.975, len(z) - 1) * z.std(ddof=1) / np.sqrt(len(z))
+    got = correlation_interval(r)
+    assert (got["low"], got["high"]) == pytest.approx((np.tanh(z.mean() - half), np.tanh(z.mean() + half)), abs=1e-12)
+    assert -1 < got["low"] < got["high"] < 1
+    assert got["p"] == pytest.approx(stats.ttest_1samp(z, 0).pvalue)
+    exact = correlation_interval([1.0, 1.0, 0.99])  # r = 1 exactly: finite, not NaN
+    assert np.isfinite(exact["low"]) and exact["high"] <= 1

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ..records import aggregate, load_aggregate, load_runs
 from ..reporting import write_table
-from ..reporting.significance import seed_interval
+from ..reporting.significance import correlation_interval
 from . import paper
 from .figures import figures
 from .runs import discover
@@ -75,8 +75,9 @@ def correlations(traj: pd.DataFrame, info: pd.DataFrame | None = None) -> tuple[
             row[f"pearson_r{suffix}"], row[f"spearman_rho{suffix}"] = r, rho
             row[f"pearson_r_runs_mean{suffix}"] = per[f"pearson_r{suffix}"].mean()
             row[f"pearson_r_runs_std{suffix}"] = per[f"pearson_r{suffix}"].std() if len(per) > 1 else float("nan")
-            # the seed is the unit of the paper's claim (r < 0 for this training): a 95 % t-interval over the runs
-            interval = seed_interval(per[f"pearson_r{suffix}"].to_numpy())
+            # the seed is the unit of the paper's claim (r < 0 for this training): a 95 % interval over the runs, on
+            # Fisher's z (r is bounded: a t-interval on r itself can pass ±1)
+            interval = correlation_interval(per[f"pearson_r{suffix}"].to_numpy())
             row[f"pearson_r_runs_ci_low{suffix}"] = interval["low"]
             row[f"pearson_r_runs_ci_high{suffix}"] = interval["high"]
             row[f"spearman_rho_runs_mean{suffix}"] = per[f"spearman_rho{suffix}"].mean()

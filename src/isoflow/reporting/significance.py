@@ -5,6 +5,7 @@ plain run, beyond chance?
   wrong, c = the reverse; under the null each discordant example is a fair coin, p = min(1, 2·P(Bin(b + c, ½) ≤
   min(b, c))). Seeds are combined by pooling their discordant counts (each seed's run is paired with the plain run of
   the same seed on the same examples).
+* :func:`correlation_interval` — an interval for correlations over seeds on r's scale (Fisher's z);
 * :func:`holm` — Holm's step-down adjustment for the number of comparisons a table makes (every weight against the
   plain run of one task × model).
 
@@ -97,6 +98,25 @@ def seed_interval(differences, confidence: float = 0.95) -> dict:
     half = float(student.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n))
     p = float(2 * student.sf(abs(mean) / (sd / np.sqrt(n)), n - 1)) if sd > 0 else (1.0 if mean == 0 else 0.0)
     return {"mean": mean, "std": sd, "seeds": n, "low": mean - half, "high": mean + half, "p": p}
+
+
+def correlation_interval(correlations, confidence: float = 0.95) -> dict:
+    """Correlations over seeds (one r per seed): a 95 % interval for them on r's own scale, inside [−1, 1] — the
+    t-interval of Fisher's z = atanh(r) over the seeds, carried back by tanh (a bounded statistic's t-interval can
+    pass ±1; z's spread is near-normal), with the mean of r and the t-test's p on z.
+
+    >>> r = correlation_interval([0.99, 0.97, 0.999, 0.95, 0.98])
+    >>> round(r["low"], 4), round(r["high"], 4), r["high"] < 1
+    (0.9186, 0.9981, True)"""
+    r = np.clip(np.asarray(correlations, dtype=float), -1 + 1e-15, 1 - 1e-15)  # atanh(±1) is infinite
+    z = seed_interval(np.arctanh(r), confidence)
+    return {
+        "mean": float(r.mean()) if len(r) else float("nan"),
+        "seeds": z["seeds"],
+        "low": float(np.tanh(z["low"])),
+        "high": float(np.tanh(z["high"])),
+        "p": z["p"],
+    }
 
 
 PAIRED_SUFFIXES = ("diff", "diff_std", "diff_ci_low", "diff_ci_high")  # the columns paired_columns names, in order
