@@ -136,8 +136,10 @@ def test_a_verdict_is_its_rules_and_a_wrong_word_fails():
 
 
 # Where verdicts are written, and the vocabulary's own page (it defines the words; it gives none).
-VERDICT_DOCUMENTS = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/*.md")),
-                     *sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/results/*/README.md"))]  # fmt: skip
+VERDICT_DOCUMENTS = [
+    "README.md",
+    *sorted(p.relative_to(ROOT).as_posix() for g in ("docs/*.md", "docs/results/*/README.md") for p in ROOT.glob(g)),
+]
 VOCABULARY = "docs/verdicts.md"
 COMPUTING = ("verdict(", "accuracy(", "outside_kind(")  # an entry whose expression gives a verdict word by a rule
 BOLD_VERDICT = re.compile(r"\*\*((?:reproduced|contradicted|not seen|inconclusive|untested)\b.*?)\*\*")

@@ -208,3 +208,16 @@ def test_a_table_s_text_with_a_bar_stays_in_its_markdown_cell(tmp_path):
     assert len({line.replace("\\|", "").count("|") for line in rows}) == 1 and len(rows) == 4
     assert rows[2] == "| a       | AMD EPYC \\| Intel Xeon | 0.500 |"
     assert pd.read_csv(tmp_path / "t.csv").equals(df)
+
+
+def test_a_table_s_empty_text_cells_stay_empty_in_markdown(tmp_path):
+    """Escaping bars must not change how other cells print: an empty text cell (a paper's bound not given) stays blank
+    in the Markdown table, as it was before escaping existed, not 'nan'."""
+    import pandas as pd
+
+    from isoflow.reporting.tables import write_table
+
+    df = pd.DataFrame({"task": ["a", "b"], "paper_max_std": pd.Series([None, "< 0.01"], dtype=object), "x": [0.5, 1.2]})
+    write_table(df, tmp_path / "t", caption="A caption.")  # a report's row for a paper without the bound: None
+    rows = [line for line in (tmp_path / "t.md").read_text().splitlines() if line.startswith("| a")]
+    assert "nan" not in rows[0] and rows[0].split("|")[2].strip() == ""

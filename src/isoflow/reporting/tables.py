@@ -14,7 +14,11 @@ from ..atomic import atomic_file
 def _cells_escaped(df: pd.DataFrame) -> pd.DataFrame:
     """``df`` with every ``|`` inside a text cell written ``\\|``, so that it stays in its Markdown cell instead of
     opening another."""
-    return df.apply(lambda col: col.map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v))
+    escaped = df.copy()
+    for name in df.columns:  # only the columns that hold one: mapping a column changes how its empty cells print
+        if df[name].map(lambda v: isinstance(v, str) and "|" in v).any():
+            escaped[name] = df[name].map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+    return escaped
 
 
 def write_table(df: pd.DataFrame, stem: str | os.PathLike, *, caption: str, floatfmt: str = "%.3f") -> list[Path]:
