@@ -172,3 +172,26 @@ def test_the_detectable_effect_is_detected_with_the_power_asked_in_simulation():
         rejected = (ttest_1samp(sweeps, 0.0, axis=1).pvalue < 0.05).mean()
         assert low < rejected < high
     assert seeds_for(sd, effect) == n and seeds_for(sd, effect * 0.99) == n + 1
+
+
+def test_mcnemar_seed_by_seed_pairs_each_run_with_the_plain_run_of_its_seed():
+    """finetune_mcnemar_seeds: one exact McNemar test per run against λ = 0 of its seed (SciPy's binomial test on the
+    discordant examples, by hand), Holm over the task × model's tests; a run without predictions gets no row."""
+    from isoflow.finetune.controls import mcnemar_by_seed
+    from isoflow.reporting.significance import holm
+
+    rng = np.random.default_rng(0)
+    plain = {seed: rng.random(200) < 0.8 for seed in range(3)}
+    other = {seed: np.where(rng.random(200) < 0.1 * (seed + 1), ~plain[seed], plain[seed]) for seed in range(3)}
+    rows = [dict(task="t", model="m", reg="istar", weight=0.0, seed=s, epoch=2, correct=plain[s]) for s in range(3)]
+    rows += [dict(task="t", model="m", reg="istar", weight=-1.0, seed=s, epoch=3, correct=other[s]) for s in range(3)]
+    rows.append(dict(task="t", model="m", reg="cosreg", weight=1.0, seed=0, epoch=1, correct=None))
+    table = mcnemar_by_seed(pd.DataFrame(rows))
+    assert list(table.seed) == [0, 1, 2] and (table.epoch == 3).all() and (table.examples == 200).all()
+    expected = []
+    for s in range(3):
+        b, c = int((other[s] & ~plain[s]).sum()), int((plain[s] & ~other[s]).sum())
+        assert (table.better.iloc[s], table.worse.iloc[s]) == (b, c)
+        expected.append(binomtest(b, b + c, 0.5).pvalue)
+    assert table.p.tolist() == pytest.approx(expected)
+    assert table.p_holm.tolist() == pytest.approx(holm(expected))

@@ -1242,7 +1242,7 @@ def test_the_manipulation_check_pairs_each_weight_with_the_plain_run_of_its_seed
             for epoch, star, pull in ((0, 0.15, pulls[0]), (1, after, pulls[1])):
                 rows.append(
                     dict(task="t", model="m", reg="istar", istar_lambda=lam, cosreg_weight=0.0, seed=seed, epoch=epoch,
-                         isoscore_star_pretrained=star, pull=pull, predictions=preds)
+                         isoscore_star_pretrained=star, pull=pull, predictions=preds, metric=after)
                 )  # fmt: skip
             info.append(dict(task="t", model="m", reg="istar", istar_lambda=lam, cosreg_weight=0.0, seed=seed))
     # a fourth seed whose λ = 1 run diverged: neither it nor its plain run's pairing counts
@@ -1261,6 +1261,12 @@ def test_the_manipulation_check_pairs_each_weight_with_the_plain_run_of_its_seed
     assert (row["pull_before"], row["pull_after"]) == pytest.approx((0.6, 1.2))
     assert row["flips_vs_plain"] == pytest.approx((0 + 0.25 + 0.25) / 3)
     assert np.isnan(table.loc[0.0, "vs_plain_diff"]) and np.isnan(table.loc[0.0, "flips_vs_plain"])
+    # the seed floor: λ = 0's seeds predict alike; λ = 1's pairs 0-1, 0-2, 1-2 differ on 1, 1 and 0 of 4
+    plain = table.loc[0.0]
+    assert (plain["flips_between_seeds"], plain["flips_between_seeds_max"]) == (0.0, 0.0)
+    assert plain["metric_between_seeds"] == pytest.approx(np.mean([0.02, 0.05, 0.03]))  # |0.20-0.22|, |0.20-0.25|, ...
+    floor = (row["flips_between_seeds"], row["flips_between_seeds_min"], row["flips_between_seeds_max"])
+    assert floor == pytest.approx(((0.25 + 0.25 + 0) / 3, 0.0, 0.25))
 
 
 def test_every_table_and_figure_the_report_may_write_has_its_caption():

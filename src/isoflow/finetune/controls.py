@@ -13,7 +13,8 @@
    run paired with the plain run of the same seed, the seeds' discordant counts pooled
    (:mod:`isoflow.reporting.significance`), Holm-adjusted over the comparisons of one task × model (their number is a
    column): a description of the trained classifiers, not a test of the procedure (its sentences are not independent
-   draws of training). Runs that did not record their predictions get no test.
+   draws of training); the same seed by seed in a table of its own (:func:`mcnemar_by_seed`). Runs that did not
+   record their predictions get no test.
 4. **Does the penalty pull at all?** Where the workflow measured it (``finetune.gradient_batches``), the task loss's
    and the penalty's gradient norms at the pretrained model (:mod:`isoflow.finetune.diagnosis`), a table of their own.
 """
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..reporting.significance import detectable_effect, holm, paired_over_seeds, seed_interval
+from ..reporting.significance import detectable_effect, discordant, holm, mcnemar, paired_over_seeds, seed_interval
 from .runs import BASELINE, BASELINE_FILES, GRADIENTS_FILE, SAME_AS, SEED_FLOOR_FILE
 from .settings import REGULARISERS
 
@@ -87,11 +88,49 @@ def _selected(record: Path) -> dict:
     }
 
 
-def controls_table(records, baselines=()) -> pd.DataFrame:
-    """One row per task × model × regulariser × weight (and one per task for the baseline): the selected epochs, the
-    held-out metric (mean and std over seeds), and the paired test against the plain run (module docstring)."""
+def selected_runs(records) -> pd.DataFrame:
+    """One row per run that did not diverge, read at its selected epoch (module docstring, 2): what the controls and
+    the per-seed tests read."""
     runs = pd.DataFrame([_selected(Path(r)) for r in records])
-    runs = runs[~runs["diverged"]]
+    return runs[~runs["diverged"]]
+
+
+def mcnemar_by_seed(runs: pd.DataFrame) -> pd.DataFrame:
+    """McNemar's exact test of each run against the plain run (λ = 0) of its seed on the same held-out examples, seed
+    by seed (``runs``: :func:`selected_runs`), Holm-adjusted over every test of its task × model: whether one pair of
+    trained classifiers differs on these sentences, which the pooled test of the controls table cannot say of any one
+    seed. Runs without recorded predictions get no row."""
+    rows = []
+    for r in runs[runs.weight != 0].itertuples():
+        plain = runs[(runs.task == r.task) & (runs.model == r.model) & (runs.weight == 0) & (runs.seed == r.seed)]
+        if r.correct is None or plain.empty or plain["correct"].iloc[0] is None:
+            continue
+        b, c = discordant(plain["correct"].iloc[0], r.correct)
+        rows.append(
+            {"task": r.task, "model": r.model, "reg": r.reg, "weight": r.weight, "seed": r.seed, "epoch": r.epoch,
+             "better": b, "worse": c, "examples": len(r.correct), "p": mcnemar(b, c)}
+        )  # fmt: skip
+    table = pd.DataFrame(rows, columns=MCNEMAR_COLUMNS[:-1])
+    table["p_holm"] = np.nan
+    for _, index in table.groupby(["task", "model"]).groups.items():
+        table.loc[index, "p_holm"] = holm(table.loc[index, "p"])
+    return table
+
+
+MCNEMAR_COLUMNS = ["task", "model", "reg", "weight", "seed", "epoch", "better", "worse", "examples", "p", "p_holm"]
+MCNEMAR_CAPTION = (
+    "McNemar's exact test seed by seed: each run against the plain run (lambda = 0) of the same seed on the same "
+    "held-out examples at the run's selected epoch (better: right where the plain run is wrong; worse: the reverse), "
+    "Holm-adjusted over every test of the task × model. It describes one pair of trained classifiers; the seed-level "
+    "interval of finetune_controls is the test of the procedure. Empty: runs without recorded predictions."
+)
+
+
+def controls_table(records, baselines=(), runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per task × model × regulariser × weight (and one per task for the baseline): the selected epochs, the
+    held-out metric (mean and std over seeds), and the paired test against the plain run (module docstring);
+    ``runs``: :func:`selected_runs` of ``records``, where the caller has read them already."""
+    runs = selected_runs(records) if runs is None else runs
     rows = []
     for (task, model, reg, weight), group in runs.groupby(["task", "model", "reg", "weight"], sort=True):
         plain = runs[(runs.task == task) & (runs.model == model) & (runs.weight == 0)].set_index("seed")

@@ -13,10 +13,16 @@ last epoch, against the plain run (λ = 0) of the same seed, over seeds (the see
 - the pull before training and after the last epoch (the median over seeds);
 - ``flips_vs_plain``: the share of held-out examples whose prediction differs from the plain run's, the mean over
   seeds — beside the smallest weight's (a perturbation floor: a run that differs by a negligible penalty), it says
-  how much of a weight's change in predictions any perturbation of training gives.
+  how much of a weight's change in predictions any perturbation of training gives;
+- the seed floor of the arm itself: ``flips_between_seeds`` (the share of held-out predictions two of its seeds
+  disagree on, the mean over every pair, with the smallest and largest pair) and ``metric_between_seeds`` (the mean
+  absolute difference of the held-out metric between two of its seeds) — at λ = 0, what a change of seed alone does to
+  predictions and accuracy, against which ``flips_vs_plain`` is read.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pandas as pd
@@ -41,6 +47,10 @@ COLUMNS = [
     "pull_before",
     "pull_after",
     "flips_vs_plain",
+    "flips_between_seeds",
+    "flips_between_seeds_min",
+    "flips_between_seeds_max",
+    "metric_between_seeds",
 ]
 
 CAPTION = (
@@ -48,13 +58,36 @@ CAPTION = (
     "reference) before training and after the last epoch (means over seeds), its paired difference from the plain run "
     "(λ = 0) of the same seed with a 95 % t-interval and p over seeds (the seed is the unit), the penalty's pull "
     "(‖∇ penalty‖ / ‖∇ task loss‖, median over seeds) before and after training, and the share of held-out "
-    "predictions that differ from the plain run's (mean over seeds). Empty: runs made before the check existed."
+    "predictions that differ from the plain run's (mean over seeds); the seed floor: the share two of the arm's own "
+    "seeds disagree on (mean, smallest and largest over the pairs) and their held-out metric's mean absolute "
+    "difference. Empty: runs made before the check existed."
 )
 
 
 def _flips(a, b) -> float:
     a, b = np.asarray(a), np.asarray(b)
     return float((a != b).mean()) if len(a) == len(b) and len(a) else float("nan")
+
+
+def between_seeds(runs: pd.DataFrame) -> dict:
+    """The seed floor of one arm's runs (one row per seed, with ``predictions`` and ``metric``): over every pair of
+    its seeds, the share of predictions that differ (mean, min, max) and the metric's mean absolute difference.
+
+    >>> runs = pd.DataFrame({"predictions": [[0, 1, 1, 0], [0, 1, 0, 0], [1, 1, 0, 0]], "metric": [0.5, 0.6, 0.8]})
+    >>> {k: round(v, 4) for k, v in between_seeds(runs).items()}  # pairs 0-1, 0-2, 1-2: 1, 2 and 1 of 4 differ
+    {'flips_between_seeds': 0.3333, 'flips_between_seeds_min': 0.25, 'flips_between_seeds_max': 0.5, \
+'metric_between_seeds': 0.2}"""
+    pairs = list(itertools.combinations(range(len(runs)), 2))
+    if not pairs or "predictions" not in runs:
+        return dict.fromkeys(COLUMNS[-4:], np.nan)
+    flips = [_flips(runs["predictions"].iloc[i], runs["predictions"].iloc[j]) for i, j in pairs]
+    metric = runs["metric"].to_numpy(dtype=float) if "metric" in runs else np.full(len(runs), np.nan)
+    return {
+        "flips_between_seeds": float(np.mean(flips)),
+        "flips_between_seeds_min": float(np.min(flips)),
+        "flips_between_seeds_max": float(np.max(flips)),
+        "metric_between_seeds": float(np.mean([abs(metric[i] - metric[j]) for i, j in pairs])),
+    }
 
 
 def manipulation_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame:
@@ -95,6 +128,7 @@ def manipulation_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame
                 "flips_vs_plain": np.nan
                 if is_plain
                 else np.mean([_flips(a, b) for a, b in zip(both["predictions"], both["predictions_plain"])]),
+                **between_seeds(runs),
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -295,7 +295,15 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     task × model's gradients at the pretrained model (``gradients.json``) and each weight's CKA between its seeds
     (``cka-between-seeds.json``) and its runs' comparisons with their namesakes elsewhere (``same-as-seed<S>.json``)."""
     from .controls import CAPTION as CONTROLS_CAPTION
-    from .controls import GRADIENTS_CAPTION, controls_table, gradients_table, split_inputs
+    from .controls import (
+        GRADIENTS_CAPTION,
+        MCNEMAR_CAPTION,
+        controls_table,
+        gradients_table,
+        mcnemar_by_seed,
+        selected_runs,
+        split_inputs,
+    )
     from .strength_control import CAPTION as CONTROL_CAPTION
     from .strength_control import SEEDS_CAPTION, control_reading, split_control
 
@@ -314,11 +322,18 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)
     written += write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
-    controls = controls_table(records, baselines)
+    runs = selected_runs(records)
+    controls = controls_table(records, baselines, runs)
     written += write_table(
         controls,
         Path(tables_dir) / "finetune_controls",
         caption=CONTROLS_CAPTION + note,
+        floatfmt="%.4f",
+    )
+    written += write_table(
+        mcnemar_by_seed(runs),
+        Path(tables_dir) / "finetune_mcnemar_seeds",
+        caption=MCNEMAR_CAPTION + note,
         floatfmt="%.4f",
     )
     if gradients:

@@ -43,6 +43,7 @@ def report_outputs(
     tables = [
         "finetune",
         "finetune_controls",
+        "finetune_mcnemar_seeds",
         *(["finetune_gradients"] if gradients else []),
         *(["finetune_manipulation"] if shrunk else []),
         "finetune_paired",
