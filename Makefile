@@ -112,7 +112,7 @@ diagnose-istar: install
 # docs/results/istar-points: which points I-STAR's penalty should see on each model, at the pretrained model, before any
 # training (isoflow.finetune.points_diagnosis; its table's caption holds the rule that picked the fair sweep's recipe).
 # SST-2 and plain-bert come from config/reproduce-offline.yaml's workflow (plain-bert: about 45 min of pretraining on 2
-# CPU cores, once), then about 20 minutes of forward and backward passes.
+# CPU cores, once), then about 6 minutes of forward and backward passes (points_diagnosis.json: each model's seconds).
 DIAGNOSIS_DATA = data/reproduce-offline
 reproduce-istar-points: install
 	snakemake --cores 2 --configfile config/reproduce-offline.yaml $(DIAGNOSIS_DATA)/tasks/glue/sst2/meta.json $(DIAGNOSIS_DATA)/pretrained/plain-bert
