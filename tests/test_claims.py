@@ -189,6 +189,7 @@ def test_a_typed_verdict_is_found():
 CONSTANTS = yaml.safe_load((ROOT / "docs/results/constants.yaml").read_text(encoding="utf-8"))
 DECIMAL = re.compile(r"(?<![\w.])[−-]?\d+\.\d+(?:e[−-]?\d+)?")
 HELD = [  # the results READMEs held to it; the others are NOT_YET, each still with decimals from nowhere
+    "docs/results/finetune/README.md",
     "docs/results/finetune-diagnosis/README.md",
     "docs/results/finetune-longer/README.md",
     "docs/results/finetune-smollm2/README.md",
