@@ -188,27 +188,7 @@ def test_a_typed_verdict_is_found():
 # Every decimal a results README writes is read from a table (the ledger) or declared not measured (constants.yaml).
 CONSTANTS = yaml.safe_load((ROOT / "docs/results/constants.yaml").read_text(encoding="utf-8"))
 DECIMAL = re.compile(r"(?<![\w.])[−-]?\d+\.\d+(?:e[−-]?\d+)?")
-HELD = [  # the results READMEs held to it; the others are NOT_YET, each still with decimals from nowhere
-    "docs/results/finetune/README.md",
-    "docs/results/finetune-diagnosis/README.md",
-    "docs/results/finetune-longer/README.md",
-    "docs/results/finetune-smollm2/README.md",
-    "docs/results/finetune-smollm2-fair/README.md",
-    "docs/results/finetune-smollm2-fair-floor/README.md",
-    "docs/results/finetune-smollm2-fair-rerun/README.md",
-    "docs/results/istar/README.md",
-    "docs/results/istar-points/README.md",
-    "docs/results/layers/README.md",
-    "docs/results/nonlinear-head/README.md",
-    "docs/results/nonlinear-head-2/README.md",
-    "docs/results/optimize/README.md",
-    "docs/results/pretrain/README.md",
-    "docs/results/stability/README.md",
-    "docs/results/supersense-ablation/README.md",
-]
-NOT_YET = sorted(
-    {p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/results/*/README.md")} - set(HELD)
-)
+RESULTS_READMES = sorted(p.relative_to(ROOT).as_posix() for p in ROOT.glob("docs/results/*/README.md"))
 
 
 def unsourced_decimals(document: str, text: str, claims=CLAIMS, constants=CONSTANTS) -> list[str]:
@@ -223,20 +203,14 @@ def unsourced_decimals(document: str, text: str, claims=CLAIMS, constants=CONSTA
     ]
 
 
-@pytest.mark.parametrize("document", HELD)
-def test_every_decimal_of_a_held_readme_is_read_from_a_table_or_declared(document):
+@pytest.mark.parametrize("document", RESULTS_READMES)
+def test_every_decimal_of_a_results_readme_is_read_from_a_table_or_declared(document):
     found = unsourced_decimals(document, (ROOT / document).read_text(encoding="utf-8"))
     assert not found, f"{document}: decimals from nowhere (a ledger entry, or docs/results/constants.yaml): {found}"
 
 
-@pytest.mark.parametrize("document", NOT_YET)
-def test_a_readme_not_yet_held_is_moved_to_held_once_it_can_be(document):
-    """A ratchet: a README whose every decimal has a source belongs in HELD, where it stays."""
-    assert unsourced_decimals(document, (ROOT / document).read_text(encoding="utf-8")), f"move {document} to HELD"
-
-
 def test_an_unsourced_decimal_is_found():
-    document = HELD[0]
+    document = RESULTS_READMES[0]
     text = (ROOT / document).read_text(encoding="utf-8")
     assert unsourced_decimals(document, text) == []
     found = unsourced_decimals(document, text + "\nIt took 12.5 minutes.\n")
