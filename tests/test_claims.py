@@ -15,7 +15,7 @@ import yaml
 from isoflow.finetune.runs import BASELINE
 from isoflow.finetune.verdicts import accuracy_claims, manipulation_intervals, outside_kind
 from isoflow.models.kinds import model_kind
-from isoflow.reporting.significance import detectable_effect, seed_interval
+from isoflow.reporting.significance import detectable_effect, seed_interval, seeds_for
 from isoflow.reporting.verdicts import verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def value_of(claim: dict) -> str:
         helpers = {
             **{"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written},
             # a verdict is computed by its rule (docs/verdicts.md), never typed: the word written must be the rule's
-            **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval},
+            **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval, "seeds_for": seeds_for},
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
         }
