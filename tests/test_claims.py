@@ -72,7 +72,8 @@ def value_of(claim: dict) -> str:
         helpers = {
             **{"np": np, "pd": pd, "abs": abs, "tuple": tuple, "format": format, "m": written},
             # a verdict is computed by its rule (docs/verdicts.md), never typed: the word written must be the rule's
-            **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval, "seeds_for": seeds_for},
+            **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval},
+            **{"seeds_for": seeds_for},  # how many seeds a test needs (a README's power statement)
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
         }
