@@ -15,8 +15,8 @@ import yaml
 from isoflow.finetune.runs import BASELINE
 from isoflow.finetune.verdicts import accuracy_claims, manipulation_intervals, outside_kind
 from isoflow.models.kinds import model_kind
-from isoflow.reporting.significance import detectable_effect, seed_interval, seeds_for
-from isoflow.reporting.verdicts import verdict
+from isoflow.reporting.significance import correlation_interval, detectable_effect, seed_interval, seeds_for, summary_p
+from isoflow.reporting.verdicts import family_verdicts, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = ROOT / "docs/results/claims.yaml"
@@ -53,6 +53,19 @@ def accuracy_verdicts(publication: str, epoch: str = "selected") -> pd.DataFrame
     return accuracy_claims(controls, moved, kinds, epoch=epoch)
 
 
+def family_of(rows: pd.DataFrame, claimed, effect: str, seeds: str, untested=None) -> list[str]:
+    """The words of a family of tests read from a table's paired columns (``<effect>_diff``, ``_diff_std``,
+    ``_diff_ci_low``, ``_diff_ci_high``; ``seeds``: the column counting the unit of replication): each row's p from its
+    mean, spread and count, Holm over the family (docs/verdicts.md, "A family of tests")."""
+    n = rows[seeds].astype(int)
+    mean, sd = rows[f"{effect}_diff"], rows[f"{effect}_diff_std"]
+    return family_verdicts(
+        list(claimed), rows[f"{effect}_diff_ci_low"], rows[f"{effect}_diff_ci_high"],
+        [summary_p(a, b, k) for a, b, k in zip(mean, sd, n)],
+        detectable=[detectable_effect(b, k) for b, k in zip(sd, n)], untested_because=untested,
+    )  # fmt: skip
+
+
 def markdown(text: str) -> str:
     """Text as the documents write it in Markdown: IsoScore* as IsoScore\\*."""
     return text.replace("*", "\\*")
@@ -74,6 +87,8 @@ def value_of(claim: dict) -> str:
             # a verdict is computed by its rule (docs/verdicts.md), never typed: the word written must be the rule's
             **{"verdict": verdict, "detectable": detectable_effect, "seed_interval": seed_interval},
             **{"seeds_for": seeds_for},  # how many seeds a test needs (a README's power statement)
+            # a family of tests, Holm over it (docs/verdicts.md): from a table's paired columns, or its p-values
+            **{"family_of": family_of, "family": family_verdicts, "correlation_interval": correlation_interval},
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
         }
@@ -142,7 +157,7 @@ VERDICT_DOCUMENTS = [
     *sorted(p.relative_to(ROOT).as_posix() for g in ("docs/*.md", "docs/results/*/README.md") for p in ROOT.glob(g)),
 ]
 VOCABULARY = "docs/verdicts.md"
-COMPUTING = ("verdict(", "accuracy(", "outside_kind(")  # an entry whose expression gives a verdict word by a rule
+COMPUTING = ("verdict(", "accuracy(", "outside_kind(", "family(", "family_of(")  # expressions giving a verdict by a rule
 BOLD_VERDICT = re.compile(r"\*\*((?:reproduced|contradicted|not seen|inconclusive|untested)\b.*?)\*\*")
 
 

@@ -100,6 +100,21 @@ def seed_interval(differences, confidence: float = 0.95) -> dict:
     return {"mean": mean, "std": sd, "seeds": n, "low": mean - half, "high": mean + half, "p": p}
 
 
+def summary_p(mean: float, sd: float, n: int) -> float:
+    """The one-sample t-test's two-sided p from a table's mean, standard deviation and count (:func:`seed_interval`'s p,
+    for a table that kept only those).
+
+    >>> round(summary_p(-0.0133, 0.0150, 3), 2)
+    0.26"""
+    from scipy.stats import t as student
+
+    if n < 2 or not np.isfinite(sd):
+        return float("nan")
+    if sd == 0:
+        return 1.0 if mean == 0 else 0.0
+    return float(2 * student.sf(abs(mean) / (sd / np.sqrt(n)), n - 1))
+
+
 def correlation_interval(correlations, confidence: float = 0.95) -> dict:
     """Correlations over seeds (one r per seed): a 95 % interval for them on r's own scale, inside [−1, 1] — the
     t-interval of Fisher's z = atanh(r) over the seeds, carried back by tanh (a bounded statistic's t-interval can

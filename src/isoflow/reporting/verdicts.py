@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import math
 
+from .significance import holm
+
 VERDICTS = ("reproduced", "contradicted", "not seen", "inconclusive", "untested")
 
 
@@ -75,6 +77,23 @@ def verdict(
     if detectable is not None and not math.isnan(detectable) and detectable <= abs(claimed):
         return f"not seen (could have detected ≥ {detectable:.2g})"
     return "inconclusive"
+
+
+def family_verdicts(claimed, low, high, p, *, detectable=None, untested_because=None) -> list[str]:
+    """The words of one family of tests (docs/verdicts.md, "A family of tests": the tests one publication makes of one
+    paper's claims): each row's :func:`verdict`, its p Holm-adjusted over the rows tested (a row with a reason in
+    ``untested_because`` is no test and is not counted).
+
+    >>> family_verdicts([1, 1, 1], [0.01, 0.001, -0.1], [0.2, 0.3, 0.1], [0.03, 0.001, 0.5])  # 0.03 x 2 >= 0.05
+    ['inconclusive', 'reproduced', 'inconclusive']"""
+    n = len(claimed)
+    detectable = [None] * n if detectable is None else list(detectable)
+    why = [None] * n if untested_because is None else [w if isinstance(w, str) and w else None for w in untested_because]
+    adjusted = holm([float("nan") if w else float(q) for q, w in zip(p, why)])
+    return [
+        verdict(c, lo, hi, detectable=d, untested_because=w, p_adjusted=None if w else a)
+        for c, lo, hi, d, w, a in zip(claimed, low, high, detectable, why, adjusted)
+    ]
 
 
 def word_of(phrase: str) -> str:
