@@ -157,7 +157,7 @@ VERDICT_DOCUMENTS = [
     *sorted(p.relative_to(ROOT).as_posix() for g in ("docs/*.md", "docs/results/*/README.md") for p in ROOT.glob(g)),
 ]
 VOCABULARY = "docs/verdicts.md"
-COMPUTING = ("verdict(", "accuracy(", "outside_kind(", "family(", "family_of(")  # expressions giving a verdict by a rule
+COMPUTING = ("verdict(", "accuracy(", "outside_kind(", "family(", "family_of(")  # expressions giving a word by a rule
 BOLD_VERDICT = re.compile(r"\*\*((?:reproduced|contradicted|not seen|inconclusive|untested)\b.*?)\*\*")
 
 
