@@ -88,7 +88,8 @@ def family_verdicts(claimed, low, high, p, *, detectable=None, untested_because=
     ['inconclusive', 'reproduced', 'inconclusive']"""
     n = len(claimed)
     detectable = [None] * n if detectable is None else list(detectable)
-    why = [w if isinstance(w, str) and w else None for w in (untested_because or [None] * n)]
+    reasons = [None] * n if untested_because is None else list(untested_because)  # a Series has no truth value
+    why = [w if isinstance(w, str) and w else None for w in reasons]
     adjusted = holm([float("nan") if w else float(q) for q, w in zip(p, why)])
     return [
         verdict(c, lo, hi, detectable=d, untested_because=w, p_adjusted=None if w else a)
