@@ -3,6 +3,7 @@ it; editing either side without the other fails here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -13,7 +14,8 @@ import pytest
 import yaml
 
 from isoflow.finetune.runs import BASELINE
-from isoflow.finetune.verdicts import accuracy_claims, manipulation_intervals, outside_kind
+from isoflow.finetune.verdicts import CLAIMS as ACCURACY
+from isoflow.finetune.verdicts import LINK, TWONN, manipulation_intervals, outside_kind, publication_claims
 from isoflow.models.kinds import model_kind
 from isoflow.reporting.significance import correlation_interval, detectable_effect, seed_interval, seeds_for, summary_p
 from isoflow.reporting.verdicts import family_verdicts, verdict
@@ -43,14 +45,31 @@ def kind_of(model: str) -> str:
     return model_kind(model, json.loads(config.read_text(encoding="utf-8")) if config.exists() else None)
 
 
-def accuracy_verdicts(publication: str, epoch: str = "selected") -> pd.DataFrame:
-    """The poster's accuracy claims on a fine-tuning publication, every condition of docs/verdicts.md applied
-    (isoflow.finetune.verdicts.accuracy_claims), from its committed tables."""
+@functools.cache
+def claims_of(publication: str, epoch: str = "selected") -> pd.DataFrame:
+    """Every verdict of a fine-tuning publication, one family, every condition of docs/verdicts.md applied
+    (isoflow.finetune.verdicts.publication_claims), from its committed tables."""
     tables = ROOT / "docs/results" / publication / "tables"
-    controls = pd.read_csv(tables / "finetune_controls.csv")
-    moved = manipulation_intervals(*(pd.read_csv(tables / f"finetune_{t}.csv") for t in ("manipulation", "paired")))
+    controls, paired = (pd.read_csv(tables / f"finetune_{name}.csv") for name in ("controls", "paired"))
+    moved = manipulation_intervals(pd.read_csv(tables / "finetune_manipulation.csv"), paired)
     kinds = {model: kind_of(model) for model in set(controls.model) - {BASELINE}}
-    return accuracy_claims(controls, moved, kinds, epoch=epoch)
+    return publication_claims(controls, moved, paired, kinds, epoch=epoch)
+
+
+def accuracy_verdicts(publication: str, epoch: str = "selected") -> pd.DataFrame:
+    """The poster's accuracy claims among a publication's verdicts (:func:`claims_of`)."""
+    claims = claims_of(publication, epoch)
+    return claims[claims.claim.isin(ACCURACY.values())].reset_index(drop=True)
+
+
+def word(publication: str, claim: str, reg: str, weight: float, task: str | None = None) -> str:
+    """The word of one of a publication's verdicts (:func:`claims_of`), as the documents write it."""
+    c = claims_of(publication)
+    rows = c[(c.claim == claim) & (c.reg == reg) & (c.weight == weight)]
+    rows = rows[rows.task == task] if task else rows
+    if len(rows) != 1:
+        raise AssertionError(f"{publication}: {len(rows)} verdicts of {claim!r} at {reg} {weight} {task}, not one")
+    return markdown(rows.verdict.iloc[0])
 
 
 def family_of(rows: pd.DataFrame, claimed, effect: str, seeds: str, untested=None) -> list[str]:
@@ -91,6 +110,7 @@ def value_of(claim: dict) -> str:
             **{"family_of": family_of, "family": family_verdicts, "correlation_interval": correlation_interval},
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
+            **{"word": word, "LINK": LINK, "TWONN": TWONN},  # a fine-tuning publication's verdict, one family
         }
         out = eval(claim["expr"], {**helpers, "t": t})  # noqa: S307 - our own ledger; t global: comprehensions see it
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))
@@ -157,7 +177,8 @@ VERDICT_DOCUMENTS = [
     *sorted(p.relative_to(ROOT).as_posix() for g in ("docs/*.md", "docs/results/*/README.md") for p in ROOT.glob(g)),
 ]
 VOCABULARY = "docs/verdicts.md"
-COMPUTING = ("verdict(", "accuracy(", "outside_kind(", "family(", "family_of(")  # expressions giving a word by a rule
+# the expressions that give a verdict word by its rule
+COMPUTING = ("verdict(", "accuracy(", "outside_kind(", "family(", "family_of(", "word(")
 BOLD_VERDICT = re.compile(r"\*\*((?:reproduced|contradicted|not seen|inconclusive|untested)\b.*?)\*\*")
 
 

@@ -35,15 +35,17 @@ import numpy as np
 import pandas as pd
 
 from ..models.kinds import CAUSAL_LM, MASKED_LM
-from ..reporting.significance import holm
-from ..reporting.verdicts import verdict
+from ..reporting.significance import detectable_effect, holm, summary_p
+from ..reporting.verdicts import family_verdicts
 from .runs import BASELINE
 
 PAPER_KINDS = (MASKED_LM, CAUSAL_LM)  # Rudman & Eickhoff fine-tune BERT, ALBERT, DistilBERT: masked LMs
 CLAIMS = {-1: "λ < 0 improves", +1: "λ > 0 hurts"}
+TWONN = "I-STAR alters intrinsic dimension"  # the poster's Fig. 7: λ < 0 lowers TwoNN, λ > 0 raises it
+LINK = "lower IsoScore, higher silhouette"  # Mickus et al.'s, on the pooled outputs
 _METRIC_NAMES = {"f1": "F1", "accuracy": "accuracy"}
 COLUMNS = [
-    "task", "model", "weight", "claim", "seeds", "mean", "low", "high", "p", "p_holm", "detectable", "excludes",
+    "task", "model", "reg", "weight", "claim", "seeds", "mean", "low", "high", "p", "p_holm", "detectable", "excludes",
     "verdict",
 ]  # fmt: skip
 
@@ -72,12 +74,30 @@ def excludes(claimed: float, low: float, high: float) -> str:
 def accuracy_claims(
     controls: pd.DataFrame, manipulation: pd.DataFrame, kinds: dict[str, str], *, epoch: str = "selected"
 ) -> pd.DataFrame:
-    """One row per I-STAR weight ≠ 0 of ``controls`` (a ``finetune_controls`` table) at ``epoch`` (``selected``: the
-    best validation epoch where the runs have one, the leading comparison; ``last``): the claim, the seed-level
-    interval, p, Holm's p over the tested rows, the detectable effect, what the data exclude and the word.
-    ``manipulation``: per task × model × weight, the seed-level interval (``low``, ``high``) of the penalty's
-    IsoScore\\* against the plain run's (:func:`manipulation_intervals`); ``kinds``: each model's kind
-    (:func:`isoflow.models.kinds.model_kind`)."""
+    """The accuracy claims alone (:func:`publication_claims` without the geometry's tests in the family)."""
+    return _words(_accuracy_rows(controls, manipulation, kinds, epoch))
+
+
+def publication_claims(
+    controls: pd.DataFrame,
+    manipulation: pd.DataFrame,
+    paired: pd.DataFrame,
+    kinds: dict[str, str],
+    *,
+    epoch: str = "selected",
+) -> pd.DataFrame:
+    """Every verdict a fine-tuning publication gives, one family (docs/verdicts.md, "A family of tests"): the poster's
+    accuracy claims at ``epoch`` from ``controls`` (:data:`CLAIMS`), its intrinsic-dimension claim (:data:`TWONN`: λ < 0
+    lowers the held-out pooled TwoNN, λ > 0 raises it; a claim about the models it fine-tunes, with the manipulation
+    check) and Mickus et al.'s link (:data:`LINK`: where λ or CosReg moved the pooled outputs' IsoScore, the silhouette
+    moves the other way; every kind of model) after the last epoch from ``paired`` (a ``finetune_paired`` table), Holm
+    over every row tested. ``manipulation`` and ``kinds`` as for the accuracy claims."""
+    accuracy = _accuracy_rows(controls, manipulation, kinds, epoch)
+    return _words(pd.concat([accuracy, _geometry_rows(paired, manipulation, kinds)]))
+
+
+def _accuracy_rows(controls, manipulation, kinds, epoch) -> pd.DataFrame:
+    """The accuracy claims' rows (the claim, interval, p, detectable effect, reasons untested), before the family."""
     moved = manipulation.set_index(["task", "model", "weight"])
     rows = []
     for r in controls[(controls.reg == "istar") & (controls.weight != 0)].itertuples():
@@ -85,12 +105,10 @@ def accuracy_claims(
         plain = controls[(controls.task == r.task) & (controls.model == r.model) & (controls.reg == "istar")]
         plain = plain[plain.weight == 0].metric.iloc[0]
         bag = controls[(controls.task == r.task) & (controls.model == BASELINE) & (controls.n_train == r.n_train)]
-        check = moved.loc[(r.task, r.model, r.weight)]
-        asked = check.high < 0 if sign < 0 else check.low > 0
         reasons = (
             outside_kind(kinds[r.model]),
             below_baseline(r.metric_name, plain, bag.metric.iloc[0]),
-            None if asked else "the penalty did not move IsoScore*",
+            _not_moved(moved, r.task, r.model, r.weight),
         )
         why = "; ".join(reason for reason in reasons if reason) or None
         low, high = getattr(r, f"diff_{epoch}_low"), getattr(r, f"diff_{epoch}_high")
@@ -98,27 +116,74 @@ def accuracy_claims(
             {
                 "task": r.task,
                 "model": r.model,
+                "reg": r.reg,
                 "weight": r.weight,
                 "claim": CLAIMS[sign],
                 "seeds": r.seeds,
                 "mean": getattr(r, f"diff_{epoch}"),
                 "low": low,
                 "high": high,
-                "p": getattr(r, f"p_seeds_{epoch}") if why is None else math.nan,
+                "p": getattr(r, f"p_seeds_{epoch}"),
                 "detectable": getattr(r, f"detectable_{epoch}"),
                 "excludes": excludes(-sign, low, high) if why is None else "",
                 "untested_because": why,
                 "claimed": -sign * math.inf,  # a direction alone: the poster gives no size
             }
         )
-    table = pd.DataFrame(rows)
+    return pd.DataFrame(rows)
+
+
+def _not_moved(moved: pd.DataFrame, task, model, weight) -> str | None:
+    """The manipulation check's reason, or None where the penalty moved IsoScore* the way its weight asks."""
+    check = moved.loc[(task, model, weight)]
+    return None if (check.high < 0 if weight < 0 else check.low > 0) else "the penalty did not move IsoScore*"
+
+
+def _geometry_rows(paired: pd.DataFrame, manipulation: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+    """The intrinsic-dimension claim's rows (I-STAR's weights) and the link's (every regulariser), before the family."""
+    moved = manipulation.set_index(["task", "model", "weight"])
+    rows = []
+    for r in paired[(paired.weight != 0) | (paired.reg != "istar")].itertuples():
+        n = int(r.seeds)
+        if r.reg == "istar":
+            reasons = (outside_kind(kinds[r.model]), _not_moved(moved, r.task, r.model, r.weight))
+            why = "; ".join(w for w in reasons if w)
+            rows.append(_paired_row(r, TWONN, "twonn", math.copysign(math.inf, r.weight), why or None, n))
+        isoscore_moved = r.isoscore_diff_ci_low > 0 or r.isoscore_diff_ci_high < 0
+        why = None if isoscore_moved else "the pooled outputs' IsoScore did not move"
+        rows.append(_paired_row(r, LINK, "silhouette", -math.copysign(math.inf, r.isoscore_diff), why, n))
+    return pd.DataFrame(rows)
+
+
+def _paired_row(r, claim: str, effect: str, claimed: float, why: str | None, n: int) -> dict:
+    mean, sd = getattr(r, f"{effect}_diff"), getattr(r, f"{effect}_diff_std")
+    return {
+        "task": r.task,
+        "model": r.model,
+        "reg": r.reg,
+        "weight": r.weight,
+        "claim": claim,
+        "seeds": n,
+        "mean": mean,
+        "low": getattr(r, f"{effect}_diff_ci_low"),
+        "high": getattr(r, f"{effect}_diff_ci_high"),
+        "p": summary_p(mean, sd, n),
+        "detectable": detectable_effect(sd, n),
+        "excludes": "",
+        "untested_because": why,
+        "claimed": claimed,
+    }
+
+
+def _words(table: pd.DataFrame) -> pd.DataFrame:
+    """The family's Holm-adjusted p and each row's word (:func:`isoflow.reporting.verdicts.family_verdicts`)."""
     if table.empty:
         return pd.DataFrame(columns=COLUMNS)
-    table["p_holm"] = holm(table.p)  # NaN (untested) stays NaN and is not counted
-    table["verdict"] = [
-        verdict(r.claimed, r.low, r.high, detectable=r.detectable, untested_because=why, p_adjusted=r.p_holm)
-        for r, why in zip(table.itertuples(), [w if isinstance(w, str) else None for w in table.untested_because])
-    ]  # fmt: skip
+    table = table.reset_index(drop=True)
+    why = [w if isinstance(w, str) and w else None for w in table.untested_because]
+    table["p_holm"] = holm([math.nan if w else q for q, w in zip(table.p, why)])
+    table["verdict"] = family_verdicts(table.claimed, table.low, table.high, table.p, detectable=table.detectable,
+                                       untested_because=why)  # fmt: skip
     return table[COLUMNS]
 
 
