@@ -108,6 +108,7 @@ def value_of(claim: dict) -> str:
             **{"seeds_for": seeds_for},  # how many seeds a test needs (a README's power statement)
             # a family of tests, Holm over it (docs/verdicts.md): from a table's paired columns, or its p-values
             **{"family_of": family_of, "family": family_verdicts, "correlation_interval": correlation_interval},
+            **{"summary_p": summary_p},
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
             **{"word": word, "LINK": LINK, "TWONN": TWONN},  # a fine-tuning publication's verdict, one family
