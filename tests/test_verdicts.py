@@ -93,3 +93,66 @@ def test_a_correlation_interval_is_fishers_and_stays_inside_plus_minus_one():
     assert got["p"] == pytest.approx(stats.ttest_1samp(z, 0).pvalue)
     exact = correlation_interval([1.0, 1.0, 0.99])  # r = 1 exactly: finite, not NaN
     assert np.isfinite(exact["low"]) and exact["high"] <= 1
+
+
+def _publication(kind: str, plain: float = 0.80, bag: float = 0.70):
+    """A fine-tuning publication's three tables, written for the test: λ = −1 and +1 against λ = 0 on one task, and a
+    bag of words; every seed-level interval and p chosen by hand."""
+    import pandas as pd
+
+    controls = pd.DataFrame({
+        "task": ["t"] * 4, "model": ["bag-of-words", "m", "m", "m"], "reg": ["tf-idf", "istar", "istar", "istar"],
+        "weight": [np.nan, 0.0, -1.0, 1.0], "n_train": [100] * 4, "metric_name": ["accuracy"] * 4,
+        "metric": [bag, plain, plain, plain - 0.04], "seeds": [1, 6, 6, 6],
+        "diff_selected": [np.nan, np.nan, -0.004, -0.04], "diff_selected_low": [np.nan, np.nan, -0.017, -0.054],
+        "diff_selected_high": [np.nan, np.nan, 0.008, -0.027], "p_seeds_selected": [np.nan, np.nan, 0.39, 0.03],
+        "detectable_selected": [np.nan, np.nan, 0.018, 0.02],
+    })  # fmt: skip
+    paired = pd.DataFrame({
+        "task": ["t", "t"], "model": ["m", "m"], "reg": ["istar", "istar"], "weight": [-1.0, 1.0], "seeds": [6, 6],
+        "twonn_diff": [-5.0, 31.0], "twonn_diff_std": [1.0, 4.0], "twonn_diff_ci_low": [-6.0, 27.0],
+        "twonn_diff_ci_high": [-4.0, 35.0], "silhouette_diff": [0.04, -0.15], "silhouette_diff_std": [0.05, 0.04],
+        "silhouette_diff_ci_low": [-0.01, -0.19], "silhouette_diff_ci_high": [0.09, -0.11],
+        "isoscore_diff": [-0.003, 0.05], "isoscore_diff_ci_low": [-0.007, 0.04], "isoscore_diff_ci_high": [0.001, 0.07],
+    })  # fmt: skip
+    moved = pd.DataFrame({"task": ["t", "t"], "model": ["m", "m"], "weight": [-1.0, 1.0], "low": [-0.12, 0.19],
+                          "high": [-0.09, 0.23]})  # fmt: skip
+    return controls, moved, paired, {"m": kind}
+
+
+def test_a_fine_tuning_publication_is_one_family_with_every_condition_applied_evenly():
+    """isoflow.finetune.verdicts.publication_claims (docs/verdicts.md): the accuracy claims, the intrinsic-dimension
+    claim and the silhouette link in one Holm family; the kind rule on the poster's claims, not on Mickus et al.'s
+    link; the bag-of-words rule on accuracy only; the link untested where the pooled IsoScore did not move."""
+    from scipy.stats import t as student
+
+    from isoflow.finetune.verdicts import LINK, TWONN, publication_claims
+    from isoflow.reporting.significance import holm
+
+    claims = publication_claims(*_publication("causal language model")).set_index(["claim", "weight"])
+    tested = claims.dropna(subset=["p_holm"])
+    # the family: the 2 accuracy, 2 TwoNN and 1 silhouette tests (−1's pooled IsoScore did not move), Holm over 5
+    assert len(tested) == 5
+    p_twonn = [2 * student.sf(abs(m) / (s / np.sqrt(6)), 5) for m, s in ((-5.0, 1.0), (31.0, 4.0))]
+    assert tested.loc[(TWONN, -1.0), "p"] == pytest.approx(p_twonn[0])
+    assert list(tested.p_holm) == pytest.approx(holm(list(tested.p)))
+    # +1's accuracy: p 0.03, one of 5 (its Holm p 0.06): not reproduced, as its interval alone would be
+    assert tested.loc[("λ > 0 hurts", 1.0), "p_holm"] == pytest.approx(0.06)
+    assert verdict(-np.inf, -0.054, -0.027) == "reproduced"
+    assert claims.loc[("λ > 0 hurts", 1.0), "verdict"] == "not seen (could have detected ≥ 0.02)"
+    assert claims.loc[("λ < 0 improves", -1.0), "verdict"] == "not seen (could have detected ≥ 0.018)"
+    assert claims.loc[(TWONN, 1.0), "verdict"] == "reproduced"
+    assert claims.loc[(LINK, -1.0), "verdict"] == "untested (the pooled outputs' IsoScore did not move)"
+    assert claims.loc[(LINK, 1.0), "verdict"] == "reproduced"  # IsoScore rose, the silhouette fell
+    # a sentence encoder: the poster's claims untested, the link still judged, on a family of 1
+    encoder = publication_claims(*_publication("sentence encoder")).set_index(["claim", "weight"])
+    assert encoder.loc[(TWONN, 1.0), "verdict"].startswith("untested (a sentence encoder")
+    assert encoder.loc[("λ > 0 hurts", 1.0), "verdict"].startswith("untested (a sentence encoder")
+    assert encoder.loc[(LINK, 1.0), "verdict"] == "reproduced"
+    assert encoder.dropna(subset=["p_holm"]).index.tolist() == [(LINK, 1.0)]
+    # below the bag of words: accuracy untested (both reasons where both hold), geometry still tested
+    below = publication_claims(*_publication("causal language model", plain=0.65)).set_index(["claim", "weight"])
+    assert below.loc[("λ < 0 improves", -1.0), "verdict"] == (
+        "untested (plain fine-tuning scores below a bag of words: accuracy 0.6500 against 0.7000)"
+    )
+    assert below.loc[(TWONN, 1.0), "verdict"] == "reproduced"
