@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from ..models.kinds import CAUSAL_LM, MASKED_LM
-from ..reporting.significance import detectable_effect, holm, summary_p
-from ..reporting.verdicts import family_verdicts
+from ..reporting.significance import detectable_effect, summary_p
+from ..reporting.verdicts import holm_family
 from .runs import BASELINE
 
 PAPER_KINDS = (MASKED_LM, CAUSAL_LM)  # Rudman & Eickhoff fine-tune BERT, ALBERT, DistilBERT: masked LMs
@@ -75,7 +75,7 @@ def accuracy_claims(
     controls: pd.DataFrame, manipulation: pd.DataFrame, kinds: dict[str, str], *, epoch: str = "selected"
 ) -> pd.DataFrame:
     """The accuracy claims alone (:func:`publication_claims` without the geometry's tests in the family)."""
-    return _words(_accuracy_rows(controls, manipulation, kinds, epoch))
+    return _words(_accuracy_rows(controls, _by_run(manipulation), kinds, epoch))
 
 
 def publication_claims(
@@ -92,13 +92,17 @@ def publication_claims(
     check) and Mickus et al.'s link (:data:`LINK`: where λ or CosReg moved the pooled outputs' IsoScore, the silhouette
     moves the other way; every kind of model) after the last epoch from ``paired`` (a ``finetune_paired`` table), Holm
     over every row tested. ``manipulation`` and ``kinds`` as for the accuracy claims."""
-    accuracy = _accuracy_rows(controls, manipulation, kinds, epoch)
-    return _words(pd.concat([accuracy, _geometry_rows(paired, manipulation, kinds)]))
+    moved = _by_run(manipulation)
+    return _words(pd.concat([_accuracy_rows(controls, moved, kinds, epoch), _geometry_rows(paired, moved, kinds)]))
 
 
-def _accuracy_rows(controls, manipulation, kinds, epoch) -> pd.DataFrame:
+def _by_run(manipulation: pd.DataFrame) -> pd.DataFrame:
+    """The manipulation check's intervals indexed by task × model × weight, as every row looks them up."""
+    return manipulation.set_index(["task", "model", "weight"])
+
+
+def _accuracy_rows(controls, moved, kinds, epoch) -> pd.DataFrame:
     """The accuracy claims' rows (the claim, interval, p, detectable effect, reasons untested), before the family."""
-    moved = manipulation.set_index(["task", "model", "weight"])
     rows = []
     for r in controls[(controls.reg == "istar") & (controls.weight != 0)].itertuples():
         sign = int(np.sign(r.weight))
@@ -139,9 +143,8 @@ def _not_moved(moved: pd.DataFrame, task, model, weight) -> str | None:
     return None if (check.high < 0 if weight < 0 else check.low > 0) else "the penalty did not move IsoScore*"
 
 
-def _geometry_rows(paired: pd.DataFrame, manipulation: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
+def _geometry_rows(paired: pd.DataFrame, moved: pd.DataFrame, kinds: dict[str, str]) -> pd.DataFrame:
     """The intrinsic-dimension claim's rows (I-STAR's weights) and the link's (every regulariser), before the family."""
-    moved = manipulation.set_index(["task", "model", "weight"])
     rows = []
     for r in paired[(paired.weight != 0) | (paired.reg != "istar")].itertuples():
         n = int(r.seeds)
@@ -176,15 +179,13 @@ def _paired_row(r, claim: str, effect: str, claimed: float, why: str | None, n: 
 
 
 def _words(table: pd.DataFrame) -> pd.DataFrame:
-    """The family's Holm-adjusted p and each row's word (:func:`isoflow.reporting.verdicts.family_verdicts`)."""
+    """The family's Holm-adjusted p and each row's word (:func:`isoflow.reporting.verdicts.holm_family`)."""
     if table.empty:
         return pd.DataFrame(columns=COLUMNS)
-    table = table.reset_index(drop=True)
-    why = [w if isinstance(w, str) and w else None for w in table.untested_because]
-    table["p_holm"] = holm([math.nan if w else q for q, w in zip(table.p, why)])
-    table["verdict"] = family_verdicts(table.claimed, table.low, table.high, table.p, detectable=table.detectable,
-                                       untested_because=why)  # fmt: skip
-    return table[COLUMNS]
+    t = table.reset_index(drop=True)
+    t["p_holm"], t["verdict"] = holm_family(t.claimed, t.low, t.high, t.p, detectable=t.detectable,
+                                            untested_because=t.untested_because)  # fmt: skip
+    return t[COLUMNS]
 
 
 def manipulation_intervals(manipulation: pd.DataFrame, paired: pd.DataFrame) -> pd.DataFrame:

@@ -86,15 +86,21 @@ def family_verdicts(claimed, low, high, p, *, detectable=None, untested_because=
 
     >>> family_verdicts([1, 1, 1], [0.01, 0.001, -0.1], [0.2, 0.3, 0.1], [0.03, 0.001, 0.5])  # 0.03 x 2 >= 0.05
     ['inconclusive', 'reproduced', 'inconclusive']"""
+    return holm_family(claimed, low, high, p, detectable=detectable, untested_because=untested_because)[1]
+
+
+def holm_family(claimed, low, high, p, *, detectable=None, untested_because=None) -> tuple[list[float], list[str]]:
+    """:func:`family_verdicts` with the Holm-adjusted p-values it reads them by (NaN for the rows untested)."""
     n = len(claimed)
     detectable = [None] * n if detectable is None else list(detectable)
     reasons = [None] * n if untested_because is None else list(untested_because)  # a Series has no truth value
     why = [w if isinstance(w, str) and w else None for w in reasons]
     adjusted = holm([float("nan") if w else float(q) for q, w in zip(p, why)])
-    return [
+    words = [
         verdict(c, lo, hi, detectable=d, untested_because=w, p_adjusted=None if w else a)
         for c, lo, hi, d, w, a in zip(claimed, low, high, detectable, why, adjusted)
     ]
+    return adjusted, words
 
 
 def word_of(phrase: str) -> str:
