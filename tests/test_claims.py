@@ -17,7 +17,14 @@ from isoflow.finetune.runs import BASELINE
 from isoflow.finetune.verdicts import CLAIMS as ACCURACY
 from isoflow.finetune.verdicts import LINK, TWONN, manipulation_intervals, outside_kind, publication_claims
 from isoflow.models.kinds import model_kind
-from isoflow.reporting.significance import correlation_interval, detectable_effect, seed_interval, seeds_for, summary_p
+from isoflow.reporting.significance import (
+    correlation_interval,
+    detectable_effect,
+    paired_test,
+    seed_interval,
+    seeds_for,
+    summary_p,
+)
 from isoflow.reporting.verdicts import family_verdicts, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,16 +80,13 @@ def word(publication: str, claim: str, reg: str, weight: float, task: str | None
 
 
 def family_of(rows: pd.DataFrame, claimed, effect: str, seeds: str, untested=None) -> list[str]:
-    """The words of a family of tests read from a table's paired columns (``<effect>_diff``, ``_diff_std``,
-    ``_diff_ci_low``, ``_diff_ci_high``; ``seeds``: the column counting the unit of replication): each row's p from its
-    mean, spread and count, Holm over the family (docs/verdicts.md, "A family of tests")."""
-    n = rows[seeds].astype(int)
-    mean, sd = rows[f"{effect}_diff"], rows[f"{effect}_diff_std"]
+    """The words of a family of tests read from a table's paired columns for ``effect`` (``seeds``: the column counting
+    the unit of replication): each row's test (isoflow.reporting.significance.paired_test), Holm over the family
+    (docs/verdicts.md, "A family of tests")."""
+    tests = pd.DataFrame([paired_test(r, effect, int(r[seeds])) for _, r in rows.iterrows()])
     return family_verdicts(
-        list(claimed), rows[f"{effect}_diff_ci_low"], rows[f"{effect}_diff_ci_high"],
-        [summary_p(a, b, k) for a, b, k in zip(mean, sd, n)],
-        detectable=[detectable_effect(b, k) for b, k in zip(sd, n)], untested_because=untested,
-    )  # fmt: skip
+        list(claimed), tests.low, tests.high, tests.p, detectable=tests.detectable, untested_because=untested
+    )
 
 
 def markdown(text: str) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..models.kinds import CAUSAL_LM, MASKED_LM
-from ..reporting.significance import detectable_effect, summary_p
+from ..reporting.significance import paired_test
 from ..reporting.verdicts import holm_family
 from .runs import BASELINE
 
@@ -159,7 +159,7 @@ def _geometry_rows(paired: pd.DataFrame, moved: pd.DataFrame, kinds: dict[str, s
 
 
 def _paired_row(r, claim: str, effect: str, claimed: float, why: str | None, n: int) -> dict:
-    mean, sd = getattr(r, f"{effect}_diff"), getattr(r, f"{effect}_diff_std")
+    test = paired_test(r._asdict(), effect, n)
     return {
         "task": r.task,
         "model": r.model,
@@ -167,11 +167,7 @@ def _paired_row(r, claim: str, effect: str, claimed: float, why: str | None, n: 
         "weight": r.weight,
         "claim": claim,
         "seeds": n,
-        "mean": mean,
-        "low": getattr(r, f"{effect}_diff_ci_low"),
-        "high": getattr(r, f"{effect}_diff_ci_high"),
-        "p": summary_p(mean, sd, n),
-        "detectable": detectable_effect(sd, n),
+        **{k: test[k] for k in ("mean", "low", "high", "p", "detectable")},
         "excludes": "",
         "untested_because": why,
         "claimed": claimed,

@@ -147,6 +147,18 @@ def paired_columns(name: str, differences) -> dict:
     return {f"{name}_{suffix}": r[k] for suffix, k in zip(PAIRED_SUFFIXES, ("mean", "std", "low", "high"))}
 
 
+def paired_test(row, name: str, n: int) -> dict:
+    """What a table's paired columns for ``name`` (:func:`paired_columns`, in ``row``: a dict or a table's row) say as
+    a test over ``n`` units: the mean, the interval, the t-test's p (:func:`summary_p`) and the detectable effect.
+
+    >>> t = paired_test(paired_columns("acc", [0.01, 0.03, 0.02]), "acc", 3)
+    >>> round(t["mean"], 3), round(t["p"], 3), round(t["detectable"], 3)
+    (0.02, 0.074, 0.033)"""
+    mean, sd = row[f"{name}_diff"], row[f"{name}_diff_std"]
+    low, high = row[f"{name}_diff_ci_low"], row[f"{name}_diff_ci_high"]
+    return {"mean": mean, "low": low, "high": high, "p": summary_p(mean, sd, n), "detectable": detectable_effect(sd, n)}
+
+
 def detectable_effect(sd: float, seeds: int, alpha: float = 0.05, power: float = 0.8) -> float:
     """The smallest true mean difference a two-sided paired t-test over ``seeds`` seeds at level ``alpha`` detects with
     probability ``power``, when the per-seed differences spread with std ``sd`` (exact: the noncentral t).
