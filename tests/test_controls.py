@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from isoflow.finetune.controls import SELECTED_BY_VALIDATION, SELECTED_LAST, controls_table
+from isoflow.finetune.controls import SELECTED_BY_VALIDATION, SELECTED_LAST, controls_table, selected_runs
 from isoflow.reporting.significance import detectable_effect, holm, mcnemar, paired_over_seeds, seed_interval
 
 LABELS = np.array([0, 1] * 10)
@@ -80,7 +80,7 @@ def test_the_controls_table(tmp_path):
     every = tmp_path / "bag-of-words-all-training.json"  # the same on all the training examples
     record = json.loads(baseline.read_text())
     every.write_text(json.dumps({**record, "metric": 0.8, "n_train": 900}))
-    table = controls_table(records, [every, baseline]).set_index("weight")
+    table = controls_table(selected_runs(records), [every, baseline]).set_index("weight")
     assert table.loc[0.0, "epochs"] == "1 2" and table.loc[1.0, "epochs"] == "0 2"
     assert table.loc[1.0, "selection"] == SELECTED_BY_VALIDATION and table.loc[-1.0, "selection"] == SELECTED_LAST
     assert table.loc[0.0, "metric"] == pytest.approx(np.mean([right[0][1].mean(), right[1][2].mean()]))

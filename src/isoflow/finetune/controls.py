@@ -126,11 +126,10 @@ MCNEMAR_CAPTION = (
 )
 
 
-def controls_table(records, baselines=(), runs: pd.DataFrame | None = None) -> pd.DataFrame:
+def controls_table(runs: pd.DataFrame, baselines=()) -> pd.DataFrame:
     """One row per task × model × regulariser × weight (and one per task for the baseline): the selected epochs, the
     held-out metric (mean and std over seeds), and the paired test against the plain run (module docstring);
-    ``runs``: :func:`selected_runs` of ``records``, where the caller has read them already."""
-    runs = selected_runs(records) if runs is None else runs
+    ``runs``: :func:`selected_runs` of the records."""
     rows = []
     for (task, model, reg, weight), group in runs.groupby(["task", "model", "reg", "weight"], sort=True):
         plain = runs[(runs.task == task) & (runs.model == model) & (runs.weight == 0)].set_index("seed")

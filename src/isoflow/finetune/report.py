@@ -323,7 +323,7 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     table = summary(epochs, info)
     written += write_table(table, Path(tables_dir) / "finetune", caption=CAPTION + note, floatfmt="%.4f")
     runs = selected_runs(records)
-    controls = controls_table(records, baselines, runs)
+    controls = controls_table(runs, baselines)
     written += write_table(
         controls,
         Path(tables_dir) / "finetune_controls",
