@@ -32,6 +32,8 @@ from ..reporting.significance import seed_interval
 from ..reporting.sweeps import finals
 from .settings import CONFIGURATION as KEY
 
+# an arm's seed floor (between_seeds)
+FLOOR_COLUMNS = ("flips_between_seeds", "flips_between_seeds_min", "flips_between_seeds_max", "metric_between_seeds")
 COLUMNS = [
     "task",
     "model",
@@ -47,10 +49,7 @@ COLUMNS = [
     "pull_before",
     "pull_after",
     "flips_vs_plain",
-    "flips_between_seeds",
-    "flips_between_seeds_min",
-    "flips_between_seeds_max",
-    "metric_between_seeds",
+    *FLOOR_COLUMNS,
 ]
 
 CAPTION = (
@@ -79,7 +78,7 @@ def between_seeds(runs: pd.DataFrame) -> dict:
 'metric_between_seeds': 0.2}"""
     pairs = list(itertools.combinations(range(len(runs)), 2))
     if not pairs or "predictions" not in runs:
-        return dict.fromkeys(COLUMNS[-4:], np.nan)
+        return dict.fromkeys(FLOOR_COLUMNS, np.nan)
     flips = [_flips(runs["predictions"].iloc[i], runs["predictions"].iloc[j]) for i, j in pairs]
     metric = runs["metric"].to_numpy(dtype=float) if "metric" in runs else np.full(len(runs), np.nan)
     return {
