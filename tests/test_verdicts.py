@@ -140,6 +140,10 @@ def test_a_fine_tuning_publication_is_one_family_with_every_condition_applied_ev
     assert tested.loc[("λ > 0 hurts", 1.0), "p_holm"] == pytest.approx(0.06)
     assert verdict(-np.inf, -0.054, -0.027) == "reproduced"
     assert claims.loc[("λ > 0 hurts", 1.0), "verdict"] == "not seen (could have detected ≥ 0.02)"
+    # a direction without a size says what its data exclude, on the interval its word reads: Holm's p left this one's
+    # interval stretched to 0, so it excludes the losses past its far end (not nothing, as its own interval would)
+    assert claims.loc[("λ > 0 hurts", 1.0), "excludes"] == "losses beyond -0.054"
+    assert claims.loc[("λ < 0 improves", -1.0), "excludes"] == "gains above +0.008"
     assert claims.loc[("λ < 0 improves", -1.0), "verdict"] == "not seen (could have detected ≥ 0.018)"
     assert claims.loc[(TWONN, 1.0), "verdict"] == "reproduced"
     assert claims.loc[(LINK, -1.0), "verdict"] == "untested (the pooled outputs' IsoScore did not move)"

@@ -9,7 +9,8 @@ words, so what a penalty does to its accuracy says nothing of the claim), or the
 way λ asks (the manipulation check). The rows tested are one family (Holm over their seed-level p-values, all tasks
 and models of the publication), and a **reproduced** or **contradicted** needs its Holm-adjusted p below 0.05
 (:func:`isoflow.reporting.verdicts.verdict`). A direction without a size is read with what the data exclude: past the
-interval's end on the claimed side (``excludes``).
+end, on the claimed side, of the interval its word reads (``excludes``; stretched to 0 where Holm's p is 0.05 or more:
+:func:`isoflow.reporting.verdicts.as_read`).
 
 >>> controls = pd.DataFrame({
 ...     "task": ["t"] * 4, "model": ["bag-of-words", "m", "m", "m"], "reg": ["tf-idf", "istar", "istar", "istar"],
@@ -36,7 +37,7 @@ import pandas as pd
 
 from ..models.kinds import CAUSAL_LM, MASKED_LM
 from ..reporting.significance import paired_test
-from ..reporting.verdicts import holm_family
+from ..reporting.verdicts import as_read, holm_family
 from .runs import BASELINE
 
 PAPER_KINDS = (MASKED_LM, CAUSAL_LM)  # Rudman & Eickhoff fine-tune BERT, ALBERT, DistilBERT: masked LMs
@@ -129,7 +130,6 @@ def _accuracy_rows(controls, moved, kinds, epoch) -> pd.DataFrame:
                 "high": high,
                 "p": getattr(r, f"p_seeds_{epoch}"),
                 "detectable": getattr(r, f"detectable_{epoch}"),
-                "excludes": excludes(-sign, low, high) if why is None else "",
                 "untested_because": why,
                 "claimed": -sign * math.inf,  # a direction alone: the poster gives no size
             }
@@ -168,7 +168,6 @@ def _paired_row(r, claim: str, effect: str, claimed: float, why: str | None, n: 
         "claim": claim,
         "seeds": n,
         **{k: test[k] for k in ("mean", "low", "high", "p", "detectable")},
-        "excludes": "",
         "untested_because": why,
         "claimed": claimed,
     }
@@ -181,6 +180,13 @@ def _words(table: pd.DataFrame) -> pd.DataFrame:
     t = table.reset_index(drop=True)
     t["p_holm"], t["verdict"] = holm_family(t.claimed, t.low, t.high, t.p, detectable=t.detectable,
                                             untested_because=t.untested_because)  # fmt: skip
+    # what an accuracy claim's data exclude, read on the interval its word reads (stretched to 0 where Holm's p is not
+    # below 0.05, so that a row the family leaves "not seen" still says what it rules out)
+    tested = t.claim.isin(list(CLAIMS.values())) & t.untested_because.isna()
+    t["excludes"] = [
+        excludes(c, *as_read(lo, hi, a)) if test else ""
+        for c, lo, hi, a, test in zip(t.claimed, t.low, t.high, t.p_holm, tested)
+    ]
     return t[COLUMNS]
 
 

@@ -68,8 +68,7 @@ def verdict(
     if low > high:
         raise ValueError(f"the interval [{low}, {high}] is reversed")
     side = math.copysign(1.0, claimed)
-    if p_adjusted is not None and not p_adjusted < 0.05:  # the family's correction: as if the interval reached 0
-        low, high = min(low, 0.0), max(high, 0.0)
+    low, high = as_read(low, high, p_adjusted)
     if (low > 0 and side > 0) or (high < 0 and side < 0):
         return "reproduced"
     if low > 0 or high < 0:
@@ -77,6 +76,19 @@ def verdict(
     if detectable is not None and not math.isnan(detectable) and detectable <= abs(claimed):
         return f"not seen (could have detected ≥ {detectable:.2g})"
     return "inconclusive"
+
+
+def as_read(low: float, high: float, p_adjusted: float | None = None) -> tuple[float, float]:
+    """The interval a verdict reads: [``low``, ``high``], or, in a family whose correction leaves the test's p at 0.05
+    or above (``p_adjusted``), stretched to reach 0 — the family's correction read as if the interval included 0.
+
+    >>> as_read(0.001, 0.02, p_adjusted=0.09)
+    (0.0, 0.02)
+    >>> as_read(0.001, 0.02, p_adjusted=0.01)
+    (0.001, 0.02)"""
+    if p_adjusted is not None and not p_adjusted < 0.05:
+        return min(low, 0.0), max(high, 0.0)
+    return low, high
 
 
 def family_verdicts(claimed, low, high, p, *, detectable=None, untested_because=None) -> list[str]:
