@@ -14,8 +14,17 @@ import pytest
 import yaml
 
 from isoflow.finetune.runs import BASELINE
+from isoflow.finetune.verdicts import (
+    CLAIM_KEY,
+    LINK,
+    TREATMENT,
+    TWONN,
+    leading,
+    manipulation_intervals,
+    outside_kind,
+    publication_claims,
+)
 from isoflow.finetune.verdicts import CLAIMS as ACCURACY
-from isoflow.finetune.verdicts import LINK, TWONN, manipulation_intervals, outside_kind, publication_claims
 from isoflow.models.kinds import model_kind
 from isoflow.reporting.significance import (
     correlation_interval,
@@ -225,6 +234,70 @@ def test_a_typed_verdict_is_found():
     # the same words, once their entry no longer computes them, count as typed
     uncomputed = [{**c, "expr": "'x'"} if document in places(c) else c for c in CLAIMS]
     assert "**reproduced**" in typed_verdicts(document, text, uncomputed)
+
+
+# Which run a headline quotes (docs/verdicts.md, "A family of tests"): the one testing its claim best, and, where runs
+# of one claim disagree, each of them (isoflow.finetune.verdicts.leading over every fine-tuning publication).
+HEADLINES = ("README.md", "docs/claims.md")
+FINETUNE_PUBLICATIONS = sorted(p.parent.parent.name for p in ROOT.glob("docs/results/*/tables/finetune_controls.csv"))
+QUOTED = re.compile(r"""accuracy\(\s*(["'])([^"']+)\1(?:\s*,\s*(["'])(\w+)\3)?\s*\)\.query\(\s*(["'])(.+?)\5\s*\)""")
+
+
+@functools.cache
+def treatment_of(publication: str) -> tuple[str, int]:
+    """What λ names in a publication's I-STAR runs (isoflow.finetune.verdicts.TREATMENT, from one run's record: one
+    config sets them for every run) and how many epochs its runs trained."""
+    record = next(iter(sorted((ROOT / "docs/results" / publication / "runs").rglob("istar*/seed*.json"))))
+    settings = json.loads(record.read_text(encoding="utf-8"))["settings"]
+    return "; ".join(f"{k}={settings.get(k)}" for k in TREATMENT), int(settings["epochs"])
+
+
+def accuracy_tests(publications=FINETUNE_PUBLICATIONS, epoch: str = "selected") -> pd.DataFrame:
+    """Every accuracy claim every fine-tuning publication tests, with its treatment and epochs (leading()'s input)."""
+    frames = []
+    for publication in publications:
+        claims = accuracy_verdicts(publication, epoch)
+        treatment, epochs = treatment_of(publication)
+        frames.append(claims.assign(publication=publication, treatment=treatment, epochs=epochs))
+    return pd.concat(frames, ignore_index=True)
+
+
+def headline_quotes(document: str, claims=CLAIMS, epoch: str = "selected") -> dict[tuple, set[str]]:
+    """The accuracy claims a headline document's ledger entries quote (claim key -> the publications quoted on it)."""
+    quoted: dict[tuple, set[str]] = {}
+    for claim in claims:
+        if document not in places(claim):
+            continue
+        for _, publication, _, at, _, query in QUOTED.findall(claim.get("expr", "")):
+            rows = accuracy_tests([publication], at or epoch).query(query)
+            for key in rows[CLAIM_KEY].itertuples(index=False):
+                quoted.setdefault(tuple(key), set()).add(publication)
+    return quoted
+
+
+@pytest.mark.parametrize("document", HEADLINES)
+def test_a_headline_quotes_the_run_that_tests_its_claim_best(document):
+    """A headline on an accuracy claim quotes the publication whose runs test it best (the longest-trained, then the
+    most powerful) and every publication of the same claim whose word differs from it."""
+    leads = leading(accuracy_tests()).set_index(CLAIM_KEY)
+    quoted = headline_quotes(document)
+    assert quoted, f"{document}: no accuracy claim quoted (the ledger's accuracy(...).query(...) entries)"
+    missing = {key: sorted(set(leads.loc[key, "quote"]) - found) for key, found in quoted.items()}
+    missing = {key: pubs for key, pubs in missing.items() if pubs}
+    assert not missing, f"{document}: a headline leaves out the runs that lead its claim: {missing}"
+
+
+def test_a_headline_quoting_a_weaker_run_fails():
+    """The same check on a ledger whose MiniLM entry quotes the 2-epoch sweep instead of the 4-epoch one."""
+    longer = "accuracy('finetune-longer').query('weight == -1')"
+    minilm = [c for c in CLAIMS if "README.md" in places(c) and longer in c.get("expr", "")]
+    assert minilm, "the README's MiniLM verdict is read from finetune-longer"
+    shorter = "accuracy('finetune').query('task == \"glue/sst2\" and weight == -1')"
+    weaker = [{**c, "expr": c["expr"].replace(longer, shorter)} for c in minilm]
+    (key,) = headline_quotes("README.md", weaker)
+    assert leading(accuracy_tests()).set_index(CLAIM_KEY).loc[key, "lead"] == "finetune-longer"
+    assert headline_quotes("README.md", weaker)[key] == {"finetune"}
+    assert headline_quotes("README.md", minilm)[key] == {"finetune-longer"}
 
 
 # Every decimal a results README writes is read from a table (the ledger) or declared not measured (constants.yaml).

@@ -201,3 +201,41 @@ def manipulation_intervals(manipulation: pd.DataFrame, paired: pd.DataFrame) -> 
     own = own[own.reg == "istar"][[*keys, "low", "high"]]
     missing = own.merge(pretrained[keys], on=keys, how="left", indicator=True)
     return pd.concat([pretrained, own[(missing._merge == "left_only").to_numpy()]], ignore_index=True)
+
+
+# What λ names: two publications' runs at the same weight test one penalty only where these settings agree (the points
+# the penalty reads, λ scaled by the penalty's pull, its shrinkage ζ); every other setting is the run's strength or
+# set-up, and two runs of one penalty test the same claim however long they trained.
+TREATMENT = ("points", "istar_pull", "zeta")
+CLAIM_KEY = ["task", "model", "reg", "weight", "claim", "treatment"]
+
+
+def leading(tests: pd.DataFrame) -> pd.DataFrame:
+    """Which run a headline quotes (docs/verdicts.md, "A family of tests"): among the publications that test one claim
+    with one penalty (:data:`CLAIM_KEY`), the one that tests it best — the longest-trained (``epochs``), then the most
+    powerful (the smallest ``detectable`` effect) — and every publication whose word differs from that one's, since
+    runs of one claim that disagree are quoted together.
+
+    ``tests``: one row a publication and claim — :data:`CLAIM_KEY`, ``publication``, ``epochs``, ``detectable`` and
+    ``verdict``. Returns per claim the leading publication (``lead``), its word, and ``quote``: the publications a
+    headline on that claim must quote (the lead first).
+
+    >>> tests = pd.DataFrame({"publication": ["short", "long", "other"], "task": "t", "model": "m", "reg": "istar",
+    ...     "weight": -1.0, "claim": "λ < 0 improves", "treatment": ["a", "a", "b"], "epochs": [2, 4, 3],
+    ...     "detectable": [0.01, 0.02, 0.01], "verdict": ["not seen (could have detected ≥ 0.01)", "reproduced",
+    ...     "inconclusive"]})
+    >>> leading(tests)[["treatment", "lead", "quote"]].to_dict("records")  # doctest: +NORMALIZE_WHITESPACE
+    [{'treatment': 'a', 'lead': 'long', 'quote': ['long', 'short']},
+     {'treatment': 'b', 'lead': 'other', 'quote': ['other']}]
+    """
+    from ..reporting.verdicts import word_of
+
+    rows = []
+    ranked = tests.assign(word=tests.verdict.map(word_of), power=-tests.detectable)
+    for key, runs in ranked.groupby(CLAIM_KEY, sort=True, dropna=False):
+        runs = runs.sort_values(["epochs", "power", "publication"], ascending=[False, False, True])
+        lead = runs.iloc[0]
+        disagree = runs[runs.word != lead.word].publication.tolist()
+        rows.append({**dict(zip(CLAIM_KEY, key)), "lead": lead.publication, "word": lead.word,
+                     "quote": [lead.publication, *disagree]})  # fmt: skip
+    return pd.DataFrame(rows)
