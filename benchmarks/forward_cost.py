@@ -62,8 +62,8 @@ def measure(shape: str, dtype: str, passes, repeats: int) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from isoflow.provenance import code_version
-    from isoflow.records import machine
+    from isoflow.atomic import write_json
+    from isoflow.records import run_provenance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shape", default="llama-3.2-1b", choices=sorted(model_shapes.SHAPES))
@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     shape, passes, repeats = ("tiny-llama", PASSES[:2], 1) if args.tiny else (args.shape, PASSES, args.repeats)
+    provenance = run_provenance()  # the code as it is imported: a file edited while the passes run is not what ran
     rows = measure(shape, args.dtype, passes, repeats)
     a, c = fixed_cost([r["positions"] for r in rows], [r["seconds"] for r in rows])
     result = {
@@ -80,14 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         "shape": shape,
         "dtype": args.dtype,
         "repeats": repeats,
-        "machine": machine(),
-        "threads": torch.get_num_threads(),
-        "code": code_version(),
+        "provenance": provenance,
         "rows": rows,
         "fit": {"ms_per_position": 1000 * a, "fixed_cost_positions": c},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    write_json(args.out, result)  # whole or not at all: an interrupted run leaves the last result standing
     print(f"wrote {args.out}: {1000 * a:.2f} ms a position, a pass's fixed cost {c:.1f} positions")
     return 0
 

@@ -197,7 +197,9 @@ def test_the_forward_cost_benchmark_fits_a_pass_s_fixed_cost(tmp_path):
     assert forward_cost.main(["--tiny", "--out", str(out)]) == 0
     written = json.loads(out.read_text())
     rows, fit = written["rows"], written["fit"]
-    assert [r["positions"] for r in rows] == [32, 256] and written["code"] and written["machine"]["cpu"]
+    assert [r["positions"] for r in rows] == [32, 256]
+    provenance = written["provenance"]  # what every run's record says of what made it (isoflow.records)
+    assert provenance["code"]["git_commit"] and provenance["machine"]["cpu"] and provenance["versions"]["torch"]
     a = (rows[1]["seconds"] - rows[0]["seconds"]) / (256 - 32)
     assert fit["ms_per_position"] == pytest.approx(1000 * a, rel=1e-6)
     assert fit["fixed_cost_positions"] == pytest.approx(rows[0]["seconds"] / a - 32, rel=1e-6, abs=1e-6)
