@@ -203,6 +203,10 @@ def test_the_forward_cost_benchmark_fits_a_pass_s_fixed_cost(tmp_path):
     a = (rows[1]["seconds"] - rows[0]["seconds"]) / (256 - 32)
     assert fit["ms_per_position"] == pytest.approx(1000 * a, rel=1e-6)
     assert fit["fixed_cost_positions"] == pytest.approx(rows[0]["seconds"] / a - 32, rel=1e-6, abs=1e-6)
+    # the fit weighs relative errors: a long pass 2 % slow leaves a fixed cost of 6 positions near 6 (unweighted: -1.5)
+    passes = (32, 256, 512, 1024, 2048)
+    seconds = [0.001 * (p + 6) * (1.02 if p == 2048 else 1) for p in passes]
+    assert forward_cost.fixed_cost(passes, seconds)[1] == pytest.approx(5.75, abs=0.01)
 
 
 @pytest.mark.slow
