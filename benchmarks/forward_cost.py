@@ -33,9 +33,10 @@ def fixed_cost(positions, seconds) -> tuple[float, float]:
     weighted by 1/t): the seconds a position and a pass's fixed cost in positions.
 
     A pass's timing varies by a few per cent of its length, so an unweighted fit lets the longest pass's noise set the
-    intercept: two runs of this benchmark on one machine gave c = 10.3 and −12.5 positions from per-position costs at
-    2,048 positions 2 % apart, while the weighted fit gave 5.8 and 6.5 from the same rows — the short passes, where the
-    fixed cost shows, count as much as the long ones.
+    intercept: two runs of this benchmark on one machine (benchmarks/results/forward-cost-unweighted.json and the
+    forward-cost.json before it in git) gave c = −12.5 and 10.3 positions from per-position costs at 2,048 positions 2 %
+    apart, while the weighted fit gives 6.5 and 5.8 from the same rows — the short passes, where the fixed cost shows,
+    count as much as the long ones.
 
     >>> a, c = fixed_cost([32, 256, 2048], [0.001 * (p + 10) for p in (32, 256, 2048)])
     >>> round(a, 6), round(c, 6)

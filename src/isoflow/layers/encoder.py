@@ -172,7 +172,7 @@ class Batch:
 # groups of similar lengths (forward_groups), each of at most its batch size × POSITIONS_PER_SENTENCE positions, so
 # that a long sentence neither makes its batch's short ones pay for its length (Brown's batches of 32 in corpus order
 # computed 2.85 positions a point: docs/performance.md) nor sets the batch's memory; a split must save
-# FORWARD_POSITIONS positions a pass, above a pass's fixed cost in positions (benchmarks/forward_cost.py: 10.3 on the
+# FORWARD_POSITIONS positions a pass, above a pass's fixed cost in positions (benchmarks/forward_cost.py: 7.3 on the
 # 1B shape in bf16 on 2 CPU cores, benchmarks/results/forward-cost.json; more on a small model, whose passes are
 # mostly fixed costs)
 POSITIONS_PER_SENTENCE = 64
