@@ -37,7 +37,7 @@ import pandas as pd
 
 from ..models.kinds import CAUSAL_LM, MASKED_LM
 from ..reporting.significance import paired_test
-from ..reporting.verdicts import as_read, holm_family
+from ..reporting.verdicts import as_read, holm_family, word_of
 from .runs import BASELINE
 
 PAPER_KINDS = (MASKED_LM, CAUSAL_LM)  # Rudman & Eickhoff fine-tune BERT, ALBERT, DistilBERT: masked LMs
@@ -228,8 +228,6 @@ def leading(tests: pd.DataFrame) -> pd.DataFrame:
     [{'treatment': 'a', 'lead': 'long', 'quote': ['long', 'short']},
      {'treatment': 'b', 'lead': 'other', 'quote': ['other']}]
     """
-    from ..reporting.verdicts import word_of
-
     rows = []
     ranked = tests.assign(word=tests.verdict.map(word_of), power=-tests.detectable)
     for key, runs in ranked.groupby(CLAIM_KEY, sort=True, dropna=False):
