@@ -623,29 +623,51 @@ def test_a_resume_in_parts_makes_only_the_missing_series_then_draws_the_report_f
 
 def test_a_sweep_compared_run_by_run_is_not_resumed_on_another_kind_of_cpu(tmp_path, monkeypatch):
     """A one-commit publication's resume on a machine whose CPU is not the one its saved runs name is refused in one
-    line before anything runs (its new runs could not be published with them, hours later); on the same kind it goes
-    on, and a publication that compares no runs run by run resumes anywhere."""
+    line before anything runs, where a run it would make is compared with them (its new runs could not be published
+    with them, hours later); on the same kind it goes on. The strength-matched control compares runs seed by seed:
+    a seed whose saved runs are on another kind refuses only while that seed still lacks a run, and a seed with no
+    saved run, or every run made, leaves this machine free. A publication that compares no runs run by run resumes
+    anywhere."""
     from isoflow import records
 
     steps = []
     monkeypatch.setattr(publish_results, "ROOT", tmp_path)
     monkeypatch.setattr(publish_results, "_snakemake", lambda command: steps.append(command[1:]))
     monkeypatch.setattr(publish_results, "publish", lambda *a, **k: None)
-    _write(tmp_path / "config/finetune-smollm2-fair-control.yaml", "results_dir: results/control\n")
-    saved = tmp_path / "partial-results/finetune-smollm2-fair-control/finetune/runs/glue/sst2/m/istar0/seed0.json"
-    _write(saved, json.dumps({"machine": {"cpu": "AMD EPYC"}}))
-    monkeypatch.setattr(records, "machine", lambda: {"cpu": "Intel(R) Xeon(R) Processor"})
-    with pytest.raises(PublishError) as refused:
-        publish_results.reproduce("finetune-smollm2-fair-control", resume=True)
-    assert str(refused.value) == (
-        "partial-results/finetune-smollm2-fair-control/finetune/runs/glue/sst2/m/istar0/seed0.json: made on AMD EPYC, "
-        "and this machine is Intel(R) Xeon(R) Processor; finetune-smollm2-fair-control compares runs made on one kind "
-        "of CPU: resume it on AMD EPYC"
+    _write(
+        tmp_path / "config/finetune-smollm2-fair-control.yaml",
+        "results_dir: results/control\nfinetune: {tasks: [glue/sst2], models: [m], istar_lambdas: [0], "
+        "meandir_weights: [1], seeds: [0, 1, 2]}\n",
     )
-    assert steps == [] and saved.is_file()  # nothing ran, nothing removed
-    monkeypatch.setattr(records, "machine", lambda: {"cpu": "AMD EPYC"})
-    publish_results.reproduce("finetune-smollm2-fair-control", resume=True)
+    runs = tmp_path / "partial-results/finetune-smollm2-fair-control/finetune/runs/glue/sst2/m"
+    amd = json.dumps({"machine": {"cpu": "AMD EPYC"}})
+    _write(runs / "istar0/seed0.json", amd)  # seed 0: its control run not made yet
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "Intel(R) Xeon(R) Processor"})
+    control = "finetune-smollm2-fair-control"
+    with pytest.raises(PublishError) as refused:
+        publish_results.reproduce(control, resume=True)
+    assert str(refused.value) == (
+        f"partial-results/{control}/finetune/runs/glue/sst2/m/istar0/seed0.json: made on AMD EPYC, and this machine is "
+        f"Intel(R) Xeon(R) Processor; {control} compares the runs of its seed 0 made on one kind of CPU: resume it on "
+        "AMD EPYC"
+    )
+    assert steps == [] and (runs / "istar0/seed0.json").is_file()  # nothing ran, nothing removed
+    _write(runs / "meandir1/seed0.json", amd)  # seed 0 whole on AMD: seeds 1 and 2 may be made here
+    publish_results.reproduce(control, resume=True)
     assert len(steps) == 2 and steps[-1][0] == "finetune"  # its inputs, then the runs
+    _write(runs / "meandir1/seed1.json", amd)  # seed 1 begun on AMD: refused again, naming it
+    with pytest.raises(PublishError, match=r"meandir1/seed1.json: made on AMD EPYC, .* its seed 1 made on one kind"):
+        publish_results.reproduce(control, resume=True)
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "AMD EPYC"})
+    publish_results.reproduce(control, resume=True)
+    # compared as one (the fair sweep's floor: every run against every other): any run on another kind refuses
+    floor = "finetune-smollm2-fair-floor"
+    _write(tmp_path / f"config/{floor}.yaml", "finetune: {tasks: [glue/sst2], models: [m], istar_lambdas: [0], "
+           "seeds: [0, 1]}\n")  # fmt: skip
+    _write(tmp_path / f"partial-results/{floor}/finetune/runs/glue/sst2/m/istar0/seed0.json", amd)
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "Intel(R) Xeon(R) Processor"})
+    with pytest.raises(PublishError, match=f"{floor} compares runs made on one kind of CPU: resume it on AMD EPYC"):
+        publish_results.reproduce(floor, resume=True)
     _write(tmp_path / "config/reproduce-offline.yaml", "results_dir: results/offline\n")
     _write(tmp_path / "partial-results/istar/istar/runs/polarity/m/istar1/seed0.json", '{"machine": {"cpu": "X"}}')
     publish_results.reproduce("istar", resume=True)  # not compared run by run: any machine
@@ -704,6 +726,17 @@ def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commi
     with pytest.raises(
         PublishError, match=r"more than one kind of CPU: 1 on AMD EPYC \(e.g. glue/sst2/m/istar0/seed0.json\); 1 on "
     ):
+        check_one_commit(runs)
+    # compared seed by seed (the strength-matched control): one kind within a seed, any kind between seeds
+    with pytest.raises(PublishError, match=r"the runs of its seed 0 were made on more than one kind of CPU"):
+        check_one_commit(runs, cpu_per_seed=True)
+    (runs / "glue/sst2/m/meandir1/seed0.json").rename(runs / "glue/sst2/m/meandir1/seed1.json")
+    _write(
+        runs / "glue/sst2/m/istar0/seed1.json",
+        json.dumps({"code": code, "threads": 2, "machine": {"cpu": "Intel Xeon"}}),
+    )
+    check_one_commit(runs, cpu_per_seed=True)  # seed 0 on AMD, seed 1 on Intel
+    with pytest.raises(PublishError, match="more than one kind of CPU"):
         check_one_commit(runs)
 
 

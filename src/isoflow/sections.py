@@ -319,6 +319,9 @@ class Publication:
     # A sweep whose runs are compared with one another: published only when every run was made at one clean commit
     # with one thread count (training amplifies any difference of code or summation order).
     one_commit: bool = False
+    # Its runs compared seed by seed only (each run against the λ = 0 run of its seed): each seed's runs on one kind of
+    # CPU, the kind free to differ between seeds (docs/finetune.md, "The strength-matched control"); else every run's.
+    cpu_per_seed: bool = False
 
 
 PUBLICATIONS: dict[str, Publication] = {
@@ -340,7 +343,11 @@ PUBLICATIONS: dict[str, Publication] = {
             "finetune-smollm2-fair-rerun", "finetune", "config/finetune-smollm2-fair-rerun.yaml", one_commit=True
         ),
         Publication(
-            "finetune-smollm2-fair-control", "finetune", "config/finetune-smollm2-fair-control.yaml", one_commit=True
+            "finetune-smollm2-fair-control",
+            "finetune",
+            "config/finetune-smollm2-fair-control.yaml",
+            one_commit=True,
+            cpu_per_seed=True,
         ),
         Publication("nonlinear-head", "istar", "config/nonlinear-head.yaml"),
         Publication("nonlinear-head-2", "istar", "config/nonlinear-head-2.yaml"),

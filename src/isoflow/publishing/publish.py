@@ -35,7 +35,8 @@ import time
 from pathlib import Path
 
 from ..atomic import MARKER, OutputExistsError, atomic_dir
-from ..finetune.runs import LrRun, SweepRun
+from ..config_files import load
+from ..finetune.runs import LrRun, SweepRun, sweep_runs
 from ..layout import RUNS
 from ..provenance import PUBLISHED_RESULTS, code_version
 from ..sections import PUBLICATIONS, SECTIONS
@@ -129,6 +130,12 @@ def _compared_records(runs: Path) -> list[tuple[Path, dict]]:
     return [(record, json.loads(record.read_text())) for record in records]
 
 
+def _seed_of(runs: Path, record: Path) -> int:
+    """The seed of a compared run's record (its run id's: a sweep run's, else a learning-rate candidate's)."""
+    identity = record.relative_to(runs).with_suffix("").as_posix()
+    return (SweepRun.read(identity) or LrRun.read(identity)).seed
+
+
 def _cpus(records: list[tuple[Path, dict]]) -> dict[str, list[Path]]:
     """The kinds of CPU the ``records`` name (``machine.cpu``; older records name none), each with its records."""
     cpus: dict[str, list[Path]] = {}
@@ -138,34 +145,55 @@ def _cpus(records: list[tuple[Path, dict]]) -> dict[str, list[Path]]:
     return cpus
 
 
+def _groups(runs: Path, records: list[tuple[Path, dict]], per_seed: bool) -> dict[str, list[tuple[Path, dict]]]:
+    """The sets of ``records`` that must share a kind of CPU: all of them, or each seed's (``per_seed``)."""
+    if not per_seed:
+        return {"": records}
+    groups: dict[str, list[tuple[Path, dict]]] = {}
+    for record, info in records:
+        groups.setdefault(f"seed {_seed_of(runs, record)}", []).append((record, info))
+    return groups
+
+
 def check_resumable_here(publication: str, root: Path) -> None:
     """Refuse (PublishError, one line), before any run starts, to resume a one-commit publication on a kind of CPU
-    other than the one its saved or published runs name: the runs this machine would make could not be published
-    with them (:func:`check_one_commit`), hours later. A change of CPU kind alone moves a fine-tuning run as a change
-    of seed does (docs/finetune.md, "The strength-matched control")."""
+    other than the one its saved or published runs name, where the runs this machine would make are compared with
+    them — any of them, or, for a publication compared seed by seed (``cpu_per_seed``), those of the same seed: they
+    could not be published together (:func:`check_one_commit`), hours later. A change of CPU kind alone moves a
+    fine-tuning run as a change of seed does (docs/finetune.md, "The strength-matched control"). A seed whose runs are
+    all made is left to whatever made it."""
     from ..records import machine
 
-    if not PUBLICATIONS[publication].one_commit:
+    kept = PUBLICATIONS[publication]
+    if not kept.one_commit:
         return
     here = machine()["cpu"]
+    wanted = sweep_runs(load(kept.config, root).get("finetune") or {})
     for folder, _ in partial_runs.sources(publication, root):
-        others = {cpu: records for cpu, records in _cpus(_compared_records(folder)).items() if cpu != here}
-        if others:
-            cpu, records = next(iter(sorted(others.items())))
-            raise PublishError(
-                f"{records[0].relative_to(root)}: made on {cpu}, and this machine is {here}; {publication} compares "
-                f"runs made on one kind of CPU: resume it on {cpu}"
-            )
+        compared = _compared_records(folder)
+        saved = {record.relative_to(folder).with_suffix("").as_posix() for record, _ in compared}
+        for group, records in _groups(folder, compared, kept.cpu_per_seed).items():
+            seeds = {_seed_of(folder, record) for record, _ in records}
+            if not any(run.identity() not in saved and (not group or run.seed in seeds) for run in wanted):
+                continue  # nothing of this group left to make here
+            others = {cpu: made for cpu, made in _cpus(records).items() if cpu != here}
+            if others:
+                cpu, made = next(iter(sorted(others.items())))
+                whose = f"the runs of its {group}" if group else "runs"
+                raise PublishError(
+                    f"{made[0].relative_to(root)}: made on {cpu}, and this machine is {here}; {publication} compares "
+                    f"{whose} made on one kind of CPU: resume it on {cpu}"
+                )
 
 
-def check_one_commit(runs: Path) -> None:
+def check_one_commit(runs: Path, *, cpu_per_seed: bool = False) -> None:
     """Refuse (PublishError, one line) runs under ``runs`` made at more than one commit or thread count, or at a
     checkout with uncommitted changes, counting a resumed run's first part at the commit that made it; or, among the
-    runs that record their CPU (``machine.cpu``; older records do not), on more than one kind of CPU: a sweep whose
-    runs are compared must differ only in what it varies."""
+    runs that record their CPU (``machine.cpu``; older records do not), on more than one kind of CPU — or, with
+    ``cpu_per_seed``, one seed's runs on more than one: a sweep whose runs are compared must differ only in what it
+    varies."""
     records = _compared_records(runs)
     made = {record: _made(info) for record, info in records}
-    cpus = _cpus(records)
     kinds = sorted({part for parts in made.values() for part in parts}, key=str)
     dirty = [r for r, parts in made.items() if any(d for _, d, _ in parts)]
     if len(kinds) > 1 or dirty:
@@ -174,12 +202,15 @@ def check_one_commit(runs: Path) -> None:
             f"{runs}: its compared runs were made at {shown}; this publication needs one clean commit and one thread "
             "count (rerun the odd ones in a worktree pinned at the sweep's commit)"
         )
-    if len(cpus) > 1:
-        shown = "; ".join(f"{len(r)} on {cpu} (e.g. {r[0].relative_to(runs)})" for cpu, r in sorted(cpus.items()))
-        raise PublishError(
-            f"{runs}: its compared runs were made on more than one kind of CPU: {shown}; this publication needs one "
-            "(rerun the odd ones on the others' kind)"
-        )
+    for group, members in _groups(runs, records, cpu_per_seed).items():
+        cpus = _cpus(members)
+        if len(cpus) > 1:
+            shown = "; ".join(f"{len(r)} on {cpu} (e.g. {r[0].relative_to(runs)})" for cpu, r in sorted(cpus.items()))
+            whose = f"the runs of its {group}" if group else "its compared runs"
+            raise PublishError(
+                f"{runs}: {whose} were made on more than one kind of CPU: {shown}; this publication needs one "
+                "(rerun the odd ones on the others' kind)"
+            )
 
 
 def _provenance(publication: str, results: Path, root: Path, made_by: str | None) -> dict:
@@ -206,7 +237,7 @@ def publish(
     if not tables or not figures:
         raise PublishError(f"{where}: no tables or figures; run `snakemake {section.name}` with its config first")
     if PUBLICATIONS[publication].one_commit:
-        check_one_commit(where / RUNS)
+        check_one_commit(where / RUNS, cpu_per_seed=PUBLICATIONS[publication].cpu_per_seed)
     try:
         with atomic_dir(dest, expected=TOP_LEVEL, force=force, kind=f"published {publication} results") as staging:
             (staging / "PUBLISHED.json").write_text(
