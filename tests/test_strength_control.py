@@ -14,14 +14,15 @@ from isoflow.finetune.runs import arm_records
 from isoflow.finetune.strength_control import arm_differences, control_reading, split_control, strength_control
 
 
-def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None):
+def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None, cpu=None):
     """A run's record and epochs as isoflow finetune writes them (the fields the reading takes); a control run names
-    the arm whose pull it matched (``matched``)."""
+    the arm whose pull it matched (``matched``); a record made since records name their machine, its CPU (``cpu``)."""
     name = {"istar": "istar_lambda", "meandir": "meandir_weight"}[reg]
     stem = folder / f"{reg}{weight:g}" / f"seed{seed}"
     stem.parent.mkdir(parents=True, exist_ok=True)
     settings = {"task": "glue/sst2", "model": "m", "reg": reg, "seed": seed, "istar_lambda": 0.0, name: weight}
     record = {"settings": settings, "n_train": 100, **({"matched_pull": {"from": str(matched)}} if matched else {})}
+    record.update({"machine": {"cpu": cpu}} if cpu else {})
     stem.with_suffix(".json").write_text(json.dumps(record))
     epochs = pd.DataFrame(
         {
@@ -48,7 +49,16 @@ def test_each_arm_is_read_against_the_plain_run_of_its_own_seed_at_the_selected_
         expected[seed] = max(run) - max(plain)
     d = arm_differences(records, "meandir", 1.0)
     assert d.index.tolist() == [0, 1, 2, 3] and d["metric"].tolist() == pytest.approx(list(expected.values()))
-    assert (d["isoscore_star"] > 0.01).all()
+    assert (d["isoscore_star"] > 0.01).all() and set(d["cpu"]) == {"not recorded"}
+    # each pair's CPU beside its difference: seeds 0-1 on one kind, 2 on another, 3's pair split (the publish check's
+    # refusal; shown, not hidden, where a reading is drawn from such runs)
+    for seed, (mine, plain) in enumerate(
+        [("AMD EPYC",) * 2, ("AMD EPYC",) * 2, ("Intel Xeon",) * 2, ("AMD EPYC", "Intel Xeon")]
+    ):
+        write_run(tmp_path, "istar", 0.0, seed, [0.5, 0.8 + 0.01 * seed, 0.79], [0.14, 0.15, 0.16], cpu=plain)
+        write_run(tmp_path, "meandir", 1.0, seed, [0.5, 0.7, 0.76 - 0.005 * seed], [0.14, 0.15, 0.17], cpu=mine)
+    assert arm_differences(records, "meandir", 1.0)["cpu"].tolist() == [
+        "AMD EPYC", "AMD EPYC", "Intel Xeon", "AMD EPYC / Intel Xeon"]  # fmt: skip
     with pytest.raises(ValueError, match="no seed has both a istar 1 run and a plain run"):
         arm_differences(records, "istar", 1.0)
 

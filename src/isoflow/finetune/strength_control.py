@@ -38,12 +38,15 @@ BOUND = 0.25  # the control's IsoScore* shift, as a share of the intervention's,
 def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     """Per seed, the run of ``reg`` at ``weight`` minus the λ = 0 run of the same seed among ``records``: the held-out
     metric at each run's selected epoch (``metric``) and IsoScore* against the pretrained Σ_S after the last epoch
-    (``isoscore_star``)."""
+    (``isoscore_star``), and the kind of CPU the pair was made on (``cpu``: one kind, or both where they differ; "not
+    recorded" for records older than the machine's name)."""
     rows = []
     for record in map(Path, records):
         row = _selected(record)
         epochs = pd.read_parquet(record.with_suffix(".parquet"))
-        rows.append({**row, "isoscore_star": float(epochs["isoscore_star_pretrained"].iloc[-1])})
+        machine = json.loads(record.read_text()).get("machine") or {}
+        cpu = machine.get("cpu") or "not recorded"
+        rows.append({**row, "isoscore_star": float(epochs["isoscore_star_pretrained"].iloc[-1]), "cpu": cpu})
     runs = pd.DataFrame(rows)
     arm = runs[(runs.reg == reg) & (runs.weight == weight)].set_index("seed")
     plain = runs[(runs.reg == "istar") & (runs.weight == 0.0)].set_index("seed")
@@ -54,7 +57,9 @@ def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
         {
             "metric": both["metric"] - both["metric_plain"],
             "isoscore_star": both["isoscore_star"] - both["isoscore_star_plain"],
-        }
+            "cpu": [a if a == b else f"{a} / {b}" for a, b in zip(both["cpu"], both["cpu_plain"])],
+        },
+        index=both.index,
     ).sort_index()
 
 
@@ -116,7 +121,8 @@ CAPTION = (
 SEEDS_CAPTION = (
     "The strength-matched control seed by seed: each arm's run minus its own λ = 0 run of the same seed, the held-out "
     "metric at the selected epoch and IsoScore* against the pretrained Σ_S after the last epoch (what the table "
-    "finetune_strength_control reads)."
+    "finetune_strength_control reads), and the kind of CPU the pair was made on (one within each seed: "
+    'docs/finetune.md, "The strength-matched control").'
 )
 
 
@@ -154,4 +160,4 @@ def control_reading(control, others) -> tuple[pd.DataFrame, pd.DataFrame]:
             mine.assign(arm=f"mean-direction control at {control_weight:g}"),
         ]
     ).reset_index(names="seed")
-    return strength_control(intervention, mine), seeds[["arm", "seed", "metric", "isoscore_star"]]
+    return strength_control(intervention, mine), seeds[["arm", "seed", "metric", "isoscore_star", "cpu"]]
