@@ -573,7 +573,17 @@ def test_a_publication_in_parts_saves_whole_series_each_run_as_its_published_fil
     )  # fmt: skip
     info = json.loads((saved.parents[1] / "PARTIAL.json").read_text())
     assert info["parts"] == ["a"] and info["parts_left"] == {"a-seed1": "2 of 6 runs"}
+    # a job stopped midway leaves the folder Snakemake made for its outputs, empty: that run is not made, its series
+    # not whole (seen: a series saved as whole with two such folders)
     import shutil
+
+    stopped = root / "results" / "dyn" / "dynamics" / "runs" / "cka" / "a" / "notes" / "step1" / "step5"
+    shutil.rmtree(stopped)
+    stopped.mkdir()
+    assert partial_runs.main(["save", "dyn"]) == 1
+    refused = capsys.readouterr().err
+    assert "no finished runs to save (begun, not whole: a, 5 of 6 runs; a-seed1, 2 of 6 runs)" in refused
+    _made(stopped, "cross.parquet")
 
     shutil.rmtree(root / "results" / "dyn" / "dynamics" / "runs" / "a")  # no series whole: nothing to save
     with pytest.raises(partial_runs.PartialError, match=r"no finished runs to save \(begun, not whole: a, 3 of 6"):

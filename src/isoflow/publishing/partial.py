@@ -119,8 +119,15 @@ def parts_of(publication: str, root: Path) -> dict[str, list[tuple[RunId, str]]]
 
 
 def missing_runs(runs: list[tuple[RunId, str]], results: Path) -> list[tuple[RunId, str]]:
-    """The runs of a part whose folder is not under ``results`` (a run's folder is written whole: there, it is made)."""
-    return [(run, target) for run, target in runs if not Path(run.path(results)).is_dir()]
+    """The runs of a part not made under ``results``: no folder, or an empty one. A run's folder is written whole (its
+    job's files, or, put back by a restore, its published files), but Snakemake makes the folder of a job's outputs
+    before the job starts, so a job stopped midway leaves it there empty: a folder alone does not say the run was
+    made."""
+    return [(run, target) for run, target in runs if not _holds_files(Path(run.path(results)))]
+
+
+def _holds_files(folder: Path) -> bool:
+    return folder.is_dir() and any(folder.iterdir())
 
 
 def _split_parts(parts: dict[str, list[tuple[RunId, str]]], results: Path) -> tuple[dict, dict[str, str]]:
@@ -189,7 +196,7 @@ def save(publication: str, root: Path = ROOT, rerun: bool = False) -> Path:
         found[pub.section] = [rel for rel in found[pub.section] if rel.parent in kept and rel.name in published]
         progress[pub.section] = []
     if not found[pub.section] and not progress[pub.section]:
-        begun = f" (begun, not whole: {', '.join(f'{n}, {made}' for n, made in left.items())})" if left else ""
+        begun = f" (begun, not whole: {'; '.join(f'{n}, {made}' for n, made in left.items())})" if left else ""
         raise PartialError(
             f"{results / pub.section / RUNS}: no finished runs to save{begun}; run `make resume-{publication}` first"
         )
