@@ -294,9 +294,10 @@ def test_a_headline_quoting_a_weaker_run_fails():
     assert minilm, "the README's MiniLM verdict is read from finetune-longer"
     shorter = "accuracy('finetune').query('task == \"glue/sst2\" and weight == -1')"
     weaker = [{**c, "expr": c["expr"].replace(longer, shorter)} for c in minilm]
-    (key,) = headline_quotes("README.md", weaker)
+    quoted = headline_quotes("README.md", weaker)
+    (key,) = quoted
     assert leading(accuracy_tests()).set_index(CLAIM_KEY).loc[key, "lead"] == "finetune-longer"
-    assert headline_quotes("README.md", weaker)[key] == {"finetune"}
+    assert quoted[key] == {"finetune"}
     assert headline_quotes("README.md", minilm)[key] == {"finetune-longer"}
 
 

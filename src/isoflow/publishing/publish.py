@@ -124,34 +124,28 @@ def _made(info: dict) -> list[tuple[str, bool, object]]:
     return [(c.get("git_commit") or "unknown", bool(c.get("git_dirty")), info.get("threads")) for c in parts]
 
 
-def _compared_records(runs: Path) -> list[tuple[Path, dict]]:
-    """(path, record) of every run a one-commit publication compares under ``runs``, sorted."""
-    records = sorted(p for kind in (SweepRun, LrRun) for _, p in kind.found_in(runs, ".json"))
-    return [(record, json.loads(record.read_text())) for record in records]
+def _compared_records(runs: Path) -> list[tuple[Path, dict, SweepRun | LrRun]]:
+    """(path, record, run id) of every run a one-commit publication compares under ``runs``, by path."""
+    found = [(p, run) for kind in (SweepRun, LrRun) for run, p in kind.found_in(runs, ".json")]
+    return [(record, json.loads(record.read_text()), run) for record, run in sorted(found, key=lambda f: f[0])]
 
 
-def _seed_of(runs: Path, record: Path) -> int:
-    """The seed of a compared run's record (its run id's: a sweep run's, else a learning-rate candidate's)."""
-    identity = record.relative_to(runs).with_suffix("").as_posix()
-    return (SweepRun.read(identity) or LrRun.read(identity)).seed
-
-
-def _cpus(records: list[tuple[Path, dict]]) -> dict[str, list[Path]]:
+def _cpus(records: list[tuple[Path, dict, SweepRun | LrRun]]) -> dict[str, list[Path]]:
     """The kinds of CPU the ``records`` name (``machine.cpu``; older records name none), each with its records."""
     cpus: dict[str, list[Path]] = {}
-    for record, info in records:
+    for record, info, _ in records:
         if (info.get("machine") or {}).get("cpu"):
             cpus.setdefault(info["machine"]["cpu"], []).append(record)
     return cpus
 
 
-def _groups(runs: Path, records: list[tuple[Path, dict]], per_seed: bool) -> dict[str, list[tuple[Path, dict]]]:
-    """The sets of ``records`` that must share a kind of CPU: all of them, or each seed's (``per_seed``)."""
+def _groups(records: list[tuple[Path, dict, SweepRun | LrRun]], per_seed: bool) -> dict[int | None, list]:
+    """The sets of ``records`` that must share a kind of CPU: all of them (None), or each seed's (``per_seed``)."""
     if not per_seed:
-        return {"": records}
-    groups: dict[str, list[tuple[Path, dict]]] = {}
-    for record, info in records:
-        groups.setdefault(f"seed {_seed_of(runs, record)}", []).append((record, info))
+        return {None: records}
+    groups: dict[int | None, list] = {}
+    for found in records:
+        groups.setdefault(found[2].seed, []).append(found)
     return groups
 
 
@@ -171,15 +165,14 @@ def check_resumable_here(publication: str, root: Path) -> None:
     wanted = sweep_runs(load(kept.config, root).get("finetune") or {})
     for folder, _ in partial_runs.sources(publication, root):
         compared = _compared_records(folder)
-        saved = {record.relative_to(folder).with_suffix("").as_posix() for record, _ in compared}
-        for group, records in _groups(folder, compared, kept.cpu_per_seed).items():
-            seeds = {_seed_of(folder, record) for record, _ in records}
-            if not any(run.identity() not in saved and (not group or run.seed in seeds) for run in wanted):
+        saved = {run for _, _, run in compared}
+        for seed, records in _groups(compared, kept.cpu_per_seed).items():
+            if not any(run not in saved and seed in (None, run.seed) for run in wanted):
                 continue  # nothing of this group left to make here
             others = {cpu: made for cpu, made in _cpus(records).items() if cpu != here}
             if others:
                 cpu, made = next(iter(sorted(others.items())))
-                whose = f"the runs of its {group}" if group else "runs"
+                whose = "runs" if seed is None else f"the runs of its seed {seed}"
                 raise PublishError(
                     f"{made[0].relative_to(root)}: made on {cpu}, and this machine is {here}; {publication} compares "
                     f"{whose} made on one kind of CPU: resume it on {cpu}"
@@ -193,7 +186,7 @@ def check_one_commit(runs: Path, *, cpu_per_seed: bool = False) -> None:
     ``cpu_per_seed``, one seed's runs on more than one: a sweep whose runs are compared must differ only in what it
     varies."""
     records = _compared_records(runs)
-    made = {record: _made(info) for record, info in records}
+    made = {record: _made(info) for record, info, _ in records}
     kinds = sorted({part for parts in made.values() for part in parts}, key=str)
     dirty = [r for r, parts in made.items() if any(d for _, d, _ in parts)]
     if len(kinds) > 1 or dirty:
@@ -202,11 +195,11 @@ def check_one_commit(runs: Path, *, cpu_per_seed: bool = False) -> None:
             f"{runs}: its compared runs were made at {shown}; this publication needs one clean commit and one thread "
             "count (rerun the odd ones in a worktree pinned at the sweep's commit)"
         )
-    for group, members in _groups(runs, records, cpu_per_seed).items():
+    for seed, members in _groups(records, cpu_per_seed).items():
         cpus = _cpus(members)
         if len(cpus) > 1:
             shown = "; ".join(f"{len(r)} on {cpu} (e.g. {r[0].relative_to(runs)})" for cpu, r in sorted(cpus.items()))
-            whose = f"the runs of its {group}" if group else "its compared runs"
+            whose = "its compared runs" if seed is None else f"the runs of its seed {seed}"
             raise PublishError(
                 f"{runs}: {whose} were made on more than one kind of CPU: {shown}; this publication needs one "
                 "(rerun the odd ones on the others' kind)"
