@@ -11,7 +11,7 @@ from snakemake.io import glob_wildcards
 
 from isoflow import layout
 from isoflow.finetune.run import finetune_path
-from isoflow.finetune.runs import Baseline, LrRun, SweepRun, lr_runs, sweep_runs
+from isoflow.finetune.runs import Baseline, LrRun, SameAs, SweepRun, compared_with, lr_runs, sweep_runs
 from isoflow.layers.run import layers_dir
 from isoflow.layers.runs import Analysis, CrossComparison
 from isoflow.optimize import runs as optimize_runs
@@ -156,6 +156,20 @@ def test_an_identity_reads_back_through_the_library_as_through_the_rules(reg, we
         "3",
     )
     assert SweepRun.read(LrRun("glue/sst2", "m", 3e-5, 0).identity()) is None
+
+
+def test_runs_are_compared_with_their_namesakes_where_the_other_folder_holds_their_arm(tmp_path):
+    """A sweep's same_as: every run of an arm the other runs folder holds, a missing seed included (the workflow then
+    lacks an input and says so); a control's arm, which the sweep it controls never ran, is compared with nothing."""
+    finetune = {"tasks": ["glue/sst2"], "models": ["m"], "istar_lambdas": [0, 1], "meandir_weights": [1]}
+    finetune["seeds"] = [0, 1]
+    for arm in ("istar0", "istar1"):
+        (tmp_path / "glue/sst2/m" / arm).mkdir(parents=True)
+    (tmp_path / "glue/sst2/m/istar0/seed0.json").write_text("{}")
+    expected = [SameAs("glue/sst2", "m", "istar", lam, seed) for lam in (0.0, 1.0) for seed in (0, 1)]
+    assert compared_with(finetune, tmp_path) == expected
+    (tmp_path / "glue/sst2/m/istar1").rmdir()
+    assert compared_with(finetune, tmp_path) == expected[:2]
 
 
 def test_a_runs_folder_is_read_by_its_templates(tmp_path):

@@ -14,9 +14,10 @@ from isoflow.finetune.runs import arm_records
 from isoflow.finetune.strength_control import arm_differences, control_reading, split_control, strength_control
 
 
-def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None, cpu=None):
+def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None, cpu=None, predictions=None, pulls=None):
     """A run's record and epochs as isoflow finetune writes them (the fields the reading takes); a control run names
-    the arm whose pull it matched (``matched``); a record made since records name their machine, its CPU (``cpu``)."""
+    the arm whose pull it matched (``matched``); a record made since records name their machine, its CPU (``cpu``);
+    held-out predictions per epoch (``predictions``) and the pull's columns (``pulls``: name -> one value per epoch)."""
     name = {"istar": "istar_lambda", "meandir": "meandir_weight"}[reg]
     stem = folder / f"{reg}{weight:g}" / f"seed{seed}"
     stem.parent.mkdir(parents=True, exist_ok=True)
@@ -32,6 +33,8 @@ def write_run(folder, reg, weight, seed, metrics, isoscore_star, matched=None, c
             "accuracy": metrics,
             "validation_metric": metrics,  # the best validation epoch is the best held-out one here
             "isoscore_star_pretrained": isoscore_star,
+            **({"predictions": predictions} if predictions is not None else {}),
+            **(pulls or {}),
         }
     )
     epochs.to_parquet(stem.with_suffix(".parquet"))
@@ -49,7 +52,8 @@ def test_each_arm_is_read_against_the_plain_run_of_its_own_seed_at_the_selected_
         expected[seed] = max(run) - max(plain)
     d = arm_differences(records, "meandir", 1.0)
     assert d.index.tolist() == [0, 1, 2, 3] and d["metric"].tolist() == pytest.approx(list(expected.values()))
-    assert (d["isoscore_star"] > 0.01).all() and set(d["cpu"]) == {"not recorded"}
+    assert d["metric_last"].tolist() == pytest.approx([0.76 - 0.005 * seed - 0.79 for seed in range(4)])
+    assert (d["isoscore_star"] > 0.01).all() and set(d["cpu"]) == {"not recorded"} and d["flipped"].isna().all()
     # each pair's CPU beside its difference: seeds 0-1 on one kind, 2 on another, 3's pair split (the publish check's
     # refusal; shown, not hidden, where a reading is drawn from such runs)
     for seed, (mine, plain) in enumerate(
@@ -112,15 +116,35 @@ def test_the_report_reads_the_control_against_the_arm_its_runs_matched(tmp_path)
     matched_pull.from and that sweep's λ = 0 runs beside it, against the control and its own λ = 0 runs."""
     sweep, mine = tmp_path / "sweep", tmp_path / "control"
     records = []
+    plain_says, control_says = [[0, 1, 1, 0]] * 3, [[0, 1, 1, 0], [0, 1, 1, 0], [1, 0, 1, 0]]  # flips 2 of 4 at the end
     for seed in range(3):
         write_run(sweep, "istar", 0.0, seed, [0.5, 0.8, 0.79], [0.14, 0.15, 0.15])
-        write_run(sweep, "istar", 1.0, seed, [0.5, 0.76 - 0.01 * seed, 0.75], [0.14, 0.3, 0.36])
-        records.append(write_run(mine, "istar", 0.0, seed, [0.5, 0.81, 0.8], [0.14, 0.15, 0.15]))
+        pull = [0.6 + seed, 0.4, 0.5]  # the intervention's pull before training, after epoch 1, after epoch 2
+        write_run(sweep, "istar", 1.0, seed, [0.5, 0.76 - 0.01 * seed, 0.75], [0.14, 0.3, 0.36], pulls={"pull": pull})
+        plain = write_run(mine, "istar", 0.0, seed, [0.5, 0.81, 0.8], [0.14, 0.15, 0.15], predictions=plain_says)
+        records.append(plain)
         control = [0.5, 0.7 + 0.01 * seed, 0.7]
-        records.append(write_run(mine, "meandir", 1.0, seed, control, [0.14, 0.15, 0.16], matched=sweep / "istar1"))
+        # the control's own pull at the weight in force (1, then 10 and 20), the target it set the next weight by
+        matching = {"pull": [0.05, 9.0, 2.0], "pull_target": [*pull[:2], np.nan], "next_reg_weight": [10, 20, np.nan]}
+        records.append(
+            write_run(mine, "meandir", 1.0, seed, control, [0.14, 0.15, 0.16], matched=sweep / "istar1",
+                      predictions=control_says, pulls=matching)
+        )  # fmt: skip
     control, others = split_control(records)
     assert len(control) == len(others) == 3
-    readings, seeds = control_reading(control, others)
+    readings, seeds, pulls = control_reading(control, others)
+    mean_direction = seeds[seeds.arm == "mean-direction control at 1"]
+    assert mean_direction["flipped"].tolist() == [0.5] * 3 and mean_direction["metric_last"].tolist() == pytest.approx(
+        [0.7 - 0.8] * 3
+    )
+    # each epoch trained: both arms started at the intervention's pull, the control at the weight set for it; the ends
+    assert pulls[pulls.seed == 2].drop(columns="seed").to_dict("list") == {
+        "epoch": [1, 2],
+        "start": [2.6, 0.4],
+        "control_weight": [10.0, 20.0],
+        "intervention_end": [0.4, 0.5],
+        "control_end": [9.0, 2.0],
+    }
     assert [p.name for p in arm_records(sweep / "istar1")] == ["seed0.json", "seed1.json", "seed2.json"]
     intervention = arm_differences(arm_records(sweep / "istar1") + arm_records(sweep / "istar0"), "istar", 1.0)
     pd.testing.assert_frame_equal(readings, strength_control(intervention, arm_differences(records, "meandir", 1.0)))

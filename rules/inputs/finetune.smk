@@ -108,10 +108,11 @@ def finetune_seed_floors():
 
 
 def finetune_comparisons():
-    """Each run compared with its namesake in the same_as folder, where the config names one."""
+    """Each run compared with its namesake in the same_as folder, where the config names one (the runs of the arms
+    that folder holds)."""
     if not SAME_AS:
         return []
-    return [run.same_as().path(RESULTS) + ".json" for run in finetune_runs.sweep_runs(FINETUNE)]
+    return [compared.path(RESULTS) + ".json" for compared in finetune_runs.compared_with(FINETUNE, SAME_AS)]
 
 
 def namesake(wildcards):

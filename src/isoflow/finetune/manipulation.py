@@ -63,7 +63,9 @@ CAPTION = (
 )
 
 
-def _flips(a, b) -> float:
+def share_flipped(a, b) -> float:
+    """The share of examples whose prediction differs between two runs' held-out predictions (NaN where either run
+    recorded none, or other examples)."""
     a, b = np.asarray(a), np.asarray(b)
     return float((a != b).mean()) if len(a) == len(b) and len(a) else float("nan")
 
@@ -79,7 +81,7 @@ def between_seeds(runs: pd.DataFrame) -> dict:
     pairs = list(itertools.combinations(range(len(runs)), 2))
     if not pairs or "predictions" not in runs:
         return dict.fromkeys(FLOOR_COLUMNS, np.nan)
-    flips = [_flips(runs["predictions"].iloc[i], runs["predictions"].iloc[j]) for i, j in pairs]
+    flips = [share_flipped(runs["predictions"].iloc[i], runs["predictions"].iloc[j]) for i, j in pairs]
     metric = runs["metric"].to_numpy(dtype=float) if "metric" in runs else np.full(len(runs), np.nan)
     return {
         "flips_between_seeds": float(np.mean(flips)),
@@ -126,7 +128,7 @@ def manipulation_table(epochs: pd.DataFrame, info: pd.DataFrame) -> pd.DataFrame
                 "pull_after": runs["pull"].median() if pulls else np.nan,
                 "flips_vs_plain": np.nan
                 if is_plain
-                else np.mean([_flips(a, b) for a, b in zip(both["predictions"], both["predictions_plain"])]),
+                else np.mean([share_flipped(a, b) for a, b in zip(both["predictions"], both["predictions_plain"])]),
                 **between_seeds(runs),
             }
         )

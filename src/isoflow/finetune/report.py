@@ -305,19 +305,19 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
         split_inputs,
     )
     from .strength_control import CAPTION as CONTROL_CAPTION
-    from .strength_control import SEEDS_CAPTION, control_reading, split_control
+    from .strength_control import PULLS_CAPTION, SEEDS_CAPTION, control_reading, split_control
 
     records, baselines, gradients, floors, same_as = split_inputs(records)
     written = []
     control, records = split_control(records)
     if control:  # the strength-matched control: its reading, then the rest without it
-        readings, seeds = control_reading(control, records)
-        written += write_table(
-            readings, Path(tables_dir) / "finetune_strength_control", caption=CONTROL_CAPTION, floatfmt="%.4f"
-        )
-        written += write_table(
-            seeds, Path(tables_dir) / "finetune_strength_control_seeds", caption=SEEDS_CAPTION, floatfmt="%.4f"
-        )
+        readings, seeds, pulls = control_reading(control, records)
+        for table, name, caption in (
+            (readings, "finetune_strength_control", CONTROL_CAPTION),
+            (seeds, "finetune_strength_control_seeds", SEEDS_CAPTION),
+            (pulls, "finetune_strength_control_pulls", PULLS_CAPTION),
+        ):
+            written += write_table(table, Path(tables_dir) / name, caption=caption, floatfmt="%.4f")
     epochs, info = _complete(*load_runs(records))
     unit, note = lambda_unit(info), lambda_star_note(records)  # λ in units of λ*: every caption and figure says so
     table = summary(epochs, info)

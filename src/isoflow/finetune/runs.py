@@ -188,6 +188,14 @@ def sweep_runs(finetune: dict) -> list[SweepRun]:
     return [SweepRun(t, m, reg, w, s) for t, m in pairs(finetune) for reg, w in regs for s in finetune.get("seeds", [])]
 
 
+def compared_with(finetune: dict, folder) -> list[SameAs]:
+    """Each sweep run compared with its namesake in ``folder`` (another sweep's runs folder, the config's
+    ``same_as``): every run of an arm that folder holds. A run of an arm it lacks (a control's loss, absent from the
+    sweep it controls) is compared with nothing; a missing seed of an arm it holds stays an input the workflow lacks."""
+    arms = {run.same_as() for run in sweep_runs(finetune) if (Path(folder) / run.identity()).parent.is_dir()}
+    return sorted(arms, key=SameAs.identity)
+
+
 def seed_floors(finetune: dict) -> list[SeedFloor]:
     """Each weight's CKA between its seeds, once per task, model and weight, by identity."""
     return sorted({run.seed_floor() for run in sweep_runs(finetune)}, key=SeedFloor.identity)

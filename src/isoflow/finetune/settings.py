@@ -23,6 +23,10 @@ LAYER_TWONN = ("every-epoch", "first-and-last")
 TASK_METRICS = {"glue/cola": "mcc", "glue/mrpc": "f1", "glue/qqp": "f1"}
 
 
+# the strength-matched control's tables (isoflow.finetune.strength_control)
+CONTROL_TABLES = ["finetune_strength_control", "finetune_strength_control_seeds", "finetune_strength_control_pulls"]
+
+
 def report_outputs(
     layer_geometry: bool,
     gradients: bool = False,
@@ -37,7 +41,8 @@ def report_outputs(
     manipulation check, finetune_manipulation; runs that wrote their states (``seed_floor``: states_points, two seeds
     or more) CKA between seeds, finetune_seed_floor; runs compared with their namesakes elsewhere (``same_as``)
     finetune_same_as; the strength-matched control's runs (``control``: meandir weights) its reading,
-    finetune_strength_control and finetune_strength_control_seeds. The workflow declares them from here."""
+    finetune_strength_control, finetune_strength_control_seeds and finetune_strength_control_pulls. The workflow
+    declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
     shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
@@ -50,7 +55,7 @@ def report_outputs(
         *layers,
         *(["finetune_seed_floor"] if seed_floor else []),
         *(["finetune_same_as"] if same_as else []),
-        *(["finetune_strength_control", "finetune_strength_control_seeds"] if control else []),
+        *(CONTROL_TABLES if control else []),
     ]
     figures = [
         "finetune_performance",

@@ -30,6 +30,7 @@ from ..reporting.significance import (
 )
 from ..reporting.verdicts import verdict
 from .controls import _selected
+from .manipulation import share_flipped
 from .runs import arm_records
 
 BOUND = 0.25  # the control's IsoScore* shift, as a share of the intervention's, within which it has not moved isotropy
@@ -37,16 +38,19 @@ BOUND = 0.25  # the control's IsoScore* shift, as a share of the intervention's,
 
 def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     """Per seed, the run of ``reg`` at ``weight`` minus the λ = 0 run of the same seed among ``records``: the held-out
-    metric at each run's selected epoch (``metric``) and IsoScore* against the pretrained Σ_S after the last epoch
-    (``isoscore_star``), and the kind of CPU the pair was made on (``cpu``: one kind, or both where they differ; "not
-    recorded" for records older than the machine's name)."""
+    metric at each run's selected epoch (``metric``) and after the last (``metric_last``), IsoScore* against the
+    pretrained Σ_S after the last epoch (``isoscore_star``), the share of held-out predictions that differ after the
+    last epoch (``flipped``; NaN without recorded predictions), and the kind of CPU the pair was made on (``cpu``: one
+    kind, or both where they differ; "not recorded" for records older than the machine's name)."""
     rows = []
     for record in map(Path, records):
         row = _selected(record)
         epochs = pd.read_parquet(record.with_suffix(".parquet"))
         machine = json.loads(record.read_text()).get("machine") or {}
         cpu = machine.get("cpu") or "not recorded"
-        rows.append({**row, "isoscore_star": float(epochs["isoscore_star_pretrained"].iloc[-1]), "cpu": cpu})
+        last = epochs.iloc[-1]
+        predictions = last["predictions"] if "predictions" in epochs else []
+        rows.append({**row, "isoscore_star": float(last["isoscore_star_pretrained"]), "last": predictions, "cpu": cpu})
     runs = pd.DataFrame(rows)
     arm = runs[(runs.reg == reg) & (runs.weight == weight)].set_index("seed")
     plain = runs[(runs.reg == "istar") & (runs.weight == 0.0)].set_index("seed")
@@ -56,7 +60,9 @@ def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "metric": both["metric"] - both["metric_plain"],
+            "metric_last": both["metric_last"] - both["metric_last_plain"],
             "isoscore_star": both["isoscore_star"] - both["isoscore_star_plain"],
+            "flipped": [share_flipped(a, b) for a, b in zip(both["last"], both["last_plain"])],
             "cpu": [a if a == b else f"{a} / {b}" for a, b in zip(both["cpu"], both["cpu_plain"])],
         },
         index=both.index,
@@ -121,8 +127,16 @@ CAPTION = (
 SEEDS_CAPTION = (
     "The strength-matched control seed by seed: each arm's run minus its own λ = 0 run of the same seed, the held-out "
     "metric at the selected epoch and IsoScore* against the pretrained Σ_S after the last epoch (what the table "
-    "finetune_strength_control reads), and the kind of CPU the pair was made on (one within each seed: "
-    'docs/finetune.md, "The strength-matched control").'
+    "finetune_strength_control reads), beside them (not read for a verdict) the metric after the last epoch and the "
+    "share of held-out predictions the run flipped against its λ = 0 after the last epoch, and the kind of CPU the "
+    'pair was made on (one within each seed: docs/finetune.md, "The strength-matched control").'
+)
+PULLS_CAPTION = (
+    "The strength-matched control's pull (‖∇ loss‖ / ‖∇ task loss‖ on 5 fixed training batches, the run's own head), "
+    "seed by seed and epoch by epoch: the pull both arms started the epoch at (the intervention's recorded pull at "
+    "that model; the control's weight, in the column beside, set to give it), and each arm's pull at the epoch's end "
+    "(the intervention's I-STAR at +λ* with its Σ_S estimated again there; the control's at the weight it trained "
+    "with). Matched at each epoch's start by construction; within an epoch each drifts as training moves."
 )
 
 
@@ -144,10 +158,37 @@ def matched_arm(control_records) -> Path:
     return Path(found.pop())
 
 
-def control_reading(control, others) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(the readings, the per-seed differences) of the control's runs (``control``; their own λ = 0 runs among
-    ``others``: :func:`split_control`) against the intervention's arm they matched and that arm's λ = 0 runs, beside
-    it in its sweep (``istar0``)."""
+def matched_pulls(control, intervention) -> pd.DataFrame:
+    """How the two arms' pulls went, per seed and epoch trained (1, 2, …): the pull both started the epoch at
+    (``start``: the intervention's recorded pull at the model the epoch started from, the control's weight set to give
+    it — ``control_weight``), and each arm's pull at the epoch's end (``intervention_end`` as the intervention's record
+    has it, its Σ_S estimated again there; ``control_end`` at the weight the control trained with). Read from the
+    control's run records (``control``) and the intervention's (``intervention``), matched by seed."""
+    ends = {}
+    for record in map(Path, intervention):
+        ends[_selected(record)["seed"]] = pd.read_parquet(record.with_suffix(".parquet"))["pull"].tolist()
+    rows = []
+    for record in map(Path, control):
+        seed = _selected(record)["seed"]
+        epochs = pd.read_parquet(record.with_suffix(".parquet")).set_index("epoch")
+        for epoch in epochs.index[1:]:
+            rows.append(
+                {
+                    "seed": seed,
+                    "epoch": int(epoch),
+                    "start": float(epochs.loc[epoch - 1, "pull_target"]),
+                    "control_weight": float(epochs.loc[epoch - 1, "next_reg_weight"]),
+                    "intervention_end": ends[seed][epoch] if seed in ends else float("nan"),
+                    "control_end": float(epochs.loc[epoch, "pull"]),
+                }
+            )
+    return pd.DataFrame(rows).sort_values(["seed", "epoch"], ignore_index=True)
+
+
+def control_reading(control, others) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(the readings, the per-seed differences, the pulls: :func:`matched_pulls`) of the control's runs (``control``;
+    their own λ = 0 runs among ``others``: :func:`split_control`) against the intervention's arm they matched and that
+    arm's λ = 0 runs, beside it in its sweep (``istar0``)."""
     arm = matched_arm(control)
     intervention_runs = arm_records(arm) + arm_records(arm.parent / "istar0")
     weight = _selected(Path(intervention_runs[0]))["weight"]
@@ -160,4 +201,5 @@ def control_reading(control, others) -> tuple[pd.DataFrame, pd.DataFrame]:
             mine.assign(arm=f"mean-direction control at {control_weight:g}"),
         ]
     ).reset_index(names="seed")
-    return strength_control(intervention, mine), seeds[["arm", "seed", "metric", "isoscore_star", "cpu"]]
+    columns = ["arm", "seed", "metric", "metric_last", "isoscore_star", "flipped", "cpu"]
+    return strength_control(intervention, mine), seeds[columns], matched_pulls(control, arm_records(arm))
