@@ -221,3 +221,16 @@ def test_a_table_s_empty_text_cells_stay_empty_in_markdown(tmp_path):
     write_table(df, tmp_path / "t", caption="A caption.")  # a report's row for a paper without the bound: None
     rows = [line for line in (tmp_path / "t.md").read_text().splitlines() if line.startswith("| a")]
     assert "nan" not in rows[0] and rows[0].split("|")[2].strip() == ""
+
+
+def test_a_table_of_numbers_alone_prints_its_integers_as_integers(tmp_path):
+    """A table with no text column (a control's pulls: seed, epoch, pulls) prints its seeds and epochs as 3 and 1,
+    not 3.0000: pandas hands such rows on as one float array; the floats keep the table's format."""
+    import pandas as pd
+
+    from isoflow.reporting.tables import write_table
+
+    df = pd.DataFrame({"seed": [3, 4], "epoch": [1, 2], "pull": [0.6225, float("nan")]})
+    write_table(df, tmp_path / "t", caption="A caption.", floatfmt="%.4f")
+    rows = [line for line in (tmp_path / "t.md").read_text().splitlines() if line.startswith("|")]
+    assert [[cell.strip() for cell in row.split("|")[1:4]] for row in rows[2:]] == [["3", "1", "0.6225"], ["4", "2", "nan"]]

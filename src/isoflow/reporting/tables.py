@@ -12,12 +12,15 @@ from ..atomic import atomic_file
 
 
 def _cells_escaped(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with every ``|`` inside a text cell written ``\\|``, so that it stays in its Markdown cell instead of
-    opening another."""
+    """``df`` as Markdown prints it: every ``|`` inside a text cell written ``\\|``, so that it stays in its cell
+    instead of opening another, and integer columns held as objects, so that a table of numbers alone (whose rows
+    pandas hands on as one float array) still prints a seed as 3, not 3.0000."""
     escaped = df.copy()
     for name in df.columns:  # only the columns that hold one: mapping a column changes how its empty cells print
         if df[name].map(lambda v: isinstance(v, str) and "|" in v).any():
             escaped[name] = df[name].map(lambda v: v.replace("|", "\\|") if isinstance(v, str) else v)
+        elif pd.api.types.is_integer_dtype(df[name]):
+            escaped[name] = df[name].astype(object)
     return escaped
 
 
