@@ -233,4 +233,5 @@ def test_a_table_of_numbers_alone_prints_its_integers_as_integers(tmp_path):
     df = pd.DataFrame({"seed": [3, 4], "epoch": [1, 2], "pull": [0.6225, float("nan")]})
     write_table(df, tmp_path / "t", caption="A caption.", floatfmt="%.4f")
     rows = [line for line in (tmp_path / "t.md").read_text().splitlines() if line.startswith("|")]
-    assert [[cell.strip() for cell in row.split("|")[1:4]] for row in rows[2:]] == [["3", "1", "0.6225"], ["4", "2", "nan"]]
+    cells = [[cell.strip() for cell in row.split("|")[1:4]] for row in rows[2:]]
+    assert cells == [["3", "1", "0.6225"], ["4", "2", "nan"]]
