@@ -154,3 +154,30 @@ def test_the_report_reads_the_control_against_the_arm_its_runs_matched(tmp_path)
     write_run(mine, "meandir", 1.0, 3, [0.5, 0.7, 0.7], [0.14, 0.15, 0.16], matched=tmp_path / "elsewhere")
     with pytest.raises(ValueError, match="must each name one and the same matched run folder"):
         control_reading(*split_control([*records, mine / "meandir1" / "seed3.json"]))
+
+
+def test_the_control_figure_shows_both_arms_seed_by_seed_and_the_bound(tmp_path, monkeypatch):
+    """finetune_strength_control's figure: per panel both arms (the intervention first), a point per seed, and on the
+    IsoScore* panel the manipulation check's bound shaded from −bound to +bound."""
+    from isoflow.finetune import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "save", lambda fig, stem: drawn.append(fig) or [stem.with_suffix(".png")])
+    seeds = pd.DataFrame(
+        {
+            "arm": ["I-STAR at 1 (sweep/istar1)"] * 3 + ["mean-direction control at 1"] * 3,
+            "seed": [0, 1, 2] * 2,
+            "metric": [-0.04, -0.05, -0.03, -0.1, -0.12, -0.08],
+            "isoscore_star": [0.2, 0.22, 0.21, 0.05, 0.06, 0.04],
+        }
+    )
+    figures.strength_control_figure(seeds, 0.0525, tmp_path / "f")
+    accuracy, isoscore = drawn[0].axes[:2]
+    for ax in (accuracy, isoscore):
+        labels = [t.get_text() for t in ax.get_xticklabels()]
+        assert labels == ["I-STAR at +λ*\n(the fair sweep)", "mean-direction\ncontrol"]
+        seed_points = [c for c in ax.collections if len(c.get_offsets()) == 3]
+        assert len(seed_points) == 2
+    (band,) = [p for p in isoscore.patches if p.get_facecolor()[:3] == pytest.approx((0.85,) * 3)]
+    assert band.get_y() == pytest.approx(-0.0525) and band.get_y() + band.get_height() == pytest.approx(0.0525)
+    assert not [p for p in accuracy.patches if p.get_facecolor()[:3] == pytest.approx((0.85,) * 3)]

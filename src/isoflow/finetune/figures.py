@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..reporting import rows_where
 from ..reporting.figures import (
+    CONTROL_COLOUR,
     COSREG_COLOUR,
     grid,
     lambda_colour,
@@ -38,6 +39,7 @@ from ..reporting.figures import (
     share_limits,
     suptitle,
 )
+from ..reporting.significance import seed_interval
 from .controls import SELECTED_LAST
 
 METRIC_NAMES = {"f1": "F1", "mcc": "MCC", "accuracy": "accuracy"}  # as figures name the held-out metric
@@ -375,4 +377,49 @@ def epochs_figure(epochs: pd.DataFrame, stem: Path, unit: str = "") -> list[Path
     ]
     legend_below(fig, handles)
     suptitle(fig, "Fine-tuning: held-out performance after every epoch (mean ± std over seeds)")
+    return save(fig, stem)
+
+
+def strength_control_figure(seeds: pd.DataFrame, bound: float, stem: Path) -> list[Path]:
+    """The strength-matched control seed by seed (the table finetune_strength_control_seeds): each arm's run minus its
+    own λ = 0 run of the same seed, one point per seed, its mean and 95 % interval over seeds beside; left the held-out
+    metric at the best validation epoch, right IsoScore* against the pretrained Σ_S after the last epoch with the
+    manipulation check's bound (± ``bound`` around 0) shaded. I-STAR at +λ* in λ's colour, the control in its own."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    arms = list(dict.fromkeys(seeds["arm"]))  # the intervention first, as the table has them
+    colour = {a: lambda_colour(1.0) if a.startswith("I-STAR") else CONTROL_COLOUR for a in arms}
+    label = {
+        a: "I-STAR at +λ*\n(the fair sweep)" if a.startswith("I-STAR") else "mean-direction\ncontrol" for a in arms
+    }
+    fig, axes = panels(2, width=4.2, height=3.4)
+    for ax, column, name in (
+        (axes[0], "metric", "held-out accuracy at the best validation epoch"),
+        (axes[1], "isoscore_star", "IsoScore* (pretrained Σ_S), after the last epoch"),
+    ):
+        for x, arm in enumerate(arms):
+            values = seeds.loc[seeds["arm"] == arm, column].to_numpy(float)
+            jitter = np.linspace(-0.12, 0.12, len(values)) if len(values) > 1 else np.zeros(1)
+            ax.scatter(x - 0.15 + jitter, values, color=colour[arm], s=16, alpha=0.8, zorder=3)
+            r = seed_interval(values)
+            ax.errorbar(x + 0.2, r["mean"], yerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="o",
+                        color=colour[arm], ecolor="0.2", capsize=3, ms=6, zorder=4)  # fmt: skip
+        if column == "isoscore_star":
+            ax.axhspan(-bound, bound, color="0.85", zorder=0)
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_xticks(range(len(arms)), [label[a] for a in arms], fontsize=8)
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_ylabel(f"{name}:\nrun − its own λ = 0 run", fontsize=8)
+        ax.set_title(name.split(" (")[0].split(" at ")[0], fontsize=9)
+        ax.grid(alpha=0.3, axis="y")
+    legend_below(
+        fig,
+        [
+            Line2D([], [], color="0.3", marker="o", ls="none", ms=4, label="one seed"),
+            Line2D([], [], color="0.3", marker="o", ls="none", ms=6, label="mean, 95 % interval over seeds"),
+            Patch(facecolor="0.85", label=f"the control's bound: ± {bound:.4f} (a quarter of +λ*'s mean shift)"),
+        ],
+    )
+    suptitle(fig, "The strength-matched control: each arm against its own λ = 0, seed by seed")
     return save(fig, stem)

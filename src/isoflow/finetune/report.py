@@ -31,6 +31,7 @@ from .figures import (
     layers_figure,
     performance_figure,
     silhouette_vs_isoscore_figure,
+    strength_control_figure,
     twonn_figure,
 )
 from .manipulation import CAPTION as MANIPULATION_CAPTION
@@ -367,6 +368,9 @@ def report(records, tables_dir: str | os.PathLike, figures_dir: str | os.PathLik
     )
     figures_dir = Path(figures_dir)
     figures_dir.mkdir(parents=True, exist_ok=True)
+    if control:
+        bound = float(readings["bound"].iloc[0])  # the manipulation check's, shaded
+        written += strength_control_figure(seeds, bound, figures_dir / "finetune_strength_control")
     istar = table[table.reg == "istar"]
     written += performance_figure(istar, figures_dir / "finetune_performance", unit)
     written += twonn_figure(istar, figures_dir / "finetune_twonn", unit)

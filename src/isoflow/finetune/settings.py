@@ -41,8 +41,8 @@ def report_outputs(
     manipulation check, finetune_manipulation; runs that wrote their states (``seed_floor``: states_points, two seeds
     or more) CKA between seeds, finetune_seed_floor; runs compared with their namesakes elsewhere (``same_as``)
     finetune_same_as; the strength-matched control's runs (``control``: meandir weights) its reading,
-    finetune_strength_control, finetune_strength_control_seeds and finetune_strength_control_pulls. The workflow
-    declares them from here."""
+    finetune_strength_control, finetune_strength_control_seeds and finetune_strength_control_pulls, and the figure
+    finetune_strength_control. The workflow declares them from here."""
     layers = ["finetune_layers", "finetune_layers_epochs"] if layer_geometry else []
     shrunk = FinetuneSettings.__dataclass_fields__["zeta"].default if zeta is None else zeta
     tables = [
@@ -65,6 +65,7 @@ def report_outputs(
         "finetune_activations",
         "finetune_epochs",
         *layers,
+        *(["finetune_strength_control"] if control else []),
     ]
     return tables, figures
 

@@ -127,6 +127,7 @@ LAMBDA_COLOURS = {
     5.0: "#67001f",
 }
 COSREG_COLOUR = "#7f7f7f"
+CONTROL_COLOUR = "#8c564b"  # the strength-matched control's loss (isoflow.istar.MeanDirectionLoss): no λ, no CosReg
 
 
 def lambda_colour(lam: float) -> str:
