@@ -394,9 +394,9 @@ def strength_control_figure(seeds: pd.DataFrame, bound: float, stem: Path) -> li
         a: "I-STAR at +λ*\n(the fair sweep)" if a.startswith("I-STAR") else "mean-direction\ncontrol" for a in arms
     }
     fig, axes = panels(2, width=4.2, height=3.4)
-    for ax, column, name in (
-        (axes[0], "metric", "held-out accuracy at the best validation epoch"),
-        (axes[1], "isoscore_star", "IsoScore* (pretrained Σ_S), after the last epoch"),
+    for ax, column, title, name in (
+        (axes[0], "metric", "held-out accuracy", "held-out accuracy at the best validation epoch"),
+        (axes[1], "isoscore_star", "IsoScore*", "IsoScore* (pretrained Σ_S), after the last epoch"),
     ):
         for x, arm in enumerate(arms):
             values = seeds.loc[seeds["arm"] == arm, column].to_numpy(float)
@@ -411,7 +411,7 @@ def strength_control_figure(seeds: pd.DataFrame, bound: float, stem: Path) -> li
         ax.set_xticks(range(len(arms)), [label[a] for a in arms], fontsize=8)
         ax.set_xlim(-0.6, len(arms) - 0.4)
         ax.set_ylabel(f"{name}:\nrun − its own λ = 0 run", fontsize=8)
-        ax.set_title(name.split(" (")[0].split(" at ")[0], fontsize=9)
+        ax.set_title(title, fontsize=9)
         ax.grid(alpha=0.3, axis="y")
     legend_below(
         fig,

@@ -192,8 +192,7 @@ def compared_with(finetune: dict, folder) -> list[SameAs]:
     """Each sweep run compared with its namesake in ``folder`` (another sweep's runs folder, the config's
     ``same_as``): every run of an arm that folder holds. A run of an arm it lacks (a control's loss, absent from the
     sweep it controls) is compared with nothing; a missing seed of an arm it holds stays an input the workflow lacks."""
-    arms = {run.same_as() for run in sweep_runs(finetune) if (Path(folder) / run.identity()).parent.is_dir()}
-    return sorted(arms, key=SameAs.identity)
+    return [run.same_as() for run in sweep_runs(finetune) if (Path(folder) / run.identity()).parent.is_dir()]
 
 
 def seed_floors(finetune: dict) -> list[SeedFloor]:

@@ -164,12 +164,11 @@ def matched_pulls(control, intervention) -> pd.DataFrame:
     it — ``control_weight``), and each arm's pull at the epoch's end (``intervention_end`` as the intervention's record
     has it, its Σ_S estimated again there; ``control_end`` at the weight the control trained with). Read from the
     control's run records (``control``) and the intervention's (``intervention``), matched by seed."""
-    ends = {}
-    for record in map(Path, intervention):
-        ends[_selected(record)["seed"]] = pd.read_parquet(record.with_suffix(".parquet"))["pull"].tolist()
+    seed_of = lambda record: int(json.loads(record.read_text())["settings"]["seed"])  # noqa: E731
+    ends = {seed_of(r): pd.read_parquet(r.with_suffix(".parquet"))["pull"].tolist() for r in map(Path, intervention)}
     rows = []
     for record in map(Path, control):
-        seed = _selected(record)["seed"]
+        seed = seed_of(record)
         epochs = pd.read_parquet(record.with_suffix(".parquet")).set_index("epoch")
         for epoch in epochs.index[1:]:
             rows.append(
