@@ -670,6 +670,12 @@ def test_a_sweep_compared_run_by_run_is_not_resumed_on_another_kind_of_cpu(tmp_p
         publish_results.reproduce(control, resume=True)
     monkeypatch.setattr(records, "machine", lambda: {"cpu": "AMD EPYC"})
     publish_results.reproduce(control, resume=True)
+    # one name, two kinds: an AMD EPYC whose kernels use AVX2 sums otherwise than one with AVX-512
+    _write(runs / "meandir1/seed1.json", json.dumps({"machine": {"cpu": "AMD EPYC", "cpu_capability": "AVX512"}}))
+    monkeypatch.setattr(records, "machine", lambda: {"cpu": "AMD EPYC", "cpu_capability": "AVX2"})
+    with pytest.raises(PublishError, match=r"made on AMD EPYC \(AVX512\), and this machine is AMD EPYC \(AVX2\)"):
+        publish_results.reproduce(control, resume=True)
+    _write(runs / "meandir1/seed1.json", amd)
     # compared as one (the fair sweep's floor: every run against every other): any run on another kind refuses
     floor = "finetune-smollm2-fair-floor"
     _write(tmp_path / f"config/{floor}.yaml", "finetune: {tasks: [glue/sst2], models: [m], istar_lambdas: [0], "
@@ -746,6 +752,10 @@ def test_a_sweep_compared_run_by_run_is_refused_when_a_run_resumed_another_commi
         json.dumps({"code": code, "threads": 2, "machine": {"cpu": "Intel Xeon"}}),
     )
     check_one_commit(runs, cpu_per_seed=True)  # seed 0 on AMD, seed 1 on Intel
+    record("istar1", machine={"cpu": "AMD EPYC", "cpu_capability": "AVX2"})
+    record("istar0", machine={"cpu": "AMD EPYC", "cpu_capability": "AVX512"})
+    with pytest.raises(PublishError, match=r"seed 0 were made on more than one kind of CPU: 1 on AMD EPYC \(AVX2\)"):
+        check_one_commit(runs, cpu_per_seed=True)  # one name, two instruction sets: two kinds
     with pytest.raises(PublishError, match="more than one kind of CPU"):
         check_one_commit(runs)
 

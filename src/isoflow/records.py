@@ -70,6 +70,21 @@ def machine() -> dict:
     return {"cpu": model, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cores": os.cpu_count()}
 
 
+def cpu_kind(machine: dict | None) -> str | None:
+    """The kind of CPU a record's ``machine`` (:func:`machine`) names, as runs that must agree bit for bit share it:
+    the model name and the instruction set torch's kernels use, since one name covers machines that sum in different
+    orders (two "AMD EPYC" kinds, one with AVX-512 and one with AVX2, made the fair sweep's runs two ways:
+    docs/results/finetune-smollm2-fair-rerun). None for a record that names no machine.
+
+    >>> cpu_kind({"cpu": "AMD EPYC", "cpu_capability": "AVX2", "cores": 2})
+    'AMD EPYC (AVX2)'
+    """
+    if not (machine or {}).get("cpu"):
+        return None
+    capability = machine.get("cpu_capability")
+    return f"{machine['cpu']} ({capability})" if capability else machine["cpu"]
+
+
 def run_provenance() -> dict:
     """What every run's record says about what made it: package versions, the code's git commit (and whether its
     tree was dirty), torch's thread count and the machine's CPU (:func:`machine`)."""

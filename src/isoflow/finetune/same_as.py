@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..records import cpu_kind
 from ..reporting.frame_difference import frames_difference, provenance_of, settings_differing
 
 IDENTITY = ("task", "model", "seed", "reg", "istar_lambda", "cosreg_weight")  # what must match for a comparison
@@ -69,7 +70,7 @@ CAPTION = (
 
 def _machine_words(machine: dict | None) -> str:
     """A record's CPU as the table writes it; records made before runs named their machine say so."""
-    return f"{machine['cpu']} ({machine['cpu_capability']})" if machine else "not recorded"
+    return cpu_kind(machine) or "not recorded"
 
 
 def same_as_table(paths) -> pd.DataFrame:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..records import cpu_kind
 from ..reporting.significance import (
     detectable_difference,
     detectable_effect,
@@ -46,8 +47,7 @@ def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     for record in map(Path, records):
         row = _selected(record)
         epochs = pd.read_parquet(record.with_suffix(".parquet"))
-        machine = json.loads(record.read_text()).get("machine") or {}
-        cpu = machine.get("cpu") or "not recorded"
+        cpu = cpu_kind(json.loads(record.read_text()).get("machine")) or "not recorded"
         last = epochs.iloc[-1]
         predictions = last["predictions"] if "predictions" in epochs else []
         rows.append({**row, "isoscore_star": float(last["isoscore_star_pretrained"]), "last": predictions, "cpu": cpu})

@@ -39,6 +39,7 @@ from ..config_files import load
 from ..finetune.runs import LrRun, SweepRun, sweep_runs
 from ..layout import RUNS
 from ..provenance import PUBLISHED_RESULTS, code_version
+from ..records import cpu_kind
 from ..sections import PUBLICATIONS, SECTIONS
 from . import ROOT
 from . import partial as partial_runs
@@ -131,11 +132,12 @@ def _compared_records(runs: Path) -> list[tuple[Path, dict, SweepRun | LrRun]]:
 
 
 def _cpus(records: list[tuple[Path, dict, SweepRun | LrRun]]) -> dict[str, list[Path]]:
-    """The kinds of CPU the ``records`` name (``machine.cpu``; older records name none), each with its records."""
+    """The kinds of CPU the ``records`` name (:func:`isoflow.records.cpu_kind`; older records name none), each with
+    its records."""
     cpus: dict[str, list[Path]] = {}
     for record, info, _ in records:
-        if (info.get("machine") or {}).get("cpu"):
-            cpus.setdefault(info["machine"]["cpu"], []).append(record)
+        if kind := cpu_kind(info.get("machine")):
+            cpus.setdefault(kind, []).append(record)
     return cpus
 
 
@@ -156,12 +158,12 @@ def check_resumable_here(publication: str, root: Path) -> None:
     could not be published together (:func:`check_one_commit`), hours later. A change of CPU kind alone moves a
     fine-tuning run as a change of seed does (docs/finetune.md, "The strength-matched control"). A seed whose runs are
     all made is left to whatever made it."""
-    from ..records import machine
+    from ..records import machine  # looked up at the call: tests stand in another machine
 
     kept = PUBLICATIONS[publication]
     if not kept.one_commit:
         return
-    here = machine()["cpu"]
+    here = cpu_kind(machine())
     wanted = sweep_runs(load(kept.config, root).get("finetune") or {})
     for folder, _ in partial_runs.sources(publication, root):
         compared = _compared_records(folder)
