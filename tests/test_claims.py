@@ -98,6 +98,14 @@ def family_of(rows: pd.DataFrame, claimed, effect: str, seeds: str, untested=Non
     )
 
 
+def same_pass(runs: pd.DataFrame, parquet: str) -> int:
+    """How many of ``runs`` (a sweep's measurements) made the same epoch-0 pass (the pretrained model, before any
+    training) as the run measured in ``parquet``: IsoScore*, silhouette and TwoNN equal bit for bit, which runs made on
+    one kind of CPU share (docs/results/finetune-smollm2-fair-rerun)."""
+    z, r = runs[runs.epoch == 0], pd.read_parquet(ROOT / parquet).iloc[0]
+    return int(((z.isoscore == r.isoscore) & (z.silhouette == r.silhouette) & (z.twonn == r.twonn)).sum())
+
+
 def markdown(text: str) -> str:
     """Text as the documents write it in Markdown: IsoScore* as IsoScore\\*."""
     return text.replace("*", "\\*")
@@ -125,6 +133,7 @@ def value_of(claim: dict) -> str:
             # the rules' conditions, applied the same way everywhere (docs/verdicts.md, "Whose claim it is")
             **{"accuracy": accuracy_verdicts, "kind": kind_of, "outside_kind": outside_kind, "md": markdown},
             **{"word": word, "LINK": LINK, "TWONN": TWONN},  # a fine-tuning publication's verdict, one family
+            **{"same_pass": same_pass},  # runs that share a CPU kind's epoch-0 pass
         }
         out = eval(claim["expr"], {**helpers, "t": t})  # noqa: S307 - our own ledger; t global: comprehensions see it
         return out if isinstance(out, str) else written(float(out) * claim.get("scale", 1), claim.get("digits", 4))

@@ -85,6 +85,15 @@ def cpu_kind(machine: dict | None) -> str | None:
     return f"{machine['cpu']} ({capability})" if capability else machine["cpu"]
 
 
+def cpu_kind_label(machine: dict | None) -> str:
+    """:func:`cpu_kind` as a table writes it: "not recorded" for a record that names no machine.
+
+    >>> cpu_kind_label(None)
+    'not recorded'
+    """
+    return cpu_kind(machine) or "not recorded"
+
+
 def run_provenance() -> dict:
     """What every run's record says about what made it: package versions, the code's git commit (and whether its
     tree was dirty), torch's thread count and the machine's CPU (:func:`machine`)."""

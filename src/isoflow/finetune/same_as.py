@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..records import cpu_kind
+from ..records import cpu_kind_label
 from ..reporting.frame_difference import frames_difference, provenance_of, settings_differing
 
 IDENTITY = ("task", "model", "seed", "reg", "istar_lambda", "cosreg_weight")  # what must match for a comparison
@@ -68,11 +68,6 @@ CAPTION = (
 )
 
 
-def _machine_words(machine: dict | None) -> str:
-    """A record's CPU as the table writes it; records made before runs named their machine say so."""
-    return cpu_kind(machine) or "not recorded"
-
-
 def same_as_table(paths) -> pd.DataFrame:
     """One row per comparison file (:func:`compare_runs`'s, written by ``isoflow finetune-same-as``)."""
     rows = []
@@ -93,7 +88,7 @@ def same_as_table(paths) -> pd.DataFrame:
                 "settings_differing": " ".join(c["settings_differing"]),
                 "commits": " ".join(str(p["git_commit"])[:7] for p in c["provenance"]),
                 "threads": " ".join(str(p["threads"]) for p in c["provenance"]),
-                "machines": " | ".join(_machine_words(p.get("machine")) for p in c["provenance"]),
+                "machines": " | ".join(cpu_kind_label(p.get("machine")) for p in c["provenance"]),
             }
         )
     table = pd.DataFrame(rows)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..records import cpu_kind
+from ..records import cpu_kind_label
 from ..reporting.significance import (
     detectable_difference,
     detectable_effect,
@@ -47,7 +47,7 @@ def arm_differences(records, reg: str, weight: float) -> pd.DataFrame:
     for record in map(Path, records):
         row = _selected(record)
         epochs = pd.read_parquet(record.with_suffix(".parquet"))
-        cpu = cpu_kind(json.loads(record.read_text()).get("machine")) or "not recorded"
+        cpu = cpu_kind_label(json.loads(record.read_text()).get("machine"))
         last = epochs.iloc[-1]
         predictions = last["predictions"] if "predictions" in epochs else []
         rows.append({**row, "isoscore_star": float(last["isoscore_star_pretrained"]), "last": predictions, "cpu": cpu})

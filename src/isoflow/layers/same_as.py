@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..records import cpu_kind
+from ..records import cpu_kind_label
 from ..reporting.frame_difference import frames_difference, provenance_of, settings_differing
 from .runs import Analysis, CrossComparison
 
@@ -88,7 +88,7 @@ def moves_table(compared: list[dict]) -> pd.DataFrame:
         runs = {
             "commits": " ".join(str(p["git_commit"])[:7] for p in c["provenance"]),
             "threads": " ".join(str(p["threads"]) for p in c["provenance"]),
-            "machines": "; ".join(cpu_kind(p.get("machine")) or "not recorded" for p in c["provenance"]),
+            "machines": "; ".join(cpu_kind_label(p.get("machine")) for p in c["provenance"]),
         }
         moved = [
             {"table": name, "column": col, "largest_difference": t["columns_differing"][col],
